@@ -26,6 +26,9 @@
 # Proxy CPU is the proxy process's utime + stime from /proc/PID/stat (10 ms ticks) over
 # the phase; memory is its VmRSS. haproxy is installed with apt-get if missing (needs
 # root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
+# KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
+# rounds as the others (an A/B of two builds against the same haproxy), e.g.
+#   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
 # Not a test: figures depend on the machine and its load, which the output records.
 set -euo pipefail
 
@@ -138,11 +141,14 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet)
-      local flags=()
-      [ "$1" = quiet ] && flags=(--quiet)
+    kwire | quiet | base)
+      local flags=() bin=$kwire
+      [ "$1" = kwire ] || flags=(--quiet)
+      if [ "$1" = base ]; then
+        bin=${KWIRE_BASE:?set KWIRE_BASE to run the base path}
+      fi
       : >"$work/proxy.log"
-      "$kwire" proxy --listen 127.0.0.1:0 --upstream "$broker" "${flags[@]}" >"$work/proxy.log" 2>"$work/proxy.err" &
+      "$bin" proxy --listen 127.0.0.1:0 --upstream "$broker" "${flags[@]}" >"$work/proxy.log" 2>"$work/proxy.err" &
       proxy_pid=$!
       target=
       for _ in $(seq 200); do
@@ -223,16 +229,17 @@ def mbps(r):
 def mbytes(r):
     x = r["load"]
     return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
-names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet"}
-paths = [p for p in ["direct", "haproxy", "kwire", "quiet"] if any(r["path"] == p for r in rows)]
+names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet",
+         "base": "base build --quiet (KWIRE_BASE)"}
+paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base"] if any(r["path"] == p for r in rows)]
 print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
       f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
       f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")
 for conns in ["few", idle]:
     label = "a few connections (the load's own)" if conns == "few" else f"{idle} idle connections held through the same path, plus the load's"
     print(f"**{label}**\n")
-    print("| path | round | MB/s | vs direct | proxy CPU ms per MB (= millicores per MB/s) | proxy CPU µs per request | Produce p50 / p99 ms | ping p50 / p99 µs | ping added p50 / p99 µs | proxy CPU µs per ping | proxy RSS under load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| path | round | MB/s | vs direct | proxy CPU ms per MB (= millicores per MB/s) | CPU per MB vs haproxy | proxy CPU µs per request | Produce p50 / p99 ms | ping p50 / p99 µs | ping added p50 / p99 µs | proxy CPU µs per ping | proxy RSS under load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for p in paths:
         for rnd in range(1, rounds + 1):
             tp, pg = get(rnd, p, conns, "throughput"), get(rnd, p, conns, "ping")
@@ -240,10 +247,14 @@ for conns in ["few", idle]:
             x, y, dy = tp["load"], pg["load"], d_pg["load"]
             proxied = p != "direct"
             cpu_mb = f"{tp['proxy_cpu_s'] / mbytes(tp) * 1e3:.2f}" if proxied else "-"
+            h_tp = get(rnd, "haproxy", conns, "throughput")
+            vs_hap = "-"
+            if proxied and h_tp and h_tp["proxy_cpu_s"] > 0:
+                vs_hap = f"{(tp['proxy_cpu_s'] / mbytes(tp)) / (h_tp['proxy_cpu_s'] / mbytes(h_tp)):.2f}x"
             cpu_req = f"{tp['proxy_cpu_s'] / x['requests'] * 1e6:.0f}" if proxied and x["requests"] else "-"
             cpu_ping = f"{pg['proxy_cpu_s'] / y['requests'] * 1e6:.0f}" if proxied else "-"
             rss = f"{tp['rss_kib'] / 1024:.0f} MB" if proxied else "-"
-            print(f"| {names[p]} | {rnd} | {mbps(tp):.0f} | {100 * mbps(tp) / mbps(d_tp):.0f}% | {cpu_mb} | {cpu_req} | "
+            print(f"| {names[p]} | {rnd} | {mbps(tp):.0f} | {100 * mbps(tp) / mbps(d_tp):.0f}% | {cpu_mb} | {vs_hap} | {cpu_req} | "
                   f"{x.get('produce_p50_us', 0) / 1e3:.1f} / {x.get('produce_p99_us', 0) / 1e3:.1f} | "
                   f"{y['p50_us']} / {y['p99_us']} | {y['p50_us'] - dy['p50_us']:+d} / {y['p99_us'] - dy['p99_us']:+d} | "
                   f"{cpu_ping} | {rss} |")

@@ -77,7 +77,7 @@ use crate::dispatch::{self, Request, Response};
 use crate::encode::AnyBody;
 use crate::frame::{RequestHeader, RequestHeaderView};
 use crate::messages::{ApiKey, RequestBody, ResponseBody, ResponseBodyView};
-use crate::types::{List, RawTaggedField, Str};
+use crate::types::{List, RawTaggedField};
 
 pub use crate::secrets::{redact_request, redact_response};
 
@@ -804,63 +804,59 @@ impl<F> core::fmt::Debug for RewriteAddresses<F> {
     }
 }
 
-/// The elements of a list, owned so that they can be changed.
-fn owned<'l, 'a, T: Clone>(list: &'l mut List<'a, T>) -> &'l mut Vec<T> {
-    if let List::Borrowed(items) = list {
-        *list = List::Owned(items.to_vec());
-    }
-    match list {
-        List::Owned(v) => v,
-        List::Borrowed(_) => unreachable!("made owned above"),
-    }
-}
+/// The address rewriting of [`RewriteAddresses`], compiled when a message that carries broker
+/// addresses is.
+#[cfg(any(
+    feature = "api-metadata",
+    feature = "api-describe-cluster",
+    feature = "api-find-coordinator",
+    feature = "api-produce",
+    feature = "api-fetch",
+    feature = "api-share-fetch",
+    feature = "api-share-acknowledge"
+))]
+mod addresses {
+    use super::*;
+    use crate::types::Str;
 
-/// Asks `route` about one address; rewrites it and returns true if it changes.
-fn route_one(route: &mut impl Route, node_id: i32, host: &mut Str<'_>, port: &mut i32) -> bool {
-    match route.route(node_id, host.as_str(), *port) {
-        Some((h, p)) if h != host.as_str() || p != *port => {
-            *host = Str::Owned(h);
-            *port = p;
-            true
+    /// The elements of a list, owned so that they can be changed.
+    fn owned<'l, 'a, T: Clone>(list: &'l mut List<'a, T>) -> &'l mut Vec<T> {
+        if let List::Borrowed(items) = list {
+            *list = List::Owned(items.to_vec());
         }
-        _ => false,
-    }
-}
-
-macro_rules! rewrite_list {
-    ($route:expr, $list:expr) => {
-        rewrite_list!($route, $list, node_id)
-    };
-    ($route:expr, $list:expr, $id:ident) => {{
-        let mut changed = false;
-        for item in owned($list).iter_mut() {
-            changed |= route_one($route, item.$id, &mut item.host, &mut item.port);
+        match list {
+            List::Owned(v) => v,
+            List::Borrowed(_) => unreachable!("made owned above"),
         }
-        changed
-    }};
-}
-
-impl<R: Route> Filter for RewriteAddresses<R> {
-    fn wants_request(&self, _: ApiKey, _: i16) -> bool {
-        false
     }
 
-    fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
-        let _ = version;
-        matches!(
-            api_key,
-            ApiKey::Metadata
-                | ApiKey::FindCoordinator
-                | ApiKey::DescribeCluster
-                | ApiKey::Produce
-                | ApiKey::Fetch
-                | ApiKey::ShareFetch
-                | ApiKey::ShareAcknowledge
-        )
+    /// Asks `route` about one address; rewrites it and returns true if it changes.
+    fn route_one(route: &mut impl Route, node_id: i32, host: &mut Str<'_>, port: &mut i32) -> bool {
+        match route.route(node_id, host.as_str(), *port) {
+            Some((h, p)) if h != host.as_str() || p != *port => {
+                *host = Str::Owned(h);
+                *port = p;
+                true
+            }
+            _ => false,
+        }
     }
 
-    fn on_response<'a>(&mut self, _: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
-        let route = &mut self.route;
+    macro_rules! rewrite_list {
+        ($route:expr, $list:expr) => {
+            rewrite_list!($route, $list, node_id)
+        };
+        ($route:expr, $list:expr, $id:ident) => {{
+            let mut changed = false;
+            for item in owned($list).iter_mut() {
+                changed |= route_one($route, item.$id, &mut item.host, &mut item.port);
+            }
+            changed
+        }};
+    }
+
+    /// The response with its addresses routed, or `None` if none changes.
+    pub(super) fn rewrite<'a>(route: &mut impl Route, response: &Response<'a>) -> Option<ResponseBody<'a>> {
         // Cheap checks on the view first: most Produce and Fetch responses carry no hints.
         let (changed, body) = match response.body {
             #[cfg(feature = "api-metadata")]
@@ -903,9 +899,54 @@ impl<R: Route> Filter for RewriteAddresses<R> {
                 let mut b = crate::messages::ShareAcknowledgeResponse::from(v);
                 (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::ShareAcknowledge(b))
             }
-            _ => return ResponseAction::Pass,
+            _ => return None,
         };
-        if changed { ResponseAction::Rewrite(body) } else { ResponseAction::Pass }
+        changed.then_some(body)
+    }
+}
+
+/// A build with no message that carries broker addresses has nothing to rewrite.
+#[cfg(not(any(
+    feature = "api-metadata",
+    feature = "api-describe-cluster",
+    feature = "api-find-coordinator",
+    feature = "api-produce",
+    feature = "api-fetch",
+    feature = "api-share-fetch",
+    feature = "api-share-acknowledge"
+)))]
+mod addresses {
+    use super::*;
+
+    pub(super) fn rewrite<'a>(_: &mut impl Route, _: &Response<'a>) -> Option<ResponseBody<'a>> {
+        None
+    }
+}
+
+impl<R: Route> Filter for RewriteAddresses<R> {
+    fn wants_request(&self, _: ApiKey, _: i16) -> bool {
+        false
+    }
+
+    fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
+        let _ = version;
+        matches!(
+            api_key,
+            ApiKey::Metadata
+                | ApiKey::FindCoordinator
+                | ApiKey::DescribeCluster
+                | ApiKey::Produce
+                | ApiKey::Fetch
+                | ApiKey::ShareFetch
+                | ApiKey::ShareAcknowledge
+        )
+    }
+
+    fn on_response<'a>(&mut self, _: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
+        match addresses::rewrite(&mut self.route, response) {
+            Some(body) => ResponseAction::Rewrite(body),
+            None => ResponseAction::Pass,
+        }
     }
 }
 

@@ -127,7 +127,9 @@ mod prelude {
     pub(crate) use crate::wire::{self, Reader, Size, TaggedIter, TaggedSize, Writer};
     #[cfg(feature = "alloc")]
     pub(crate) use alloc::vec::Vec;
+    // The macro above, by path for the generated code (textual scope does not reach it).
     #[cfg(all(feature = "alloc", not(feature = "testing")))]
+    #[allow(clippy::single_component_path_imports)]
     pub(crate) use as_version;
     pub(crate) use core::fmt;
 }

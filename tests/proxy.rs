@@ -19,12 +19,17 @@ mod kwire_cmd;
 #[path = "common/process.rs"]
 mod process;
 
+#[path = "common/proxy.rs"]
+mod proxy_harness;
+
 use process::{client_command, run};
+use proxy_harness::{Proxy, scrape};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -37,8 +42,6 @@ const ALL_APIS_KNOWN: bool = true;
 
 /// How long one client run may take (a run takes a few seconds).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(150);
-/// How long `tests/proxy/setup.sh` may take when the tests have to run it.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
 /// How long fetching and starting the broker may take.
 const BROKER_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -52,25 +55,16 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What a finished process printed.
-/// Installs the clients once per test process (see tests/proxy/setup.sh).
+/// Installs the clients once per test process (see tests/proxy/setup.sh); again when the
+/// metrics test's parser is missing (a checkout set up before it).
 fn setup() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        // A checkout set up before the metrics test lacks its parser: set up again.
-        let parser = Command::new(root().join("target/interop/venv/bin/python"))
+    proxy_harness::setup(|| {
+        Command::new(root().join("target/interop/venv/bin/python"))
             .args(["-c", "import prometheus_client"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
-            .is_ok_and(|s| s.success());
-        if root().join("target/proxy-clients/ready").exists() && parser {
-            return;
-        }
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/proxy/setup.sh"));
-        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
-        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+            .is_ok_and(|s| s.success())
     });
 }
 
@@ -79,139 +73,46 @@ fn setup() {
 fn broker() -> &'static str {
     static ADDR: OnceLock<String> = OnceLock::new();
     ADDR.get_or_init(|| {
-        // Data of earlier runs whose broker is gone.
-        if let Ok(entries) = std::fs::read_dir(root().join("target/kafka")) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let pid = std::fs::read_to_string(e.path().join("pid")).unwrap_or_default();
-                let running = !pid.trim().is_empty() && Path::new(&format!("/proc/{}", pid.trim())).exists();
-                if name.starts_with("test-") && !running {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let dir = root().join(format!("target/kafka/test-{}", std::process::id()));
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/kafka/broker.sh"))
-            .arg("start")
-            .arg(&dir)
-            .arg(std::process::id().to_string());
-        let out = run(cmd, "tests/kafka/broker.sh start", BROKER_TIMEOUT);
-        assert!(
-            out.ok,
-            "the Kafka broker could not start (tests/kafka/broker.sh)\nstdout:\n{}\nstderr:\n{}",
-            out.stdout, out.stderr
-        );
+        let (_, out) = proxy_harness::kafka("start", "test", &["{pid}"], &[], BROKER_TIMEOUT);
         let addr = out.stdout.trim().to_string();
         assert!(addr.starts_with("127.0.0.1:"), "unexpected broker address {addr:?}");
         addr
     })
 }
 
-/// A running `kwire proxy` with its log (one JSON object per frame).
-struct Proxy {
-    child: Child,
-    addr: String,
-    lines: Arc<Mutex<Vec<String>>>,
-    reader: Option<thread::JoinHandle<()>>,
-    stderr: Option<thread::JoinHandle<String>>,
+/// A `kwire proxy` logging one JSON object per frame, checking each (`--verify`),
+/// recording into `record` and serving `--metrics`.
+fn json_proxy(upstream: &str, record: &Path) -> Proxy {
+    let _ = std::fs::remove_dir_all(record);
+    let mut args: Vec<&OsStr> = [
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        upstream,
+        "--format",
+        "json",
+        "--verify",
+        "--metrics",
+        "127.0.0.1:0",
+        "--max-frame-bytes",
+        "16777216",
+        "--record",
+    ]
+    .into_iter()
+    .map(OsStr::new)
+    .collect();
+    args.push(record.as_os_str());
+    Proxy::start(&args)
 }
 
-impl Proxy {
-    fn start(upstream: &str, record: &Path) -> Proxy {
-        let _ = std::fs::remove_dir_all(record);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-            .args([
-                "proxy",
-                "--listen",
-                "127.0.0.1:0",
-                "--upstream",
-                upstream,
-                "--format",
-                "json",
-                "--verify",
-                "--metrics",
-                "127.0.0.1:0",
-            ])
-            .arg("--max-frame-bytes")
-            .arg("16777216")
-            .arg("--record")
-            .arg(record)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kwire proxy");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("read the proxy's first line");
-        let addr = first
-            .strip_prefix("kwire proxy: listening on ")
-            .and_then(|r| r.split(',').next())
-            .unwrap_or_else(|| panic!("unexpected first line from kwire proxy: {first:?}"))
-            .to_string();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let reader = thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let mut err = child.stderr.take().unwrap();
-        let stderr = thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        Proxy { child, addr, lines, reader: Some(reader), stderr: Some(stderr) }
+/// Stops `proxy`; returns its log lines and whether it was still running (it must never
+/// have exited by itself).
+fn stop_proxy(proxy: Proxy) -> (Vec<String>, bool) {
+    let (printed, alive) = proxy.kill();
+    if !printed.stderr.trim().is_empty() {
+        eprintln!("kwire proxy stderr:\n{}", printed.stderr);
     }
-
-    /// The `--metrics` address, from the log.
-    fn metrics_addr(&self) -> String {
-        let start = Instant::now();
-        loop {
-            let found = self.lines.lock().unwrap().iter().find_map(|l| {
-                l.split("metrics on http://")
-                    .nth(1)
-                    .and_then(|r| r.strip_suffix("/metrics"))
-                    .map(String::from)
-            });
-            if let Some(addr) = found {
-                return addr;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "the proxy logged no metrics address");
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Stops the proxy; returns its log lines and whether it was still running (it must
-    /// never have exited by itself).
-    fn stop(mut self) -> (Vec<String>, bool) {
-        // Let the logger write what it has.
-        thread::sleep(Duration::from_millis(300));
-        let alive = self.child.try_wait().ok().flatten().is_none();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-        if let Some(e) = self.stderr.take() {
-            let text = e.join().unwrap_or_default();
-            if !text.trim().is_empty() {
-                eprintln!("kwire proxy stderr:\n{text}");
-            }
-        }
-        let lines = std::mem::take(&mut *self.lines.lock().unwrap());
-        (lines, alive)
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    (printed.lines, alive)
 }
 
 /// The proxy log, summed up.
@@ -367,7 +268,7 @@ fn client_through_proxy(client: &str) {
     setup();
     let upstream = broker();
     let record = root().join("target/proxy-vectors").join(client);
-    let proxy = Proxy::start(upstream, &record);
+    let proxy = json_proxy(upstream, &record);
     let prefix = prefix(client);
     // Metrics scraped while the client runs, and once after.
     let metrics = proxy.metrics_addr();
@@ -388,7 +289,7 @@ fn client_through_proxy(client: &str) {
     let during = scraper.join().expect("scraper");
     thread::sleep(Duration::from_millis(300));
     let after = scrape(&metrics);
-    let (lines, alive) = proxy.stop();
+    let (lines, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited during the {client} run");
     assert!(out.ok, "{client} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
     let answer = out.stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
@@ -446,57 +347,16 @@ fn client_through_proxy(client: &str) {
     check_metrics(client, &during, &after, &lines, &frames);
 }
 
-/// One scrape of `GET /metrics`: the body of a 200 answer.
-fn scrape(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to --metrics {addr}: {e}"));
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: kwire\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP answer: {text:?}"));
-    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-    assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
-    body.to_string()
-}
-
 /// The scrapes as the Prometheus Python client's parser reads them (tests/proxy/parse_metrics.py):
 /// per scrape, sample name and sorted labels to value.
 fn parse_scrapes(scrapes: &[String]) -> Vec<BTreeMap<(String, String), f64>> {
-    let dir = root().join("target/proxy-vectors/metrics");
-    std::fs::create_dir_all(&dir).unwrap();
-    let files: Vec<PathBuf> = scrapes
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            let f = dir.join(format!("{}-{i}.txt", std::process::id()));
-            std::fs::write(&f, text).unwrap();
-            f
-        })
-        .collect();
-    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
-    cmd.arg(root().join("tests/proxy/parse_metrics.py")).args(&files);
-    let out = run(cmd, "parse_metrics.py", Duration::from_secs(60));
-    assert!(out.ok, "the Prometheus parser rejected a scrape: {}", out.stderr);
-    for f in files {
-        let _ = std::fs::remove_file(f);
-    }
-    out.stdout
-        .lines()
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            assert_eq!(v["types"]["kwire_proxy_request_duration_seconds"], "histogram", "{line}");
-            assert_eq!(v["types"]["kwire_proxy_requests"], "counter", "{line}");
-            assert_eq!(v["types"]["kwire_proxy_connections_open"], "gauge", "{line}");
-            v["samples"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| {
-                    let labels: BTreeMap<String, String> = serde_json::from_value(s[1].clone()).unwrap();
-                    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    ((s[0].as_str().unwrap().to_string(), labels.join(",")), s[2].as_f64().unwrap())
-                })
-                .collect()
+    proxy_harness::parse_metrics(scrapes)
+        .into_iter()
+        .map(|v| {
+            assert_eq!(v["types"]["kwire_proxy_request_duration_seconds"], "histogram", "{v}");
+            assert_eq!(v["types"]["kwire_proxy_requests"], "counter", "{v}");
+            assert_eq!(v["types"]["kwire_proxy_connections_open"], "gauge", "{v}");
+            proxy_harness::samples(&v)
         })
         .collect()
 }
@@ -668,7 +528,7 @@ fn robustness_under_bad_connections() {
     setup();
     let upstream = broker();
     let record = root().join("target/proxy-vectors/robustness");
-    let proxy = Proxy::start(upstream, &record);
+    let proxy = json_proxy(upstream, &record);
     let stop = Arc::new(AtomicBool::new(false));
     let kinds = ["garbage", "negative", "oversized", "truncated", "header-garbage", "trickle"];
     let attackers: Vec<_> = kinds.iter().map(|k| attacker(proxy.addr.clone(), k, stop.clone())).collect();
@@ -687,7 +547,7 @@ fn robustness_under_bad_connections() {
     let results: Vec<_> = runs.into_iter().map(|h| h.join().expect("client thread")).collect();
     stop.store(true, Ordering::Relaxed);
     let rounds: Vec<usize> = attackers.into_iter().map(|h| h.join().unwrap_or(0)).collect();
-    let (lines, alive) = proxy.stop();
+    let (lines, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited under bad connections");
     for (client, prefix, out) in &results {
         assert!(
@@ -745,7 +605,7 @@ fn slow_reader_does_not_grow_memory() {
     let _serial = serial();
     setup();
     let upstream = broker();
-    let proxy = Proxy::start(upstream, &root().join("target/proxy-vectors/slow-reader"));
+    let proxy = json_proxy(upstream, &root().join("target/proxy-vectors/slow-reader"));
     let before = rss_kib(proxy.child.id());
     let mut s = TcpStream::connect(&proxy.addr).expect("connect to the proxy");
     s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
@@ -768,7 +628,7 @@ fn slow_reader_does_not_grow_memory() {
     };
     let during = rss_kib(proxy.child.id());
     drop(s);
-    let (_, alive) = proxy.stop();
+    let (_, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited");
     eprintln!(
         "slow reader: {} MB of requests accepted before the writes blocked={blocked}; proxy RSS {before} KiB before, {during} KiB while blocked",
@@ -898,75 +758,15 @@ fn round_trip(s: &mut TcpStream, correlation_id: i32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A `kwire proxy --quiet` run by bash after `ulimit` (`limits`, e.g. `-Sn 100`), with
-/// its stdout lines collected.
-struct QuietProxy {
-    child: Child,
-    addr: String,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl QuietProxy {
-    fn start(upstream: &str, limits: &str, args: &[&str]) -> QuietProxy {
-        let mut cmd = Command::new("bash");
-        cmd.arg("-c")
-            .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
-            .arg(env!("CARGO_BIN_EXE_kwire"))
-            .args(["proxy", "--quiet", "--listen", "127.0.0.1:0", "--upstream", upstream])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = cmd.spawn().expect("start kwire proxy");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("read the proxy's first line");
-        let addr = first
-            .strip_prefix("kwire proxy: listening on ")
-            .and_then(|r| r.split(',').next())
-            .unwrap_or_else(|| panic!("unexpected first line from kwire proxy: {first:?}"))
-            .to_string();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-            }
-        });
-        QuietProxy { child, addr, lines }
-    }
-
-    /// The first log line containing `needle`, waiting up to 10 s for it.
-    fn wait_for(&self, needle: &str) -> String {
-        let start = Instant::now();
-        loop {
-            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(needle)) {
-                return l.clone();
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no proxy log line with {needle:?}:\n{}",
-                self.lines.lock().unwrap().join("\n")
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for QuietProxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A `kwire proxy --quiet` run by bash after `ulimit` (`limits`, e.g. `-Sn 100`).
+fn quiet_proxy(upstream: &str, limits: &str, args: &[&str]) -> Proxy {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!("ulimit {limits} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_kwire"))
+        .args(["proxy", "--quiet", "--listen", "127.0.0.1:0", "--upstream", upstream])
+        .args(args);
+    Proxy::spawn(cmd)
 }
 
 /// Under a hard descriptor limit of 300 and a soft one of 64, the proxy raises the soft
@@ -979,8 +779,8 @@ impl Drop for QuietProxy {
 fn descriptor_limit_raised_and_connections_past_it_refused() {
     let _serial = serial();
     let upstream = answering_upstream();
-    let proxy = QuietProxy::start(&upstream, "-Sn 64 && ulimit -Hn 300", &[]);
-    let line = proxy.wait_for("descriptor limit");
+    let proxy = quiet_proxy(&upstream, "-Sn 64 && ulimit -Hn 300", &[]);
+    let line = proxy.wait_for(&["descriptor limit"]);
     assert!(
         line.contains("descriptor limit 300 (soft 64 at start, hard 300): serving at most 86 connections"),
         "{line}"
@@ -992,7 +792,7 @@ fn descriptor_limit_raised_and_connections_past_it_refused() {
         round_trip(&mut s, i).unwrap_or_else(|e| panic!("connection {i} not served: {e}"));
         held.push(s);
     }
-    proxy.wait_for("at 86 connections (--max-connections)");
+    proxy.wait_for(&["at 86 connections (--max-connections)"]);
     let refused = TcpStream::connect(&proxy.addr);
     assert!(
         matches!(&refused, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
@@ -1003,11 +803,11 @@ fn descriptor_limit_raised_and_connections_past_it_refused() {
         round_trip(s, 1000 + i as i32).unwrap_or_else(|e| panic!("connection {i} after the refusal: {e}"));
     }
     drop(held.pop());
-    proxy.wait_for("open again, accepting connections");
+    proxy.wait_for(&["open again, accepting connections"]);
     let mut s = TcpStream::connect(&proxy.addr).expect("a connection once one has ended");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     round_trip(&mut s, 7).expect("served once one has ended");
-    let log = proxy.log();
+    let log = proxy.lines();
     let dropped: Vec<&String> = log
         .iter()
         .filter(|l| l.contains("cannot connect") || l.contains("accept on") || l.contains("open files"))
@@ -1052,15 +852,9 @@ fn many_idle_connections_held() {
     let n = 9_000.min(usize::try_from(hard.saturating_sub(400) / 2).unwrap_or(0));
     assert!(n >= 1_000, "the hard descriptor limit {hard} leaves room for {n} connections only");
     let upstream = answering_upstream();
-    let proxy = QuietProxy::start(&upstream, "-Sn 1024", &["--metrics", "127.0.0.1:0"]);
-    let metrics = proxy
-        .wait_for("metrics on http://")
-        .split("metrics on http://")
-        .nth(1)
-        .and_then(|r| r.strip_suffix("/metrics"))
-        .expect("metrics address")
-        .to_string();
-    let limit = proxy.wait_for("descriptor limit");
+    let proxy = quiet_proxy(&upstream, "-Sn 1024", &["--metrics", "127.0.0.1:0"]);
+    let metrics = proxy.metrics_addr();
+    let limit = proxy.wait_for(&["descriptor limit"]);
     let start = Instant::now();
     let (rss_before, (threads_before, _)) = (rss_kib(proxy.pid()), threads_and_fds(proxy.pid()));
     let mut conns = Vec::with_capacity(n);

@@ -20,6 +20,9 @@
 #[path = "common/process.rs"]
 mod process;
 
+#[path = "common/proxy.rs"]
+mod proxy_harness;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -30,9 +33,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use process::run;
+use proxy_harness::{Printed, Proxy, scrape};
 use serde_json::Value;
 
-const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(600);
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(150);
 /// Seconds each producer of the failover test produces for.
@@ -59,18 +62,9 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
 /// Installs the clients once per test process (tests/proxy/setup.sh); again when the
 /// franz-go program is older than its failover modes.
 fn setup() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
+    proxy_harness::setup(|| {
         let go = modified(&root().join("target/go-client/go-client"));
-        let fresh = go.is_some() && go >= modified(&root().join("tests/interop/go/cluster.go"));
-        if root().join("target/proxy-clients/ready").exists() && fresh {
-            return;
-        }
-        let _ = std::fs::remove_file(root().join("target/proxy-clients/ready"));
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/proxy/setup.sh"));
-        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
-        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        go.is_some() && go >= modified(&root().join("tests/interop/go/cluster.go"))
     });
 }
 
@@ -98,19 +92,7 @@ struct Cluster {
 fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        // Clusters of earlier runs whose owner is gone.
-        let base = root().join("target/kafka");
-        if let Ok(entries) = std::fs::read_dir(&base) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if let Some(pid) = name.strip_prefix("cluster-")
-                    && !Path::new(&format!("/proc/{pid}")).exists()
-                {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let dir = base.join(format!("cluster-{}", std::process::id()));
+        let dir = root().join(format!("target/kafka/cluster-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (plain_password, scram_password) = (unique("Plain"), unique("Scram"));
         let props = dir.join("sasl.properties");
@@ -127,20 +109,10 @@ fn cluster() -> &'static Cluster {
             ),
         )
         .unwrap();
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/kafka/broker.sh"))
-            .arg("cluster")
-            .arg(&dir)
-            .arg("3")
-            .arg(std::process::id().to_string())
-            .env("KWIRE_KAFKA_PROPS", &props)
-            .env(
-                "KWIRE_KAFKA_FORMAT_ARGS",
-                format!("--add-scram SCRAM-SHA-512=[name={SCRAM_USER},password={scram_password}]"),
-            );
+        let scram = format!("--add-scram SCRAM-SHA-512=[name={SCRAM_USER},password={scram_password}]");
         let start = Instant::now();
-        let out = run(cmd, "tests/kafka/broker.sh cluster", CLUSTER_TIMEOUT);
-        assert!(out.ok, "the cluster could not start\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        let env = [("KWIRE_KAFKA_PROPS", props.as_os_str()), ("KWIRE_KAFKA_FORMAT_ARGS", scram.as_ref())];
+        let (_, out) = proxy_harness::kafka("cluster", "cluster", &["3", "{pid}"], &env, CLUSTER_TIMEOUT);
         eprintln!("cluster of 3 started in {:.1}s", start.elapsed().as_secs_f64());
         let ports = std::fs::read_to_string(dir.join("ports")).unwrap();
         let (mut plain, mut sasl) = (Vec::new(), Vec::new());
@@ -184,100 +156,6 @@ fn free_ports(ips: &[&str], nodes: u16) -> u16 {
         return p;
     }
     panic!("no free run of ports");
-}
-
-/// A running `kwire proxy`, its output collected.
-struct Proxy {
-    child: Child,
-    addr: String,
-    lines: Arc<Mutex<Vec<String>>>,
-    reader: Option<thread::JoinHandle<()>>,
-    stderr: Option<thread::JoinHandle<String>>,
-}
-
-/// What a stopped proxy printed.
-struct Printed {
-    lines: Vec<String>,
-    stderr: String,
-}
-
-impl Proxy {
-    fn start(args: &[String]) -> Proxy {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-            .arg("proxy")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kwire proxy");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).expect("read the proxy's first line");
-        let addr = first
-            .strip_prefix("kwire proxy: listening on ")
-            .and_then(|r| r.split(',').next())
-            .unwrap_or_else(|| panic!("unexpected first line from kwire proxy: {first:?}"))
-            .to_string();
-        let lines = Arc::new(Mutex::new(vec![first.trim_end().to_string()]));
-        let sink = lines.clone();
-        let reader = thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let mut err = child.stderr.take().unwrap();
-        let stderr = thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        Proxy { child, addr, lines, reader: Some(reader), stderr: Some(stderr) }
-    }
-
-    fn metrics_addr(&self) -> String {
-        let start = Instant::now();
-        loop {
-            let found = self.lines.lock().unwrap().iter().find_map(|l| {
-                l.split("metrics on http://")
-                    .nth(1)
-                    .and_then(|r| r.strip_suffix("/metrics"))
-                    .map(String::from)
-            });
-            if let Some(addr) = found {
-                return addr;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "the proxy logged no metrics address");
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Stops the proxy (SIGINT, so that it prints its summary); panics if it had exited.
-    fn stop(mut self) -> Printed {
-        thread::sleep(Duration::from_millis(300));
-        assert!(self.child.try_wait().unwrap().is_none(), "kwire proxy exited by itself");
-        let _ = Command::new("kill").arg("-INT").arg(self.child.id().to_string()).status();
-        let start = Instant::now();
-        while self.child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(5) {
-            thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-        let stderr = self.stderr.take().map(|e| e.join().unwrap_or_default()).unwrap_or_default();
-        let lines = std::mem::take(&mut *self.lines.lock().unwrap());
-        Printed { lines, stderr }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn proxy_args(listen: &str, upstream: &[String], base: u16, more: &[&str]) -> Vec<String> {
@@ -525,6 +403,12 @@ fn failover_through_two_proxies() {
     create.args(["create", &a, &topic, "3", "3", "2"]);
     let out = run(create, "create the topic", CLIENT_TIMEOUT);
     assert!(out.ok, "creating {topic} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    // The exactly-once members' output: input partition P goes to output partition P.
+    let out_topic = format!("failover-out-{pid}");
+    let mut create = confluent_cluster();
+    create.args(["create", &b, &out_topic, "3", "3", "2"]);
+    let out = run(create, "create the output topic", CLIENT_TIMEOUT);
+    assert!(out.ok, "creating {out_topic} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
 
     let stop = c.dir.join(format!("stop-{pid}"));
     let _ = std::fs::remove_file(&stop);
@@ -540,6 +424,16 @@ fn failover_through_two_proxies() {
         let mut cmd = confluent_cluster();
         cmd.args(["consume", via, &topic, &rd_group, &stop_s, name]);
         consumers.push((rd_group.clone(), Consumer::start(name, cmd)));
+    }
+    // Exactly once: consume-transform-produce in transactions (read_committed, the group's
+    // offsets committed in each transaction), a member through each proxy.
+    let eos_group = format!("fo-eos-{pid}");
+    let mut eos = Vec::new();
+    for (name, via) in [("eos-a", &a), ("eos-b", &b)] {
+        let mut cmd = go_client();
+        let txn = format!("fo-txn-{pid}-{name}");
+        cmd.args(["cluster-transact", via, &topic, &out_topic, &eos_group, &txn, &stop_s, name]);
+        eos.push(Consumer::start(name, cmd));
     }
     let secs = PRODUCE_SECONDS.to_string();
     let mut go_producer = go_client();
@@ -592,6 +486,11 @@ fn failover_through_two_proxies() {
             }
             done &= got.len() >= total;
         }
+        let mut got: BTreeSet<(i64, i64)> = BTreeSet::new();
+        for cons in &eos {
+            got.extend(cons.records.lock().unwrap().iter().map(|r| (r.partition, r.offset)));
+        }
+        done &= got.len() >= total;
         if done || Instant::now() > deadline {
             break;
         }
@@ -616,11 +515,28 @@ fn failover_through_two_proxies() {
         let per: Vec<String> = members.iter().map(|(m, r)| format!("{m} {}", r.len())).collect();
         report.push(format!("{group}: {} ({again} delivered again)", per.join(", ")));
     }
+    let mut eos_counts = Vec::new();
+    for cons in eos {
+        let name = cons.name.clone();
+        let (recs, err) = cons.finish();
+        eprintln!("{name}: {} records in committed transactions; stderr:\n{}", recs.len(), err.trim_end());
+        eos_counts.push(transact_counts(&name, &err));
+    }
+    // The truth: what the output topic holds, read with read_committed.
+    let mut read = go_client();
+    read.args(["cluster-read-committed", &a, &out_topic, &total.to_string(), "eos-read"]);
+    let out = run(read, "read the output topic", CLIENT_TIMEOUT);
+    assert!(out.ok, "reading {out_topic} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let outputs = check_exactly_once(&out.stdout, &log);
+    report.push(format!(
+        "{eos_group}: {outputs} committed outputs, each input record exactly once, in order ({})",
+        eos_counts.join(", ")
+    ));
 
     let dead = c.plain[(VICTIM - 1) as usize].clone();
     let mut lost = 0;
     for (name, p) in ["proxy 127.0.0.1", "proxy 127.0.0.2"].into_iter().zip(proxies) {
-        let printed = p.stop();
+        let printed = p.interrupt();
         let lines = printed.lines;
         let n = check_closes(name, &lines, &dead);
         let opened = connections(&lines).to.len();
@@ -642,7 +558,7 @@ fn failover_through_two_proxies() {
     assert!(lost > 0, "no proxy logged the loss of broker {VICTIM}");
     eprintln!(
         "failover: {sent} records from 2 producers in {:.1}s (broker {VICTIM} killed at {:.1}s, back at {:.1}s), \
-         each consumed by 2 groups over 2 proxies: {}; test took {:.1}s",
+         each consumed by 2 groups and transformed exactly once by a third, over 2 proxies: {}; test took {:.1}s",
         produced_in.as_secs_f64(),
         killed_at.as_secs_f64(),
         back_at.as_secs_f64(),
@@ -755,16 +671,6 @@ fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
     Some(f)
 }
 
-fn scrape(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: kwire\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    text
-}
-
 #[test]
 fn sasl_plain_and_scram_through_proxy_hide_the_secrets() {
     let _x = exclusive();
@@ -811,7 +717,7 @@ fn sasl_plain_and_scram_through_proxy_hide_the_secrets() {
         assert!(raw_v0_plain(&proxy.addr, PLAIN_USER, &c.plain_password), "v0 PLAIN with the password");
         assert!(!raw_v0_plain(&proxy.addr, PLAIN_USER, &wrong), "v0 PLAIN with a wrong password is refused");
         let scraped = scrape(&metrics);
-        let printed = proxy.stop();
+        let printed = proxy.interrupt();
         let outs = outputs(&printed, &record, &scraped);
         assert!(outs.len() > 3, "{format}: nothing recorded");
         for (what, secret) in [
@@ -868,4 +774,78 @@ fn secret_forms_are_found_in_each_encoding() {
         }
     }
     assert_hidden("self-test", secret, &[("out".to_string(), "nothing here".to_string())]);
+}
+
+/// An exactly-once member's counts, from the last line of its stderr
+/// (`NAME: C transactions committed (R records), A aborted (K records)`).
+fn transact_counts(name: &str, stderr: &str) -> String {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains(" transactions committed ("))
+        .unwrap_or_else(|| panic!("{name} printed no counts:\n{stderr}"));
+    line.to_string()
+}
+
+/// Checks the exactly-once output (`cluster-read-committed`'s lines: each output record's
+/// partition `p`, offset `o`, value `v`, and its input's partition `ip` and offset `io`)
+/// against `log`, the producers' acknowledged records: each input record appears exactly
+/// once, with its value, in the output partition of its input partition, and each output
+/// partition holds its inputs in offset order. Returns how many output records there are.
+fn check_exactly_once(lines: &str, log: &Log) -> usize {
+    // (input partition, input offset) to the output positions holding it.
+    let mut seen: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
+    let mut by_out: BTreeMap<i64, BTreeMap<i64, i64>> = BTreeMap::new();
+    let mut n = 0;
+    for line in lines.lines().filter(|l| l.starts_with('{')) {
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("exactly once: not JSON ({e}): {line}"));
+        let field = |k: &str| v[k].as_i64().unwrap_or_else(|| panic!("exactly once: no {k} in {line}"));
+        let (p, o, ip, io) = (field("p"), field("o"), field("ip"), field("io"));
+        let value = v["v"].as_str().unwrap_or_default();
+        assert!(ip >= 0 && io >= 0, "exactly once: output {p}/{o} ({value}) has no input position");
+        assert_eq!(p, ip, "exactly once: input {ip}/{io} ({value}) written to output partition {p}");
+        let want = log.get(&ip).and_then(|m| m.get(&io));
+        assert_eq!(
+            want.map(String::as_str),
+            Some(value),
+            "exactly once: output {p}/{o} says input {ip}/{io} is {value:?}; the producers' log has {want:?}"
+        );
+        seen.entry((ip, io)).or_default().push((p, o));
+        assert!(
+            by_out.entry(p).or_default().insert(o, io).is_none(),
+            "exactly once: output {p}/{o} read twice"
+        );
+        n += 1;
+    }
+    let dups: Vec<String> = seen
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|((ip, io), at)| format!("input {ip}/{io} at outputs {at:?}"))
+        .collect();
+    let missing: Vec<String> = log
+        .iter()
+        .flat_map(|(p, recs)| recs.iter().map(move |(o, v)| (*p, *o, v)))
+        .filter(|(p, o, _)| !seen.contains_key(&(*p, *o)))
+        .map(|(p, o, v)| format!("{p}/{o} ({v})"))
+        .collect();
+    assert!(
+        dups.is_empty() && missing.is_empty(),
+        "exactly once failed: {} input records written more than once, e.g. {:?}; {} never written, e.g. {:?}",
+        dups.len(),
+        &dups[..dups.len().min(10)],
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+    for (p, recs) in &by_out {
+        let mut prev = -1;
+        for (o, io) in recs {
+            assert!(
+                *io > prev,
+                "exactly once: output partition {p} has input offset {io} (at {o}) after {prev}"
+            );
+            prev = *io;
+        }
+    }
+    n
 }

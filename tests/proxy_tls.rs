@@ -23,18 +23,24 @@
 #[path = "common/process.rs"]
 mod process;
 
+#[path = "common/proxy.rs"]
+mod proxy_harness;
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use kwire::ApiKey;
 use kwire::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ResponseBodyView};
 use process::run;
+use proxy_harness::Proxy;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -44,7 +50,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::Value;
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
-const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
 const BROKER_TIMEOUT: Duration = Duration::from_secs(600);
 /// The SNI names: `broker-{id}.kwire.test`, and the bootstrap name.
 const PATTERN: &str = "broker-{id}.kwire.test";
@@ -258,101 +263,9 @@ fn closed(s: &mut impl Read, within: Duration) -> bool {
 
 // ---- processes ----
 
-/// A running `kwire proxy` (text log).
-struct Proxy {
-    child: Child,
-    addr: String,
-    lines: Arc<Mutex<Vec<String>>>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Proxy {
-    fn start(args: &[&str]) -> Proxy {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-            .args(["proxy", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kwire proxy");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
-        let sink = stderr.clone();
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        let _ = stdout.read_line(&mut first);
-        let Some(addr) = first.strip_prefix("kwire proxy: listening on ").and_then(|r| r.split(',').next())
-        else {
-            let _ = child.wait();
-            thread::sleep(Duration::from_millis(100));
-            panic!("kwire proxy {args:?} did not start: {first:?}\n{}", stderr.lock().unwrap());
-        };
-        let addr = addr.to_string();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Proxy { child, addr, lines, stderr }
-    }
-
-    fn port(&self) -> u16 {
-        self.addr.rsplit_once(':').unwrap().1.parse().unwrap()
-    }
-
-    fn log(&self) -> String {
-        self.lines.lock().unwrap().join("\n")
-    }
-
-    /// Waits for a log line holding every one of `needles`; returns it.
-    fn wait_for(&self, needles: &[&str]) -> String {
-        let start = Instant::now();
-        loop {
-            let found =
-                self.lines.lock().unwrap().iter().find(|l| needles.iter().all(|n| l.contains(n))).cloned();
-            if let Some(line) = found {
-                return line;
-            }
-            if start.elapsed() > Duration::from_secs(20) {
-                panic!(
-                    "no log line with {needles:?} from kwire proxy:\n{}\nstderr:\n{}",
-                    self.log(),
-                    self.stderr.lock().unwrap()
-                );
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// How many log lines hold `needle`.
-    fn count(&self, needle: &str) -> usize {
-        self.lines.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
-    }
-
-    /// Whether it still runs (it must never exit by itself).
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().ok().flatten().is_none()
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `kwire proxy --listen 127.0.0.1:0 ARGS` (text log).
+fn start_proxy(args: &[&str]) -> Proxy {
+    Proxy::start(&[&["--listen", "127.0.0.1:0"], args].concat())
 }
 
 /// `kwire serve` (kwire's in-memory broker), for the tests that need a broker that answers
@@ -390,16 +303,7 @@ impl Drop for Serve {
 
 /// Installs the clients once per test process (tests/proxy/setup.sh).
 fn setup() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        if root().join("target/proxy-clients/ready").exists() {
-            return;
-        }
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/proxy/setup.sh"));
-        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
-        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
-    });
+    proxy_harness::setup(|| true);
 }
 
 /// The Kafka broker of this test process: `(PLAINTEXT address, SSL address)`. The SSL
@@ -408,17 +312,6 @@ fn broker() -> &'static (String, String) {
     static ADDRS: OnceLock<(String, String)> = OnceLock::new();
     ADDRS.get_or_init(|| {
         let c = certs();
-        if let Ok(entries) = std::fs::read_dir(root().join("target/kafka")) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let pid = std::fs::read_to_string(e.path().join("pid")).unwrap_or_default();
-                let running = !pid.trim().is_empty() && Path::new(&format!("/proc/{}", pid.trim())).exists();
-                if name.starts_with("tls-test-") && !running {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let dir = root().join(format!("target/kafka/tls-test-{}", std::process::id()));
         let props = c.dir.join("broker.properties");
         std::fs::write(
             &props,
@@ -437,39 +330,28 @@ fn broker() -> &'static (String, String) {
             ),
         )
         .unwrap();
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/kafka/broker.sh"))
-            .arg("start")
-            .arg(&dir)
-            .arg(std::process::id().to_string())
-            .env("KWIRE_KAFKA_PROPS", &props)
-            .env("KWIRE_KAFKA_HEAP", "512m");
-        let out = run(cmd, "tests/kafka/broker.sh start", BROKER_TIMEOUT);
-        assert!(out.ok, "the Kafka broker could not start\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
-        let plain = out.stdout.trim().to_string();
-        let config = std::fs::read_to_string(dir.join("server.properties")).unwrap();
-        let listeners = config.lines().rfind(|l| l.starts_with("listeners=")).unwrap();
-        let ssl = listeners
-            .split(',')
-            .find_map(|l| l.strip_prefix("SSL://"))
-            .unwrap_or_else(|| panic!("no SSL listener in {listeners}"))
-            .to_string();
-        (plain, ssl)
+        let env = [("KWIRE_KAFKA_PROPS", props.as_os_str()), ("KWIRE_KAFKA_HEAP", OsStr::new("512m"))];
+        let (dir, out) = proxy_harness::kafka("start", "tls-test", &["{pid}"], &env, BROKER_TIMEOUT);
+        (out.stdout.trim().to_string(), listener(&dir, "SSL"))
     })
+}
+
+/// The address of the broker's `PROTOCOL://` listener, from its server.properties in `dir`.
+fn listener(dir: &Path, protocol: &str) -> String {
+    let config = std::fs::read_to_string(dir.join("server.properties")).unwrap();
+    let listeners = config.lines().rfind(|l| l.starts_with("listeners=")).unwrap();
+    listeners
+        .split(',')
+        .find_map(|l| l.strip_prefix(&format!("{protocol}://")))
+        .unwrap_or_else(|| panic!("no {protocol} listener in {listeners}"))
+        .to_string()
 }
 
 /// The SASL_SSL listener of [`broker`]'s broker (PLAIN, user [`SASL_USER`] with
 /// [`sasl_password`]; a client certificate is required there too).
 fn sasl_ssl() -> String {
     broker();
-    let dir = root().join(format!("target/kafka/tls-test-{}", std::process::id()));
-    let config = std::fs::read_to_string(dir.join("server.properties")).unwrap();
-    let listeners = config.lines().rfind(|l| l.starts_with("listeners=")).unwrap();
-    listeners
-        .split(',')
-        .find_map(|l| l.strip_prefix("SASL_SSL://"))
-        .unwrap_or_else(|| panic!("no SASL_SSL listener in {listeners}"))
-        .to_string()
+    listener(&root().join(format!("target/kafka/tls-test-{}", std::process::id())), "SASL_SSL")
 }
 
 const SASL_USER: &str = "alice";
@@ -490,8 +372,9 @@ fn prefix(what: &str) -> String {
 }
 
 /// Runs a real client (`kafka-python`, `confluent-kafka`, `java`) against `bootstrap` and
-/// checks that it consumed what it produced, in order.
-fn client(lib: &str, bootstrap: &str, protocol: &str, env: &[(&str, &str)]) -> Value {
+/// checks that it consumed what it produced, in order; with `hosts` as its /etc/hosts if
+/// given ([`with_hosts`]).
+fn client(lib: &str, bootstrap: &str, protocol: &str, hosts: Option<&Path>) -> Value {
     setup();
     let r = root();
     let ca = certs().path("ca.pem");
@@ -509,8 +392,8 @@ fn client(lib: &str, bootstrap: &str, protocol: &str, env: &[(&str, &str)]) -> V
         c.arg(r.join("tests/proxy/tls_client.py")).args([lib, bootstrap, &p, protocol, &ca]);
         c
     };
-    for (k, v) in env {
-        cmd.env(k, v);
+    if let Some(hosts) = hosts {
+        cmd = with_hosts(&cmd, hosts);
     }
     let start = Instant::now();
     let out = run(cmd, lib, CLIENT_TIMEOUT);
@@ -537,7 +420,7 @@ fn client(lib: &str, bootstrap: &str, protocol: &str, env: &[(&str, &str)]) -> V
 fn termination_real_clients() {
     let (plain, _) = broker();
     let c = certs();
-    let mut proxy = Proxy::start(&[
+    let mut proxy = start_proxy(&[
         "--upstream",
         plain,
         "--tls-cert",
@@ -547,7 +430,7 @@ fn termination_real_clients() {
     ]);
     proxy.wait_for(&["TLS from clients"]);
     for lib in ["kafka-python", "confluent-kafka", "java"] {
-        client(lib, &proxy.addr, "SSL", &[]);
+        client(lib, &proxy.addr, "SSL", None);
     }
     // Every connection of theirs came over TLS (the one broker is the bootstrap address, so
     // it is served on the --listen port; a broker of its own would get a TLS listener too).
@@ -569,7 +452,7 @@ fn origination_to_ssl_broker() {
     let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
     let upstream = ["--upstream", ssl, "--upstream-tls", "--upstream-ca", &ca];
     let mtls = ["--upstream-cert", &cert, "--upstream-key", &key];
-    let mut plain_in = Proxy::start(&[&upstream[..], &mtls[..]].concat());
+    let mut plain_in = start_proxy(&[&upstream[..], &mtls[..]].concat());
     plain_in.wait_for(&["TLS to brokers"]);
     // The broker's addresses come back rewritten to the proxy's listeners.
     let mut s = TcpStream::connect(&plain_in.addr).unwrap();
@@ -580,18 +463,18 @@ fn origination_to_ssl_broker() {
     assert_eq!(brokers[0].1, "127.0.0.1");
     assert_ne!(brokers[0].2.to_string(), ssl.rsplit_once(':').unwrap().1, "not rewritten: {brokers:?}");
     plain_in.wait_for(&["connected, forwarding to", "(TLS to the broker)"]);
-    client("kafka-python", &plain_in.addr, "PLAINTEXT", &[]);
+    client("kafka-python", &plain_in.addr, "PLAINTEXT", None);
 
     let tls_in =
         ["--tls-cert".to_string(), c.path("server.pem"), "--tls-key".to_string(), c.path("server.key")];
     let args: Vec<&str> =
         upstream.iter().chain(&mtls).copied().chain(tls_in.iter().map(String::as_str)).collect();
-    let both = Proxy::start(&args);
-    client("confluent-kafka", &both.addr, "SSL", &[]);
+    let both = start_proxy(&args);
+    client("confluent-kafka", &both.addr, "SSL", None);
     both.wait_for(&["(TLS, server name", "(TLS to the broker)"]);
 
     // No client certificate: Kafka refuses the proxy's handshake; that client is closed.
-    let no_cert = Proxy::start(&upstream);
+    let no_cert = start_proxy(&upstream);
     let mut s = TcpStream::connect(&no_cert.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     let answered = api_versions(&mut s, 1).is_ok();
@@ -613,7 +496,7 @@ fn sasl_ssl_through_tls_origination_hides_the_password() {
     let addr = sasl_ssl();
     let c = certs();
     let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
-    let proxy = Proxy::start(&[
+    let proxy = start_proxy(&[
         "--upstream",
         &addr,
         "--upstream-tls",
@@ -640,7 +523,7 @@ fn sasl_ssl_through_tls_origination_hides_the_password() {
     let user_line = proxy.wait_for(&["SASL PLAIN user \"alice\""]);
     let log = proxy.log();
     assert!(log.contains("(TLS to the broker)"), "{log}");
-    let stderr = proxy.stderr.lock().unwrap().clone();
+    let stderr = proxy.stderr();
     let pw = sasl_password();
     let hex: String = pw.bytes().map(|b| format!("{b:02x}")).collect();
     use base64::Engine as _;
@@ -675,8 +558,8 @@ fn sni_routing() {
         "--sni-bootstrap",
         BOOTSTRAP,
     ];
-    let mut a = Proxy::start(&args);
-    let mut b = Proxy::start(&args);
+    let mut a = start_proxy(&args);
+    let mut b = start_proxy(&args);
     a.wait_for(&["SNI routing: bootstrap bootstrap.kwire.test, brokers broker-{id}.kwire.test"]);
     let config = client_config(None);
 
@@ -715,12 +598,71 @@ fn sni_routing() {
         api_versions(&mut good, 2).unwrap();
     }
 
-    // A real client follows the names (kafka-python resolves *.kwire.test to 127.0.0.1).
+    // Real clients follow the names: librdkafka, the Java client and kafka-python each
+    // resolve them by a hosts file of their own, through the one SNI port.
+    let hosts = hosts_file();
     let bootstrap = format!("{BOOTSTRAP}:{}", a.port());
-    client("kafka-python", &bootstrap, "SSL", &[("KWIRE_TEST_LOOPBACK", "kwire.test")]);
-    a.wait_for(&["server name broker-1.kwire.test"]);
-    api_versions(&mut good, 3).unwrap();
+    let routed = |name: &str| {
+        let needles = [&format!("(TLS, server name {name})"), &format!("connected, forwarding to {plain}")];
+        a.lines().iter().filter(|l| needles.iter().all(|n| l.contains(n.as_str()))).count()
+    };
+    for (i, lib) in ["kafka-python", "confluent-kafka", "java"].into_iter().enumerate() {
+        let before = (routed(BOOTSTRAP), routed("broker-1.kwire.test"));
+        client(lib, &bootstrap, "SSL", Some(&hosts));
+        thread::sleep(Duration::from_millis(200));
+        let (by_bootstrap, by_broker) =
+            (routed(BOOTSTRAP) - before.0, routed("broker-1.kwire.test") - before.1);
+        assert!(by_bootstrap > 0, "{lib}: no connection by the bootstrap name\n{}", a.log());
+        assert!(by_broker > 0, "{lib}: no connection routed by broker-1.kwire.test\n{}", a.log());
+        eprintln!(
+            "{lib} through the SNI port: {by_bootstrap} connections by {BOOTSTRAP}, {by_broker} by broker-1.kwire.test"
+        );
+        api_versions(&mut good, 3 + i as i32).unwrap();
+    }
+    assert_eq!(a.count("closing this connection"), 4, "{}", a.log());
     assert!(a.alive() && b.alive());
+}
+
+/// Runs `cmd` inside `unshare -m` (a mount namespace of its own; the machine's stays as
+/// it is) with `hosts` bind-mounted over /etc/hosts: the way to make librdkafka and the
+/// JVM resolve the SNI names to the proxy. Exits 97 with a message if the mount is refused.
+fn with_hosts(cmd: &Command, hosts: &Path) -> Command {
+    const SCRIPT: &str = r#"mount --bind "$1" /etc/hosts || { echo "kwire test: cannot bind-mount $1 over /etc/hosts (unshare -m needs root or CAP_SYS_ADMIN)" >&2; exit 97; }; shift; exec "$@""#;
+    let mut c = Command::new("unshare");
+    c.args(["--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh"])
+        .arg(hosts)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c
+}
+
+/// A hosts file mapping the SNI names (bootstrap and broker 1) to 127.0.0.1, checked to
+/// work through [`with_hosts`]: the test fails here, saying why, where a private
+/// /etc/hosts cannot be had (it is never skipped).
+fn hosts_file() -> PathBuf {
+    let path = certs().dir.join("hosts");
+    std::fs::write(&path, format!("127.0.0.1 localhost\n127.0.0.1 {BOOTSTRAP} broker-1.kwire.test\n"))
+        .unwrap();
+    let mut probe = Command::new("getent");
+    probe.args(["hosts", "broker-1.kwire.test"]);
+    let out = run(with_hosts(&probe, &path), "unshare -m getent hosts", Duration::from_secs(20));
+    assert!(
+        out.ok && out.stdout.starts_with("127.0.0.1"),
+        "the SNI routing test needs a private /etc/hosts for its clients (unshare -m, then mount --bind; \
+         root in a container with CAP_SYS_ADMIN), and could not get one: getent said {:?}, stderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    path
 }
 
 /// One bad-input case: whether the proxy closed its connection.
@@ -732,7 +674,7 @@ type Case<'a> = Box<dyn FnOnce() -> bool + Send + 'a>;
 fn bad_client_input() {
     let serve = Serve::start();
     let c = certs();
-    let mut proxy = Proxy::start(&[
+    let mut proxy = start_proxy(&[
         "--upstream",
         &serve.1,
         "--tls-cert",
@@ -743,8 +685,11 @@ fn bad_client_input() {
         &c.path("ca.pem"),
         "--tls-handshake-timeout",
         "2",
+        "--metrics",
+        "127.0.0.1:0",
     ]);
     proxy.wait_for(&["TLS from clients, client certificates required"]);
+    let metrics = proxy.metrics_addr();
     let mut good = tls(&proxy.addr, "localhost", client_config(Some("client"))).unwrap();
     api_versions(&mut good, 1).unwrap();
     // The good connection is used all along, from another thread.
@@ -780,11 +725,12 @@ fn bad_client_input() {
         }
         s
     };
-    let mut cases: Vec<(&str, &str, Case<'_>)> = Vec::new();
+    let mut cases: Vec<(&str, &str, &str, Case<'_>)> = Vec::new();
     let plaintext = api_versions_frame(1);
     cases.push((
         "plaintext Kafka",
         "not a TLS handshake (first byte 0x00",
+        "plaintext",
         Box::new(move || closed(&mut raw(&plaintext, false), Duration::from_secs(5))),
     ));
     let mut garbage = vec![0x16, 0x03, 0x01, 0x00, 0x20];
@@ -792,6 +738,7 @@ fn bad_client_input() {
     cases.push((
         "garbage handshake",
         "bad TLS ClientHello",
+        "bad_hello",
         Box::new(move || closed(&mut raw(&garbage, false), Duration::from_secs(5))),
     ));
     let half = hello[..hello.len() / 2].to_vec();
@@ -799,11 +746,13 @@ fn bad_client_input() {
     cases.push((
         "truncated handshake, then the end",
         "the peer closed the connection during the handshake",
+        "closed",
         Box::new(move || closed(&mut raw(&cut, true), Duration::from_secs(5))),
     ));
     cases.push((
         "truncated handshake, then silence",
         "did not finish within 2s",
+        "timeout",
         Box::new(move || {
             let start = Instant::now();
             let shut = closed(&mut raw(&half, false), Duration::from_secs(6));
@@ -818,6 +767,7 @@ fn bad_client_input() {
         cases.push((
             what,
             needle,
+            "certificate",
             Box::new(move || match tls(&addr, "localhost", client_config(Some(name))) {
                 Err(_) => true,
                 Ok(mut s) => api_versions(&mut s, 1).is_err(),
@@ -828,16 +778,21 @@ fn bad_client_input() {
     cases.push((
         "no client certificate",
         "TLS handshake failed: peer sent no certificates",
+        "certificate",
         Box::new(move || match tls(&addr, "localhost", client_config(None)) {
             Err(_) => true,
             Ok(mut s) => api_versions(&mut s, 1).is_err(),
         }),
     ));
     let n = cases.len();
+    let mut expected: BTreeMap<String, f64> = BTreeMap::new();
+    for (_, _, reason, _) in &cases {
+        *expected.entry(format!("reason={reason}")).or_default() += 1.0;
+    }
     // All at once, beside the good connection.
     let results: Vec<(&str, &str, bool)> = thread::scope(|scope| {
         let handles: Vec<_> =
-            cases.into_iter().map(|(what, needle, case)| (what, needle, scope.spawn(case))).collect();
+            cases.into_iter().map(|(what, needle, _, case)| (what, needle, scope.spawn(case))).collect();
         handles.into_iter().map(|(w, n, h)| (w, n, h.join().unwrap())).collect()
     });
     for (what, needle, was_closed) in &results {
@@ -854,9 +809,21 @@ fn bad_client_input() {
         rounds.load(Ordering::Relaxed)
     );
     assert!(proxy.count("closing this connection") >= n, "{}", proxy.log());
+    // Each refused handshake is counted once, by its reason (the Prometheus parser reads it).
+    let scraped = proxy_harness::parse_metrics(&[proxy_harness::scrape(&metrics)]);
+    let family = "kwire_proxy_tls_handshake_failures";
+    assert_eq!(scraped[0]["types"][family], "counter", "{}", scraped[0]);
+    let counted: BTreeMap<String, f64> = proxy_harness::samples(&scraped[0])
+        .into_iter()
+        .filter(|((name, _), v)| name == &format!("{family}_total") && *v > 0.0)
+        .map(|((_, labels), v)| (labels, v))
+        .collect();
+    assert_eq!(counted, expected, "TLS handshake failures counted (left) and made (right)");
+    assert_eq!(counted.values().sum::<f64>(), n as f64);
+    eprintln!("{family}_total: {counted:?}");
     assert_eq!(proxy.count("panicked"), 0);
     assert!(proxy.alive());
-    assert!(!proxy.stderr.lock().unwrap().contains("panicked"));
+    assert!(!proxy.stderr().contains("panicked"));
 }
 
 /// A TLS "broker" of the test's own: each connection shows the next certificate of
@@ -905,7 +872,7 @@ fn ping<S: Read + Write>(s: &mut S, correlation_id: i32) -> std::io::Result<()> 
 fn bad_upstream_certificates() {
     let ca = certs().path("ca.pem");
     let upstream = fake_broker(vec!["server", "expired", "wrong-ca", "wrong-name"]);
-    let mut proxy = Proxy::start(&["--upstream", &upstream, "--upstream-tls", "--upstream-ca", &ca]);
+    let mut proxy = start_proxy(&["--upstream", &upstream, "--upstream-tls", "--upstream-ca", &ca]);
     let mut good = TcpStream::connect(&proxy.addr).unwrap();
     good.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     ping(&mut good, 1).unwrap();
@@ -923,12 +890,12 @@ fn bad_upstream_certificates() {
 
     let expired = fake_broker(vec!["expired"]);
     let insecure =
-        Proxy::start(&["--upstream", &expired, "--upstream-tls", "--upstream-insecure-skip-verify"]);
+        start_proxy(&["--upstream", &expired, "--upstream-tls", "--upstream-insecure-skip-verify"]);
     insecure.wait_for(&["WARNING: --upstream-insecure-skip-verify"]);
     let mut s = TcpStream::connect(&insecure.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     ping(&mut s, 1).unwrap();
-    assert!(insecure.stderr.lock().unwrap().contains("WARNING: --upstream-insecure-skip-verify"));
+    assert!(insecure.stderr().contains("WARNING: --upstream-insecure-skip-verify"));
 }
 
 /// Flags that do not fit together, and files that are not what they should be, stop the

@@ -120,7 +120,7 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
         r.check_str(ver.flexible, "AddOffsetsToTxnRequest.GroupId")?;
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("AddOffsetsToTxnRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AddOffsetsToTxnRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -208,7 +208,7 @@ impl<'a> AddOffsetsToTxnResponseView<'a> {
     fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
         r.run(6, &[("AddOffsetsToTxnResponse.ThrottleTimeMs", 4), ("AddOffsetsToTxnResponse.ErrorCode", 2)])?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("AddOffsetsToTxnResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("AddOffsetsToTxnResponse._tagged_fields")?;
         }
         Ok([])
     }

@@ -286,7 +286,7 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
         }
         at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AddPartitionsToTxnRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -360,7 +360,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
             ],
         )?;
         view::check_array::<AddPartitionsToTxnTopicView<'a>>(r, ver, "AddPartitionsToTxnTransaction.Topics")?;
-        r.tagged_fields("AddPartitionsToTxnTransaction._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AddPartitionsToTxnTransaction._tagged_fields")?;
         Ok(())
     }
 
@@ -415,7 +415,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
         r.check_str(ver.flexible, "AddPartitionsToTxnTopic.Name")?;
         view::check_array::<i32>(r, ver, "AddPartitionsToTxnTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AddPartitionsToTxnTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -712,7 +712,7 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
         }
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AddPartitionsToTxnResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -758,7 +758,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
             ver,
             "AddPartitionsToTxnResult.TopicResults",
         )?;
-        r.tagged_fields("AddPartitionsToTxnResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AddPartitionsToTxnResult._tagged_fields")?;
         Ok(())
     }
 
@@ -816,7 +816,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
         if ver.flexible {
-            r.tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -881,9 +881,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnPartitionResultView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("AddPartitionsToTxnPartitionResult._tagged_fields", |_, _| {
-                Ok(false)
-            })?;
+            r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnPartitionResult._tagged_fields")?;
         }
         Ok(())
     }

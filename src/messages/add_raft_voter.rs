@@ -201,7 +201,7 @@ impl<'a> AddRaftVoterRequestView<'a> {
         if ver.version == 1 {
             r.take(1, "AddRaftVoterRequest.AckWhenCommitted")?;
         }
-        r.tagged_fields("AddRaftVoterRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AddRaftVoterRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -249,7 +249,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.take(2, "Listener.Port")?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 
@@ -368,7 +368,7 @@ impl<'a> AddRaftVoterResponseView<'a> {
         r.run(6, &[("AddRaftVoterResponse.ThrottleTimeMs", 4), ("AddRaftVoterResponse.ErrorCode", 2)])?;
         r.check_nullable_str(true, "AddRaftVoterResponse.ErrorMessage")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AddRaftVoterResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AddRaftVoterResponse._tagged_fields")?;
         Ok(at)
     }
 }

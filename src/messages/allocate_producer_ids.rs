@@ -96,7 +96,7 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
             12,
             &[("AllocateProducerIdsRequest.BrokerId", 4), ("AllocateProducerIdsRequest.BrokerEpoch", 8)],
         )?;
-        r.fixed_struct_tagged_fields("AllocateProducerIdsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("AllocateProducerIdsRequest._tagged_fields")?;
         Ok([])
     }
 }
@@ -209,7 +209,7 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
                 ("AllocateProducerIdsResponse.ProducerIdLen", 4),
             ],
         )?;
-        r.fixed_struct_tagged_fields("AllocateProducerIdsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("AllocateProducerIdsResponse._tagged_fields")?;
         Ok([])
     }
 }

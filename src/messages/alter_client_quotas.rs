@@ -242,7 +242,7 @@ impl<'a> AlterClientQuotasRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(1, "AlterClientQuotasRequest.ValidateOnly")?;
         if ver.flexible {
-            r.tagged_fields("AlterClientQuotasRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterClientQuotasRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -289,7 +289,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
         )?;
         view::check_array::<OpDataView<'a>>(r, ver, "AlterClientQuotasRequestEntryData.Ops")?;
         if ver.flexible {
-            r.tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields")?;
         }
         Ok(())
     }
@@ -346,7 +346,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
         r.check_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?;
         if ver.flexible {
-            r.tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields")?;
         }
         Ok(())
     }
@@ -409,7 +409,7 @@ impl<'a> ElementImpl<'a> for OpDataView<'a> {
         r.check_str(ver.flexible, "OpData.Key")?;
         r.run(9, &[("OpData.Value", 8), ("OpData.Remove", 1)])?;
         if ver.flexible {
-            r.tagged_fields("OpData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OpData._tagged_fields")?;
         }
         Ok(())
     }
@@ -629,7 +629,7 @@ impl<'a> AlterClientQuotasResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("AlterClientQuotasResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterClientQuotasResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -683,7 +683,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
             "AlterClientQuotasResponseEntryData.Entity",
         )?;
         if ver.flexible {
-            r.tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields")?;
         }
         Ok(())
     }
@@ -740,7 +740,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
         r.check_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?;
         if ver.flexible {
-            r.tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields")?;
         }
         Ok(())
     }

@@ -179,7 +179,7 @@ impl<'a> AlterConfigsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(1, "AlterConfigsRequest.ValidateOnly")?;
         if ver.flexible {
-            r.tagged_fields("AlterConfigsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterConfigsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -229,7 +229,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
         if ver.flexible {
-            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -286,7 +286,7 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
         r.check_str(ver.flexible, "AlterableConfig.Name")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
         if ver.flexible {
-            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterableConfig._tagged_fields")?;
         }
         Ok(())
     }
@@ -450,7 +450,7 @@ impl<'a> AlterConfigsResponseView<'a> {
         view::check_array::<AlterConfigsResourceResponseView<'a>>(r, ver, "AlterConfigsResponse.Responses")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("AlterConfigsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterConfigsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -507,7 +507,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
         if ver.flexible {
-            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
         }
         Ok(())
     }

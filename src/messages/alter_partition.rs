@@ -250,7 +250,7 @@ impl<'a> AlterPartitionRequestView<'a> {
         r.run(12, &[("AlterPartitionRequest.BrokerId", 4), ("AlterPartitionRequest.BrokerEpoch", 8)])?;
         view::check_array::<AlterPartitionRequestTopicDataView<'a>>(r, ver, "AlterPartitionRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterPartitionRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -295,7 +295,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestTopicDataView<'a> {
             ver,
             "AlterPartitionRequestTopicData.Partitions",
         )?;
-        r.tagged_fields("AlterPartitionRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -403,7 +403,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
                 ("AlterPartitionRequestPartitionData.PartitionEpoch", 4),
             ],
         )?;
-        r.tagged_fields("AlterPartitionRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionRequestPartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -463,7 +463,7 @@ impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(12, &[("BrokerState.BrokerId", 4), ("BrokerState.BrokerEpoch", 8)])?;
-        r.fixed_struct_tagged_fields("BrokerState._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("BrokerState._tagged_fields")?;
         Ok(())
     }
 
@@ -656,7 +656,7 @@ impl<'a> AlterPartitionResponseView<'a> {
             "AlterPartitionResponse.Topics",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterPartitionResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -701,7 +701,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponseTopicDataView<'a> {
             ver,
             "AlterPartitionResponseTopicData.Partitions",
         )?;
-        r.tagged_fields("AlterPartitionResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -805,7 +805,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
                 ("AlterPartitionResponsePartitionData.PartitionEpoch", 4),
             ],
         )?;
-        r.tagged_fields("AlterPartitionResponsePartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionResponsePartitionData._tagged_fields")?;
         Ok(())
     }
 

@@ -194,7 +194,7 @@ impl<'a> AlterPartitionReassignmentsRequestView<'a> {
         }
         view::check_array::<ReassignableTopicView<'a>>(r, ver, "AlterPartitionReassignmentsRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterPartitionReassignmentsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionReassignmentsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -235,7 +235,7 @@ impl<'a> ElementImpl<'a> for ReassignableTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ReassignableTopic.Name")?;
         view::check_array::<ReassignablePartitionView<'a>>(r, ver, "ReassignableTopic.Partitions")?;
-        r.tagged_fields("ReassignableTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReassignableTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -288,7 +288,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "ReassignablePartition.PartitionIndex")?;
         view::check_nullable_array::<i32>(r, ver, "ReassignablePartition.Replicas")?;
-        r.tagged_fields("ReassignablePartition._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReassignablePartition._tagged_fields")?;
         Ok(())
     }
 
@@ -545,7 +545,7 @@ impl<'a> AlterPartitionReassignmentsResponseView<'a> {
             "AlterPartitionReassignmentsResponse.Responses",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterPartitionReassignmentsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterPartitionReassignmentsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -590,7 +590,7 @@ impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
             ver,
             "ReassignableTopicResponse.Partitions",
         )?;
-        r.tagged_fields("ReassignableTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReassignableTopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -655,7 +655,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "ReassignablePartitionResponse.ErrorMessage")?;
-        r.tagged_fields("ReassignablePartitionResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReassignablePartitionResponse._tagged_fields")?;
         Ok(())
     }
 

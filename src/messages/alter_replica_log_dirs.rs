@@ -157,7 +157,7 @@ impl<'a> AlterReplicaLogDirsRequestView<'a> {
         view::check_array::<AlterReplicaLogDirView<'a>>(r, ver, "AlterReplicaLogDirsRequest.Dirs")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterReplicaLogDirsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -200,7 +200,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
         r.check_str(ver.flexible, "AlterReplicaLogDir.Path")?;
         view::check_array::<AlterReplicaLogDirTopicView<'a>>(r, ver, "AlterReplicaLogDir.Topics")?;
         if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDir._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterReplicaLogDir._tagged_fields")?;
         }
         Ok(())
     }
@@ -257,7 +257,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
         r.check_str(ver.flexible, "AlterReplicaLogDirTopic.Name")?;
         view::check_array::<i32>(r, ver, "AlterReplicaLogDirTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterReplicaLogDirTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -452,7 +452,7 @@ impl<'a> AlterReplicaLogDirsResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterReplicaLogDirsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -499,7 +499,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
             "AlterReplicaLogDirTopicResult.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -564,9 +564,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirPartitionResultView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("AlterReplicaLogDirPartitionResult._tagged_fields", |_, _| {
-                Ok(false)
-            })?;
+            r.fixed_struct_unknown_tagged_fields("AlterReplicaLogDirPartitionResult._tagged_fields")?;
         }
         Ok(())
     }

@@ -165,7 +165,7 @@ impl<'a> AlterShareGroupOffsetsRequestView<'a> {
             "AlterShareGroupOffsetsRequest.Topics",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterShareGroupOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterShareGroupOffsetsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -210,7 +210,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
             ver,
             "AlterShareGroupOffsetsRequestTopic.Partitions",
         )?;
-        r.tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -271,9 +271,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
                 ("AlterShareGroupOffsetsRequestPartition.StartOffset", 8),
             ],
         )?;
-        r.fixed_struct_tagged_fields("AlterShareGroupOffsetsRequestPartition._tagged_fields", |_, _| {
-            Ok(false)
-        })?;
+        r.fixed_struct_unknown_tagged_fields("AlterShareGroupOffsetsRequestPartition._tagged_fields")?;
         Ok(())
     }
 
@@ -487,7 +485,7 @@ impl<'a> AlterShareGroupOffsetsResponseView<'a> {
             "AlterShareGroupOffsetsResponse.Responses",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterShareGroupOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterShareGroupOffsetsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -539,7 +537,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
             ver,
             "AlterShareGroupOffsetsResponseTopic.Partitions",
         )?;
-        r.tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -605,7 +603,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?;
-        r.tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields")?;
         Ok(())
     }
 

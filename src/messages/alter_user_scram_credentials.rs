@@ -179,7 +179,7 @@ impl<'a> AlterUserScramCredentialsRequestView<'a> {
             "AlterUserScramCredentialsRequest.Upsertions",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterUserScramCredentialsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterUserScramCredentialsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -220,7 +220,7 @@ impl<'a> ElementImpl<'a> for ScramCredentialDeletionView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ScramCredentialDeletion.Name")?;
         r.take(1, "ScramCredentialDeletion.Mechanism")?;
-        r.tagged_fields("ScramCredentialDeletion._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ScramCredentialDeletion._tagged_fields")?;
         Ok(())
     }
 
@@ -292,7 +292,7 @@ impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
         r.run(5, &[("ScramCredentialUpsertion.Mechanism", 1), ("ScramCredentialUpsertion.Iterations", 4)])?;
         r.bytes(true, "ScramCredentialUpsertion.Salt")?;
         r.bytes(true, "ScramCredentialUpsertion.SaltedPassword")?;
-        r.tagged_fields("ScramCredentialUpsertion._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ScramCredentialUpsertion._tagged_fields")?;
         Ok(())
     }
 
@@ -450,7 +450,7 @@ impl<'a> AlterUserScramCredentialsResponseView<'a> {
             "AlterUserScramCredentialsResponse.Results",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AlterUserScramCredentialsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterUserScramCredentialsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -498,7 +498,7 @@ impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
         r.check_str(true, "AlterUserScramCredentialsResult.User")?;
         r.take(2, "AlterUserScramCredentialsResult.ErrorCode")?;
         r.check_nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?;
-        r.tagged_fields("AlterUserScramCredentialsResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AlterUserScramCredentialsResult._tagged_fields")?;
         Ok(())
     }
 

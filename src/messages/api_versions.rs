@@ -182,7 +182,7 @@ impl<'a> ApiVersionsRequestView<'a> {
             r.take(4, "ApiVersionsRequest.NodeId")?;
         }
         if ver.flexible {
-            r.tagged_fields("ApiVersionsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ApiVersionsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -641,7 +641,7 @@ impl<'a> ElementImpl<'a> for ApiVersionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("ApiVersion.ApiKey", 2), ("ApiVersion.MinVersion", 2), ("ApiVersion.MaxVersion", 2)])?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("ApiVersion._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("ApiVersion._tagged_fields")?;
         }
         Ok(())
     }
@@ -700,7 +700,7 @@ impl<'a> ElementImpl<'a> for SupportedFeatureKeyView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "SupportedFeatureKey.Name")?;
         r.run(4, &[("SupportedFeatureKey.MinVersion", 2), ("SupportedFeatureKey.MaxVersion", 2)])?;
-        r.tagged_fields("SupportedFeatureKey._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("SupportedFeatureKey._tagged_fields")?;
         Ok(())
     }
 
@@ -758,7 +758,7 @@ impl<'a> ElementImpl<'a> for FinalizedFeatureKeyView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FinalizedFeatureKey.Name")?;
         r.run(4, &[("FinalizedFeatureKey.MaxVersionLevel", 2), ("FinalizedFeatureKey.MinVersionLevel", 2)])?;
-        r.tagged_fields("FinalizedFeatureKey._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("FinalizedFeatureKey._tagged_fields")?;
         Ok(())
     }
 

@@ -213,7 +213,7 @@ impl<'a> AssignReplicasToDirsRequestView<'a> {
             "AssignReplicasToDirsRequest.Directories",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AssignReplicasToDirsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AssignReplicasToDirsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -258,7 +258,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestDirectoryDataView<'a> {
             ver,
             "AssignReplicasToDirsRequestDirectoryData.Topics",
         )?;
-        r.tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields")?;
         Ok(())
     }
 
@@ -313,7 +313,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
             ver,
             "AssignReplicasToDirsRequestTopicData.Partitions",
         )?;
-        r.tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -360,9 +360,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "AssignReplicasToDirsRequestPartitionData.PartitionIndex")?;
-        r.fixed_struct_tagged_fields("AssignReplicasToDirsRequestPartitionData._tagged_fields", |_, _| {
-            Ok(false)
-        })?;
+        r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsRequestPartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -579,7 +577,7 @@ impl<'a> AssignReplicasToDirsResponseView<'a> {
             "AssignReplicasToDirsResponse.Directories",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("AssignReplicasToDirsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AssignReplicasToDirsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -624,7 +622,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseDirectoryDataView<'a> {
             ver,
             "AssignReplicasToDirsResponseDirectoryData.Topics",
         )?;
-        r.tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields")?;
         Ok(())
     }
 
@@ -679,7 +677,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
             ver,
             "AssignReplicasToDirsResponseTopicData.Partitions",
         )?;
-        r.tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -738,9 +736,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
                 ("AssignReplicasToDirsResponsePartitionData.ErrorCode", 2),
             ],
         )?;
-        r.fixed_struct_tagged_fields("AssignReplicasToDirsResponsePartitionData._tagged_fields", |_, _| {
-            Ok(false)
-        })?;
+        r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsResponsePartitionData._tagged_fields")?;
         Ok(())
     }
 

@@ -290,7 +290,7 @@ impl<'a> BeginQuorumEpochRequestView<'a> {
         }
         at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("BeginQuorumEpochRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("BeginQuorumEpochRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -337,7 +337,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
             "BeginQuorumEpochRequestTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -423,9 +423,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestPartitionDataView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("BeginQuorumEpochRequestPartitionData._tagged_fields", |_, _| {
-                Ok(false)
-            })?;
+            r.fixed_struct_unknown_tagged_fields("BeginQuorumEpochRequestPartitionData._tagged_fields")?;
         }
         Ok(())
     }
@@ -485,7 +483,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         r.check_str(true, "LeaderEndpoint.Name")?;
         r.check_str(true, "LeaderEndpoint.Host")?;
         r.take(2, "LeaderEndpoint.Port")?;
-        r.tagged_fields("LeaderEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -805,7 +803,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
             "BeginQuorumEpochResponseTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -889,9 +887,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponsePartitionDataView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("BeginQuorumEpochResponsePartitionData._tagged_fields", |_, _| {
-                Ok(false)
-            })?;
+            r.fixed_struct_unknown_tagged_fields("BeginQuorumEpochResponsePartitionData._tagged_fields")?;
         }
         Ok(())
     }
@@ -951,7 +947,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -370,7 +370,7 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
                 ("BrokerHeartbeatResponse.ShouldShutDown", 1),
             ],
         )?;
-        r.fixed_struct_tagged_fields("BrokerHeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("BrokerHeartbeatResponse._tagged_fields")?;
         Ok([])
     }
 }

@@ -299,7 +299,7 @@ impl<'a> BrokerRegistrationRequestView<'a> {
         if ver.version >= 3 {
             r.take(8, "BrokerRegistrationRequest.PreviousBrokerEpoch")?;
         }
-        r.tagged_fields("BrokerRegistrationRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("BrokerRegistrationRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -353,7 +353,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 
@@ -413,7 +413,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Feature.Name")?;
         r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
-        r.tagged_fields("Feature._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Feature._tagged_fields")?;
         Ok(())
     }
 
@@ -529,7 +529,7 @@ impl<'a> BrokerRegistrationResponseView<'a> {
                 ("BrokerRegistrationResponse.BrokerEpoch", 8),
             ],
         )?;
-        r.fixed_struct_tagged_fields("BrokerRegistrationResponse._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("BrokerRegistrationResponse._tagged_fields")?;
         Ok([])
     }
 }

@@ -93,7 +93,7 @@ impl<'a> ConsumerGroupDescribeRequestView<'a> {
         view::check_array::<&'a str>(r, ver, "ConsumerGroupDescribeRequest.GroupIds")?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "ConsumerGroupDescribeRequest.IncludeAuthorizedOperations")?;
-        r.tagged_fields("ConsumerGroupDescribeRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ConsumerGroupDescribeRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -420,7 +420,7 @@ impl<'a> ConsumerGroupDescribeResponseView<'a> {
         r.take(4, "ConsumerGroupDescribeResponse.ThrottleTimeMs")?;
         view::check_array::<DescribedGroupView<'a>>(r, ver, "ConsumerGroupDescribeResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ConsumerGroupDescribeResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ConsumerGroupDescribeResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -519,7 +519,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         r.check_str(true, "DescribedGroup.AssignorName")?;
         view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
         r.take(4, "DescribedGroup.AuthorizedOperations")?;
-        r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -657,7 +657,7 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         if ver.version == 1 {
             r.take(1, "Member.MemberType")?;
         }
-        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Member._tagged_fields")?;
         Ok(())
     }
 
@@ -719,7 +719,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -777,7 +777,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         r.take(16, "TopicPartitions.TopicId")?;
         r.check_str(true, "TopicPartitions.TopicName")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
     }
 

@@ -298,7 +298,7 @@ impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
             "ConsumerGroupHeartbeatRequest.TopicPartitions",
         )?;
         at[7] = (r.pos() - start) as u32;
-        r.tagged_fields("ConsumerGroupHeartbeatRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ConsumerGroupHeartbeatRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -339,7 +339,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
         view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?;
-        r.tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields")?;
         Ok(())
     }
 
@@ -600,7 +600,7 @@ impl<'a> ConsumerGroupHeartbeatResponseView<'a> {
             AssignmentView::check(r, ver, "ConsumerGroupHeartbeatResponse.Assignment")?;
         }
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("ConsumerGroupHeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ConsumerGroupHeartbeatResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -638,7 +638,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
             ver,
             "Assignment.TopicPartitions",
         )?;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -689,7 +689,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatResponseTopicPartitionsView<'
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;
         view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions")?;
-        r.tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields")?;
         Ok(())
     }
 

@@ -212,7 +212,7 @@ impl<'a> ControllerRegistrationRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<FeatureView<'a>>(r, ver, "ControllerRegistrationRequest.Features")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("ControllerRegistrationRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ControllerRegistrationRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -266,7 +266,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 
@@ -326,7 +326,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Feature.Name")?;
         r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
-        r.tagged_fields("Feature._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Feature._tagged_fields")?;
         Ok(())
     }
 
@@ -456,7 +456,7 @@ impl<'a> ControllerRegistrationResponseView<'a> {
         )?;
         r.check_nullable_str(true, "ControllerRegistrationResponse.ErrorMessage")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ControllerRegistrationResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ControllerRegistrationResponse._tagged_fields")?;
         Ok(at)
     }
 }

@@ -149,7 +149,7 @@ impl<'a> CreateAclsRequestView<'a> {
         view::check_array::<AclCreationView<'a>>(r, ver, "CreateAclsRequest.Creations")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("CreateAclsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreateAclsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -234,7 +234,7 @@ impl<'a> ElementImpl<'a> for AclCreationView<'a> {
         r.check_str(ver.flexible, "AclCreation.Host")?;
         r.run(2, &[("AclCreation.Operation", 1), ("AclCreation.PermissionType", 1)])?;
         if ver.flexible {
-            r.tagged_fields("AclCreation._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AclCreation._tagged_fields")?;
         }
         Ok(())
     }
@@ -390,7 +390,7 @@ impl<'a> CreateAclsResponseView<'a> {
         view::check_array::<AclCreationResultView<'a>>(r, ver, "CreateAclsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("CreateAclsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreateAclsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -433,7 +433,7 @@ impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
         r.take(2, "AclCreationResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?;
         if ver.flexible {
-            r.tagged_fields("AclCreationResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AclCreationResult._tagged_fields")?;
         }
         Ok(())
     }

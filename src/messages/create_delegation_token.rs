@@ -214,7 +214,7 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
         at[2] = (r.pos() - start) as u32;
         r.take(8, "CreateDelegationTokenRequest.MaxLifetimeMs")?;
         if ver.flexible {
-            r.tagged_fields("CreateDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreateDelegationTokenRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -257,7 +257,7 @@ impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalType")?;
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalName")?;
         if ver.flexible {
-            r.tagged_fields("CreatableRenewers._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatableRenewers._tagged_fields")?;
         }
         Ok(())
     }
@@ -524,7 +524,7 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
         at[5] = (r.pos() - start) as u32;
         r.take(4, "CreateDelegationTokenResponse.ThrottleTimeMs")?;
         if ver.flexible {
-            r.tagged_fields("CreateDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreateDelegationTokenResponse._tagged_fields")?;
         }
         Ok(at)
     }

@@ -193,7 +193,7 @@ impl<'a> CreatePartitionsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.run(5, &[("CreatePartitionsRequest.TimeoutMs", 4), ("CreatePartitionsRequest.ValidateOnly", 1)])?;
         if ver.flexible {
-            r.tagged_fields("CreatePartitionsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatePartitionsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -247,7 +247,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
             "CreatePartitionsTopic.Assignments",
         )?;
         if ver.flexible {
-            r.tagged_fields("CreatePartitionsTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatePartitionsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -298,7 +298,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<i32>(r, ver, "CreatePartitionsAssignment.BrokerIds")?;
         if ver.flexible {
-            r.tagged_fields("CreatePartitionsAssignment._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatePartitionsAssignment._tagged_fields")?;
         }
         Ok(())
     }
@@ -442,7 +442,7 @@ impl<'a> CreatePartitionsResponseView<'a> {
         view::check_array::<CreatePartitionsTopicResultView<'a>>(r, ver, "CreatePartitionsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("CreatePartitionsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatePartitionsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -492,7 +492,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
         r.take(2, "CreatePartitionsTopicResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?;
         if ver.flexible {
-            r.tagged_fields("CreatePartitionsTopicResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatePartitionsTopicResult._tagged_fields")?;
         }
         Ok(())
     }

@@ -253,7 +253,7 @@ impl<'a> CreateTopicsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.run(5, &[("CreateTopicsRequest.timeoutMs", 4), ("CreateTopicsRequest.validateOnly", 1)])?;
         if ver.flexible {
-            r.tagged_fields("CreateTopicsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreateTopicsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -316,7 +316,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
         view::check_array::<CreatableReplicaAssignmentView<'a>>(r, ver, "CreatableTopic.Assignments")?;
         view::check_array::<CreatableTopicConfigView<'a>>(r, ver, "CreatableTopic.Configs")?;
         if ver.flexible {
-            r.tagged_fields("CreatableTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatableTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -376,7 +376,7 @@ impl<'a> ElementImpl<'a> for CreatableReplicaAssignmentView<'a> {
         r.take(4, "CreatableReplicaAssignment.PartitionIndex")?;
         view::check_array::<i32>(r, ver, "CreatableReplicaAssignment.BrokerIds")?;
         if ver.flexible {
-            r.tagged_fields("CreatableReplicaAssignment._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatableReplicaAssignment._tagged_fields")?;
         }
         Ok(())
     }
@@ -431,7 +431,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
         r.check_str(ver.flexible, "CreatableTopicConfig.Name")?;
         r.check_nullable_str(ver.flexible, "CreatableTopicConfig.Value")?;
         if ver.flexible {
-            r.tagged_fields("CreatableTopicConfig._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreatableTopicConfig._tagged_fields")?;
         }
         Ok(())
     }
@@ -707,7 +707,7 @@ impl<'a> CreateTopicsResponseView<'a> {
         view::check_array::<CreatableTopicResultView<'a>>(r, ver, "CreateTopicsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("CreateTopicsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("CreateTopicsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -915,7 +915,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
                 ("CreatableTopicConfigs.IsSensitive", 1),
             ],
         )?;
-        r.tagged_fields("CreatableTopicConfigs._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("CreatableTopicConfigs._tagged_fields")?;
         Ok(())
     }
 

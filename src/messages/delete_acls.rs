@@ -162,7 +162,7 @@ impl<'a> DeleteAclsRequestView<'a> {
         view::check_array::<DeleteAclsFilterView<'a>>(r, ver, "DeleteAclsRequest.Filters")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DeleteAclsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteAclsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -247,7 +247,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
         r.check_nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?;
         r.run(2, &[("DeleteAclsFilter.Operation", 1), ("DeleteAclsFilter.PermissionType", 1)])?;
         if ver.flexible {
-            r.tagged_fields("DeleteAclsFilter._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteAclsFilter._tagged_fields")?;
         }
         Ok(())
     }
@@ -489,7 +489,7 @@ impl<'a> DeleteAclsResponseView<'a> {
         view::check_array::<DeleteAclsFilterResultView<'a>>(r, ver, "DeleteAclsResponse.FilterResults")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DeleteAclsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteAclsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -539,7 +539,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterResultView<'a> {
         r.check_nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?;
         view::check_array::<DeleteAclsMatchingAclView<'a>>(r, ver, "DeleteAclsFilterResult.MatchingAcls")?;
         if ver.flexible {
-            r.tagged_fields("DeleteAclsFilterResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteAclsFilterResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -654,7 +654,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
         r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Host")?;
         r.run(2, &[("DeleteAclsMatchingAcl.Operation", 1), ("DeleteAclsMatchingAcl.PermissionType", 1)])?;
         if ver.flexible {
-            r.tagged_fields("DeleteAclsMatchingAcl._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteAclsMatchingAcl._tagged_fields")?;
         }
         Ok(())
     }

@@ -82,7 +82,7 @@ impl<'a> DeleteGroupsRequestView<'a> {
         view::check_array::<&'a str>(r, ver, "DeleteGroupsRequest.GroupsNames")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DeleteGroupsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteGroupsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -218,7 +218,7 @@ impl<'a> DeleteGroupsResponseView<'a> {
         view::check_array::<DeletableGroupResultView<'a>>(r, ver, "DeleteGroupsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DeleteGroupsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteGroupsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -274,7 +274,7 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
             r.check_nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?;
         }
         if ver.flexible {
-            r.tagged_fields("DeletableGroupResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeletableGroupResult._tagged_fields")?;
         }
         Ok(())
     }

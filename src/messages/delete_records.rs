@@ -173,7 +173,7 @@ impl<'a> DeleteRecordsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(4, "DeleteRecordsRequest.TimeoutMs")?;
         if ver.flexible {
-            r.tagged_fields("DeleteRecordsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteRecordsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -216,7 +216,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
         r.check_str(ver.flexible, "DeleteRecordsTopic.Name")?;
         view::check_array::<DeleteRecordsPartitionView<'a>>(r, ver, "DeleteRecordsTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("DeleteRecordsTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteRecordsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -275,7 +275,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(12, &[("DeleteRecordsPartition.PartitionIndex", 4), ("DeleteRecordsPartition.Offset", 8)])?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("DeleteRecordsPartition._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("DeleteRecordsPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -457,7 +457,7 @@ impl<'a> DeleteRecordsResponseView<'a> {
         view::check_array::<DeleteRecordsTopicResultView<'a>>(r, ver, "DeleteRecordsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DeleteRecordsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteRecordsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -504,7 +504,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
             "DeleteRecordsTopicResult.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("DeleteRecordsTopicResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteRecordsTopicResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -576,7 +576,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("DeleteRecordsPartitionResult._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("DeleteRecordsPartitionResult._tagged_fields")?;
         }
         Ok(())
     }

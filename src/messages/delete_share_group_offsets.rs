@@ -128,7 +128,7 @@ impl<'a> DeleteShareGroupOffsetsRequestView<'a> {
             "DeleteShareGroupOffsetsRequest.Topics",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("DeleteShareGroupOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteShareGroupOffsetsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -162,7 +162,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
-        r.tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -343,7 +343,7 @@ impl<'a> DeleteShareGroupOffsetsResponseView<'a> {
             "DeleteShareGroupOffsetsResponse.Responses",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("DeleteShareGroupOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteShareGroupOffsetsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -403,7 +403,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?;
-        r.tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
     }
 

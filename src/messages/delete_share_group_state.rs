@@ -148,7 +148,7 @@ impl<'a> DeleteShareGroupStateRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<DeleteStateDataView<'a>>(r, ver, "DeleteShareGroupStateRequest.Topics")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("DeleteShareGroupStateRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteShareGroupStateRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -189,7 +189,7 @@ impl<'a> ElementImpl<'a> for DeleteStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "DeleteStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "DeleteStateData.Partitions")?;
-        r.tagged_fields("DeleteStateData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -236,7 +236,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "PartitionData.Partition")?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -390,7 +390,7 @@ impl<'a> DeleteShareGroupStateResponseView<'a> {
         let mut at = [0; 1];
         view::check_array::<DeleteStateResultView<'a>>(r, ver, "DeleteShareGroupStateResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DeleteShareGroupStateResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteShareGroupStateResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -431,7 +431,7 @@ impl<'a> ElementImpl<'a> for DeleteStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "DeleteStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "DeleteStateResult.Partitions")?;
-        r.tagged_fields("DeleteStateResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -488,7 +488,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

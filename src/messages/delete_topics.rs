@@ -157,7 +157,7 @@ impl<'a> DeleteTopicsRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.take(4, "DeleteTopicsRequest.TimeoutMs")?;
         if ver.flexible {
-            r.tagged_fields("DeleteTopicsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteTopicsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -199,7 +199,7 @@ impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_nullable_str(true, "DeleteTopicState.Name")?;
         r.take(16, "DeleteTopicState.TopicId")?;
-        r.tagged_fields("DeleteTopicState._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DeleteTopicState._tagged_fields")?;
         Ok(())
     }
 
@@ -376,7 +376,7 @@ impl<'a> DeleteTopicsResponseView<'a> {
         view::check_array::<DeletableTopicResultView<'a>>(r, ver, "DeleteTopicsResponse.Responses")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DeleteTopicsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeleteTopicsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -448,7 +448,7 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
             r.check_nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?;
         }
         if ver.flexible {
-            r.tagged_fields("DeletableTopicResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DeletableTopicResult._tagged_fields")?;
         }
         Ok(())
     }

@@ -182,7 +182,7 @@ impl<'a> DescribeAclsRequestView<'a> {
         at[2] = (r.pos() - start) as u32;
         r.run(2, &[("DescribeAclsRequest.Operation", 1), ("DescribeAclsRequest.PermissionType", 1)])?;
         if ver.flexible {
-            r.tagged_fields("DescribeAclsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeAclsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -405,7 +405,7 @@ impl<'a> DescribeAclsResponseView<'a> {
         view::check_array::<DescribeAclsResourceView<'a>>(r, ver, "DescribeAclsResponse.Resources")?;
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DescribeAclsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeAclsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -462,7 +462,7 @@ impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
         r.take(1, "DescribeAclsResource.PatternType")?;
         view::check_array::<AclDescriptionView<'a>>(r, ver, "DescribeAclsResource.Acls")?;
         if ver.flexible {
-            r.tagged_fields("DescribeAclsResource._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeAclsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -533,7 +533,7 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
         r.check_str(ver.flexible, "AclDescription.Host")?;
         r.run(2, &[("AclDescription.Operation", 1), ("AclDescription.PermissionType", 1)])?;
         if ver.flexible {
-            r.tagged_fields("AclDescription._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AclDescription._tagged_fields")?;
         }
         Ok(())
     }

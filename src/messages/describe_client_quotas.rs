@@ -148,7 +148,7 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(1, "DescribeClientQuotasRequest.Strict")?;
         if ver.flexible {
-            r.tagged_fields("DescribeClientQuotasRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeClientQuotasRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -198,7 +198,7 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
         r.take(1, "ComponentData.MatchType")?;
         r.check_nullable_str(ver.flexible, "ComponentData.Match")?;
         if ver.flexible {
-            r.tagged_fields("ComponentData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ComponentData._tagged_fields")?;
         }
         Ok(())
     }
@@ -483,7 +483,7 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
         view::check_nullable_array::<EntryDataView<'a>>(r, ver, "DescribeClientQuotasResponse.Entries")?;
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DescribeClientQuotasResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeClientQuotasResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -526,7 +526,7 @@ impl<'a> ElementImpl<'a> for EntryDataView<'a> {
         view::check_array::<EntityDataView<'a>>(r, ver, "EntryData.Entity")?;
         view::check_array::<ValueDataView<'a>>(r, ver, "EntryData.Values")?;
         if ver.flexible {
-            r.tagged_fields("EntryData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("EntryData._tagged_fields")?;
         }
         Ok(())
     }
@@ -583,7 +583,7 @@ impl<'a> ElementImpl<'a> for EntityDataView<'a> {
         r.check_str(ver.flexible, "EntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "EntityData.EntityName")?;
         if ver.flexible {
-            r.tagged_fields("EntityData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("EntityData._tagged_fields")?;
         }
         Ok(())
     }
@@ -640,7 +640,7 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
         r.check_str(ver.flexible, "ValueData.Key")?;
         r.take(8, "ValueData.Value")?;
         if ver.flexible {
-            r.tagged_fields("ValueData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ValueData._tagged_fields")?;
         }
         Ok(())
     }

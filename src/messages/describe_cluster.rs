@@ -145,7 +145,7 @@ impl<'a> DescribeClusterRequestView<'a> {
         if ver.version == 2 {
             r.take(1, "DescribeClusterRequest.IncludeFencedBrokers")?;
         }
-        r.fixed_struct_tagged_fields("DescribeClusterRequest._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("DescribeClusterRequest._tagged_fields")?;
         Ok([])
     }
 }
@@ -385,7 +385,7 @@ impl<'a> DescribeClusterResponseView<'a> {
         view::check_array::<DescribeClusterBrokerView<'a>>(r, ver, "DescribeClusterResponse.Brokers")?;
         at[2] = (r.pos() - start) as u32;
         r.take(4, "DescribeClusterResponse.ClusterAuthorizedOperations")?;
-        r.tagged_fields("DescribeClusterResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeClusterResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -449,7 +449,7 @@ impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
         if ver.version == 2 {
             r.take(1, "DescribeClusterBroker.IsFenced")?;
         }
-        r.tagged_fields("DescribeClusterBroker._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeClusterBroker._tagged_fields")?;
         Ok(())
     }
 

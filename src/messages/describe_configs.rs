@@ -177,7 +177,7 @@ impl<'a> DescribeConfigsRequestView<'a> {
             r.take(1, "DescribeConfigsRequest.IncludeDocumentation")?;
         }
         if ver.flexible {
-            r.tagged_fields("DescribeConfigsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeConfigsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -227,7 +227,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
         r.check_str(ver.flexible, "DescribeConfigsResource.ResourceName")?;
         view::check_nullable_array::<&'a str>(r, ver, "DescribeConfigsResource.ConfigurationKeys")?;
         if ver.flexible {
-            r.tagged_fields("DescribeConfigsResource._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeConfigsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -543,7 +543,7 @@ impl<'a> DescribeConfigsResponseView<'a> {
         view::check_array::<DescribeConfigsResultView<'a>>(r, ver, "DescribeConfigsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DescribeConfigsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeConfigsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -607,7 +607,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
         r.check_str(ver.flexible, "DescribeConfigsResult.ResourceName")?;
         view::check_array::<DescribeConfigsResourceResultView<'a>>(r, ver, "DescribeConfigsResult.Configs")?;
         if ver.flexible {
-            r.tagged_fields("DescribeConfigsResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeConfigsResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -735,7 +735,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
             r.check_nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?;
         }
         if ver.flexible {
-            r.tagged_fields("DescribeConfigsResourceResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeConfigsResourceResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -807,7 +807,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
         r.check_nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?;
         r.take(1, "DescribeConfigsSynonym.Source")?;
         if ver.flexible {
-            r.tagged_fields("DescribeConfigsSynonym._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeConfigsSynonym._tagged_fields")?;
         }
         Ok(())
     }

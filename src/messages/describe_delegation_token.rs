@@ -150,7 +150,7 @@ impl<'a> DescribeDelegationTokenRequestView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DescribeDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeDelegationTokenRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -193,7 +193,7 @@ impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?;
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?;
         if ver.flexible {
-            r.tagged_fields("DescribeDelegationTokenOwner._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeDelegationTokenOwner._tagged_fields")?;
         }
         Ok(())
     }
@@ -457,7 +457,7 @@ impl<'a> DescribeDelegationTokenResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(4, "DescribeDelegationTokenResponse.ThrottleTimeMs")?;
         if ver.flexible {
-            r.tagged_fields("DescribeDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeDelegationTokenResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -580,7 +580,7 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
             "DescribedDelegationToken.Renewers",
         )?;
         if ver.flexible {
-            r.tagged_fields("DescribedDelegationToken._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribedDelegationToken._tagged_fields")?;
         }
         Ok(())
     }
@@ -652,7 +652,7 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenRenewerView<'a> {
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?;
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?;
         if ver.flexible {
-            r.tagged_fields("DescribedDelegationTokenRenewer._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribedDelegationTokenRenewer._tagged_fields")?;
         }
         Ok(())
     }

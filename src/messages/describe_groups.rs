@@ -102,7 +102,7 @@ impl<'a> DescribeGroupsRequestView<'a> {
             r.take(1, "DescribeGroupsRequest.IncludeAuthorizedOperations")?;
         }
         if ver.flexible {
-            r.tagged_fields("DescribeGroupsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeGroupsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -358,7 +358,7 @@ impl<'a> DescribeGroupsResponseView<'a> {
         view::check_array::<DescribedGroupView<'a>>(r, ver, "DescribeGroupsResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DescribeGroupsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeGroupsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -456,7 +456,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
             r.take(4, "DescribedGroup.AuthorizedOperations")?;
         }
         if ver.flexible {
-            r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         }
         Ok(())
     }
@@ -565,7 +565,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
         r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?;
         r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?;
         if ver.flexible {
-            r.tagged_fields("DescribedGroupMember._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribedGroupMember._tagged_fields")?;
         }
         Ok(())
     }

@@ -134,7 +134,7 @@ impl<'a> DescribeLogDirsRequestView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DescribeLogDirsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeLogDirsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -177,7 +177,7 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
         r.check_str(ver.flexible, "DescribableLogDirTopic.Topic")?;
         view::check_array::<i32>(r, ver, "DescribableLogDirTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("DescribableLogDirTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribableLogDirTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -473,7 +473,7 @@ impl<'a> DescribeLogDirsResponseView<'a> {
         view::check_array::<DescribeLogDirsResultView<'a>>(r, ver, "DescribeLogDirsResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("DescribeLogDirsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeLogDirsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -568,7 +568,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
             r.take(1, "DescribeLogDirsResult.IsCordoned")?;
         }
         if ver.flexible {
-            r.tagged_fields("DescribeLogDirsResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeLogDirsResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -632,7 +632,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
         r.check_str(ver.flexible, "DescribeLogDirsTopic.Name")?;
         view::check_array::<DescribeLogDirsPartitionView<'a>>(r, ver, "DescribeLogDirsTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("DescribeLogDirsTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("DescribeLogDirsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -711,7 +711,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsPartitionView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("DescribeLogDirsPartition._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("DescribeLogDirsPartition._tagged_fields")?;
         }
         Ok(())
     }

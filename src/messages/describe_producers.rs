@@ -107,7 +107,7 @@ impl<'a> DescribeProducersRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<TopicRequestView<'a>>(r, ver, "DescribeProducersRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeProducersRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeProducersRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -148,7 +148,7 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicRequest.Name")?;
         view::check_array::<i32>(r, ver, "TopicRequest.PartitionIndexes")?;
-        r.tagged_fields("TopicRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicRequest._tagged_fields")?;
         Ok(())
     }
 
@@ -374,7 +374,7 @@ impl<'a> DescribeProducersResponseView<'a> {
         r.take(4, "DescribeProducersResponse.ThrottleTimeMs")?;
         view::check_array::<TopicResponseView<'a>>(r, ver, "DescribeProducersResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeProducersResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeProducersResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -415,7 +415,7 @@ impl<'a> ElementImpl<'a> for TopicResponseView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicResponse.Name")?;
         view::check_array::<PartitionResponseView<'a>>(r, ver, "TopicResponse.Partitions")?;
-        r.tagged_fields("TopicResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -481,7 +481,7 @@ impl<'a> ElementImpl<'a> for PartitionResponseView<'a> {
         r.run(6, &[("PartitionResponse.PartitionIndex", 4), ("PartitionResponse.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResponse.ErrorMessage")?;
         view::check_array::<ProducerStateView<'a>>(r, ver, "PartitionResponse.ActiveProducers")?;
-        r.tagged_fields("PartitionResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -577,7 +577,7 @@ impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
                 ("ProducerState.CurrentTxnStartOffset", 8),
             ],
         )?;
-        r.fixed_struct_tagged_fields("ProducerState._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("ProducerState._tagged_fields")?;
         Ok(())
     }
 

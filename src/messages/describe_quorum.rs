@@ -139,7 +139,7 @@ impl<'a> DescribeQuorumRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<DescribeQuorumRequestTopicDataView<'a>>(r, ver, "DescribeQuorumRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeQuorumRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeQuorumRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -184,7 +184,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
             ver,
             "DescribeQuorumRequestTopicData.Partitions",
         )?;
-        r.tagged_fields("DescribeQuorumRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeQuorumRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -233,7 +233,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "DescribeQuorumRequestPartitionData.PartitionIndex")?;
-        r.fixed_struct_tagged_fields("DescribeQuorumRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("DescribeQuorumRequestPartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -653,7 +653,7 @@ impl<'a> DescribeQuorumResponseView<'a> {
             view::check_array::<NodeView<'a>>(r, ver, "DescribeQuorumResponse.Nodes")?;
         }
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeQuorumResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeQuorumResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -698,7 +698,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
             ver,
             "DescribeQuorumResponseTopicData.Partitions",
         )?;
-        r.tagged_fields("DescribeQuorumResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeQuorumResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -818,7 +818,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
             "DescribeQuorumResponsePartitionData.CurrentVoters",
         )?;
         view::check_array::<ReplicaStateView<'a>>(r, ver, "DescribeQuorumResponsePartitionData.Observers")?;
-        r.tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -928,7 +928,7 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
         if ver.version >= 1 {
             r.run(16, &[("ReplicaState.LastFetchTimestamp", 8), ("ReplicaState.LastCaughtUpTimestamp", 8)])?;
         }
-        r.fixed_struct_tagged_fields("ReplicaState._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("ReplicaState._tagged_fields")?;
         Ok(())
     }
 
@@ -991,7 +991,7 @@ impl<'a> ElementImpl<'a> for NodeView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Node.NodeId")?;
         view::check_array::<ListenerView<'a>>(r, ver, "Node.Listeners")?;
-        r.tagged_fields("Node._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Node._tagged_fields")?;
         Ok(())
     }
 
@@ -1049,7 +1049,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.take(2, "Listener.Port")?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 

@@ -171,7 +171,7 @@ impl<'a> DescribeShareGroupOffsetsRequestView<'a> {
             "DescribeShareGroupOffsetsRequest.Groups",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeShareGroupOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeShareGroupOffsetsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -216,7 +216,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
             ver,
             "DescribeShareGroupOffsetsRequestGroup.Topics",
         )?;
-        r.tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -269,7 +269,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?;
         view::check_array::<i32>(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?;
-        r.tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -539,7 +539,7 @@ impl<'a> DescribeShareGroupOffsetsResponseView<'a> {
             "DescribeShareGroupOffsetsResponse.Groups",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeShareGroupOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeShareGroupOffsetsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -598,7 +598,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
         )?;
         r.take(2, "DescribeShareGroupOffsetsResponseGroup.ErrorCode")?;
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?;
-        r.tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -665,7 +665,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
             ver,
             "DescribeShareGroupOffsetsResponseTopic.Partitions",
         )?;
-        r.tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -761,7 +761,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> 
         }
         r.take(2, "DescribeShareGroupOffsetsResponsePartition.ErrorCode")?;
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?;
-        r.tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields")?;
         Ok(())
     }
 

@@ -197,7 +197,7 @@ impl<'a> DescribeTopicPartitionsRequestView<'a> {
             DescribeTopicPartitionsRequestCursorView::check(r, ver, "DescribeTopicPartitionsRequest.Cursor")?;
         }
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeTopicPartitionsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTopicPartitionsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -231,7 +231,7 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicRequest.Name")?;
-        r.tagged_fields("TopicRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicRequest._tagged_fields")?;
         Ok(())
     }
 
@@ -282,7 +282,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?;
         r.take(4, "DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
-        r.tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields")?;
         Ok(())
     }
 
@@ -614,7 +614,7 @@ impl<'a> DescribeTopicPartitionsResponseView<'a> {
             )?;
         }
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeTopicPartitionsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTopicPartitionsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -699,7 +699,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
             "DescribeTopicPartitionsResponseTopic.Partitions",
         )?;
         r.take(4, "DescribeTopicPartitionsResponseTopic.TopicAuthorizedOperations")?;
-        r.tagged_fields("DescribeTopicPartitionsResponseTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTopicPartitionsResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -822,7 +822,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
         )?;
         view::check_nullable_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.LastKnownElr")?;
         view::check_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.OfflineReplicas")?;
-        r.tagged_fields("DescribeTopicPartitionsResponsePartition._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTopicPartitionsResponsePartition._tagged_fields")?;
         Ok(())
     }
 
@@ -881,7 +881,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?;
         r.take(4, "DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
-        r.tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields")?;
         Ok(())
     }
 

@@ -78,7 +78,7 @@ impl<'a> DescribeTransactionsRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<&'a str>(r, ver, "DescribeTransactionsRequest.TransactionalIds")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeTransactionsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTransactionsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -258,7 +258,7 @@ impl<'a> DescribeTransactionsResponseView<'a> {
             "DescribeTransactionsResponse.TransactionStates",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeTransactionsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeTransactionsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -355,7 +355,7 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
             ],
         )?;
         view::check_array::<TopicDataView<'a>>(r, ver, "TransactionState.Topics")?;
-        r.tagged_fields("TransactionState._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TransactionState._tagged_fields")?;
         Ok(())
     }
 
@@ -411,7 +411,7 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicData.Topic")?;
         view::check_array::<i32>(r, ver, "TopicData.Partitions")?;
-        r.tagged_fields("TopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicData._tagged_fields")?;
         Ok(())
     }
 

@@ -122,7 +122,7 @@ impl<'a> DescribeUserScramCredentialsRequestView<'a> {
         let mut at = [0; 1];
         view::check_nullable_array::<UserNameView<'a>>(r, ver, "DescribeUserScramCredentialsRequest.Users")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeUserScramCredentialsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeUserScramCredentialsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -156,7 +156,7 @@ impl<'a> ElementImpl<'a> for UserNameView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "UserName.Name")?;
-        r.tagged_fields("UserName._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("UserName._tagged_fields")?;
         Ok(())
     }
 
@@ -398,7 +398,7 @@ impl<'a> DescribeUserScramCredentialsResponseView<'a> {
             "DescribeUserScramCredentialsResponse.Results",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("DescribeUserScramCredentialsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeUserScramCredentialsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -457,7 +457,7 @@ impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
             ver,
             "DescribeUserScramCredentialsResult.CredentialInfos",
         )?;
-        r.tagged_fields("DescribeUserScramCredentialsResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribeUserScramCredentialsResult._tagged_fields")?;
         Ok(())
     }
 
@@ -515,7 +515,7 @@ impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(5, &[("CredentialInfo.Mechanism", 1), ("CredentialInfo.Iterations", 4)])?;
-        r.fixed_struct_tagged_fields("CredentialInfo._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("CredentialInfo._tagged_fields")?;
         Ok(())
     }
 

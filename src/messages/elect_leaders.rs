@@ -162,7 +162,7 @@ impl<'a> ElectLeadersRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(4, "ElectLeadersRequest.TimeoutMs")?;
         if ver.flexible {
-            r.tagged_fields("ElectLeadersRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ElectLeadersRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -205,7 +205,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         r.check_str(ver.flexible, "TopicPartitions.Topic")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         }
         Ok(())
     }
@@ -430,7 +430,7 @@ impl<'a> ElectLeadersResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ElectLeadersResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ElectLeadersResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -473,7 +473,7 @@ impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
         r.check_str(ver.flexible, "ReplicaElectionResult.Topic")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReplicaElectionResult.PartitionResult")?;
         if ver.flexible {
-            r.tagged_fields("ReplicaElectionResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ReplicaElectionResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -536,7 +536,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         r.run(6, &[("PartitionResult.PartitionId", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?;
         if ver.flexible {
-            r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
         }
         Ok(())
     }

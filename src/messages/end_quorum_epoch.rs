@@ -292,7 +292,7 @@ impl<'a> EndQuorumEpochRequestView<'a> {
         }
         at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("EndQuorumEpochRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("EndQuorumEpochRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -339,7 +339,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
             "EndQuorumEpochRequestTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -440,7 +440,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
             )?;
         }
         if ver.flexible {
-            r.tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields")?;
         }
         Ok(())
     }
@@ -502,7 +502,7 @@ impl<'a> ElementImpl<'a> for ReplicaInfoView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(20, &[("ReplicaInfo.CandidateId", 4), ("ReplicaInfo.CandidateDirectoryId", 16)])?;
-        r.fixed_struct_tagged_fields("ReplicaInfo._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("ReplicaInfo._tagged_fields")?;
         Ok(())
     }
 
@@ -561,7 +561,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         r.check_str(true, "LeaderEndpoint.Name")?;
         r.check_str(true, "LeaderEndpoint.Host")?;
         r.take(2, "LeaderEndpoint.Port")?;
-        r.tagged_fields("LeaderEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -881,7 +881,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
             "EndQuorumEpochResponseTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -965,9 +965,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponsePartitionDataView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("EndQuorumEpochResponsePartitionData._tagged_fields", |_, _| {
-                Ok(false)
-            })?;
+            r.fixed_struct_unknown_tagged_fields("EndQuorumEpochResponsePartitionData._tagged_fields")?;
         }
         Ok(())
     }
@@ -1027,7 +1025,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -116,7 +116,7 @@ impl<'a> EndTxnRequestView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.tagged_fields("EndTxnRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("EndTxnRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -254,7 +254,7 @@ impl<'a> EndTxnResponseView<'a> {
             r.run(10, &[("EndTxnResponse.ProducerId", 8), ("EndTxnResponse.ProducerEpoch", 2)])?;
         }
         if ver.flexible {
-            r.fixed_struct_tagged_fields("EndTxnResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("EndTxnResponse._tagged_fields")?;
         }
         Ok([])
     }

@@ -114,7 +114,7 @@ impl<'a> EnvelopeRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.bytes(true, "EnvelopeRequest.ClientHostAddress")?;
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("EnvelopeRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("EnvelopeRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -196,7 +196,7 @@ impl<'a> EnvelopeResponseView<'a> {
         r.nullable_bytes(true, "EnvelopeResponse.ResponseData")?;
         at[0] = (r.pos() - start) as u32;
         r.take(2, "EnvelopeResponse.ErrorCode")?;
-        r.tagged_fields("EnvelopeResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("EnvelopeResponse._tagged_fields")?;
         Ok(at)
     }
 }

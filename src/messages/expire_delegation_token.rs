@@ -98,7 +98,7 @@ impl<'a> ExpireDelegationTokenRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(8, "ExpireDelegationTokenRequest.ExpiryTimePeriodMs")?;
         if ver.flexible {
-            r.tagged_fields("ExpireDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ExpireDelegationTokenRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -208,7 +208,7 @@ impl<'a> ExpireDelegationTokenResponseView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("ExpireDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("ExpireDelegationTokenResponse._tagged_fields")?;
         }
         Ok([])
     }

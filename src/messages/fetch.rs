@@ -669,7 +669,7 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(12, &[("ReplicaState.ReplicaId", 4), ("ReplicaState.ReplicaEpoch", 8)])?;
-        r.fixed_struct_tagged_fields("ReplicaState._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("ReplicaState._tagged_fields")?;
         Ok(())
     }
 
@@ -733,7 +733,7 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
         }
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("FetchTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -976,7 +976,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
         }
         view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -1769,7 +1769,7 @@ impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
         }
         view::check_array::<PartitionDataView<'a>>(r, ver, "FetchableTopicResponse.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("FetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("FetchableTopicResponse._tagged_fields")?;
         }
         Ok(())
     }
@@ -2004,7 +2004,7 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(12, &[("EpochEndOffset.Epoch", 4), ("EpochEndOffset.EndOffset", 8)])?;
-        r.fixed_struct_tagged_fields("EpochEndOffset._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("EpochEndOffset._tagged_fields")?;
         Ok(())
     }
 
@@ -2058,7 +2058,7 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("LeaderIdAndEpoch._tagged_fields")?;
         Ok(())
     }
 
@@ -2112,7 +2112,7 @@ impl<'a> ElementImpl<'a> for SnapshotIdView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(12, &[("SnapshotId.EndOffset", 8), ("SnapshotId.Epoch", 4)])?;
-        r.fixed_struct_tagged_fields("SnapshotId._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("SnapshotId._tagged_fields")?;
         Ok(())
     }
 
@@ -2167,7 +2167,7 @@ impl<'a> ElementImpl<'a> for AbortedTransactionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(16, &[("AbortedTransaction.ProducerId", 8), ("AbortedTransaction.FirstOffset", 8)])?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("AbortedTransaction._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("AbortedTransaction._tagged_fields")?;
         }
         Ok(())
     }
@@ -2234,7 +2234,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -325,7 +325,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
             ver,
             "FetchSnapshotRequestTopicSnapshot.Partitions",
         )?;
-        r.tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields")?;
         Ok(())
     }
 
@@ -488,7 +488,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
             12,
             &[("FetchSnapshotRequestSnapshotId.EndOffset", 8), ("FetchSnapshotRequestSnapshotId.Epoch", 4)],
         )?;
-        r.fixed_struct_tagged_fields("FetchSnapshotRequestSnapshotId._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("FetchSnapshotRequestSnapshotId._tagged_fields")?;
         Ok(())
     }
 
@@ -992,7 +992,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseTopicSnapshotView<'a> {
             ver,
             "FetchSnapshotResponseTopicSnapshot.Partitions",
         )?;
-        r.tagged_fields("FetchSnapshotResponseTopicSnapshot._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("FetchSnapshotResponseTopicSnapshot._tagged_fields")?;
         Ok(())
     }
 
@@ -1172,7 +1172,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseSnapshotIdView<'a> {
             12,
             &[("FetchSnapshotResponseSnapshotId.EndOffset", 8), ("FetchSnapshotResponseSnapshotId.Epoch", 4)],
         )?;
-        r.fixed_struct_tagged_fields("FetchSnapshotResponseSnapshotId._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("FetchSnapshotResponseSnapshotId._tagged_fields")?;
         Ok(())
     }
 
@@ -1226,7 +1226,7 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("LeaderIdAndEpoch._tagged_fields")?;
         Ok(())
     }
 
@@ -1285,7 +1285,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

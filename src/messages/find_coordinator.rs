@@ -135,7 +135,7 @@ impl<'a> FindCoordinatorRequestView<'a> {
         }
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("FindCoordinatorRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("FindCoordinatorRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -434,7 +434,7 @@ impl<'a> FindCoordinatorResponseView<'a> {
         }
         at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("FindCoordinatorResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("FindCoordinatorResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -503,7 +503,7 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
         r.check_str(true, "Coordinator.Host")?;
         r.run(6, &[("Coordinator.Port", 4), ("Coordinator.ErrorCode", 2)])?;
         r.check_nullable_str(true, "Coordinator.ErrorMessage")?;
-        r.tagged_fields("Coordinator._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Coordinator._tagged_fields")?;
         Ok(())
     }
 

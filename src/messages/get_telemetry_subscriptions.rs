@@ -78,7 +78,7 @@ impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
     #[inline]
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.take(16, "GetTelemetrySubscriptionsRequest.ClientInstanceId")?;
-        r.fixed_struct_tagged_fields("GetTelemetrySubscriptionsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("GetTelemetrySubscriptionsRequest._tagged_fields")?;
         Ok([])
     }
 }
@@ -273,7 +273,7 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
         )?;
         view::check_array::<&'a str>(r, ver, "GetTelemetrySubscriptionsResponse.RequestedMetrics")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("GetTelemetrySubscriptionsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("GetTelemetrySubscriptionsResponse._tagged_fields")?;
         Ok(at)
     }
 }

@@ -130,7 +130,7 @@ impl<'a> HeartbeatRequestView<'a> {
         }
         at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("HeartbeatRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("HeartbeatRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -234,7 +234,7 @@ impl<'a> HeartbeatResponseView<'a> {
         }
         r.take(2, "HeartbeatResponse.ErrorCode")?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("HeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("HeartbeatResponse._tagged_fields")?;
         }
         Ok([])
     }

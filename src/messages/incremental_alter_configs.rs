@@ -194,7 +194,7 @@ impl<'a> IncrementalAlterConfigsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(1, "IncrementalAlterConfigsRequest.ValidateOnly")?;
         if ver.flexible {
-            r.tagged_fields("IncrementalAlterConfigsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("IncrementalAlterConfigsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -244,7 +244,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
         if ver.flexible {
-            r.tagged_fields("AlterConfigsResource._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -308,7 +308,7 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
         r.take(1, "AlterableConfig.ConfigOperation")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
         if ver.flexible {
-            r.tagged_fields("AlterableConfig._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterableConfig._tagged_fields")?;
         }
         Ok(())
     }
@@ -484,7 +484,7 @@ impl<'a> IncrementalAlterConfigsResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("IncrementalAlterConfigsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("IncrementalAlterConfigsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -541,7 +541,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
         if ver.flexible {
-            r.tagged_fields("AlterConfigsResourceResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
         }
         Ok(())
     }

@@ -188,7 +188,7 @@ impl<'a> InitProducerIdRequestView<'a> {
             )?;
         }
         if ver.flexible {
-            r.tagged_fields("InitProducerIdRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("InitProducerIdRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -342,7 +342,7 @@ impl<'a> InitProducerIdResponseView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("InitProducerIdResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("InitProducerIdResponse._tagged_fields")?;
         }
         Ok([])
     }

@@ -158,7 +158,7 @@ impl<'a> InitializeShareGroupStateRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<InitializeStateDataView<'a>>(r, ver, "InitializeShareGroupStateRequest.Topics")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("InitializeShareGroupStateRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("InitializeShareGroupStateRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -199,7 +199,7 @@ impl<'a> ElementImpl<'a> for InitializeStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "InitializeStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "InitializeStateData.Partitions")?;
-        r.tagged_fields("InitializeStateData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("InitializeStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -265,7 +265,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
                 ("PartitionData.StartOffset", 8),
             ],
         )?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -426,7 +426,7 @@ impl<'a> InitializeShareGroupStateResponseView<'a> {
             "InitializeShareGroupStateResponse.Results",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("InitializeShareGroupStateResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("InitializeShareGroupStateResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -467,7 +467,7 @@ impl<'a> ElementImpl<'a> for InitializeStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "InitializeStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "InitializeStateResult.Partitions")?;
-        r.tagged_fields("InitializeStateResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("InitializeStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -524,7 +524,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -267,7 +267,7 @@ impl<'a> JoinGroupRequestView<'a> {
         }
         at[5] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("JoinGroupRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("JoinGroupRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -310,7 +310,7 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
         r.check_str(ver.flexible, "JoinGroupRequestProtocol.Name")?;
         r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
         if ver.flexible {
-            r.tagged_fields("JoinGroupRequestProtocol._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("JoinGroupRequestProtocol._tagged_fields")?;
         }
         Ok(())
     }
@@ -615,7 +615,7 @@ impl<'a> JoinGroupResponseView<'a> {
         view::check_array::<JoinGroupResponseMemberView<'a>>(r, ver, "JoinGroupResponse.Members")?;
         at[4] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("JoinGroupResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("JoinGroupResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -671,7 +671,7 @@ impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
         }
         r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?;
         if ver.flexible {
-            r.tagged_fields("JoinGroupResponseMember._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("JoinGroupResponseMember._tagged_fields")?;
         }
         Ok(())
     }

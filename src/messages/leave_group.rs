@@ -176,7 +176,7 @@ impl<'a> LeaveGroupRequestView<'a> {
         }
         at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("LeaveGroupRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("LeaveGroupRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -232,7 +232,7 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
             r.check_nullable_str(ver.flexible, "MemberIdentity.Reason")?;
         }
         if ver.flexible {
-            r.tagged_fields("MemberIdentity._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MemberIdentity._tagged_fields")?;
         }
         Ok(())
     }
@@ -419,7 +419,7 @@ impl<'a> LeaveGroupResponseView<'a> {
         }
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("LeaveGroupResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("LeaveGroupResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -469,7 +469,7 @@ impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
         r.check_nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?;
         r.take(2, "MemberResponse.ErrorCode")?;
         if ver.flexible {
-            r.tagged_fields("MemberResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MemberResponse._tagged_fields")?;
         }
         Ok(())
     }

@@ -87,7 +87,7 @@ impl<'a> ListConfigResourcesRequestView<'a> {
             view::check_array::<i8>(r, ver, "ListConfigResourcesRequest.ResourceTypes")?;
         }
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ListConfigResourcesRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ListConfigResourcesRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -236,7 +236,7 @@ impl<'a> ListConfigResourcesResponseView<'a> {
         )?;
         view::check_array::<ConfigResourceView<'a>>(r, ver, "ListConfigResourcesResponse.ConfigResources")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ListConfigResourcesResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ListConfigResourcesResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -279,7 +279,7 @@ impl<'a> ElementImpl<'a> for ConfigResourceView<'a> {
         if ver.version == 1 {
             r.take(1, "ConfigResource.ResourceType")?;
         }
-        r.tagged_fields("ConfigResource._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ConfigResource._tagged_fields")?;
         Ok(())
     }
 

@@ -117,7 +117,7 @@ impl<'a> ListGroupsRequestView<'a> {
         }
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListGroupsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListGroupsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -277,7 +277,7 @@ impl<'a> ListGroupsResponseView<'a> {
         view::check_array::<ListedGroupView<'a>>(r, ver, "ListGroupsResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListGroupsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListGroupsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -338,7 +338,7 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
             r.check_str(ver.flexible, "ListedGroup.GroupType")?;
         }
         if ver.flexible {
-            r.tagged_fields("ListedGroup._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListedGroup._tagged_fields")?;
         }
         Ok(())
     }

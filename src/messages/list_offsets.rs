@@ -251,7 +251,7 @@ impl<'a> ListOffsetsRequestView<'a> {
             r.take(4, "ListOffsetsRequest.TimeoutMs")?;
         }
         if ver.flexible {
-            r.tagged_fields("ListOffsetsRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -294,7 +294,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
         r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
         view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -369,7 +369,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
         }
         r.take(8, "ListOffsetsPartition.Timestamp")?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("ListOffsetsPartition._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("ListOffsetsPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -598,7 +598,7 @@ impl<'a> ListOffsetsResponseView<'a> {
         view::check_array::<ListOffsetsTopicResponseView<'a>>(r, ver, "ListOffsetsResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -645,7 +645,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
             "ListOffsetsTopicResponse.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("ListOffsetsTopicResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ListOffsetsTopicResponse._tagged_fields")?;
         }
         Ok(())
     }
@@ -745,7 +745,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
             r.take(4, "ListOffsetsPartitionResponse.LeaderEpoch")?;
         }
         if ver.flexible {
-            r.fixed_struct_tagged_fields("ListOffsetsPartitionResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("ListOffsetsPartitionResponse._tagged_fields")?;
         }
         Ok(())
     }

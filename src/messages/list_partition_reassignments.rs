@@ -149,7 +149,7 @@ impl<'a> ListPartitionReassignmentsRequestView<'a> {
             "ListPartitionReassignmentsRequest.Topics",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ListPartitionReassignmentsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ListPartitionReassignmentsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -190,7 +190,7 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ListPartitionReassignmentsTopics.Name")?;
         view::check_array::<i32>(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?;
-        r.tagged_fields("ListPartitionReassignmentsTopics._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ListPartitionReassignmentsTopics._tagged_fields")?;
         Ok(())
     }
 
@@ -417,7 +417,7 @@ impl<'a> ListPartitionReassignmentsResponseView<'a> {
             "ListPartitionReassignmentsResponse.Topics",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("ListPartitionReassignmentsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ListPartitionReassignmentsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -462,7 +462,7 @@ impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
             ver,
             "OngoingTopicReassignment.Partitions",
         )?;
-        r.tagged_fields("OngoingTopicReassignment._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("OngoingTopicReassignment._tagged_fields")?;
         Ok(())
     }
 
@@ -534,7 +534,7 @@ impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
         view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.Replicas")?;
         view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.AddingReplicas")?;
         view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.RemovingReplicas")?;
-        r.tagged_fields("OngoingPartitionReassignment._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("OngoingPartitionReassignment._tagged_fields")?;
         Ok(())
     }
 

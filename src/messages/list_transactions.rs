@@ -153,7 +153,7 @@ impl<'a> ListTransactionsRequestView<'a> {
             r.check_nullable_str(true, "ListTransactionsRequest.TransactionalIdPattern")?;
         }
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("ListTransactionsRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ListTransactionsRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -304,7 +304,7 @@ impl<'a> ListTransactionsResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<TransactionStateView<'a>>(r, ver, "ListTransactionsResponse.TransactionStates")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("ListTransactionsResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ListTransactionsResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -352,7 +352,7 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
         r.check_str(true, "TransactionState.TransactionalId")?;
         r.take(8, "TransactionState.ProducerId")?;
         r.check_str(true, "TransactionState.TransactionState")?;
-        r.tagged_fields("TransactionState._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TransactionState._tagged_fields")?;
         Ok(())
     }
 

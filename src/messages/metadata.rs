@@ -243,7 +243,7 @@ impl<'a> MetadataRequestView<'a> {
             r.take(1, "MetadataRequest.IncludeTopicAuthorizedOperations")?;
         }
         if ver.flexible {
-            r.tagged_fields("MetadataRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MetadataRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -292,7 +292,7 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
             r.check_str(ver.flexible, "MetadataRequestTopic.Name")?;
         }
         if ver.flexible {
-            r.tagged_fields("MetadataRequestTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MetadataRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -760,7 +760,7 @@ impl<'a> MetadataResponseView<'a> {
             r.take(2, "MetadataResponse.ErrorCode")?;
         }
         if ver.flexible {
-            r.tagged_fields("MetadataResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MetadataResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -823,7 +823,7 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
             r.check_nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?;
         }
         if ver.flexible {
-            r.tagged_fields("MetadataResponseBroker._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MetadataResponseBroker._tagged_fields")?;
         }
         Ok(())
     }
@@ -943,7 +943,7 @@ impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
             r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
         if ver.flexible {
-            r.tagged_fields("MetadataResponseTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MetadataResponseTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -1064,7 +1064,7 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
             view::check_array::<i32>(r, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
         if ver.flexible {
-            r.tagged_fields("MetadataResponsePartition._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("MetadataResponsePartition._tagged_fields")?;
         }
         Ok(())
     }

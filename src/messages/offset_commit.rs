@@ -307,7 +307,7 @@ impl<'a> OffsetCommitRequestView<'a> {
         view::check_array::<OffsetCommitRequestTopicView<'a>>(r, ver, "OffsetCommitRequest.Topics")?;
         at[3] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("OffsetCommitRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetCommitRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -365,7 +365,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
             "OffsetCommitRequestTopic.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("OffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetCommitRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -451,7 +451,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
         }
         r.check_nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?;
         if ver.flexible {
-            r.tagged_fields("OffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetCommitRequestPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -649,7 +649,7 @@ impl<'a> OffsetCommitResponseView<'a> {
         view::check_array::<OffsetCommitResponseTopicView<'a>>(r, ver, "OffsetCommitResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("OffsetCommitResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetCommitResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -707,7 +707,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
             "OffsetCommitResponseTopic.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("OffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetCommitResponseTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -775,7 +775,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponsePartitionView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("OffsetCommitResponsePartition._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("OffsetCommitResponsePartition._tagged_fields")?;
         }
         Ok(())
     }

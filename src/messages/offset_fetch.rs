@@ -340,7 +340,7 @@ impl<'a> OffsetFetchRequestView<'a> {
             r.take(1, "OffsetFetchRequest.RequireStable")?;
         }
         if ver.flexible {
-            r.tagged_fields("OffsetFetchRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetFetchRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -383,7 +383,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
         r.check_str(ver.flexible, "OffsetFetchRequestTopic.Name")?;
         view::check_array::<i32>(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
         if ver.flexible {
-            r.tagged_fields("OffsetFetchRequestTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetFetchRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -465,7 +465,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
             ver,
             "OffsetFetchRequestGroup.Topics",
         )?;
-        r.tagged_fields("OffsetFetchRequestGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("OffsetFetchRequestGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -534,7 +534,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
             r.take(16, "OffsetFetchRequestTopics.TopicId")?;
         }
         view::check_array::<i32>(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?;
-        r.tagged_fields("OffsetFetchRequestTopics._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("OffsetFetchRequestTopics._tagged_fields")?;
         Ok(())
     }
 
@@ -951,7 +951,7 @@ impl<'a> OffsetFetchResponseView<'a> {
         }
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("OffsetFetchResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetFetchResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -998,7 +998,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
             "OffsetFetchResponseTopic.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("OffsetFetchResponseTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetFetchResponseTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -1089,7 +1089,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
         r.check_nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?;
         r.take(2, "OffsetFetchResponsePartition.ErrorCode")?;
         if ver.flexible {
-            r.tagged_fields("OffsetFetchResponsePartition._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetFetchResponsePartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -1151,7 +1151,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseGroupView<'a> {
         r.check_str(true, "OffsetFetchResponseGroup.GroupId")?;
         view::check_array::<OffsetFetchResponseTopicsView<'a>>(r, ver, "OffsetFetchResponseGroup.Topics")?;
         r.take(2, "OffsetFetchResponseGroup.ErrorCode")?;
-        r.tagged_fields("OffsetFetchResponseGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("OffsetFetchResponseGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -1220,7 +1220,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
             ver,
             "OffsetFetchResponseTopics.Partitions",
         )?;
-        r.tagged_fields("OffsetFetchResponseTopics._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("OffsetFetchResponseTopics._tagged_fields")?;
         Ok(())
     }
 
@@ -1308,7 +1308,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
         )?;
         r.check_nullable_str(true, "OffsetFetchResponsePartitions.Metadata")?;
         r.take(2, "OffsetFetchResponsePartitions.ErrorCode")?;
-        r.tagged_fields("OffsetFetchResponsePartitions._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("OffsetFetchResponsePartitions._tagged_fields")?;
         Ok(())
     }
 

@@ -205,7 +205,7 @@ impl<'a> OffsetForLeaderEpochRequestView<'a> {
         view::check_array::<OffsetForLeaderTopicView<'a>>(r, ver, "OffsetForLeaderEpochRequest.Topics")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("OffsetForLeaderEpochRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetForLeaderEpochRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -248,7 +248,7 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
         r.check_str(ver.flexible, "OffsetForLeaderTopic.Topic")?;
         view::check_array::<OffsetForLeaderPartitionView<'a>>(r, ver, "OffsetForLeaderTopic.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("OffsetForLeaderTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetForLeaderTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -320,7 +320,7 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("OffsetForLeaderPartition._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("OffsetForLeaderPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -524,7 +524,7 @@ impl<'a> OffsetForLeaderEpochResponseView<'a> {
         )?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("OffsetForLeaderEpochResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetForLeaderEpochResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -567,7 +567,7 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
         r.check_str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
         view::check_array::<EpochEndOffsetView<'a>>(r, ver, "OffsetForLeaderTopicResult.Partitions")?;
         if ver.flexible {
-            r.tagged_fields("OffsetForLeaderTopicResult._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("OffsetForLeaderTopicResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -646,7 +646,7 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("EpochEndOffset._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("EpochEndOffset._tagged_fields")?;
         }
         Ok(())
     }

@@ -286,7 +286,7 @@ impl<'a> ProduceRequestView<'a> {
         view::check_array::<TopicProduceDataView<'a>>(r, ver, "ProduceRequest.TopicData")?;
         at[1] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("ProduceRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("ProduceRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -340,7 +340,7 @@ impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
         }
         view::check_array::<PartitionProduceDataView<'a>>(r, ver, "TopicProduceData.PartitionData")?;
         if ver.flexible {
-            r.tagged_fields("TopicProduceData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TopicProduceData._tagged_fields")?;
         }
         Ok(())
     }
@@ -400,7 +400,7 @@ impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
         r.take(4, "PartitionProduceData.Index")?;
         r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?;
         if ver.flexible {
-            r.tagged_fields("PartitionProduceData._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("PartitionProduceData._tagged_fields")?;
         }
         Ok(())
     }
@@ -902,7 +902,7 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
             "TopicProduceResponse.PartitionResponses",
         )?;
         if ver.flexible {
-            r.tagged_fields("TopicProduceResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TopicProduceResponse._tagged_fields")?;
         }
         Ok(())
     }
@@ -1121,7 +1121,7 @@ impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
         r.take(4, "BatchIndexAndErrorMessage.BatchIndex")?;
         r.check_nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?;
         if ver.flexible {
-            r.tagged_fields("BatchIndexAndErrorMessage._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("BatchIndexAndErrorMessage._tagged_fields")?;
         }
         Ok(())
     }
@@ -1177,7 +1177,7 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("LeaderIdAndEpoch._tagged_fields")?;
         Ok(())
     }
 
@@ -1243,7 +1243,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -128,7 +128,7 @@ impl<'a> PushTelemetryRequestView<'a> {
         )?;
         r.bytes(true, "PushTelemetryRequest.Metrics")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("PushTelemetryRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PushTelemetryRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -205,7 +205,7 @@ impl<'a> PushTelemetryResponseView<'a> {
     #[inline]
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.run(6, &[("PushTelemetryResponse.ThrottleTimeMs", 4), ("PushTelemetryResponse.ErrorCode", 2)])?;
-        r.fixed_struct_tagged_fields("PushTelemetryResponse._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("PushTelemetryResponse._tagged_fields")?;
         Ok([])
     }
 }

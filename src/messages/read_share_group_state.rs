@@ -149,7 +149,7 @@ impl<'a> ReadShareGroupStateRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<ReadStateDataView<'a>>(r, ver, "ReadShareGroupStateRequest.Topics")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadShareGroupStateRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadShareGroupStateRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -190,7 +190,7 @@ impl<'a> ElementImpl<'a> for ReadStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateData.Partitions")?;
-        r.tagged_fields("ReadStateData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -243,7 +243,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("PartitionData.Partition", 4), ("PartitionData.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -448,7 +448,7 @@ impl<'a> ReadShareGroupStateResponseView<'a> {
         let mut at = [0; 1];
         view::check_array::<ReadStateResultView<'a>>(r, ver, "ReadShareGroupStateResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadShareGroupStateResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadShareGroupStateResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -489,7 +489,7 @@ impl<'a> ElementImpl<'a> for ReadStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateResult.Partitions")?;
-        r.tagged_fields("ReadStateResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -573,7 +573,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
         r.run(12, &[("PartitionResult.StateEpoch", 4), ("PartitionResult.StartOffset", 8)])?;
         view::check_array::<StateBatchView<'a>>(r, ver, "PartitionResult.StateBatches")?;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 
@@ -649,7 +649,7 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
                 ("StateBatch.DeliveryCount", 2),
             ],
         )?;
-        r.fixed_struct_tagged_fields("StateBatch._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("StateBatch._tagged_fields")?;
         Ok(())
     }
 

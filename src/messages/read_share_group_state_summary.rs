@@ -159,7 +159,7 @@ impl<'a> ReadShareGroupStateSummaryRequestView<'a> {
             "ReadShareGroupStateSummaryRequest.Topics",
         )?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadShareGroupStateSummaryRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadShareGroupStateSummaryRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -200,7 +200,7 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateSummaryData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateSummaryData.Partitions")?;
-        r.tagged_fields("ReadStateSummaryData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadStateSummaryData._tagged_fields")?;
         Ok(())
     }
 
@@ -253,7 +253,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("PartitionData.Partition", 4), ("PartitionData.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -456,7 +456,7 @@ impl<'a> ReadShareGroupStateSummaryResponseView<'a> {
             "ReadShareGroupStateSummaryResponse.Results",
         )?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ReadShareGroupStateSummaryResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadShareGroupStateSummaryResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -497,7 +497,7 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateSummaryResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateSummaryResult.Partitions")?;
-        r.tagged_fields("ReadStateSummaryResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ReadStateSummaryResult._tagged_fields")?;
         Ok(())
     }
 
@@ -597,7 +597,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         if ver.version == 1 {
             r.take(4, "PartitionResult.DeliveryCompleteCount")?;
         }
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -112,7 +112,7 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
         r.check_nullable_str(true, "RemoveRaftVoterRequest.ClusterId")?;
         at[0] = (r.pos() - start) as u32;
         r.run(20, &[("RemoveRaftVoterRequest.VoterId", 4), ("RemoveRaftVoterRequest.VoterDirectoryId", 16)])?;
-        r.tagged_fields("RemoveRaftVoterRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("RemoveRaftVoterRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -220,7 +220,7 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         r.run(6, &[("RemoveRaftVoterResponse.ThrottleTimeMs", 4), ("RemoveRaftVoterResponse.ErrorCode", 2)])?;
         r.check_nullable_str(true, "RemoveRaftVoterResponse.ErrorMessage")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("RemoveRaftVoterResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("RemoveRaftVoterResponse._tagged_fields")?;
         Ok(at)
     }
 }

@@ -92,7 +92,7 @@ impl<'a> RenewDelegationTokenRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.take(8, "RenewDelegationTokenRequest.RenewPeriodMs")?;
         if ver.flexible {
-            r.tagged_fields("RenewDelegationTokenRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("RenewDelegationTokenRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -201,7 +201,7 @@ impl<'a> RenewDelegationTokenResponseView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("RenewDelegationTokenResponse._tagged_fields", |_, _| Ok(false))?;
+            r.fixed_struct_unknown_tagged_fields("RenewDelegationTokenResponse._tagged_fields")?;
         }
         Ok([])
     }

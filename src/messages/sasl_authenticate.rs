@@ -83,7 +83,7 @@ impl<'a> SaslAuthenticateRequestView<'a> {
         r.bytes(ver.flexible, "SaslAuthenticateRequest.AuthBytes")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("SaslAuthenticateRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("SaslAuthenticateRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -217,7 +217,7 @@ impl<'a> SaslAuthenticateResponseView<'a> {
             r.take(8, "SaslAuthenticateResponse.SessionLifetimeMs")?;
         }
         if ver.flexible {
-            r.tagged_fields("SaslAuthenticateResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("SaslAuthenticateResponse._tagged_fields")?;
         }
         Ok(at)
     }

@@ -254,7 +254,7 @@ impl<'a> ShareAcknowledgeRequestView<'a> {
         }
         view::check_array::<AcknowledgeTopicView<'a>>(r, ver, "ShareAcknowledgeRequest.Topics")?;
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareAcknowledgeRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareAcknowledgeRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -295,7 +295,7 @@ impl<'a> ElementImpl<'a> for AcknowledgeTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AcknowledgeTopic.TopicId")?;
         view::check_array::<AcknowledgePartitionView<'a>>(r, ver, "AcknowledgeTopic.Partitions")?;
-        r.tagged_fields("AcknowledgeTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AcknowledgeTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -350,7 +350,7 @@ impl<'a> ElementImpl<'a> for AcknowledgePartitionView<'a> {
             ver,
             "AcknowledgePartition.AcknowledgementBatches",
         )?;
-        r.tagged_fields("AcknowledgePartition._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AcknowledgePartition._tagged_fields")?;
         Ok(())
     }
 
@@ -407,7 +407,7 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
         view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
-        r.tagged_fields("AcknowledgementBatch._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AcknowledgementBatch._tagged_fields")?;
         Ok(())
     }
 
@@ -715,7 +715,7 @@ impl<'a> ShareAcknowledgeResponseView<'a> {
         at[1] = (r.pos() - start) as u32;
         view::check_array::<NodeEndpointView<'a>>(r, ver, "ShareAcknowledgeResponse.NodeEndpoints")?;
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareAcknowledgeResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareAcknowledgeResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -756,7 +756,7 @@ impl<'a> ElementImpl<'a> for ShareAcknowledgeTopicResponseView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ShareAcknowledgeTopicResponse.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?;
-        r.tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -820,7 +820,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
         r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionData.ErrorMessage")?;
         LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
-        r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -875,7 +875,7 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("LeaderIdAndEpoch._tagged_fields")?;
         Ok(())
     }
 
@@ -941,7 +941,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -393,7 +393,7 @@ impl<'a> ShareFetchRequestView<'a> {
         at[2] = (r.pos() - start) as u32;
         view::check_array::<ForgottenTopicView<'a>>(r, ver, "ShareFetchRequest.ForgottenTopicsData")?;
         at[3] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareFetchRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareFetchRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -434,7 +434,7 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "FetchTopic.TopicId")?;
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
-        r.tagged_fields("FetchTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("FetchTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -491,7 +491,7 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "FetchPartition.PartitionIndex")?;
         view::check_array::<AcknowledgementBatchView<'a>>(r, ver, "FetchPartition.AcknowledgementBatches")?;
-        r.tagged_fields("FetchPartition._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("FetchPartition._tagged_fields")?;
         Ok(())
     }
 
@@ -548,7 +548,7 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
         view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
-        r.tagged_fields("AcknowledgementBatch._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("AcknowledgementBatch._tagged_fields")?;
         Ok(())
     }
 
@@ -599,7 +599,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ForgottenTopic.TopicId")?;
         view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
-        r.tagged_fields("ForgottenTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -1008,7 +1008,7 @@ impl<'a> ShareFetchResponseView<'a> {
         at[1] = (r.pos() - start) as u32;
         view::check_array::<NodeEndpointView<'a>>(r, ver, "ShareFetchResponse.NodeEndpoints")?;
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareFetchResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareFetchResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -1049,7 +1049,7 @@ impl<'a> ElementImpl<'a> for ShareFetchableTopicResponseView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ShareFetchableTopicResponse.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ShareFetchableTopicResponse.Partitions")?;
-        r.tagged_fields("ShareFetchableTopicResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareFetchableTopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -1150,7 +1150,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
         LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
         r.bytes(true, "PartitionData.Records")?;
         view::check_array::<AcquiredRecordsView<'a>>(r, ver, "PartitionData.AcquiredRecords")?;
-        r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -1212,7 +1212,7 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
-        r.fixed_struct_tagged_fields("LeaderIdAndEpoch._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("LeaderIdAndEpoch._tagged_fields")?;
         Ok(())
     }
 
@@ -1279,7 +1279,7 @@ impl<'a> ElementImpl<'a> for AcquiredRecordsView<'a> {
                 ("AcquiredRecords.DeliveryCount", 2),
             ],
         )?;
-        r.fixed_struct_tagged_fields("AcquiredRecords._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("AcquiredRecords._tagged_fields")?;
         Ok(())
     }
 
@@ -1345,7 +1345,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -88,7 +88,7 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
         view::check_array::<&'a str>(r, ver, "ShareGroupDescribeRequest.GroupIds")?;
         at[0] = (r.pos() - start) as u32;
         r.take(1, "ShareGroupDescribeRequest.IncludeAuthorizedOperations")?;
-        r.tagged_fields("ShareGroupDescribeRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareGroupDescribeRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -360,7 +360,7 @@ impl<'a> ShareGroupDescribeResponseView<'a> {
         r.take(4, "ShareGroupDescribeResponse.ThrottleTimeMs")?;
         view::check_array::<DescribedGroupView<'a>>(r, ver, "ShareGroupDescribeResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareGroupDescribeResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareGroupDescribeResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -459,7 +459,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         r.check_str(true, "DescribedGroup.AssignorName")?;
         view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
         r.take(4, "DescribedGroup.AuthorizedOperations")?;
-        r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -563,7 +563,7 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         r.check_str(true, "Member.ClientHost")?;
         view::check_array::<&'a str>(r, ver, "Member.SubscribedTopicNames")?;
         AssignmentView::check(r, ver, "Member.Assignment")?;
-        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Member._tagged_fields")?;
         Ok(())
     }
 
@@ -618,7 +618,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -676,7 +676,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         r.take(16, "TopicPartitions.TopicId")?;
         r.check_str(true, "TopicPartitions.TopicName")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
     }
 

@@ -140,7 +140,7 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
         at[2] = (r.pos() - start) as u32;
         view::check_nullable_array::<&'a str>(r, ver, "ShareGroupHeartbeatRequest.SubscribedTopicNames")?;
         at[3] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareGroupHeartbeatRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareGroupHeartbeatRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -383,7 +383,7 @@ impl<'a> ShareGroupHeartbeatResponseView<'a> {
             AssignmentView::check(r, ver, "ShareGroupHeartbeatResponse.Assignment")?;
         }
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("ShareGroupHeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("ShareGroupHeartbeatResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -417,7 +417,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -468,7 +468,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "TopicPartitions.TopicId")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        r.tagged_fields("TopicPartitions._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
     }
 

@@ -119,7 +119,7 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
         if ver.version == 1 {
             r.take(1, "StreamsGroupDescribeRequest.IncludeTopologyDescription")?;
         }
-        r.tagged_fields("StreamsGroupDescribeRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupDescribeRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -865,7 +865,7 @@ impl<'a> StreamsGroupDescribeResponseView<'a> {
         r.take(4, "StreamsGroupDescribeResponse.ThrottleTimeMs")?;
         view::check_array::<DescribedGroupView<'a>>(r, ver, "StreamsGroupDescribeResponse.Groups")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("StreamsGroupDescribeResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupDescribeResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -1008,7 +1008,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         if ver.version == 1 {
             r.check_nullable_str(true, "DescribedGroup.AssignorName")?;
         }
-        r.tagged_fields("DescribedGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -1078,7 +1078,7 @@ impl<'a> ElementImpl<'a> for TopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Topology.Epoch")?;
         view::check_nullable_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
-        r.tagged_fields("Topology._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Topology._tagged_fields")?;
         Ok(())
     }
 
@@ -1156,7 +1156,7 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
         view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
         view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.StateChangelogTopics")?;
         view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
-        r.tagged_fields("Subtopology._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Subtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -1228,7 +1228,7 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
         r.check_str(true, "TopicInfo.Name")?;
         r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
         view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
-        r.tagged_fields("TopicInfo._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicInfo._tagged_fields")?;
         Ok(())
     }
 
@@ -1282,7 +1282,7 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "KeyValue.Key")?;
         r.check_str(true, "KeyValue.Value")?;
-        r.tagged_fields("KeyValue._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("KeyValue._tagged_fields")?;
         Ok(())
     }
 
@@ -1448,7 +1448,7 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         AssignmentView::check(r, ver, "Member.Assignment")?;
         AssignmentView::check(r, ver, "Member.TargetAssignment")?;
         r.take(1, "Member.IsClassic")?;
-        r.tagged_fields("Member._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Member._tagged_fields")?;
         Ok(())
     }
 
@@ -1524,7 +1524,7 @@ impl<'a> ElementImpl<'a> for EndpointView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Endpoint.Host")?;
         r.take(2, "Endpoint.Port")?;
-        r.tagged_fields("Endpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Endpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -1582,7 +1582,7 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskOffset.SubtopologyId")?;
         r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
-        r.tagged_fields("TaskOffset._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TaskOffset._tagged_fields")?;
         Ok(())
     }
 
@@ -1641,7 +1641,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.ActiveTasks")?;
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.StandbyTasks")?;
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.WarmupTasks")?;
-        r.tagged_fields("Assignment._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -1696,7 +1696,7 @@ impl<'a> ElementImpl<'a> for TaskIdsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "TaskIds.Partitions")?;
-        r.tagged_fields("TaskIds._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TaskIds._tagged_fields")?;
         Ok(())
     }
 
@@ -1757,7 +1757,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
             ver,
             "TopologyDescription.GlobalStores",
         )?;
-        r.tagged_fields("TopologyDescription._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescription._tagged_fields")?;
         Ok(())
     }
 
@@ -1810,7 +1810,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
         view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
-        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -1891,7 +1891,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
         r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
-        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
         Ok(())
     }
 
@@ -1951,7 +1951,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
         Ok(())
     }
 

@@ -712,7 +712,7 @@ impl<'a> StreamsGroupHeartbeatRequestView<'a> {
         )?;
         at[12] = (r.pos() - start) as u32;
         r.take(1, "StreamsGroupHeartbeatRequest.ShutdownApplication")?;
-        r.tagged_fields("StreamsGroupHeartbeatRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupHeartbeatRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -753,7 +753,7 @@ impl<'a> ElementImpl<'a> for TopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Topology.Epoch")?;
         view::check_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
-        r.tagged_fields("Topology._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Topology._tagged_fields")?;
         Ok(())
     }
 
@@ -847,7 +847,7 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
         view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
         view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
         view::check_array::<CopartitionGroupView<'a>>(r, ver, "Subtopology.CopartitionGroups")?;
-        r.tagged_fields("Subtopology._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Subtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -923,7 +923,7 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
         r.check_str(true, "TopicInfo.Name")?;
         r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
         view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
-        r.tagged_fields("TopicInfo._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicInfo._tagged_fields")?;
         Ok(())
     }
 
@@ -977,7 +977,7 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "KeyValue.Key")?;
         r.check_str(true, "KeyValue.Value")?;
-        r.tagged_fields("KeyValue._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("KeyValue._tagged_fields")?;
         Ok(())
     }
 
@@ -1037,7 +1037,7 @@ impl<'a> ElementImpl<'a> for CopartitionGroupView<'a> {
         view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopics")?;
         view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopicRegex")?;
         view::check_array::<i16>(r, ver, "CopartitionGroup.RepartitionSourceTopics")?;
-        r.tagged_fields("CopartitionGroup._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("CopartitionGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -1092,7 +1092,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?;
-        r.tagged_fields("StreamsGroupHeartbeatRequestTaskIds._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupHeartbeatRequestTaskIds._tagged_fields")?;
         Ok(())
     }
 
@@ -1145,7 +1145,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestEndpointView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?;
         r.take(2, "StreamsGroupHeartbeatRequestEndpoint.Port")?;
-        r.tagged_fields("StreamsGroupHeartbeatRequestEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupHeartbeatRequestEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -1203,7 +1203,7 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskOffset.SubtopologyId")?;
         r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
-        r.tagged_fields("TaskOffset._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TaskOffset._tagged_fields")?;
         Ok(())
     }
 
@@ -1772,7 +1772,7 @@ impl<'a> StreamsGroupHeartbeatResponseView<'a> {
             "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint",
         )?;
         at[6] = (r.pos() - start) as u32;
-        r.tagged_fields("StreamsGroupHeartbeatResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupHeartbeatResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -1813,7 +1813,7 @@ impl<'a> ElementImpl<'a> for StatusView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(1, "Status.StatusCode")?;
         r.check_str(true, "Status.StatusDetail")?;
-        r.tagged_fields("Status._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Status._tagged_fields")?;
         Ok(())
     }
 
@@ -1864,7 +1864,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?;
-        r.tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields")?;
         Ok(())
     }
 
@@ -1924,7 +1924,7 @@ impl<'a> ElementImpl<'a> for EndpointToPartitionsView<'a> {
         StreamsGroupHeartbeatResponseEndpointView::check(r, ver, "EndpointToPartitions.UserEndpoint")?;
         view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.ActivePartitions")?;
         view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.StandbyPartitions")?;
-        r.tagged_fields("EndpointToPartitions._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("EndpointToPartitions._tagged_fields")?;
         Ok(())
     }
 
@@ -1979,7 +1979,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?;
         r.take(2, "StreamsGroupHeartbeatResponseEndpoint.Port")?;
-        r.tagged_fields("StreamsGroupHeartbeatResponseEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupHeartbeatResponseEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -2031,7 +2031,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicPartition.Topic")?;
         view::check_array::<i32>(r, ver, "TopicPartition.Partitions")?;
-        r.tagged_fields("TopicPartition._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopicPartition._tagged_fields")?;
         Ok(())
     }
 

@@ -294,7 +294,7 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
             "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription",
         )?;
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -343,7 +343,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
             ver,
             "TopologyDescription.GlobalStores",
         )?;
-        r.tagged_fields("TopologyDescription._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescription._tagged_fields")?;
         Ok(())
     }
 
@@ -396,7 +396,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
         view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
-        r.tagged_fields("TopologyDescriptionSubtopology._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -477,7 +477,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
         r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
-        r.tagged_fields("TopologyDescriptionNode._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
         Ok(())
     }
 
@@ -537,7 +537,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        r.tagged_fields("TopologyDescriptionGlobalStore._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
         Ok(())
     }
 
@@ -669,7 +669,7 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
         )?;
         r.check_nullable_str(true, "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields")?;
         Ok(at)
     }
 }

@@ -241,7 +241,7 @@ impl<'a> SyncGroupRequestView<'a> {
         view::check_array::<SyncGroupRequestAssignmentView<'a>>(r, ver, "SyncGroupRequest.Assignments")?;
         at[5] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("SyncGroupRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("SyncGroupRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -284,7 +284,7 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
         r.check_str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
         r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
         if ver.flexible {
-            r.tagged_fields("SyncGroupRequestAssignment._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("SyncGroupRequestAssignment._tagged_fields")?;
         }
         Ok(())
     }
@@ -461,7 +461,7 @@ impl<'a> SyncGroupResponseView<'a> {
         r.bytes(ver.flexible, "SyncGroupResponse.Assignment")?;
         at[2] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("SyncGroupResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("SyncGroupResponse._tagged_fields")?;
         }
         Ok(at)
     }

@@ -355,7 +355,7 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
         view::check_array::<TxnOffsetCommitRequestTopicView<'a>>(r, ver, "TxnOffsetCommitRequest.Topics")?;
         at[4] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitRequest._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TxnOffsetCommitRequest._tagged_fields")?;
         }
         Ok(at)
     }
@@ -413,7 +413,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
             "TxnOffsetCommitRequestTopic.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -499,7 +499,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
         }
         r.check_nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?;
         if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -691,7 +691,7 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
         view::check_array::<TxnOffsetCommitResponseTopicView<'a>>(r, ver, "TxnOffsetCommitResponse.Topics")?;
         at[0] = (r.pos() - start) as u32;
         if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitResponse._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TxnOffsetCommitResponse._tagged_fields")?;
         }
         Ok(at)
     }
@@ -749,7 +749,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
             "TxnOffsetCommitResponseTopic.Partitions",
         )?;
         if ver.flexible {
-            r.tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields", |_, _| Ok(false))?;
+            r.unknown_tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -817,9 +817,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponsePartitionView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_tagged_fields("TxnOffsetCommitResponsePartition._tagged_fields", |_, _| {
-                Ok(false)
-            })?;
+            r.fixed_struct_unknown_tagged_fields("TxnOffsetCommitResponsePartition._tagged_fields")?;
         }
         Ok(())
     }

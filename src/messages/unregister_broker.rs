@@ -71,7 +71,7 @@ impl<'a> UnregisterBrokerRequestView<'a> {
     #[inline]
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.take(4, "UnregisterBrokerRequest.BrokerId")?;
-        r.fixed_struct_tagged_fields("UnregisterBrokerRequest._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("UnregisterBrokerRequest._tagged_fields")?;
         Ok([])
     }
 }
@@ -182,7 +182,7 @@ impl<'a> UnregisterBrokerResponseView<'a> {
         )?;
         r.check_nullable_str(true, "UnregisterBrokerResponse.ErrorMessage")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("UnregisterBrokerResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("UnregisterBrokerResponse._tagged_fields")?;
         Ok(at)
     }
 }

@@ -71,7 +71,7 @@ impl<'a> UnregisterControllerRequestView<'a> {
     #[inline]
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.take(4, "UnregisterControllerRequest.ControllerId")?;
-        r.fixed_struct_tagged_fields("UnregisterControllerRequest._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("UnregisterControllerRequest._tagged_fields")?;
         Ok([])
     }
 }
@@ -190,7 +190,7 @@ impl<'a> UnregisterControllerResponseView<'a> {
         )?;
         r.check_nullable_str(true, "UnregisterControllerResponse.ErrorMessage")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("UnregisterControllerResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("UnregisterControllerResponse._tagged_fields")?;
         Ok(at)
     }
 }

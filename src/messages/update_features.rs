@@ -188,7 +188,7 @@ impl<'a> UpdateFeaturesRequestView<'a> {
         if ver.version >= 1 {
             r.take(1, "UpdateFeaturesRequest.ValidateOnly")?;
         }
-        r.tagged_fields("UpdateFeaturesRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("UpdateFeaturesRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -247,7 +247,7 @@ impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
         if ver.version >= 1 {
             r.take(1, "FeatureUpdateKey.UpgradeType")?;
         }
-        r.tagged_fields("FeatureUpdateKey._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("FeatureUpdateKey._tagged_fields")?;
         Ok(())
     }
 
@@ -442,7 +442,7 @@ impl<'a> UpdateFeaturesResponseView<'a> {
             view::check_array::<UpdatableFeatureResultView<'a>>(r, ver, "UpdateFeaturesResponse.Results")?;
         }
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("UpdateFeaturesResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("UpdateFeaturesResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -490,7 +490,7 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
         r.check_str(true, "UpdatableFeatureResult.Feature")?;
         r.take(2, "UpdatableFeatureResult.ErrorCode")?;
         r.check_nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?;
-        r.tagged_fields("UpdatableFeatureResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("UpdatableFeatureResult._tagged_fields")?;
         Ok(())
     }
 

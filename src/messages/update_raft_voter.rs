@@ -225,7 +225,7 @@ impl<'a> UpdateRaftVoterRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         KRaftVersionFeatureView::check(r, ver, "UpdateRaftVoterRequest.KRaftVersionFeature")?;
         at[2] = (r.pos() - start) as u32;
-        r.tagged_fields("UpdateRaftVoterRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("UpdateRaftVoterRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -273,7 +273,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.take(2, "Listener.Port")?;
-        r.tagged_fields("Listener._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 
@@ -332,7 +332,7 @@ impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
             4,
             &[("KRaftVersionFeature.MinSupportedVersion", 2), ("KRaftVersionFeature.MaxSupportedVersion", 2)],
         )?;
-        r.fixed_struct_tagged_fields("KRaftVersionFeature._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("KRaftVersionFeature._tagged_fields")?;
         Ok(())
     }
 
@@ -557,7 +557,7 @@ impl<'a> ElementImpl<'a> for CurrentLeaderView<'a> {
         r.run(8, &[("CurrentLeader.LeaderId", 4), ("CurrentLeader.LeaderEpoch", 4)])?;
         r.check_str(true, "CurrentLeader.Host")?;
         r.take(4, "CurrentLeader.Port")?;
-        r.tagged_fields("CurrentLeader._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("CurrentLeader._tagged_fields")?;
         Ok(())
     }
 

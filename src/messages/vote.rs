@@ -234,7 +234,7 @@ impl<'a> VoteRequestView<'a> {
         }
         view::check_array::<VoteRequestTopicDataView<'a>>(r, ver, "VoteRequest.Topics")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("VoteRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("VoteRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -275,7 +275,7 @@ impl<'a> ElementImpl<'a> for VoteRequestTopicDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "VoteRequestTopicData.TopicName")?;
         view::check_array::<VoteRequestPartitionDataView<'a>>(r, ver, "VoteRequestTopicData.Partitions")?;
-        r.tagged_fields("VoteRequestTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("VoteRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -417,7 +417,7 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
         if ver.version == 2 {
             r.take(1, "VoteRequestPartitionData.PreVote")?;
         }
-        r.fixed_struct_tagged_fields("VoteRequestPartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("VoteRequestPartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -716,7 +716,7 @@ impl<'a> ElementImpl<'a> for VoteResponseTopicDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "VoteResponseTopicData.TopicName")?;
         view::check_array::<VoteResponsePartitionDataView<'a>>(r, ver, "VoteResponseTopicData.Partitions")?;
-        r.tagged_fields("VoteResponseTopicData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("VoteResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -804,7 +804,7 @@ impl<'a> ElementImpl<'a> for VoteResponsePartitionDataView<'a> {
                 ("VoteResponsePartitionData.VoteGranted", 1),
             ],
         )?;
-        r.fixed_struct_tagged_fields("VoteResponsePartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("VoteResponsePartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -863,7 +863,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.tagged_fields("NodeEndpoint._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -226,7 +226,7 @@ impl<'a> WriteShareGroupStateRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<WriteStateDataView<'a>>(r, ver, "WriteShareGroupStateRequest.Topics")?;
         at[1] = (r.pos() - start) as u32;
-        r.tagged_fields("WriteShareGroupStateRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WriteShareGroupStateRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -267,7 +267,7 @@ impl<'a> ElementImpl<'a> for WriteStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "WriteStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "WriteStateData.Partitions")?;
-        r.tagged_fields("WriteStateData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WriteStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -360,7 +360,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
             r.take(4, "PartitionData.DeliveryCompleteCount")?;
         }
         view::check_array::<StateBatchView<'a>>(r, ver, "PartitionData.StateBatches")?;
-        r.tagged_fields("PartitionData._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -433,7 +433,7 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
                 ("StateBatch.DeliveryCount", 2),
             ],
         )?;
-        r.fixed_struct_tagged_fields("StateBatch._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("StateBatch._tagged_fields")?;
         Ok(())
     }
 
@@ -587,7 +587,7 @@ impl<'a> WriteShareGroupStateResponseView<'a> {
         let mut at = [0; 1];
         view::check_array::<WriteStateResultView<'a>>(r, ver, "WriteShareGroupStateResponse.Results")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("WriteShareGroupStateResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WriteShareGroupStateResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -628,7 +628,7 @@ impl<'a> ElementImpl<'a> for WriteStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "WriteStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "WriteStateResult.Partitions")?;
-        r.tagged_fields("WriteStateResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WriteStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -685,7 +685,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        r.tagged_fields("PartitionResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -165,7 +165,7 @@ impl<'a> WriteTxnMarkersRequestView<'a> {
         let mut at = [0; 1];
         view::check_array::<WritableTxnMarkerView<'a>>(r, ver, "WriteTxnMarkersRequest.Markers")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("WriteTxnMarkersRequest._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WriteTxnMarkersRequest._tagged_fields")?;
         Ok(at)
     }
 }
@@ -248,7 +248,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerView<'a> {
         if ver.version == 2 {
             r.take(1, "WritableTxnMarker.TransactionVersion")?;
         }
-        r.tagged_fields("WritableTxnMarker._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WritableTxnMarker._tagged_fields")?;
         Ok(())
     }
 
@@ -300,7 +300,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "WritableTxnMarkerTopic.Name")?;
         view::check_array::<i32>(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?;
-        r.tagged_fields("WritableTxnMarkerTopic._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WritableTxnMarkerTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -482,7 +482,7 @@ impl<'a> WriteTxnMarkersResponseView<'a> {
         let mut at = [0; 1];
         view::check_array::<WritableTxnMarkerResultView<'a>>(r, ver, "WriteTxnMarkersResponse.Markers")?;
         at[0] = (r.pos() - start) as u32;
-        r.tagged_fields("WriteTxnMarkersResponse._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WriteTxnMarkersResponse._tagged_fields")?;
         Ok(at)
     }
 }
@@ -523,7 +523,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(8, "WritableTxnMarkerResult.ProducerId")?;
         view::check_array::<WritableTxnMarkerTopicResultView<'a>>(r, ver, "WritableTxnMarkerResult.Topics")?;
-        r.tagged_fields("WritableTxnMarkerResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WritableTxnMarkerResult._tagged_fields")?;
         Ok(())
     }
 
@@ -578,7 +578,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
             ver,
             "WritableTxnMarkerTopicResult.Partitions",
         )?;
-        r.tagged_fields("WritableTxnMarkerTopicResult._tagged_fields", |_, _| Ok(false))?;
+        r.unknown_tagged_fields("WritableTxnMarkerTopicResult._tagged_fields")?;
         Ok(())
     }
 
@@ -639,7 +639,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerPartitionResultView<'a> {
                 ("WritableTxnMarkerPartitionResult.ErrorCode", 2),
             ],
         )?;
-        r.fixed_struct_tagged_fields("WritableTxnMarkerPartitionResult._tagged_fields", |_, _| Ok(false))?;
+        r.fixed_struct_unknown_tagged_fields("WritableTxnMarkerPartitionResult._tagged_fields")?;
         Ok(())
     }
 

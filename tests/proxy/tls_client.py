@@ -9,30 +9,17 @@ Creates topic PREFIX-t (one partition), produces RECORDS records (acks=all), con
 group PREFIX-g from the start, and prints {"client", "produced", "consumed", "errors"}; the test
 (tests/proxy_tls.rs) compares them.
 
-KWIRE_TEST_LOOPBACK=SUFFIX: host names ending in .SUFFIX resolve to 127.0.0.1 (kafka-python
-only, which resolves through Python's socket module): the SNI routing test's per-broker names.
+The SNI routing test resolves its per-broker names by a hosts file of the client's own
+(tests/proxy_tls.rs, with_hosts).
 """
 
 import json
-import os
-import socket
 import sys
 import time
 from importlib.metadata import version
 
 RECORDS = 5
 T = 20.0
-
-
-def loopback_names(suffix):
-    real = socket.getaddrinfo
-
-    def getaddrinfo(host, *args, **kwargs):
-        if isinstance(host, str) and host.endswith("." + suffix):
-            host = "127.0.0.1"
-        return real(host, *args, **kwargs)
-
-    socket.getaddrinfo = getaddrinfo
 
 
 def kafka_python(bootstrap, prefix, protocol, cafile, out):
@@ -108,9 +95,6 @@ def confluent(bootstrap, prefix, protocol, cafile, out):
 def main():
     lib, bootstrap, prefix, protocol = sys.argv[1:5]
     cafile = sys.argv[5] if len(sys.argv) > 5 else None
-    suffix = os.environ.get("KWIRE_TEST_LOOPBACK")
-    if suffix:
-        loopback_names(suffix)
     out = {"produced": [], "consumed": [], "errors": []}
     {"kafka-python": kafka_python, "confluent-kafka": confluent}[lib](bootstrap, prefix, protocol, cafile, out)
     print(json.dumps(out, sort_keys=True))

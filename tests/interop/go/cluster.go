@@ -11,6 +11,20 @@
 //	    group rebalances only between polls); prints each record as it comes, one JSON
 //	    object a line ({"p": P, "o": OFFSET, "v": VALUE}), and ends once STOPFILE exists
 //	    and a poll brought nothing
+//	go-client cluster-transact BOOTSTRAP IN OUT GROUP TXN_ID STOPFILE NAME
+//	    exactly once, consume-transform-produce: a member of GROUP consuming IN with
+//	    read_committed, transactional id TXN_ID (kgo.GroupTransactSession, stable offsets
+//	    required). Each poll is one transaction: every record of IN partition P at offset O
+//	    is produced to OUT partition P with its value and headers "in-p" = P, "in-o" = O,
+//	    and the group's offsets are committed in the same transaction. An aborted end
+//	    (rebalance, lost coordinator, failed produce) rewinds to the committed offsets and
+//	    the records are processed again. After each committed transaction, prints its
+//	    records as cluster-consume does ({"p": P, "o": O, "v": VALUE} of IN); ends once
+//	    STOPFILE exists and a poll brought nothing. Its counts go to stderr.
+//	go-client cluster-read-committed BOOTSTRAP TOPIC WANT NAME
+//	    reads TOPIC from the start with read_committed, no group, until it has WANT records
+//	    and then 3 s go by with nothing new (60 s at most); prints each record ({"p", "o",
+//	    "v", "ip", "io"}: ip and io from its "in-p" and "in-o" headers, -1 when absent)
 //
 // Progress goes to stderr.
 package main
@@ -26,6 +40,23 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// The modes added for exactly-once are dispatched here, before main runs, so that main.go's
+// list of modes stays as it is.
+func init() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case "cluster-transact":
+		clusterTransact(os.Args[2:])
+	case "cluster-read-committed":
+		clusterReadCommitted(os.Args[2:])
+	default:
+		return
+	}
+	os.Exit(0)
+}
 
 func clusterPartitions() int {
 	if n, err := strconv.Atoi(os.Getenv("KWIRE_PARTITIONS")); err == nil && n > 0 {
@@ -131,4 +162,132 @@ func clusterConsume(args []string) {
 	fmt.Fprintf(os.Stderr, "%s: %d records consumed\n", name, n)
 	cl.LeaveGroup()
 	cl.Close()
+}
+
+func clusterTransact(args []string) {
+	if len(args) != 7 {
+		must(fmt.Errorf("usage: cluster-transact BOOTSTRAP IN OUT GROUP TXN_ID STOPFILE NAME"))
+	}
+	bootstrap, in, outTopic, group, txnID, stop, name := args[0], args[1], args[2], args[3], args[4], args[5], args[6]
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(bootstrap), kgo.ClientID(name),
+		kgo.TransactionalID(txnID), kgo.TransactionTimeout(30*time.Second),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(10*time.Second),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Millisecond),
+		kgo.RetryTimeout(90*time.Second))
+	must(err)
+	out := json.NewEncoder(os.Stdout)
+	var committed, aborted, records, reprocessed int
+	polled := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := sess.PollFetches(ctx)
+		cancel()
+		fs.EachError(func(t string, p int32, err error) {
+			if err != context.DeadlineExceeded {
+				fmt.Fprintf(os.Stderr, "%s: fetch %s/%d: %v\n", name, t, p, err)
+			}
+		})
+		got := fs.Records()
+		if len(got) > 0 && time.Since(polled) > 3*time.Second {
+			fmt.Fprintf(os.Stderr, "%s: %s: %d records after %.1fs without any\n",
+				name, time.Now().UTC().Format("15:04:05.000"), len(got), time.Since(polled).Seconds())
+		}
+		if len(got) > 0 {
+			polled = time.Now()
+		}
+		if len(got) == 0 {
+			if _, err := os.Stat(stop); err == nil {
+				break
+			}
+			continue
+		}
+		began := time.Now()
+		must(sess.Begin())
+		e := kgo.AbortingFirstErrPromise(sess.Client())
+		for _, r := range got {
+			sess.Produce(context.Background(), &kgo.Record{
+				Topic: outTopic, Partition: r.Partition, Value: r.Value,
+				Headers: []kgo.RecordHeader{
+					{Key: "in-p", Value: []byte(strconv.Itoa(int(r.Partition)))},
+					{Key: "in-o", Value: []byte(strconv.FormatInt(r.Offset, 10))},
+				},
+			}, e.Promise())
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 120*time.Second)
+		ok, err := sess.End(ctx, kgo.TransactionEndTry(e.Err() == nil))
+		cancel()
+		if err != nil {
+			// Not retryable (franz-go's contract): the transactional id is fenced or failed.
+			must(fmt.Errorf("%s: ending a transaction of %d records: %w (produce: %v)", name, len(got), err, e.Err()))
+		}
+		if !ok {
+			aborted++
+			reprocessed += len(got)
+			fmt.Fprintf(os.Stderr, "%s: transaction of %d records aborted (produce: %v); they are processed again\n",
+				name, len(got), e.Err())
+			continue
+		}
+		committed++
+		records += len(got)
+		if took := time.Since(began); took > 2*time.Second {
+			fmt.Fprintf(os.Stderr, "%s: %s: a transaction of %d records took %.1fs to commit\n",
+				name, time.Now().UTC().Format("15:04:05.000"), len(got), took.Seconds())
+		}
+		for _, r := range got {
+			must(out.Encode(map[string]any{"p": r.Partition, "o": r.Offset, "v": string(r.Value)}))
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s: %d transactions committed (%d records), %d aborted (%d records)\n",
+		name, committed, records, aborted, reprocessed)
+	sess.Close()
+}
+
+func clusterReadCommitted(args []string) {
+	if len(args) != 4 {
+		must(fmt.Errorf("usage: cluster-read-committed BOOTSTRAP TOPIC WANT NAME"))
+	}
+	bootstrap, topic, name := args[0], args[1], args[3]
+	want, err := strconv.Atoi(args[2])
+	must(err)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(name),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RetryTimeout(30*time.Second))
+	must(err)
+	defer cl.Close()
+	out := json.NewEncoder(os.Stdout)
+	header := func(r *kgo.Record, key string) int64 {
+		for _, h := range r.Headers {
+			if h.Key == key {
+				if n, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+					return n
+				}
+			}
+		}
+		return -1
+	}
+	n := 0
+	end := time.Now().Add(60 * time.Second)
+	idle := time.Now()
+	for time.Now().Before(end) {
+		if n >= want && time.Since(idle) > 3*time.Second {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachError(func(t string, p int32, err error) {
+			if err != context.DeadlineExceeded {
+				fmt.Fprintf(os.Stderr, "%s: fetch %s/%d: %v\n", name, t, p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			must(out.Encode(map[string]any{"p": r.Partition, "o": r.Offset, "v": string(r.Value),
+				"ip": header(r, "in-p"), "io": header(r, "in-o")}))
+			n++
+			idle = time.Now()
+		})
+	}
+	fmt.Fprintf(os.Stderr, "%s: %d committed records read from %s\n", name, n, topic)
 }

@@ -1,6 +1,7 @@
 //! `--metrics ADDR`: serves `kwire::conn::metrics::Metrics` (namespace `kwire_proxy`) in
 //! the Prometheus text format, with the `--max-connections` bound as
-//! `kwire_proxy_connections_max`.
+//! `kwire_proxy_connections_max`, and with TLS termination the client handshakes that
+//! failed, `kwire_proxy_tls_handshake_failures_total{reason}` (`tls::Failures`).
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -31,7 +32,10 @@ pub fn serve(listener: TcpListener, shared: Arc<super::Shared>) {
                 break;
             }
         }
-        let body = shared.metrics.render(Some(shared.gate.max()));
+        let mut body = shared.metrics.render(Some(shared.gate.max()));
+        if shared.tls.terminates() {
+            shared.tls.failures.render_into(&mut body, NAMESPACE);
+        }
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\n\
              Connection: close\r\n\r\n",

@@ -11,11 +11,14 @@
 //!
 //! Every failure (a client that does not speak TLS, a handshake cut short or of garbage, a
 //! name that is no broker's, a certificate refused either way) ends that one connection with
-//! a log line; the listener and the other connections go on.
+//! a log line; the listener and the other connections go on. Failed client handshakes are
+//! counted by [`Failure`] for `--metrics` (`kwire_proxy_tls_handshake_failures_total`).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -86,6 +89,105 @@ pub struct Tls {
     upstream: Option<TlsConnector>,
     /// SNI routing.
     pub sni: Option<Sni>,
+    /// Client handshakes that failed, by reason.
+    pub failures: Failures,
+}
+
+/// Why a client's TLS handshake failed: the `reason` label of
+/// `kwire_proxy_tls_handshake_failures_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The first byte is not a TLS handshake record's (a plaintext client on a TLS port).
+    Plaintext,
+    /// A ClientHello that does not parse (garbage).
+    BadHello,
+    /// SNI routing: no server name, or one that is no broker's.
+    UnknownName,
+    /// rustls refused a certificate (a client's: expired, of another CA, missing), or the
+    /// client sent an alert (commonly: it refused the proxy's certificate).
+    Certificate,
+    /// The client closed the connection before or during the handshake.
+    Closed,
+    /// Not finished within `--tls-handshake-timeout`.
+    Timeout,
+    /// Anything else: a read error, another TLS error, a broker's address not learned.
+    Other,
+}
+
+impl Failure {
+    /// Every reason, in the order rendered.
+    pub const ALL: [Failure; 7] = [
+        Failure::Plaintext,
+        Failure::BadHello,
+        Failure::UnknownName,
+        Failure::Certificate,
+        Failure::Closed,
+        Failure::Timeout,
+        Failure::Other,
+    ];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            Failure::Plaintext => "plaintext",
+            Failure::BadHello => "bad_hello",
+            Failure::UnknownName => "unknown_name",
+            Failure::Certificate => "certificate",
+            Failure::Closed => "closed",
+            Failure::Timeout => "timeout",
+            Failure::Other => "other",
+        }
+    }
+
+    /// The reason of a failed TLS read (`fallback` unless the peer left or rustls says a
+    /// certificate was refused or an alert came).
+    fn of(e: &std::io::Error, fallback: Failure) -> Failure {
+        if e.kind() == ErrorKind::UnexpectedEof {
+            return Failure::Closed;
+        }
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            Some(
+                rustls::Error::InvalidCertificate(_)
+                | rustls::Error::NoCertificatesPresented
+                | rustls::Error::AlertReceived(_),
+            ) => Failure::Certificate,
+            _ => fallback,
+        }
+    }
+}
+
+/// Counts of failed client handshakes, one per [`Failure`].
+#[derive(Default)]
+pub struct Failures([AtomicU64; Failure::ALL.len()]);
+
+impl Failures {
+    /// Counts one failure.
+    pub fn count(&self, why: Failure) {
+        self.0[why as usize].fetch_add(1, Relaxed);
+    }
+
+    /// How many failures of `why` so far.
+    pub fn get(&self, why: Failure) -> u64 {
+        self.0[why as usize].load(Relaxed)
+    }
+
+    /// Appends `NS_tls_handshake_failures_total{reason}` (every reason, zeros too) in the
+    /// Prometheus text format.
+    pub fn render_into(&self, s: &mut String, ns: &str) {
+        let _ = writeln!(
+            s,
+            "# HELP {ns}_tls_handshake_failures_total Client TLS handshakes that failed, by reason.\n\
+             # TYPE {ns}_tls_handshake_failures_total counter"
+        );
+        for why in Failure::ALL {
+            let _ = writeln!(
+                s,
+                "{ns}_tls_handshake_failures_total{{reason=\"{}\"}} {}",
+                why.label(),
+                self.get(why)
+            );
+        }
+    }
 }
 
 /// SNI routing's state: the names, and the brokers' own addresses learned so far.
@@ -258,6 +360,7 @@ impl Tls {
             handshake_timeout: Duration::from_secs(args.tls_handshake_timeout.max(1)),
             upstream,
             sni,
+            failures: Failures::default(),
         };
         Ok((tls, warnings))
     }
@@ -317,35 +420,50 @@ pub async fn accept(
     let handshake = async {
         let mut first = [0u8; 1];
         match stream.peek(&mut first).await {
-            Ok(0) => return Err("the client closed the connection before a TLS handshake".to_string()),
+            Ok(0) => {
+                return Err((
+                    Failure::Closed,
+                    "the client closed the connection before a TLS handshake".to_string(),
+                ));
+            }
             Ok(_) => {}
-            Err(e) => return Err(format!("read error before the TLS handshake: {e}")),
+            Err(e) => return Err((Failure::Other, format!("read error before the TLS handshake: {e}"))),
         }
         // 0x16: a TLS handshake record.
         if first[0] != 0x16 {
-            return Err(format!(
-                "not a TLS handshake (first byte 0x{:02x}; a plaintext Kafka client on a TLS port?)",
-                first[0]
+            return Err((
+                Failure::Plaintext,
+                format!(
+                    "not a TLS handshake (first byte 0x{:02x}; a plaintext Kafka client on a TLS port?)",
+                    first[0]
+                ),
             ));
         }
-        let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream)
-            .await
-            .map_err(|e| format!("bad TLS ClientHello: {}", reason(&e)))?;
+        let start =
+            LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream).await.map_err(|e| {
+                (Failure::of(&e, Failure::BadHello), format!("bad TLS ClientHello: {}", reason(&e)))
+            })?;
         let server_name = start.client_hello().server_name().map(str::to_ascii_lowercase);
         let upstream = route(tls, server_name.as_deref(), bootstrap, max_frame).await?;
-        let stream = start
-            .into_stream(config.clone())
-            .await
-            .map_err(|e| format!("TLS handshake failed: {}", reason(&e)))?;
+        let stream = start.into_stream(config.clone()).await.map_err(|e| {
+            (Failure::of(&e, Failure::Other), format!("TLS handshake failed: {}", reason(&e)))
+        })?;
         Ok(Accepted { stream, server_name, upstream })
     };
-    match tokio::time::timeout(tls.handshake_timeout, handshake).await {
+    let result = match tokio::time::timeout(tls.handshake_timeout, handshake).await {
         Ok(r) => r,
-        Err(_) => Err(format!(
-            "the TLS handshake did not finish within {}s (--tls-handshake-timeout)",
-            tls.handshake_timeout.as_secs()
+        Err(_) => Err((
+            Failure::Timeout,
+            format!(
+                "the TLS handshake did not finish within {}s (--tls-handshake-timeout)",
+                tls.handshake_timeout.as_secs()
+            ),
         )),
-    }
+    };
+    result.map_err(|(why, line)| {
+        tls.failures.count(why);
+        line
+    })
 }
 
 /// An I/O error's words, without the "unexpected end of file" noise of a peer that left.
@@ -387,18 +505,24 @@ async fn route(
     server_name: Option<&str>,
     bootstrap: &str,
     max_frame: usize,
-) -> Result<String, String> {
+) -> Result<String, (Failure, String)> {
     let Some(sni) = &tls.sni else { return Ok(bootstrap.to_string()) };
     let Some(name) = server_name else {
-        return Err("the client sent no server name (SNI), which --sni-pattern routing needs".into());
+        return Err((
+            Failure::UnknownName,
+            "the client sent no server name (SNI), which --sni-pattern routing needs".into(),
+        ));
     };
     let id = match sni.names.lookup(name.trim_end_matches('.')) {
         Some(NameTarget::Bootstrap) => return Ok(bootstrap.to_string()),
         Some(NameTarget::Broker(id)) => id,
         None => {
-            return Err(format!(
-                "unknown server name {name:?}: neither the bootstrap name {} nor a broker's (--sni-pattern)",
-                sni.names.bootstrap()
+            return Err((
+                Failure::UnknownName,
+                format!(
+                    "unknown server name {name:?}: neither the bootstrap name {} nor a broker's (--sni-pattern)",
+                    sni.names.bootstrap()
+                ),
             ));
         }
     };
@@ -407,12 +531,15 @@ async fn route(
     }
     // No response named this broker yet (another proxy instance may have): ask the cluster.
     learn_brokers(tls, sni, bootstrap, max_frame).await.map_err(|e| {
-        format!(
-            "server name {name:?} is broker {id}, whose address is not known: asking {bootstrap} failed: {e}"
+        (
+            Failure::Other,
+            format!("server name {name:?} is broker {id}, whose address is not known: asking {bootstrap} failed: {e}"),
         )
     })?;
-    sni.broker(id)
-        .ok_or(format!("server name {name:?} is broker {id}, which the cluster's metadata does not list"))
+    sni.broker(id).ok_or((
+        Failure::UnknownName,
+        format!("server name {name:?} is broker {id}, which the cluster's metadata does not list"),
+    ))
 }
 
 /// Asks the bootstrap broker for the cluster's brokers (Metadata v12, no topics) and learns
@@ -492,5 +619,26 @@ mod tests {
         assert_eq!(sni.broker(3), None);
         sni.learn(1, "10.0.0.9", 9092);
         assert_eq!(sni.broker(1).as_deref(), Some("10.0.0.9:9092"));
+    }
+
+    #[test]
+    fn handshake_failures_classified_and_rendered() {
+        let eof = std::io::Error::new(ErrorKind::UnexpectedEof, "eof");
+        assert_eq!(Failure::of(&eof, Failure::BadHello), Failure::Closed);
+        let cert = std::io::Error::new(ErrorKind::InvalidData, rustls::Error::NoCertificatesPresented);
+        assert_eq!(Failure::of(&cert, Failure::Other), Failure::Certificate);
+        let other = std::io::Error::new(ErrorKind::InvalidData, rustls::Error::HandshakeNotComplete);
+        assert_eq!(Failure::of(&other, Failure::BadHello), Failure::BadHello);
+        let f = Failures::default();
+        f.count(Failure::Plaintext);
+        f.count(Failure::Certificate);
+        f.count(Failure::Certificate);
+        let mut text = String::new();
+        f.render_into(&mut text, "ns");
+        assert!(text.contains("# TYPE ns_tls_handshake_failures_total counter\n"), "{text}");
+        assert!(text.contains("ns_tls_handshake_failures_total{reason=\"plaintext\"} 1\n"), "{text}");
+        assert!(text.contains("ns_tls_handshake_failures_total{reason=\"certificate\"} 2\n"), "{text}");
+        assert!(text.contains("ns_tls_handshake_failures_total{reason=\"timeout\"} 0\n"), "{text}");
+        assert_eq!(text.lines().count(), 2 + Failure::ALL.len());
     }
 }

@@ -21,7 +21,7 @@
 //! their [`Side`].
 
 use std::future::Future;
-use std::io::ErrorKind;
+use std::io::{ErrorKind, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -267,7 +267,11 @@ pub(super) trait Source: Send {
     ) -> impl Future<Output = std::io::Result<usize>> + Send + 'a;
 }
 
-/// Plain TCP: waits for readiness without a buffer.
+/// Plain TCP: waits for readiness without a buffer, then reads with tokio's `poll_read`,
+/// which takes a read that returned less than it asked for as the socket drained (epoll is
+/// edge-triggered, so new bytes wake the task again): the next wait goes straight to the
+/// runtime instead of first making a `recv` that fails with `EAGAIN` (measured as 42% of
+/// the proxy's `recv` calls under bulk load with `readable` and `try_read`).
 impl Source for OwnedReadHalf {
     async fn fill(&mut self, bufs: &mut Option<Buffers>, max_frame: usize) -> std::io::Result<usize> {
         loop {
@@ -275,20 +279,21 @@ impl Source for OwnedReadHalf {
             let b = bufs.get_or_insert_with(|| Buffers::new(max_frame));
             let spare = b.frames.spare();
             let asked = spare.len();
-            match self.try_read(spare) {
-                Ok(n) => {
+            match try_read(self, spare).await {
+                Some(Ok(n)) => {
                     b.frames.commit(n);
                     b.drained = n < asked;
                     return Ok(n);
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                    // Readiness without bytes (a new socket's first wake-up, for one): hold
-                    // no buffer while waiting again.
+                // Readiness without bytes (a new socket's first wake-up, for one): hold no
+                // buffer while waiting again.
+                None => {
                     if b.frames.buffered() == 0 {
                         give_back(bufs);
                     }
                 }
-                Err(e) => return Err(e),
+                Some(Err(e)) if e.kind() == ErrorKind::Interrupted => {}
+                Some(Err(e)) => return Err(e),
             }
         }
     }
@@ -345,10 +350,28 @@ impl<S: AsyncRead + Send> Source for tokio::io::ReadHalf<S> {
     }
 }
 
-/// Writes `bytes` and flushes (TLS keeps written bytes until a flush).
-async fn send<W: AsyncWrite + Unpin>(to: &mut W, bytes: &[&[u8]]) -> std::io::Result<()> {
-    for b in bytes {
-        to.write_all(b).await?;
+/// Writes `head` then `body` and flushes (TLS keeps written bytes until a flush). Both go
+/// out in one vectored write where the stream takes one (`writev` on TCP, one batch of
+/// records with TLS), so that a large frame and its size prefix (and the small frames
+/// before it) leave in one system call and one segment train, not as a few bytes of
+/// prefix and then the frame. A stream without vectored writes is given the first
+/// non-empty slice each time (`poll_write_vectored`'s default), as separate writes.
+/// Partial writes continue where they stopped.
+async fn send<W: AsyncWrite + Unpin>(to: &mut W, mut head: &[u8], mut body: &[u8]) -> std::io::Result<()> {
+    while !head.is_empty() || !body.is_empty() {
+        let n = if head.is_empty() {
+            to.write(body).await?
+        } else if body.is_empty() {
+            to.write(head).await?
+        } else {
+            to.write_vectored(&[IoSlice::new(head), IoSlice::new(body)]).await?
+        };
+        if n == 0 {
+            return Err(ErrorKind::WriteZero.into());
+        }
+        let from_head = n.min(head.len());
+        head = head.get(from_head..).unwrap_or_default();
+        body = body.get(n - from_head..).unwrap_or_default();
     }
     to.flush().await
 }
@@ -525,7 +548,7 @@ async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 copied.push((at, meta));
             } else {
                 batch.out.extend_from_slice(&(forward.len() as u32).to_be_bytes());
-                let r = send(&mut to, &[&batch.out, forward]).await;
+                let r = send(&mut to, &batch.out, forward).await;
                 let done = Instant::now();
                 for (at, meta) in copied.drain(..) {
                     side.report(batch.frame(at), meta, done);
@@ -538,7 +561,7 @@ async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
             }
         }
         // The frames before a violation or a close are still forwarded.
-        let r = send(&mut to, &[&batch.out]).await;
+        let r = send(&mut to, &batch.out, &[]).await;
         let done = Instant::now();
         for (at, meta) in copied.drain(..) {
             side.report(batch.frame(at), meta, done);
@@ -553,5 +576,90 @@ async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
             give_back(&mut bufs);
             copied = Vec::new();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Context;
+
+    /// A writer that takes at most `step` bytes a call, with or without vectored writes.
+    struct Trickle {
+        got: Vec<u8>,
+        step: usize,
+        vectored: bool,
+        calls: usize,
+        flushes: usize,
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            let n = buf.len().min(self.step);
+            self.got.extend_from_slice(&buf[..n]);
+            self.calls += 1;
+            Poll::Ready(Ok(n))
+        }
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> Poll<std::io::Result<usize>> {
+            if !self.vectored {
+                let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
+                return self.poll_write(cx, first);
+            }
+            let mut left = self.step;
+            for b in bufs {
+                let n = b.len().min(left);
+                self.got.extend_from_slice(&b[..n]);
+                left -= n;
+            }
+            self.calls += 1;
+            Poll::Ready(Ok(self.step - left))
+        }
+        fn is_write_vectored(&self) -> bool {
+            self.vectored
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            self.flushes += 1;
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn send_writes_both_slices_in_order_through_partial_writes() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let head: Vec<u8> = (0..10u8).collect();
+        let body: Vec<u8> = (100..200u8).collect();
+        let whole: Vec<u8> = head.iter().chain(&body).copied().collect();
+        for vectored in [true, false] {
+            for step in [1, 3, 10, 11, 64, 1000] {
+                let mut w = Trickle { got: Vec::new(), step, vectored, calls: 0, flushes: 0 };
+                rt.block_on(send(&mut w, &head, &body)).unwrap();
+                assert_eq!(w.got, whole, "vectored {vectored}, step {step}");
+                assert_eq!(w.flushes, 1);
+                if vectored && step >= whole.len() {
+                    assert_eq!(w.calls, 1, "one write for both slices");
+                }
+                let mut w = Trickle { got: Vec::new(), step, vectored, calls: 0, flushes: 0 };
+                rt.block_on(send(&mut w, &head, &[])).unwrap();
+                assert_eq!(w.got, head);
+                let mut w = Trickle { got: Vec::new(), step, vectored, calls: 0, flushes: 0 };
+                rt.block_on(send(&mut w, &[], &body)).unwrap();
+                assert_eq!(w.got, body);
+            }
+        }
+        // A writer that takes nothing is an error, not a loop.
+        let mut w = Trickle { got: Vec::new(), step: 0, vectored: true, calls: 0, flushes: 0 };
+        let e = rt.block_on(send(&mut w, &head, &body)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WriteZero);
     }
 }

@@ -300,9 +300,6 @@ fn unknown_tagged_fields(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
 
 /// The closure handed to `Reader::tagged_fields`: one arm per known tag.
 fn tag_match(cx: &Ctx, s: &Struct, tagged: &[F], ver: &Ver) -> String {
-    if tagged.is_empty() {
-        return "|_, _| Ok(false)".into();
-    }
     let arms = cx.tag_arms(s, tagged, ver, |f| {
         let mut b = String::new();
         check(cx, f, "value", ver).render(0, &mut b);
@@ -376,12 +373,18 @@ fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
     }
     if cx.has_tags(s) && cx.flex(s) != Some(false) {
         let tagged = cx.tagged_fields(s);
-        let arms = tag_match(cx, s, &tagged, ver);
         // A struct of fixed-width fields with tagged fields has no one stride (see
         // `Ver::uniform`), wherever it is.
-        let method = if all_fixed(s) { "fixed_struct_tagged_fields" } else { "tagged_fields" };
+        let prefix = if all_fixed(s) { "fixed_struct_" } else { "" };
         let field = q(&format!("{n}._tagged_fields"));
-        body.extend(cx.if_flexible(s, ver, Stmt::line(format!("r.{method}({field}, {arms})?;")).into()));
+        // A struct that knows no tag calls the reader's one non-generic form, so that the
+        // section's loop is not compiled again for each struct's closure.
+        let call = if tagged.is_empty() {
+            format!("r.{prefix}unknown_tagged_fields({field})?;")
+        } else {
+            format!("r.{prefix}tagged_fields({field}, {})?;", tag_match(cx, s, &tagged, ver))
+        };
+        body.extend(cx.if_flexible(s, ver, Stmt::line(call).into()));
     }
     body.line(match (root, k > 0) {
         (false, _) => "Ok(())",
