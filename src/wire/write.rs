@@ -319,18 +319,16 @@ impl<'b> Writer<'b> {
         }
     }
 
-    /// Writes a string with its prefix. The prefix (two bytes, or a compact length under
-    /// 127 in one) and the bytes are written under one bounds check.
+    /// Writes a string with its prefix. A classic string's two-byte prefix and its bytes are
+    /// written under one bounds check; a compact string's varint is written as any other.
     #[inline]
     pub fn str(&mut self, s: &str, flexible: bool) {
         let b = s.as_bytes();
-        match flexible {
-            false => self.prefixed((b.len() as i16).to_be_bytes(), b),
-            true if b.len() < 0x7f => self.prefixed([b.len() as u8 + 1], b),
-            true => {
-                self.uvarint(b.len() as u32 + 1);
-                self.put(b);
-            }
+        if flexible {
+            self.uvarint(b.len() as u32 + 1);
+            self.put(b);
+        } else {
+            self.prefixed((b.len() as i16).to_be_bytes(), b);
         }
     }
 
