@@ -94,9 +94,13 @@ impl Encode for AlterPartitionReassignmentsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.timeout_ms);
         if ver.version == 1 {
-            w.bool(self.allow_replication_factor_change);
+            w.fixed(|b: &mut [u8; 5]| {
+                b[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());
+                b[4..5].copy_from_slice(&[u8::from(self.allow_replication_factor_change)]);
+            });
+        } else {
+            w.i32(self.timeout_ms);
         }
         encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -402,11 +406,18 @@ impl Encode for AlterPartitionReassignmentsResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.throttle_time_ms);
         if ver.version == 1 {
-            w.bool(self.allow_replication_factor_change);
+            w.fixed(|b: &mut [u8; 7]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..5].copy_from_slice(&[u8::from(self.allow_replication_factor_change)]);
+                b[5..7].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            });
         }
-        w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), true);
         encode::write_array(w, &self.responses, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);

@@ -177,14 +177,20 @@ impl Encode for BeginQuorumEpochRequestPartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.partition_index);
         if ver.version == 1 {
-            w.uuid(self.voter_directory_id);
+            w.fixed(|b: &mut [u8; 28]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..20].copy_from_slice(&self.voter_directory_id.0);
+                b[20..24].copy_from_slice(&self.leader_id.to_be_bytes());
+                b[24..28].copy_from_slice(&self.leader_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 12]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..8].copy_from_slice(&self.leader_id.to_be_bytes());
+                b[8..12].copy_from_slice(&self.leader_epoch.to_be_bytes());
+            });
         }
-        w.fixed(|b: &mut [u8; 8]| {
-            b[0..4].copy_from_slice(&self.leader_id.to_be_bytes());
-            b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
-        });
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }

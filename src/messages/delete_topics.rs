@@ -319,9 +319,13 @@ impl Encode for DeletableTopicResult<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.nullable_str(self.name.as_deref(), ver.flexible);
         if ver.version == 6 {
-            w.uuid(self.topic_id);
+            w.fixed(|b: &mut [u8; 18]| {
+                b[0..16].copy_from_slice(&self.topic_id.0);
+                b[16..18].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
+            w.i16(self.error_code);
         }
-        w.i16(self.error_code);
         if ver.version >= 5 {
             w.nullable_str(self.error_message.as_deref(), ver.flexible);
         }

@@ -64,12 +64,19 @@ impl Encode for DescribeClusterRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.bool(self.include_cluster_authorized_operations);
-        if ver.version >= 1 {
-            w.i8(self.endpoint_type);
-        }
         if ver.version == 2 {
-            w.bool(self.include_fenced_brokers);
+            w.fixed(|b: &mut [u8; 3]| {
+                b[0..1].copy_from_slice(&[u8::from(self.include_cluster_authorized_operations)]);
+                b[1..2].copy_from_slice(&self.endpoint_type.to_be_bytes());
+                b[2..3].copy_from_slice(&[u8::from(self.include_fenced_brokers)]);
+            });
+        } else if ver.version >= 1 {
+            w.fixed(|b: &mut [u8; 2]| {
+                b[0..1].copy_from_slice(&[u8::from(self.include_cluster_authorized_operations)]);
+                b[1..2].copy_from_slice(&self.endpoint_type.to_be_bytes());
+            });
+        } else {
+            w.bool(self.include_cluster_authorized_operations);
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

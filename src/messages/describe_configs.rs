@@ -79,9 +79,13 @@ impl Encode for DescribeConfigsRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.resources, ver);
-        w.bool(self.include_synonyms);
         if ver.version >= 3 {
-            w.bool(self.include_documentation);
+            w.fixed(|b: &mut [u8; 2]| {
+                b[0..1].copy_from_slice(&[u8::from(self.include_synonyms)]);
+                b[1..2].copy_from_slice(&[u8::from(self.include_documentation)]);
+            });
+        } else {
+            w.bool(self.include_synonyms);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

@@ -304,9 +304,13 @@ impl Encode for DescribeLogDirsResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.throttle_time_ms);
         if ver.version >= 3 {
-            w.i16(self.error_code);
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
+            w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.results, ver);
         if ver.flexible {
@@ -344,14 +348,17 @@ impl Encode for DescribeLogDirsResult<'_> {
         w.i16(self.error_code);
         w.str(&self.log_dir, ver.flexible);
         encode::write_array(w, &self.topics, ver);
-        if ver.version >= 4 {
+        if ver.version == 5 {
+            w.fixed(|b: &mut [u8; 17]| {
+                b[0..8].copy_from_slice(&self.total_bytes.to_be_bytes());
+                b[8..16].copy_from_slice(&self.usable_bytes.to_be_bytes());
+                b[16..17].copy_from_slice(&[u8::from(self.is_cordoned)]);
+            });
+        } else if ver.version == 4 {
             w.fixed(|b: &mut [u8; 16]| {
                 b[0..8].copy_from_slice(&self.total_bytes.to_be_bytes());
                 b[8..16].copy_from_slice(&self.usable_bytes.to_be_bytes());
             });
-        }
-        if ver.version == 5 {
-            w.bool(self.is_cordoned);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

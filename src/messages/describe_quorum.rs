@@ -524,15 +524,25 @@ impl Encode for ReplicaState<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.replica_id);
         if ver.version == 2 {
-            w.uuid(self.replica_directory_id);
-        }
-        w.i64(self.log_end_offset);
-        if ver.version >= 1 {
-            w.fixed(|b: &mut [u8; 16]| {
-                b[0..8].copy_from_slice(&self.last_fetch_timestamp.to_be_bytes());
-                b[8..16].copy_from_slice(&self.last_caught_up_timestamp.to_be_bytes());
+            w.fixed(|b: &mut [u8; 44]| {
+                b[0..4].copy_from_slice(&self.replica_id.to_be_bytes());
+                b[4..20].copy_from_slice(&self.replica_directory_id.0);
+                b[20..28].copy_from_slice(&self.log_end_offset.to_be_bytes());
+                b[28..36].copy_from_slice(&self.last_fetch_timestamp.to_be_bytes());
+                b[36..44].copy_from_slice(&self.last_caught_up_timestamp.to_be_bytes());
+            });
+        } else if ver.version >= 1 {
+            w.fixed(|b: &mut [u8; 28]| {
+                b[0..4].copy_from_slice(&self.replica_id.to_be_bytes());
+                b[4..12].copy_from_slice(&self.log_end_offset.to_be_bytes());
+                b[12..20].copy_from_slice(&self.last_fetch_timestamp.to_be_bytes());
+                b[20..28].copy_from_slice(&self.last_caught_up_timestamp.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 12]| {
+                b[0..4].copy_from_slice(&self.replica_id.to_be_bytes());
+                b[4..12].copy_from_slice(&self.log_end_offset.to_be_bytes());
             });
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);

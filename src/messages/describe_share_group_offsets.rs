@@ -474,15 +474,22 @@ impl Encode for DescribeShareGroupOffsetsResponsePartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 16]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..12].copy_from_slice(&self.start_offset.to_be_bytes());
-            b[12..16].copy_from_slice(&self.leader_epoch.to_be_bytes());
-        });
         if ver.version == 1 {
-            w.i64(self.lag);
+            w.fixed(|b: &mut [u8; 26]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..12].copy_from_slice(&self.start_offset.to_be_bytes());
+                b[12..16].copy_from_slice(&self.leader_epoch.to_be_bytes());
+                b[16..24].copy_from_slice(&self.lag.to_be_bytes());
+                b[24..26].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 18]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..12].copy_from_slice(&self.start_offset.to_be_bytes());
+                b[12..16].copy_from_slice(&self.leader_epoch.to_be_bytes());
+                b[16..18].copy_from_slice(&self.error_code.to_be_bytes());
+            });
         }
-        w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), true);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

@@ -309,9 +309,13 @@ impl Encode for ElectLeadersResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.throttle_time_ms);
         if ver.version >= 1 {
-            w.i16(self.error_code);
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
+            w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.replica_election_results, ver);
         if ver.flexible {

@@ -176,14 +176,17 @@ impl Encode for EndTxnResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 6]| {
-            b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-        });
         if ver.version == 5 {
-            w.fixed(|b: &mut [u8; 10]| {
-                b[0..8].copy_from_slice(&self.producer_id.to_be_bytes());
-                b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
+            w.fixed(|b: &mut [u8; 16]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.producer_id.to_be_bytes());
+                b[14..16].copy_from_slice(&self.producer_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
             });
         }
         if ver.flexible {

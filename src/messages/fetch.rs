@@ -228,16 +228,21 @@ impl Encode for FetchRequest<'_> {
         if ver.version <= 14 {
             w.i32(self.replica_id);
         }
-        w.fixed(|b: &mut [u8; 13]| {
-            b[0..4].copy_from_slice(&self.max_wait_ms.to_be_bytes());
-            b[4..8].copy_from_slice(&self.min_bytes.to_be_bytes());
-            b[8..12].copy_from_slice(&self.max_bytes.to_be_bytes());
-            b[12..13].copy_from_slice(&self.isolation_level.to_be_bytes());
-        });
         if ver.version >= 7 {
-            w.fixed(|b: &mut [u8; 8]| {
-                b[0..4].copy_from_slice(&self.session_id.to_be_bytes());
-                b[4..8].copy_from_slice(&self.session_epoch.to_be_bytes());
+            w.fixed(|b: &mut [u8; 21]| {
+                b[0..4].copy_from_slice(&self.max_wait_ms.to_be_bytes());
+                b[4..8].copy_from_slice(&self.min_bytes.to_be_bytes());
+                b[8..12].copy_from_slice(&self.max_bytes.to_be_bytes());
+                b[12..13].copy_from_slice(&self.isolation_level.to_be_bytes());
+                b[13..17].copy_from_slice(&self.session_id.to_be_bytes());
+                b[17..21].copy_from_slice(&self.session_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 13]| {
+                b[0..4].copy_from_slice(&self.max_wait_ms.to_be_bytes());
+                b[4..8].copy_from_slice(&self.min_bytes.to_be_bytes());
+                b[8..12].copy_from_slice(&self.max_bytes.to_be_bytes());
+                b[12..13].copy_from_slice(&self.isolation_level.to_be_bytes());
             });
         }
         encode::write_array(w, &self.topics, ver);
@@ -358,18 +363,37 @@ impl Encode for FetchPartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.partition);
-        if ver.version >= 9 {
-            w.i32(self.current_leader_epoch);
-        }
-        w.i64(self.fetch_offset);
         if ver.version >= 12 {
-            w.i32(self.last_fetched_epoch);
+            w.fixed(|b: &mut [u8; 32]| {
+                b[0..4].copy_from_slice(&self.partition.to_be_bytes());
+                b[4..8].copy_from_slice(&self.current_leader_epoch.to_be_bytes());
+                b[8..16].copy_from_slice(&self.fetch_offset.to_be_bytes());
+                b[16..20].copy_from_slice(&self.last_fetched_epoch.to_be_bytes());
+                b[20..28].copy_from_slice(&self.log_start_offset.to_be_bytes());
+                b[28..32].copy_from_slice(&self.partition_max_bytes.to_be_bytes());
+            });
+        } else if ver.version >= 9 {
+            w.fixed(|b: &mut [u8; 28]| {
+                b[0..4].copy_from_slice(&self.partition.to_be_bytes());
+                b[4..8].copy_from_slice(&self.current_leader_epoch.to_be_bytes());
+                b[8..16].copy_from_slice(&self.fetch_offset.to_be_bytes());
+                b[16..24].copy_from_slice(&self.log_start_offset.to_be_bytes());
+                b[24..28].copy_from_slice(&self.partition_max_bytes.to_be_bytes());
+            });
+        } else if ver.version >= 5 {
+            w.fixed(|b: &mut [u8; 24]| {
+                b[0..4].copy_from_slice(&self.partition.to_be_bytes());
+                b[4..12].copy_from_slice(&self.fetch_offset.to_be_bytes());
+                b[12..20].copy_from_slice(&self.log_start_offset.to_be_bytes());
+                b[20..24].copy_from_slice(&self.partition_max_bytes.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 16]| {
+                b[0..4].copy_from_slice(&self.partition.to_be_bytes());
+                b[4..12].copy_from_slice(&self.fetch_offset.to_be_bytes());
+                b[12..16].copy_from_slice(&self.partition_max_bytes.to_be_bytes());
+            });
         }
-        if ver.version >= 5 {
-            w.i64(self.log_start_offset);
-        }
-        w.i32(self.partition_max_bytes);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_replica_directory_id = ver.version >= 17 && self.replica_directory_id != Uuid::ZERO;
@@ -1190,12 +1214,14 @@ impl Encode for FetchResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.throttle_time_ms);
         if ver.version >= 7 {
-            w.fixed(|b: &mut [u8; 6]| {
-                b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
-                b[2..6].copy_from_slice(&self.session_id.to_be_bytes());
+            w.fixed(|b: &mut [u8; 10]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..10].copy_from_slice(&self.session_id.to_be_bytes());
             });
+        } else {
+            w.i32(self.throttle_time_ms);
         }
         encode::write_array(w, &self.responses, ver);
         if ver.flexible {
@@ -1311,14 +1337,21 @@ impl Encode for PartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 22]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-            b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
-            b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
-        });
         if ver.version >= 5 {
-            w.i64(self.log_start_offset);
+            w.fixed(|b: &mut [u8; 30]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
+                b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
+                b[22..30].copy_from_slice(&self.log_start_offset.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 22]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
+                b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
+            });
         }
         encode::write_nullable_array(w, self.aborted_transactions.as_deref(), ver);
         if ver.version >= 11 {
@@ -1480,12 +1513,14 @@ impl EncodeVectored for FetchResponse<'_> {
 
     #[inline]
     fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
-        w.i32(self.throttle_time_ms);
         if ver.version >= 7 {
-            w.fixed(|b: &mut [u8; 6]| {
-                b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
-                b[2..6].copy_from_slice(&self.session_id.to_be_bytes());
+            w.fixed(|b: &mut [u8; 10]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..10].copy_from_slice(&self.session_id.to_be_bytes());
             });
+        } else {
+            w.i32(self.throttle_time_ms);
         }
         vectored::write_array(w, &self.responses, ver);
         if ver.flexible {
@@ -1543,14 +1578,21 @@ impl EncodeVectored for PartitionData<'_> {
 
     #[inline]
     fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 22]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-            b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
-            b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
-        });
         if ver.version >= 5 {
-            w.i64(self.log_start_offset);
+            w.fixed(|b: &mut [u8; 30]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
+                b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
+                b[22..30].copy_from_slice(&self.log_start_offset.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 22]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
+                b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
+            });
         }
         encode::write_nullable_array(w, self.aborted_transactions.as_deref(), ver);
         if ver.version >= 11 {

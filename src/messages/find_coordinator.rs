@@ -267,10 +267,14 @@ impl Encode for FindCoordinatorResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if ver.version >= 1 {
+        if ver.version >= 4 {
             w.i32(self.throttle_time_ms);
-        }
-        if ver.version <= 3 {
+        } else if ver.version >= 1 {
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
             w.i16(self.error_code);
         }
         if ver.version >= 1 && ver.version <= 3 {

@@ -172,9 +172,13 @@ impl Encode for HeartbeatResponse<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 1 {
-            w.i32(self.throttle_time_ms);
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
+            w.i16(self.error_code);
         }
-        w.i16(self.error_code);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }

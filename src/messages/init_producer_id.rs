@@ -91,12 +91,14 @@ impl Encode for InitProducerIdRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.nullable_str(self.transactional_id.as_deref(), ver.flexible);
-        w.i32(self.transaction_timeout_ms);
         if ver.version >= 3 {
-            w.fixed(|b: &mut [u8; 10]| {
-                b[0..8].copy_from_slice(&self.producer_id.to_be_bytes());
-                b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
+            w.fixed(|b: &mut [u8; 14]| {
+                b[0..4].copy_from_slice(&self.transaction_timeout_ms.to_be_bytes());
+                b[4..12].copy_from_slice(&self.producer_id.to_be_bytes());
+                b[12..14].copy_from_slice(&self.producer_epoch.to_be_bytes());
             });
+        } else {
+            w.i32(self.transaction_timeout_ms);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

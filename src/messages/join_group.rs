@@ -108,9 +108,13 @@ impl Encode for JoinGroupRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.group_id, ver.flexible);
-        w.i32(self.session_timeout_ms);
         if ver.version >= 1 {
-            w.i32(self.rebalance_timeout_ms);
+            w.fixed(|b: &mut [u8; 8]| {
+                b[0..4].copy_from_slice(&self.session_timeout_ms.to_be_bytes());
+                b[4..8].copy_from_slice(&self.rebalance_timeout_ms.to_be_bytes());
+            });
+        } else {
+            w.i32(self.session_timeout_ms);
         }
         w.str(&self.member_id, ver.flexible);
         if ver.version >= 5 {
@@ -435,12 +439,17 @@ impl Encode for JoinGroupResponse<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 2 {
-            w.i32(self.throttle_time_ms);
+            w.fixed(|b: &mut [u8; 10]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..10].copy_from_slice(&self.generation_id.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+                b[2..6].copy_from_slice(&self.generation_id.to_be_bytes());
+            });
         }
-        w.fixed(|b: &mut [u8; 6]| {
-            b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
-            b[2..6].copy_from_slice(&self.generation_id.to_be_bytes());
-        });
         if ver.version >= 7 {
             w.nullable_str(self.protocol_type.as_deref(), ver.flexible);
         }

@@ -100,9 +100,13 @@ impl Encode for ListOffsetsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.replica_id);
         if ver.version >= 2 {
-            w.i8(self.isolation_level);
+            w.fixed(|b: &mut [u8; 5]| {
+                b[0..4].copy_from_slice(&self.replica_id.to_be_bytes());
+                b[4..5].copy_from_slice(&self.isolation_level.to_be_bytes());
+            });
+        } else {
+            w.i32(self.replica_id);
         }
         encode::write_array(w, &self.topics, ver);
         if ver.version >= 10 {
@@ -155,11 +159,18 @@ impl Encode for ListOffsetsPartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.partition_index);
         if ver.version >= 4 {
-            w.i32(self.current_leader_epoch);
+            w.fixed(|b: &mut [u8; 16]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..8].copy_from_slice(&self.current_leader_epoch.to_be_bytes());
+                b[8..16].copy_from_slice(&self.timestamp.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 12]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..12].copy_from_slice(&self.timestamp.to_be_bytes());
+            });
         }
-        w.i64(self.timestamp);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -511,14 +522,21 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 22]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-            b[6..14].copy_from_slice(&self.timestamp.to_be_bytes());
-            b[14..22].copy_from_slice(&self.offset.to_be_bytes());
-        });
         if ver.version >= 4 {
-            w.i32(self.leader_epoch);
+            w.fixed(|b: &mut [u8; 26]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.timestamp.to_be_bytes());
+                b[14..22].copy_from_slice(&self.offset.to_be_bytes());
+                b[22..26].copy_from_slice(&self.leader_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 22]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.timestamp.to_be_bytes());
+                b[14..22].copy_from_slice(&self.offset.to_be_bytes());
+            });
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

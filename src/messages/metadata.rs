@@ -106,14 +106,19 @@ impl Encode for MetadataRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_nullable_array(w, self.topics.as_deref(), ver);
-        if ver.version >= 4 {
+        if ver.version >= 11 {
+            w.fixed(|b: &mut [u8; 2]| {
+                b[0..1].copy_from_slice(&[u8::from(self.allow_auto_topic_creation)]);
+                b[1..2].copy_from_slice(&[u8::from(self.include_topic_authorized_operations)]);
+            });
+        } else if ver.version >= 8 && ver.version <= 10 {
+            w.fixed(|b: &mut [u8; 3]| {
+                b[0..1].copy_from_slice(&[u8::from(self.allow_auto_topic_creation)]);
+                b[1..2].copy_from_slice(&[u8::from(self.include_cluster_authorized_operations)]);
+                b[2..3].copy_from_slice(&[u8::from(self.include_topic_authorized_operations)]);
+            });
+        } else if ver.version >= 4 && ver.version <= 7 {
             w.bool(self.allow_auto_topic_creation);
-        }
-        if ver.version >= 8 && ver.version <= 10 {
-            w.bool(self.include_cluster_authorized_operations);
-        }
-        if ver.version >= 8 {
-            w.bool(self.include_topic_authorized_operations);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -489,11 +494,10 @@ impl Encode for MetadataResponse<'_> {
             w.i32(self.controller_id);
         }
         encode::write_array(w, &self.topics, ver);
-        if ver.version >= 8 && ver.version <= 10 {
-            w.i32(self.cluster_authorized_operations);
-        }
         if ver.version == 13 {
             w.i16(self.error_code);
+        } else if ver.version >= 8 && ver.version <= 10 {
+            w.i32(self.cluster_authorized_operations);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -572,9 +576,11 @@ impl Encode for MetadataResponseTopic<'_> {
         w.i16(self.error_code);
         w.nullable_str(self.name.as_deref(), ver.flexible);
         if ver.version >= 10 {
-            w.uuid(self.topic_id);
-        }
-        if ver.version >= 1 {
+            w.fixed(|b: &mut [u8; 17]| {
+                b[0..16].copy_from_slice(&self.topic_id.0);
+                b[16..17].copy_from_slice(&[u8::from(self.is_internal)]);
+            });
+        } else if ver.version >= 1 && ver.version <= 9 {
             w.bool(self.is_internal);
         }
         encode::write_array(w, &self.partitions, ver);
@@ -611,13 +617,19 @@ impl Encode for MetadataResponsePartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 10]| {
-            b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
-            b[2..6].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
-        });
         if ver.version >= 7 {
-            w.i32(self.leader_epoch);
+            w.fixed(|b: &mut [u8; 14]| {
+                b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+                b[2..6].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
+                b[10..14].copy_from_slice(&self.leader_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 10]| {
+                b[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+                b[2..6].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
+            });
         }
         encode::write_array(w, &self.replica_nodes, ver);
         encode::write_array(w, &self.isr_nodes, ver);

@@ -778,12 +778,17 @@ impl Encode for OffsetFetchResponsePartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 12]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..12].copy_from_slice(&self.committed_offset.to_be_bytes());
-        });
         if ver.version >= 5 {
-            w.i32(self.committed_leader_epoch);
+            w.fixed(|b: &mut [u8; 16]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..12].copy_from_slice(&self.committed_offset.to_be_bytes());
+                b[12..16].copy_from_slice(&self.committed_leader_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 12]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..12].copy_from_slice(&self.committed_offset.to_be_bytes());
+            });
         }
         w.nullable_str(self.metadata.as_deref(), ver.flexible);
         w.i16(self.error_code);

@@ -662,14 +662,21 @@ impl Encode for PartitionProduceResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 22]| {
-            b[0..4].copy_from_slice(&self.index.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-            b[6..14].copy_from_slice(&self.base_offset.to_be_bytes());
-            b[14..22].copy_from_slice(&self.log_append_time_ms.to_be_bytes());
-        });
         if ver.version >= 5 {
-            w.i64(self.log_start_offset);
+            w.fixed(|b: &mut [u8; 30]| {
+                b[0..4].copy_from_slice(&self.index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.base_offset.to_be_bytes());
+                b[14..22].copy_from_slice(&self.log_append_time_ms.to_be_bytes());
+                b[22..30].copy_from_slice(&self.log_start_offset.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 22]| {
+                b[0..4].copy_from_slice(&self.index.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+                b[6..14].copy_from_slice(&self.base_offset.to_be_bytes());
+                b[14..22].copy_from_slice(&self.log_append_time_ms.to_be_bytes());
+            });
         }
         if ver.version >= 8 {
             encode::write_array(w, &self.record_errors, ver);

@@ -401,13 +401,19 @@ impl Encode for PartitionResult<'_> {
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), true);
-        w.fixed(|b: &mut [u8; 16]| {
-            b[0..4].copy_from_slice(&self.state_epoch.to_be_bytes());
-            b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
-            b[8..16].copy_from_slice(&self.start_offset.to_be_bytes());
-        });
         if ver.version == 1 {
-            w.i32(self.delivery_complete_count);
+            w.fixed(|b: &mut [u8; 20]| {
+                b[0..4].copy_from_slice(&self.state_epoch.to_be_bytes());
+                b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
+                b[8..16].copy_from_slice(&self.start_offset.to_be_bytes());
+                b[16..20].copy_from_slice(&self.delivery_complete_count.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 16]| {
+                b[0..4].copy_from_slice(&self.state_epoch.to_be_bytes());
+                b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());
+                b[8..16].copy_from_slice(&self.start_offset.to_be_bytes());
+            });
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

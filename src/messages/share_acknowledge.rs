@@ -116,9 +116,13 @@ impl Encode for ShareAcknowledgeRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.nullable_str(self.group_id.as_deref(), true);
         w.nullable_str(self.member_id.as_deref(), true);
-        w.i32(self.share_session_epoch);
         if ver.version == 2 {
-            w.bool(self.is_renew_ack);
+            w.fixed(|b: &mut [u8; 5]| {
+                b[0..4].copy_from_slice(&self.share_session_epoch.to_be_bytes());
+                b[4..5].copy_from_slice(&[u8::from(self.is_renew_ack)]);
+            });
+        } else {
+            w.i32(self.share_session_epoch);
         }
         encode::write_array(w, &self.topics, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);

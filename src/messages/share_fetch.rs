@@ -159,18 +159,25 @@ impl Encode for ShareFetchRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.nullable_str(self.group_id.as_deref(), true);
         w.nullable_str(self.member_id.as_deref(), true);
-        w.fixed(|b: &mut [u8; 24]| {
-            b[0..4].copy_from_slice(&self.share_session_epoch.to_be_bytes());
-            b[4..8].copy_from_slice(&self.max_wait_ms.to_be_bytes());
-            b[8..12].copy_from_slice(&self.min_bytes.to_be_bytes());
-            b[12..16].copy_from_slice(&self.max_bytes.to_be_bytes());
-            b[16..20].copy_from_slice(&self.max_records.to_be_bytes());
-            b[20..24].copy_from_slice(&self.batch_size.to_be_bytes());
-        });
         if ver.version == 2 {
-            w.fixed(|b: &mut [u8; 2]| {
-                b[0..1].copy_from_slice(&self.share_acquire_mode.to_be_bytes());
-                b[1..2].copy_from_slice(&[u8::from(self.is_renew_ack)]);
+            w.fixed(|b: &mut [u8; 26]| {
+                b[0..4].copy_from_slice(&self.share_session_epoch.to_be_bytes());
+                b[4..8].copy_from_slice(&self.max_wait_ms.to_be_bytes());
+                b[8..12].copy_from_slice(&self.min_bytes.to_be_bytes());
+                b[12..16].copy_from_slice(&self.max_bytes.to_be_bytes());
+                b[16..20].copy_from_slice(&self.max_records.to_be_bytes());
+                b[20..24].copy_from_slice(&self.batch_size.to_be_bytes());
+                b[24..25].copy_from_slice(&self.share_acquire_mode.to_be_bytes());
+                b[25..26].copy_from_slice(&[u8::from(self.is_renew_ack)]);
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 24]| {
+                b[0..4].copy_from_slice(&self.share_session_epoch.to_be_bytes());
+                b[4..8].copy_from_slice(&self.max_wait_ms.to_be_bytes());
+                b[8..12].copy_from_slice(&self.min_bytes.to_be_bytes());
+                b[12..16].copy_from_slice(&self.max_bytes.to_be_bytes());
+                b[16..20].copy_from_slice(&self.max_records.to_be_bytes());
+                b[20..24].copy_from_slice(&self.batch_size.to_be_bytes());
             });
         }
         encode::write_array(w, &self.topics, ver);

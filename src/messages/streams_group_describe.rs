@@ -54,9 +54,13 @@ impl Encode for StreamsGroupDescribeRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         encode::write_array(w, &self.group_ids, ver);
-        w.bool(self.include_authorized_operations);
         if ver.version == 1 {
-            w.bool(self.include_topology_description);
+            w.fixed(|b: &mut [u8; 2]| {
+                b[0..1].copy_from_slice(&[u8::from(self.include_authorized_operations)]);
+                b[1..2].copy_from_slice(&[u8::from(self.include_topology_description)]);
+            });
+        } else {
+            w.bool(self.include_authorized_operations);
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

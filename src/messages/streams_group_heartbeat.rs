@@ -1438,25 +1438,33 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
         });
         w.nullable_str(self.error_message.as_deref(), true);
         w.str(&self.member_id, true);
-        w.fixed(|b: &mut [u8; 8]| {
-            b[0..4].copy_from_slice(&self.member_epoch.to_be_bytes());
-            b[4..8].copy_from_slice(&self.heartbeat_interval_ms.to_be_bytes());
-        });
-        if ver.version == 0 {
-            w.i32(self.acceptable_recovery_lag_legacy);
-        }
-        w.i32(self.task_offset_interval_ms);
         if ver.version == 1 {
-            w.i64(self.acceptable_recovery_lag);
+            w.fixed(|b: &mut [u8; 20]| {
+                b[0..4].copy_from_slice(&self.member_epoch.to_be_bytes());
+                b[4..8].copy_from_slice(&self.heartbeat_interval_ms.to_be_bytes());
+                b[8..12].copy_from_slice(&self.task_offset_interval_ms.to_be_bytes());
+                b[12..20].copy_from_slice(&self.acceptable_recovery_lag.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 16]| {
+                b[0..4].copy_from_slice(&self.member_epoch.to_be_bytes());
+                b[4..8].copy_from_slice(&self.heartbeat_interval_ms.to_be_bytes());
+                b[8..12].copy_from_slice(&self.acceptable_recovery_lag_legacy.to_be_bytes());
+                b[12..16].copy_from_slice(&self.task_offset_interval_ms.to_be_bytes());
+            });
         }
         encode::write_nullable_array(w, self.status.as_deref(), ver);
         encode::write_nullable_array(w, self.active_tasks.as_deref(), ver);
         encode::write_nullable_array(w, self.standby_tasks.as_deref(), ver);
         encode::write_nullable_array(w, self.warmup_tasks.as_deref(), ver);
         if ver.version == 1 {
-            w.bool(self.topology_description_required);
+            w.fixed(|b: &mut [u8; 5]| {
+                b[0..1].copy_from_slice(&[u8::from(self.topology_description_required)]);
+                b[1..5].copy_from_slice(&self.endpoint_information_epoch.to_be_bytes());
+            });
+        } else {
+            w.i32(self.endpoint_information_epoch);
         }
-        w.i32(self.endpoint_information_epoch);
         encode::write_nullable_array(w, self.partitions_by_user_endpoint.as_deref(), ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

@@ -361,9 +361,13 @@ impl Encode for SyncGroupResponse<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 1 {
-            w.i32(self.throttle_time_ms);
+            w.fixed(|b: &mut [u8; 6]| {
+                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            });
+        } else {
+            w.i16(self.error_code);
         }
-        w.i16(self.error_code);
         if ver.version == 5 {
             w.nullable_str(self.protocol_type.as_deref(), ver.flexible);
         }

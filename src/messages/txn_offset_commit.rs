@@ -147,12 +147,17 @@ impl Encode for TxnOffsetCommitRequest<'_> {
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.transactional_id, ver.flexible);
         w.str(&self.group_id, ver.flexible);
-        w.fixed(|b: &mut [u8; 10]| {
-            b[0..8].copy_from_slice(&self.producer_id.to_be_bytes());
-            b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
-        });
         if ver.version >= 3 {
-            w.i32(self.generation_id_or_member_epoch);
+            w.fixed(|b: &mut [u8; 14]| {
+                b[0..8].copy_from_slice(&self.producer_id.to_be_bytes());
+                b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
+                b[10..14].copy_from_slice(&self.generation_id_or_member_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 10]| {
+                b[0..8].copy_from_slice(&self.producer_id.to_be_bytes());
+                b[8..10].copy_from_slice(&self.producer_epoch.to_be_bytes());
+            });
         }
         if ver.version >= 3 {
             w.str(&self.member_id, ver.flexible);
@@ -226,12 +231,17 @@ impl Encode for TxnOffsetCommitRequestPartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 12]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..12].copy_from_slice(&self.committed_offset.to_be_bytes());
-        });
         if ver.version >= 2 {
-            w.i32(self.committed_leader_epoch);
+            w.fixed(|b: &mut [u8; 16]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..12].copy_from_slice(&self.committed_offset.to_be_bytes());
+                b[12..16].copy_from_slice(&self.committed_leader_epoch.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 12]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..12].copy_from_slice(&self.committed_offset.to_be_bytes());
+            });
         }
         w.nullable_str(self.committed_metadata.as_deref(), ver.flexible);
         if ver.flexible {

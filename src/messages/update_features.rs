@@ -124,12 +124,16 @@ impl Encode for FeatureUpdateKey<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(&self.feature, true);
-        w.i16(self.max_version_level);
-        if ver.version == 0 {
-            w.bool(self.allow_downgrade);
-        }
         if ver.version >= 1 {
-            w.i8(self.upgrade_type);
+            w.fixed(|b: &mut [u8; 3]| {
+                b[0..2].copy_from_slice(&self.max_version_level.to_be_bytes());
+                b[2..3].copy_from_slice(&self.upgrade_type.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 3]| {
+                b[0..2].copy_from_slice(&self.max_version_level.to_be_bytes());
+                b[2..3].copy_from_slice(&[u8::from(self.allow_downgrade)]);
+            });
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

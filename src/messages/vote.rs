@@ -150,23 +150,35 @@ impl Encode for VoteRequestPartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 12]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..8].copy_from_slice(&self.replica_epoch.to_be_bytes());
-            b[8..12].copy_from_slice(&self.replica_id.to_be_bytes());
-        });
-        if ver.version >= 1 {
-            w.fixed(|b: &mut [u8; 32]| {
-                b[0..16].copy_from_slice(&self.replica_directory_id.0);
-                b[16..32].copy_from_slice(&self.voter_directory_id.0);
-            });
-        }
-        w.fixed(|b: &mut [u8; 12]| {
-            b[0..4].copy_from_slice(&self.last_offset_epoch.to_be_bytes());
-            b[4..12].copy_from_slice(&self.last_offset.to_be_bytes());
-        });
         if ver.version == 2 {
-            w.bool(self.pre_vote);
+            w.fixed(|b: &mut [u8; 57]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..8].copy_from_slice(&self.replica_epoch.to_be_bytes());
+                b[8..12].copy_from_slice(&self.replica_id.to_be_bytes());
+                b[12..28].copy_from_slice(&self.replica_directory_id.0);
+                b[28..44].copy_from_slice(&self.voter_directory_id.0);
+                b[44..48].copy_from_slice(&self.last_offset_epoch.to_be_bytes());
+                b[48..56].copy_from_slice(&self.last_offset.to_be_bytes());
+                b[56..57].copy_from_slice(&[u8::from(self.pre_vote)]);
+            });
+        } else if ver.version >= 1 {
+            w.fixed(|b: &mut [u8; 56]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..8].copy_from_slice(&self.replica_epoch.to_be_bytes());
+                b[8..12].copy_from_slice(&self.replica_id.to_be_bytes());
+                b[12..28].copy_from_slice(&self.replica_directory_id.0);
+                b[28..44].copy_from_slice(&self.voter_directory_id.0);
+                b[44..48].copy_from_slice(&self.last_offset_epoch.to_be_bytes());
+                b[48..56].copy_from_slice(&self.last_offset.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 24]| {
+                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+                b[4..8].copy_from_slice(&self.replica_epoch.to_be_bytes());
+                b[8..12].copy_from_slice(&self.replica_id.to_be_bytes());
+                b[12..16].copy_from_slice(&self.last_offset_epoch.to_be_bytes());
+                b[16..24].copy_from_slice(&self.last_offset.to_be_bytes());
+            });
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

@@ -144,14 +144,21 @@ impl Encode for PartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 20]| {
-            b[0..4].copy_from_slice(&self.partition.to_be_bytes());
-            b[4..8].copy_from_slice(&self.state_epoch.to_be_bytes());
-            b[8..12].copy_from_slice(&self.leader_epoch.to_be_bytes());
-            b[12..20].copy_from_slice(&self.start_offset.to_be_bytes());
-        });
         if ver.version == 1 {
-            w.i32(self.delivery_complete_count);
+            w.fixed(|b: &mut [u8; 24]| {
+                b[0..4].copy_from_slice(&self.partition.to_be_bytes());
+                b[4..8].copy_from_slice(&self.state_epoch.to_be_bytes());
+                b[8..12].copy_from_slice(&self.leader_epoch.to_be_bytes());
+                b[12..20].copy_from_slice(&self.start_offset.to_be_bytes());
+                b[20..24].copy_from_slice(&self.delivery_complete_count.to_be_bytes());
+            });
+        } else {
+            w.fixed(|b: &mut [u8; 20]| {
+                b[0..4].copy_from_slice(&self.partition.to_be_bytes());
+                b[4..8].copy_from_slice(&self.state_epoch.to_be_bytes());
+                b[8..12].copy_from_slice(&self.leader_epoch.to_be_bytes());
+                b[12..20].copy_from_slice(&self.start_offset.to_be_bytes());
+            });
         }
         encode::write_array(w, &self.state_batches, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);

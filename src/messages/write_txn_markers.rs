@@ -99,9 +99,13 @@ impl Encode for WritableTxnMarker<'_> {
             b[10..11].copy_from_slice(&[u8::from(self.transaction_result)]);
         });
         encode::write_array(w, &self.topics, ver);
-        w.i32(self.coordinator_epoch);
         if ver.version == 2 {
-            w.i8(self.transaction_version);
+            w.fixed(|b: &mut [u8; 5]| {
+                b[0..4].copy_from_slice(&self.coordinator_epoch.to_be_bytes());
+                b[4..5].copy_from_slice(&self.transaction_version.to_be_bytes());
+            });
+        } else {
+            w.i32(self.coordinator_epoch);
         }
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

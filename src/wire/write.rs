@@ -319,11 +319,30 @@ impl<'b> Writer<'b> {
         }
     }
 
-    /// Writes a string with its prefix.
+    /// Writes a string with its prefix. A classic string's two-byte prefix and its bytes are
+    /// written under one bounds check; a compact string's varint is written as any other.
     #[inline]
     pub fn str(&mut self, s: &str, flexible: bool) {
-        self.len_prefix(Some(s.len()), flexible, false);
-        self.put(s.as_bytes());
+        let b = s.as_bytes();
+        if flexible {
+            self.uvarint(b.len() as u32 + 1);
+            self.put(b);
+        } else {
+            self.prefixed((b.len() as i16).to_be_bytes(), b);
+        }
+    }
+
+    /// Writes `prefix` and then `bytes`, under one bounds check.
+    #[inline]
+    fn prefixed<const P: usize>(&mut self, prefix: [u8; P], bytes: &[u8]) {
+        let end = self.pos + P + bytes.len();
+        if let Some((head, tail)) =
+            self.buf.get_mut(self.pos..end).and_then(<[u8]>::split_first_chunk_mut::<P>)
+        {
+            *head = prefix;
+            copy_short(tail, bytes);
+        }
+        self.pos = end;
     }
 
     /// Writes a nullable string with its prefix.
@@ -379,15 +398,32 @@ impl<'b> Writer<'b> {
     /// (all the rest with `None`), advancing `next` past them.
     #[inline]
     pub fn raw_tags_below(&mut self, unknown: &[RawTaggedField<'_>], next: &mut usize, below: Option<u32>) {
-        while let Some(raw) = unknown.get(*next) {
-            if below.is_some_and(|b| raw.tag >= b) {
-                break;
-            }
-            self.tag_header(raw.tag, raw.data.len());
-            self.put(&raw.data);
-            *next += 1;
+        if *next < unknown.len() {
+            (self.pos, *next) = write_raw_tags_below(self.buf, self.pos, unknown, *next, below);
         }
     }
+}
+
+/// [`Writer::raw_tags_below`] when some unknown field is left, out of the inlined path (by
+/// value, as [`write_raw_tagged_fields`]); returns the position and the next index.
+#[inline(never)]
+fn write_raw_tags_below(
+    buf: &mut [u8],
+    pos: usize,
+    unknown: &[RawTaggedField<'_>],
+    mut next: usize,
+    below: Option<u32>,
+) -> (usize, usize) {
+    let mut w = Writer { buf, pos };
+    while let Some(raw) = unknown.get(next) {
+        if below.is_some_and(|b| raw.tag >= b) {
+            break;
+        }
+        w.tag_header(raw.tag, raw.data.len());
+        w.put(&raw.data);
+        next += 1;
+    }
+    (w.pos, next)
 }
 
 /// [`Writer::raw_tagged_fields`] when there are fields, out of the inlined path. It takes
@@ -397,8 +433,7 @@ impl<'b> Writer<'b> {
 fn write_raw_tagged_fields(buf: &mut [u8], pos: usize, unknown: &[RawTaggedField<'_>]) -> usize {
     let mut w = Writer { buf, pos };
     w.uvarint(unknown.len() as u32);
-    w.raw_tags_below(unknown, &mut 0, None);
-    w.pos
+    write_raw_tags_below(w.buf, w.pos, unknown, 0, None).0
 }
 
 /// `dst.copy_from_slice(src)` for slices of equal length, with short lengths (Kafka's

@@ -8,7 +8,7 @@ use super::layout::{self, encode_fixed_size};
 use super::{Ctx, F, doc, known_tags, q, scalar_method, snake};
 use crate::code::{Block, Else, FnBuilder, Stmt, Ver, paren_or};
 use crate::schema::{Struct, Type};
-use crate::versions::{Cond, Versions};
+use crate::versions::{self, Cond, Versions};
 
 /// Every struct of the message, its `impl_body!`, and every encoder.
 pub fn emit(cx: &Ctx) -> String {
@@ -362,33 +362,56 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
 pub fn write_body(cx: &Ctx, s: &Struct, ver: &Ver, special: &dyn Fn(&F, &Ver) -> Option<String>) -> Block {
     let fields = F::all(s);
     let mut body = Block::new();
-    for (i, j) in layout::runs(&fields) {
+    for (i, j) in layout::fixed_groups(&fields) {
         let f = &fields[i];
-        let c = ver.cond(f.inline, s.versions);
-        if matches!(c, Cond::Never) {
+        if j - i == 1 || f.f.ty.fixed_width().is_none() {
+            let stmt =
+                special(f, ver).unwrap_or_else(|| write_stmt(cx, f, &format!("self.{}", f.ident), ver));
+            body.under(&ver.cond(f.inline, s.versions), Stmt::line(stmt));
             continue;
         }
-        // Fixed-width fields present in the same versions are written as one chunk.
-        let stmt = if j - i >= 2 {
-            let total: usize = fields[i..j].iter().map(|f| f.f.ty.fixed_width().unwrap()).sum();
-            let mut chunk = format!("w.fixed(|b: &mut [u8; {total}]| {{");
-            let mut at = 0;
-            for g in &fields[i..j] {
-                let width = g.f.ty.fixed_width().unwrap();
-                let bytes = match g.f.ty {
-                    Type::Bool => format!("[u8::from(self.{})]", g.ident),
-                    Type::Uuid => format!("self.{}.0", g.ident),
-                    _ => format!("self.{}.to_be_bytes()", g.ident),
-                };
-                write!(chunk, "b[{at}..{}].copy_from_slice(&{bytes});", at + width).unwrap();
-                at += width;
+        // Consecutive fixed-width fields are written as one chunk per version: the fields
+        // each version has, under one bounds check (a field present in some versions only
+        // splits the chunk by version instead of writing it on its own).
+        let cases = versions::runs(s.versions, |v| {
+            (i..j).filter(|&k| fields[k].inline.contains(v)).collect::<Vec<usize>>()
+        });
+        let covered = cases.iter().all(|(_, ks)| !ks.is_empty());
+        let cases: Vec<(Versions, String)> = cases
+            .iter()
+            .filter(|(_, ks)| !ks.is_empty())
+            .map(|(range, ks)| (*range, fixed_chunk(cx, &fields, ks, ver)))
+            .collect();
+        // Latest first, so where the cases cover every version each needs only its lowest.
+        let cond = |range: Versions| {
+            let range = if covered { Versions::new(range.lo, s.versions.hi) } else { range };
+            match ver.cond(range, s.versions) {
+                Cond::If(c) => c,
+                _ => unreachable!("a version-dependent chunk with a case in every version"),
             }
-            chunk.push_str("});");
-            chunk
-        } else {
-            special(f, ver).unwrap_or_else(|| write_stmt(cx, f, &format!("self.{}", f.ident), ver))
         };
-        body.under(&c, Stmt::line(stmt));
+        let Some(((first_range, first), later)) = cases.split_first() else { continue };
+        if later.is_empty() {
+            body.under(&ver.cond(*first_range, s.versions), Stmt::line(first.clone()));
+            continue;
+        }
+        // An `if` chain; the earliest case is the `else` when the cases cover every version.
+        let mut rest = if covered {
+            Else::Block(Stmt::line(first.clone()).into())
+        } else {
+            Else::If(Box::new(Stmt::when(cond(*first_range), Stmt::line(first.clone()))))
+        };
+        let (last, middle) = later.split_last().unwrap();
+        for (range, stmt) in middle {
+            let node =
+                Stmt::If { cond: cond(*range), then: Stmt::line(stmt.clone()).into(), otherwise: Some(rest) };
+            rest = Else::If(Box::new(node));
+        }
+        body.push(Stmt::If {
+            cond: cond(last.0),
+            then: Stmt::line(last.1.clone()).into(),
+            otherwise: Some(rest),
+        });
     }
     let tagged = cx.tagged_fields(s);
     let mut tags = Block::new();
@@ -418,6 +441,31 @@ pub fn write_body(cx: &Ctx, s: &Struct, ver: &Ver, special: &dyn Fn(&F, &Ver) ->
     }
     body.extend(cx.if_flexible(s, ver, tags));
     body
+}
+
+/// The fixed-width fields `ks` of `fields` written as one chunk (`Writer::fixed`), or the
+/// one field's own write.
+fn fixed_chunk(cx: &Ctx, fields: &[F], ks: &[usize], ver: &Ver) -> String {
+    if let [k] = ks {
+        let f = &fields[*k];
+        return write_stmt(cx, f, &format!("self.{}", f.ident), ver);
+    }
+    let total: usize = ks.iter().map(|&k| fields[k].f.ty.fixed_width().unwrap()).sum();
+    let mut chunk = format!("w.fixed(|b: &mut [u8; {total}]| {{");
+    let mut at = 0;
+    for &k in ks {
+        let g = &fields[k];
+        let width = g.f.ty.fixed_width().unwrap();
+        let bytes = match g.f.ty {
+            Type::Bool => format!("[u8::from(self.{})]", g.ident),
+            Type::Uuid => format!("self.{}.0", g.ident),
+            _ => format!("self.{}.to_be_bytes()", g.ident),
+        };
+        write!(chunk, "b[{at}..{}].copy_from_slice(&{bytes});", at + width).unwrap();
+        at += width;
+    }
+    chunk.push_str("});");
+    chunk
 }
 
 /// `fixed_size`, where some version of `s` has a size known without the value.

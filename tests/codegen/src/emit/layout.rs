@@ -128,18 +128,15 @@ pub fn encode_fixed_size(cx: &Ctx, s: &Struct, v: i16) -> Option<usize> {
     if needs_check { None } else { Some(n) }
 }
 
-/// Runs of consecutive fixed-width fields in place in the same versions: `(start, end)`
-/// index pairs over `fields`; any other field is a run of one.
-pub fn runs(fields: &[F]) -> Vec<(usize, usize)> {
+/// Groups of consecutive fixed-width fields, whatever their versions: `(start, end)` index
+/// pairs over `fields`; any other field is a group of one.
+pub fn fixed_groups(fields: &[F]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < fields.len() {
         let mut j = i + 1;
         if fields[i].f.ty.fixed_width().is_some() {
-            while j < fields.len()
-                && fields[j].f.ty.fixed_width().is_some()
-                && fields[j].inline == fields[i].inline
-            {
+            while j < fields.len() && fields[j].f.ty.fixed_width().is_some() {
                 j += 1;
             }
         }
