@@ -144,13 +144,20 @@ impl Cluster {
 }
 
 /// A port P free on every one of `ips` together with P+1 ..= P+`nodes`: the bootstrap
-/// listener on P and `--broker-ports P` (node ids start at 1).
+/// listener on P and `--broker-ports P` (node ids start at 1). Taken below the ephemeral
+/// range: the ports there are taken by outgoing connections, and those in TIME_WAIT (the
+/// 9,000 connections of tests/proxy.rs, for a minute after it) refuse a listener.
 fn free_ports(ips: &[&str], nodes: u16) -> u16 {
-    'again: for _ in 0..200 {
-        let p = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        if p > 65535 - nodes {
-            continue;
-        }
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u16, ephemeral.saturating_sub(nodes + 1).max(10_001));
+    // A start of its own for each test process, then every candidate in turn.
+    let span = u32::from(high - low);
+    let start = std::process::id().wrapping_mul(7919) % span;
+    'again: for i in 0..span {
+        let p = low + ((start + i) % span) as u16;
         for ip in ips {
             for q in p..=p + nodes {
                 if TcpListener::bind((*ip, q)).is_err() {
@@ -160,7 +167,7 @@ fn free_ports(ips: &[&str], nodes: u16) -> u16 {
         }
         return p;
     }
-    panic!("no free run of ports");
+    panic!("no free run of {} ports in {low}..{high} on {ips:?}", nodes + 1);
 }
 
 fn proxy_args(listen: &str, upstream: &[String], base: u16, more: &[&str]) -> Vec<String> {
