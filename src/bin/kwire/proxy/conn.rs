@@ -107,6 +107,10 @@ impl Auth {
     /// A request of the connection (or a raw SaslHandshake v0 token when `token`): the
     /// words for the log when it names the mechanism or the user for the first time.
     fn on_request(&mut self, frame: &[u8], token: bool) -> Option<String> {
+        // Secret: `auth_bytes` holds the client's credentials (a PLAIN password, a SCRAM
+        // proof, a token). They go only to `sasl_user`, which returns the user name; only
+        // the mechanism and that name are formatted here. The log, JSON and recordings get
+        // the frame masked by `decode::redacted` (tests/proxy_cluster.rs checks every output).
         let auth_bytes: &[u8] = if token {
             frame
         } else {
