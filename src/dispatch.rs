@@ -135,16 +135,35 @@ pub fn encode_request_with(
 ) -> Result<usize, EncodeError> {
     let header_version = body.api_key().request_header_version(version);
     let header_len = header.encoded_len(header_version)?;
-    let total = frame_size(header_len, body.encoded_len(version)?)?;
-    let Some(out) = buf.get_mut(..total) else {
-        return Err(EncodeError::BufferTooSmall { needed: total, available: buf.len() });
-    };
-    let (head, rest) = out.split_at_mut(4 + header_len);
-    let mut w = Writer::new(head);
+    let (total, out) = encode_frame_body(body, version, header_len, buf)?;
+    let mut w = Writer::new(out);
     w.i32((total - 4) as i32);
     header.write(&mut w, body.api_key().key(), version, header_version);
-    body.write_sized(version, rest)?;
     Ok(total)
+}
+
+/// Encodes `body` after the frame's size prefix and `header_len` bytes of header, and
+/// returns the frame's length with the front of `buf` to write those into. The errors are
+/// those of sizing first: the body's, then the frame's length, then a short buffer.
+#[inline]
+fn encode_frame_body<'b>(
+    body: &impl AnyBody,
+    version: i16,
+    header_len: usize,
+    buf: &'b mut [u8],
+) -> Result<(usize, &'b mut [u8]), EncodeError> {
+    let available = buf.len();
+    let too_small = |needed: usize| EncodeError::BufferTooSmall { needed, available };
+    let head = 4 + header_len;
+    if available < head {
+        return Err(too_small(frame_size(header_len, body.encoded_len(version)?)?));
+    }
+    let (out, rest) = buf.split_at_mut(head);
+    match body.encode(version, rest) {
+        Ok(body_len) => Ok((frame_size(header_len, body_len)?, out)),
+        Err(EncodeError::BufferTooSmall { needed, .. }) => Err(too_small(frame_size(header_len, needed)?)),
+        Err(e) => Err(e),
+    }
 }
 
 /// The exact size of a whole response frame (with an empty response header).
@@ -184,14 +203,9 @@ pub fn encode_response_with(
 ) -> Result<usize, EncodeError> {
     let header_version = body.api_key().response_header_version(version);
     let header_len = header.encoded_len(header_version)?;
-    let total = frame_size(header_len, body.encoded_len(version)?)?;
-    let Some(out) = buf.get_mut(..total) else {
-        return Err(EncodeError::BufferTooSmall { needed: total, available: buf.len() });
-    };
-    let (head, rest) = out.split_at_mut(4 + header_len);
-    let mut w = Writer::new(head);
+    let (total, out) = encode_frame_body(body, version, header_len, buf)?;
+    let mut w = Writer::new(out);
     w.i32((total - 4) as i32);
     header.write(&mut w, header_version);
-    body.write_sized(version, rest)?;
     Ok(total)
 }

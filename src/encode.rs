@@ -1,10 +1,12 @@
 //! Encoding: the traits every message value implements, and the helpers they share.
 //!
-//! Encoding has two steps. Sizing (`encoded_len`) walks the value once, does every check
-//! (versions, nulls, lengths, tagged fields) and returns the exact size. Writing then
-//! cannot fail: the buffer is checked once against that size, and every field is written
-//! without a check of its own. Writing a different number of bytes than were sized would
-//! be a bug; it is reported as [`EncodeError::SizeMismatch`] in every build profile.
+//! Every encoder has two walks over the value. The size step (`encoded_len`) does every
+//! check (versions, nulls, lengths, tagged fields) and returns the exact size or the error.
+//! The write step (`encode`) writes in one pass, bounds-checked, and does the same checks
+//! without naming them: when a write does not fit or a check fails, the writer stops and
+//! the size step is run to say why (the error it returns, else
+//! [`EncodeError::BufferTooSmall`] with the exact size). A successful write is not sized
+//! again; debug builds check it against the size step.
 
 use crate::error::EncodeError;
 use crate::messages::ApiKey;
@@ -27,7 +29,8 @@ pub(crate) mod private {
         /// encoded in this version. `field` names the field holding the value, for errors.
         fn size(&self, ver: Ver, field: &'static str) -> Result<usize, EncodeError>;
 
-        /// Writes the value; only called after `size` succeeded for the same version.
+        /// Writes the value, checking what `size` checks: a value `size` refuses is
+        /// rejected ([`Writer::reject`]), without saying why.
         fn write(&self, w: &mut Writer<'_>, ver: Ver);
 
         /// The size of every value of this type in this version, when it is fixed and the
@@ -72,12 +75,9 @@ pub trait AnyBody: private::Sealed {
     fn api_key(&self) -> ApiKey;
     /// The exact encoded size at `version`, or why it cannot be encoded.
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError>;
-    /// Encodes at `version` into the front of `buf`; returns the bytes written.
+    /// Encodes at `version` into the front of `buf`; returns the bytes written. On an error
+    /// the contents of `buf` are unspecified.
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError>;
-    /// Writes the body into `out`, which [`AnyBody::encoded_len`] sized exactly for the
-    /// same version (frame encoders use it so that a body is sized once).
-    #[doc(hidden)]
-    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError>;
 }
 
 impl<B: Body> AnyBody for B {
@@ -93,11 +93,6 @@ impl<B: Body> AnyBody for B {
     fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
         encode_body(self, version, buf)
     }
-    #[inline]
-    fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, EncodeError> {
-        let ver = B::ver(version).ok_or(EncodeError::UnsupportedVersion { message: B::NAME, version })?;
-        write_checked(self, ver, out, B::NAME)
-    }
 }
 
 /// The exact encoded size of a body at `version`.
@@ -107,31 +102,34 @@ pub(crate) fn body_len<B: Body>(body: &B, version: i16) -> Result<usize, EncodeE
     body.size(ver, B::NAME)
 }
 
-/// Encodes a body at `version` into the front of `buf`, after sizing it.
+/// Encodes a body at `version` into the front of `buf`: one pass that writes and checks.
+/// When it does not finish, the size step says why ([`refused`]).
 #[inline]
 pub(crate) fn encode_body<B: Body>(body: &B, version: i16, buf: &mut [u8]) -> Result<usize, EncodeError> {
     let ver = B::ver(version).ok_or(EncodeError::UnsupportedVersion { message: B::NAME, version })?;
-    let needed = body.size(ver, B::NAME)?;
-    let Some(out) = buf.get_mut(..needed) else {
-        return Err(EncodeError::BufferTooSmall { needed, available: buf.len() });
-    };
-    write_checked(body, ver, out, B::NAME)
+    let available = buf.len();
+    let mut w = Writer::new(buf);
+    body.write(&mut w, ver);
+    match w.finish() {
+        Some(written) => {
+            debug_assert_eq!(body.size(ver, B::NAME), Ok(written), "{}: write and size disagree", B::NAME);
+            Ok(written)
+        }
+        None => Err(refused(body, ver, available, w.pos())),
+    }
 }
 
-/// Writes `value` into `out`, sized for it, and checks that it filled `out` exactly.
-#[inline]
-pub(crate) fn write_checked<T: Encode + ?Sized>(
-    value: &T,
-    ver: Ver,
-    out: &mut [u8],
-    message: &'static str,
-) -> Result<usize, EncodeError> {
-    let sized = out.len();
-    let mut w = Writer::new(out);
-    value.write(&mut w, ver);
-    match w.pos() {
-        written if written == sized => Ok(written),
-        written => Err(EncodeError::SizeMismatch { message, sized, written }),
+/// The error of an encoding that did not finish: the size step's own, or a buffer of
+/// `available` bytes shorter than the size. A write that stopped although the size step
+/// accepts the value and the buffer holds it would be a bug, reported as
+/// [`EncodeError::SizeMismatch`].
+#[cold]
+#[inline(never)]
+fn refused<B: Body>(body: &B, ver: Ver, available: usize, written: usize) -> EncodeError {
+    match body.size(ver, B::NAME) {
+        Err(e) => e,
+        Ok(needed) if needed > available => EncodeError::BufferTooSmall { needed, available },
+        Ok(sized) => EncodeError::SizeMismatch { message: B::NAME, sized, written },
     }
 }
 
@@ -262,7 +260,8 @@ macro_rules! impl_body {
                 $crate::encode::body_len(self, version)
             }
 
-            /// Encodes this body as `version` into the front of `buf` and returns the bytes written.
+            /// Encodes this body as `version` into the front of `buf` and returns the bytes
+            /// written. On an error the contents of `buf` are unspecified.
             pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, $crate::error::EncodeError> {
                 $crate::encode::encode_body(self, version, buf)
             }

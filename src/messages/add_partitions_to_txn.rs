@@ -115,6 +115,14 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 3 && !self.transactions.is_empty())
+            || (ver.version >= 4 && self.v3_and_below_transactional_id.as_str() != "")
+            || (ver.version >= 4 && self.v3_and_below_producer_id != 0)
+            || (ver.version >= 4 && self.v3_and_below_producer_epoch != 0)
+            || (ver.version >= 4 && !self.v3_and_below_topics.is_empty())
+        {
+            w.reject();
+        }
         if ver.version >= 4 {
             encode::write_array(w, &self.transactions, ver);
         }
@@ -532,6 +540,11 @@ impl Encode for AddPartitionsToTxnResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 3 && !self.results_by_transaction.is_empty())
+            || (ver.version >= 4 && !self.results_by_topic_v3_and_below.is_empty())
+        {
+            w.reject();
+        }
         if ver.version >= 4 {
             w.fixed(|b: &mut [u8; 6]| {
                 b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());

@@ -85,6 +85,9 @@ impl Encode for AddRaftVoterRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && !self.ack_when_committed {
+            w.reject();
+        }
         w.nullable_str(self.cluster_id.as_deref(), true);
         w.fixed(|b: &mut [u8; 24]| {
             b[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());

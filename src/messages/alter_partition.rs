@@ -168,6 +168,11 @@ impl Encode for AlterPartitionRequestPartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version == 3 && !self.new_isr.is_empty())
+            || (ver.version == 2 && !self.new_isr_with_epochs.is_empty())
+        {
+            w.reject();
+        }
         w.fixed(|b: &mut [u8; 8]| {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..8].copy_from_slice(&self.leader_epoch.to_be_bytes());

@@ -94,6 +94,9 @@ impl Encode for AlterPartitionReassignmentsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && !self.allow_replication_factor_change {
+            w.reject();
+        }
         if ver.version == 1 {
             w.fixed(|b: &mut [u8; 5]| {
                 b[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());

@@ -342,25 +342,25 @@ impl Encode for ApiVersionsResponse<'_> {
             let write_finalized_features_epoch = ver.version >= 3 && self.finalized_features_epoch != -1;
             let write_finalized_features = ver.version >= 3 && !self.finalized_features.is_empty();
             let write_zk_migration_ready = ver.version >= 3 && self.zk_migration_ready;
-            w.uvarint(
-                (unknown.len()
-                    + usize::from(write_supported_features)
+            w.tag_count(
+                unknown,
+                &[0, 1, 2, 3],
+                usize::from(write_supported_features)
                     + usize::from(write_finalized_features_epoch)
                     + usize::from(write_finalized_features)
-                    + usize::from(write_zk_migration_ready)) as u32,
+                    + usize::from(write_zk_migration_ready),
             );
             let mut next = 0;
             if write_supported_features {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(
-                    0,
-                    encode::array_size(
-                        &self.supported_features,
-                        ver,
-                        "ApiVersionsResponse.SupportedFeatures",
-                    )
-                    .unwrap_or(0),
-                );
+                match encode::array_size(
+                    &self.supported_features,
+                    ver,
+                    "ApiVersionsResponse.SupportedFeatures",
+                ) {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 encode::write_array(w, &self.supported_features, ver);
             }
             if write_finalized_features_epoch {
@@ -370,15 +370,14 @@ impl Encode for ApiVersionsResponse<'_> {
             }
             if write_finalized_features {
                 w.raw_tags_below(unknown, &mut next, Some(2));
-                w.tag_header(
-                    2,
-                    encode::array_size(
-                        &self.finalized_features,
-                        ver,
-                        "ApiVersionsResponse.FinalizedFeatures",
-                    )
-                    .unwrap_or(0),
-                );
+                match encode::array_size(
+                    &self.finalized_features,
+                    ver,
+                    "ApiVersionsResponse.FinalizedFeatures",
+                ) {
+                    Ok(len) => w.tag_header(2, len),
+                    Err(_) => w.reject(),
+                }
                 encode::write_array(w, &self.finalized_features, ver);
             }
             if write_zk_migration_ready {

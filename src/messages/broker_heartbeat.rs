@@ -89,6 +89,11 @@ impl Encode for BrokerHeartbeatRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version == 0 && !self.offline_log_dirs.is_empty())
+            || (ver.version <= 1 && self.cordoned_log_dirs.is_some())
+        {
+            w.reject();
+        }
         w.fixed(|b: &mut [u8; 22]| {
             b[0..4].copy_from_slice(&self.broker_id.to_be_bytes());
             b[4..12].copy_from_slice(&self.broker_epoch.to_be_bytes());
@@ -99,31 +104,30 @@ impl Encode for BrokerHeartbeatRequest<'_> {
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_offline_log_dirs = ver.version >= 1 && !self.offline_log_dirs.is_empty();
         let write_cordoned_log_dirs = ver.version == 2 && self.cordoned_log_dirs.is_some();
-        w.uvarint(
-            (unknown.len() + usize::from(write_offline_log_dirs) + usize::from(write_cordoned_log_dirs))
-                as u32,
+        w.tag_count(
+            unknown,
+            &[0, 1],
+            usize::from(write_offline_log_dirs) + usize::from(write_cordoned_log_dirs),
         );
         let mut next = 0;
         if write_offline_log_dirs {
             w.raw_tags_below(unknown, &mut next, Some(0));
-            w.tag_header(
-                0,
-                encode::array_size(&self.offline_log_dirs, ver, "BrokerHeartbeatRequest.OfflineLogDirs")
-                    .unwrap_or(0),
-            );
+            match encode::array_size(&self.offline_log_dirs, ver, "BrokerHeartbeatRequest.OfflineLogDirs") {
+                Ok(len) => w.tag_header(0, len),
+                Err(_) => w.reject(),
+            }
             encode::write_array(w, &self.offline_log_dirs, ver);
         }
         if write_cordoned_log_dirs {
             w.raw_tags_below(unknown, &mut next, Some(1));
-            w.tag_header(
-                1,
-                encode::nullable_array_size(
-                    self.cordoned_log_dirs.as_deref(),
-                    ver,
-                    "BrokerHeartbeatRequest.CordonedLogDirs",
-                )
-                .unwrap_or(0),
-            );
+            match encode::nullable_array_size(
+                self.cordoned_log_dirs.as_deref(),
+                ver,
+                "BrokerHeartbeatRequest.CordonedLogDirs",
+            ) {
+                Ok(len) => w.tag_header(1, len),
+                Err(_) => w.reject(),
+            }
             encode::write_nullable_array(w, self.cordoned_log_dirs.as_deref(), ver);
         }
         w.raw_tags_below(unknown, &mut next, None);

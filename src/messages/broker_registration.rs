@@ -125,6 +125,9 @@ impl Encode for BrokerRegistrationRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && self.is_migrating_zk_broker {
+            w.reject();
+        }
         w.i32(self.broker_id);
         w.str(&self.cluster_id, true);
         w.uuid(self.incarnation_id);

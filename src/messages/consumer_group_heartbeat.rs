@@ -136,6 +136,9 @@ impl Encode for ConsumerGroupHeartbeatRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && self.subscribed_topic_regex.is_some() {
+            w.reject();
+        }
         w.str(&self.group_id, true);
         w.str(&self.member_id, true);
         w.i32(self.member_epoch);

@@ -105,6 +105,11 @@ impl Encode for CreateDelegationTokenRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 2 && self.owner_principal_type.as_deref() != Some(""))
+            || (ver.version <= 2 && self.owner_principal_name.as_deref() != Some(""))
+        {
+            w.reject();
+        }
         if ver.version == 3 {
             w.nullable_str(self.owner_principal_type.as_deref(), ver.flexible);
         }
@@ -371,6 +376,11 @@ impl Encode for CreateDelegationTokenResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 2 && self.token_requester_principal_type.as_str() != "")
+            || (ver.version <= 2 && self.token_requester_principal_name.as_str() != "")
+        {
+            w.reject();
+        }
         w.i16(self.error_code);
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);

@@ -625,7 +625,7 @@ impl Encode for CreatableTopicResult<'_> {
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_topic_config_error_code = ver.version >= 5 && self.topic_config_error_code != 0;
-            w.uvarint((unknown.len() + usize::from(write_topic_config_error_code)) as u32);
+            w.tag_count(unknown, &[0], usize::from(write_topic_config_error_code));
             let mut next = 0;
             if write_topic_config_error_code {
                 w.raw_tags_below(unknown, &mut next, Some(0));

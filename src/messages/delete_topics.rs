@@ -67,6 +67,9 @@ impl Encode for DeleteTopicsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 5 && !self.topics.is_empty() {
+            w.reject();
+        }
         if ver.version == 6 {
             encode::write_array(w, &self.topics, ver);
         }
@@ -317,6 +320,9 @@ impl Encode for DeletableTopicResult<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 5 && self.name.is_none() {
+            w.reject();
+        }
         w.nullable_str(self.name.as_deref(), ver.flexible);
         if ver.version == 6 {
             w.fixed(|b: &mut [u8; 18]| {

@@ -64,6 +64,10 @@ impl Encode for DescribeClusterRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version == 0 && self.endpoint_type != 1) || (ver.version <= 1 && self.include_fenced_brokers)
+        {
+            w.reject();
+        }
         if ver.version == 2 {
             w.fixed(|b: &mut [u8; 3]| {
                 b[0..1].copy_from_slice(&[u8::from(self.include_cluster_authorized_operations)]);
@@ -241,6 +245,9 @@ impl Encode for DescribeClusterResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && self.endpoint_type != 1 {
+            w.reject();
+        }
         w.fixed(|b: &mut [u8; 6]| {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
@@ -280,6 +287,9 @@ impl Encode for DescribeClusterBroker<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 1 && self.is_fenced {
+            w.reject();
+        }
         w.i32(self.broker_id);
         w.str(&self.host, true);
         w.i32(self.port);

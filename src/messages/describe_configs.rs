@@ -78,6 +78,9 @@ impl Encode for DescribeConfigsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 2 && self.include_documentation {
+            w.reject();
+        }
         encode::write_array(w, &self.resources, ver);
         if ver.version >= 3 {
             w.fixed(|b: &mut [u8; 2]| {

@@ -350,6 +350,11 @@ impl Encode for DescribedDelegationToken<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 2 && self.token_requester_principal_type.as_str() != "")
+            || (ver.version <= 2 && self.token_requester_principal_name.as_str() != "")
+        {
+            w.reject();
+        }
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
         if ver.version == 3 {

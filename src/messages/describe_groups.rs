@@ -49,6 +49,9 @@ impl Encode for DescribeGroupsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 2 && self.include_authorized_operations {
+            w.reject();
+        }
         encode::write_array(w, &self.groups, ver);
         if ver.version >= 3 {
             w.bool(self.include_authorized_operations);
@@ -249,6 +252,11 @@ impl Encode for DescribedGroup<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 5 && self.error_message.is_some())
+            || (ver.version <= 2 && self.authorized_operations != i32::MIN)
+        {
+            w.reject();
+        }
         w.i16(self.error_code);
         if ver.version == 6 {
             w.nullable_str(self.error_message.as_deref(), ver.flexible);

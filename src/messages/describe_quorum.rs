@@ -425,6 +425,9 @@ impl Encode for DescribeQuorumResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 1 && !self.nodes.is_empty() {
+            w.reject();
+        }
         w.i16(self.error_code);
         if ver.version == 2 {
             w.nullable_str(self.error_message.as_deref(), true);
@@ -524,6 +527,9 @@ impl Encode for ReplicaState<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 1 && self.replica_directory_id != Uuid::ZERO {
+            w.reject();
+        }
         if ver.version == 2 {
             w.fixed(|b: &mut [u8; 44]| {
                 b[0..4].copy_from_slice(&self.replica_id.to_be_bytes());

@@ -79,6 +79,9 @@ impl Encode for ElectLeadersRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && self.election_type != 0 {
+            w.reject();
+        }
         if ver.version >= 1 {
             w.i8(self.election_type);
         }
@@ -309,6 +312,9 @@ impl Encode for ElectLeadersResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && self.error_code != 0 {
+            w.reject();
+        }
         if ver.version >= 1 {
             w.fixed(|b: &mut [u8; 6]| {
                 b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());

@@ -665,20 +665,22 @@ impl Encode for EndQuorumEpochResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && !self.node_endpoints.is_empty() {
+            w.reject();
+        }
         w.i16(self.error_code);
         encode::write_array(w, &self.topics, ver);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
-            w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+            w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
             let mut next = 0;
             if write_node_endpoints {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(
-                    0,
-                    encode::array_size(&self.node_endpoints, ver, "EndQuorumEpochResponse.NodeEndpoints")
-                        .unwrap_or(0),
-                );
+                match encode::array_size(&self.node_endpoints, ver, "EndQuorumEpochResponse.NodeEndpoints") {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);

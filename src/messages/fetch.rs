@@ -225,6 +225,12 @@ impl Encode for FetchRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version >= 15 && self.replica_id != -1)
+            || (ver.version <= 14 && self.replica_state != ReplicaState::default())
+            || (ver.version <= 6 && !self.forgotten_topics_data.is_empty())
+        {
+            w.reject();
+        }
         if ver.version <= 14 {
             w.i32(self.replica_id);
         }
@@ -256,26 +262,25 @@ impl Encode for FetchRequest<'_> {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_cluster_id = ver.version >= 12 && self.cluster_id.is_some();
             let write_replica_state = ver.version >= 15 && self.replica_state != ReplicaState::default();
-            w.uvarint(
-                (unknown.len() + usize::from(write_cluster_id) + usize::from(write_replica_state)) as u32,
-            );
+            w.tag_count(unknown, &[0, 1], usize::from(write_cluster_id) + usize::from(write_replica_state));
             let mut next = 0;
             if write_cluster_id {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(
-                    0,
-                    match &self.cluster_id {
-                        Some(v) => {
-                            wire::string_size(v.len(), ver.flexible, "FetchRequest.ClusterId").unwrap_or(0)
-                        }
-                        None => wire::null_size(ver.flexible, false),
-                    },
-                );
+                match match &self.cluster_id {
+                    Some(v) => wire::string_size(v.len(), ver.flexible, "FetchRequest.ClusterId"),
+                    None => Ok(wire::null_size(ver.flexible, false)),
+                } {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 w.nullable_str(self.cluster_id.as_deref(), ver.flexible);
             }
             if write_replica_state {
                 w.raw_tags_below(unknown, &mut next, Some(1));
-                w.tag_header(1, self.replica_state.size(ver, "FetchRequest.ReplicaState").unwrap_or(0));
+                match self.replica_state.size(ver, "FetchRequest.ReplicaState") {
+                    Ok(len) => w.tag_header(1, len),
+                    Err(_) => w.reject(),
+                }
                 self.replica_state.write(w, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
@@ -363,6 +368,9 @@ impl Encode for FetchPartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 11 && self.last_fetched_epoch != -1 {
+            w.reject();
+        }
         if ver.version >= 12 {
             w.fixed(|b: &mut [u8; 32]| {
                 b[0..4].copy_from_slice(&self.partition.to_be_bytes());
@@ -398,9 +406,10 @@ impl Encode for FetchPartition<'_> {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_replica_directory_id = ver.version >= 17 && self.replica_directory_id != Uuid::ZERO;
             let write_high_watermark = ver.version == 18 && self.high_watermark != i64::MAX;
-            w.uvarint(
-                (unknown.len() + usize::from(write_replica_directory_id) + usize::from(write_high_watermark))
-                    as u32,
+            w.tag_count(
+                unknown,
+                &[0, 1],
+                usize::from(write_replica_directory_id) + usize::from(write_high_watermark),
             );
             let mut next = 0;
             if write_replica_directory_id {
@@ -1214,6 +1223,11 @@ impl Encode for FetchResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 6 && self.session_id != 0)
+            || (ver.version <= 15 && !self.node_endpoints.is_empty())
+        {
+            w.reject();
+        }
         if ver.version >= 7 {
             w.fixed(|b: &mut [u8; 10]| {
                 b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
@@ -1227,14 +1241,14 @@ impl Encode for FetchResponse<'_> {
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version >= 16 && !self.node_endpoints.is_empty();
-            w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+            w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
             let mut next = 0;
             if write_node_endpoints {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(
-                    0,
-                    encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints").unwrap_or(0),
-                );
+                match encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints") {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
@@ -1337,6 +1351,13 @@ impl Encode for PartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 11 && self.diverging_epoch != EpochEndOffset::default())
+            || (ver.version <= 11 && self.current_leader != LeaderIdAndEpoch::default())
+            || (ver.version <= 11 && self.snapshot_id != SnapshotId::default())
+            || (ver.version <= 10 && self.preferred_read_replica != -1)
+        {
+            w.reject();
+        }
         if ver.version >= 5 {
             w.fixed(|b: &mut [u8; 30]| {
                 b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
@@ -1365,26 +1386,36 @@ impl Encode for PartitionData<'_> {
             let write_current_leader =
                 ver.version >= 12 && self.current_leader != LeaderIdAndEpoch::default();
             let write_snapshot_id = ver.version >= 12 && self.snapshot_id != SnapshotId::default();
-            w.uvarint(
-                (unknown.len()
-                    + usize::from(write_diverging_epoch)
+            w.tag_count(
+                unknown,
+                &[0, 1, 2],
+                usize::from(write_diverging_epoch)
                     + usize::from(write_current_leader)
-                    + usize::from(write_snapshot_id)) as u32,
+                    + usize::from(write_snapshot_id),
             );
             let mut next = 0;
             if write_diverging_epoch {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(0, self.diverging_epoch.size(ver, "PartitionData.DivergingEpoch").unwrap_or(0));
+                match self.diverging_epoch.size(ver, "PartitionData.DivergingEpoch") {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 self.diverging_epoch.write(w, ver);
             }
             if write_current_leader {
                 w.raw_tags_below(unknown, &mut next, Some(1));
-                w.tag_header(1, self.current_leader.size(ver, "PartitionData.CurrentLeader").unwrap_or(0));
+                match self.current_leader.size(ver, "PartitionData.CurrentLeader") {
+                    Ok(len) => w.tag_header(1, len),
+                    Err(_) => w.reject(),
+                }
                 self.current_leader.write(w, ver);
             }
             if write_snapshot_id {
                 w.raw_tags_below(unknown, &mut next, Some(2));
-                w.tag_header(2, self.snapshot_id.size(ver, "PartitionData.SnapshotId").unwrap_or(0));
+                match self.snapshot_id.size(ver, "PartitionData.SnapshotId") {
+                    Ok(len) => w.tag_header(2, len),
+                    Err(_) => w.reject(),
+                }
                 self.snapshot_id.write(w, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
@@ -1513,6 +1544,11 @@ impl EncodeVectored for FetchResponse<'_> {
 
     #[inline]
     fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        if (ver.version <= 6 && self.session_id != 0)
+            || (ver.version <= 15 && !self.node_endpoints.is_empty())
+        {
+            w.reject();
+        }
         if ver.version >= 7 {
             w.fixed(|b: &mut [u8; 10]| {
                 b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
@@ -1526,14 +1562,14 @@ impl EncodeVectored for FetchResponse<'_> {
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version >= 16 && !self.node_endpoints.is_empty();
-            w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+            w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
             let mut next = 0;
             if write_node_endpoints {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(
-                    0,
-                    encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints").unwrap_or(0),
-                );
+                match encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints") {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
@@ -1578,6 +1614,13 @@ impl EncodeVectored for PartitionData<'_> {
 
     #[inline]
     fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        if (ver.version <= 11 && self.diverging_epoch != EpochEndOffset::default())
+            || (ver.version <= 11 && self.current_leader != LeaderIdAndEpoch::default())
+            || (ver.version <= 11 && self.snapshot_id != SnapshotId::default())
+            || (ver.version <= 10 && self.preferred_read_replica != -1)
+        {
+            w.reject();
+        }
         if ver.version >= 5 {
             w.fixed(|b: &mut [u8; 30]| {
                 b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
@@ -1606,26 +1649,36 @@ impl EncodeVectored for PartitionData<'_> {
             let write_current_leader =
                 ver.version >= 12 && self.current_leader != LeaderIdAndEpoch::default();
             let write_snapshot_id = ver.version >= 12 && self.snapshot_id != SnapshotId::default();
-            w.uvarint(
-                (unknown.len()
-                    + usize::from(write_diverging_epoch)
+            w.tag_count(
+                unknown,
+                &[0, 1, 2],
+                usize::from(write_diverging_epoch)
                     + usize::from(write_current_leader)
-                    + usize::from(write_snapshot_id)) as u32,
+                    + usize::from(write_snapshot_id),
             );
             let mut next = 0;
             if write_diverging_epoch {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(0, self.diverging_epoch.size(ver, "PartitionData.DivergingEpoch").unwrap_or(0));
+                match self.diverging_epoch.size(ver, "PartitionData.DivergingEpoch") {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 self.diverging_epoch.write(w, ver);
             }
             if write_current_leader {
                 w.raw_tags_below(unknown, &mut next, Some(1));
-                w.tag_header(1, self.current_leader.size(ver, "PartitionData.CurrentLeader").unwrap_or(0));
+                match self.current_leader.size(ver, "PartitionData.CurrentLeader") {
+                    Ok(len) => w.tag_header(1, len),
+                    Err(_) => w.reject(),
+                }
                 self.current_leader.write(w, ver);
             }
             if write_snapshot_id {
                 w.raw_tags_below(unknown, &mut next, Some(2));
-                w.tag_header(2, self.snapshot_id.size(ver, "PartitionData.SnapshotId").unwrap_or(0));
+                match self.snapshot_id.size(ver, "PartitionData.SnapshotId") {
+                    Ok(len) => w.tag_header(2, len),
+                    Err(_) => w.reject(),
+                }
                 self.snapshot_id.write(w, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);

@@ -117,19 +117,17 @@ impl Encode for FetchSnapshotRequest<'_> {
         encode::write_array(w, &self.topics, ver);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_cluster_id = self.cluster_id.is_some();
-        w.uvarint((unknown.len() + usize::from(write_cluster_id)) as u32);
+        w.tag_count(unknown, &[0], usize::from(write_cluster_id));
         let mut next = 0;
         if write_cluster_id {
             w.raw_tags_below(unknown, &mut next, Some(0));
-            w.tag_header(
-                0,
-                match &self.cluster_id {
-                    Some(v) => {
-                        wire::string_size(v.len(), true, "FetchSnapshotRequest.ClusterId").unwrap_or(0)
-                    }
-                    None => wire::null_size(true, false),
-                },
-            );
+            match match &self.cluster_id {
+                Some(v) => wire::string_size(v.len(), true, "FetchSnapshotRequest.ClusterId"),
+                None => Ok(wire::null_size(true, false)),
+            } {
+                Ok(len) => w.tag_header(0, len),
+                Err(_) => w.reject(),
+            }
             w.nullable_str(self.cluster_id.as_deref(), true);
         }
         w.raw_tags_below(unknown, &mut next, None);
@@ -184,7 +182,7 @@ impl Encode for FetchSnapshotRequestPartitionSnapshot<'_> {
         w.i64(self.position);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_replica_directory_id = ver.version == 1 && self.replica_directory_id != Uuid::ZERO;
-        w.uvarint((unknown.len() + usize::from(write_replica_directory_id)) as u32);
+        w.tag_count(unknown, &[0], usize::from(write_replica_directory_id));
         let mut next = 0;
         if write_replica_directory_id {
             w.raw_tags_below(unknown, &mut next, Some(0));
@@ -623,6 +621,9 @@ impl Encode for FetchSnapshotResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && !self.node_endpoints.is_empty() {
+            w.reject();
+        }
         w.fixed(|b: &mut [u8; 6]| {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
@@ -630,15 +631,14 @@ impl Encode for FetchSnapshotResponse<'_> {
         encode::write_array(w, &self.topics, ver);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
-        w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+        w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
         let mut next = 0;
         if write_node_endpoints {
             w.raw_tags_below(unknown, &mut next, Some(0));
-            w.tag_header(
-                0,
-                encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints")
-                    .unwrap_or(0),
-            );
+            match encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints") {
+                Ok(len) => w.tag_header(0, len),
+                Err(_) => w.reject(),
+            }
             encode::write_array(w, &self.node_endpoints, ver);
         }
         w.raw_tags_below(unknown, &mut next, None);
@@ -706,16 +706,14 @@ impl Encode for FetchSnapshotResponsePartitionSnapshot<'_> {
         w.bytes(&self.unaligned_records, true);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_current_leader = self.current_leader != LeaderIdAndEpoch::default();
-        w.uvarint((unknown.len() + usize::from(write_current_leader)) as u32);
+        w.tag_count(unknown, &[0], usize::from(write_current_leader));
         let mut next = 0;
         if write_current_leader {
             w.raw_tags_below(unknown, &mut next, Some(0));
-            w.tag_header(
-                0,
-                self.current_leader
-                    .size(ver, "FetchSnapshotResponsePartitionSnapshot.CurrentLeader")
-                    .unwrap_or(0),
-            );
+            match self.current_leader.size(ver, "FetchSnapshotResponsePartitionSnapshot.CurrentLeader") {
+                Ok(len) => w.tag_header(0, len),
+                Err(_) => w.reject(),
+            }
             self.current_leader.write(w, ver);
         }
         w.raw_tags_below(unknown, &mut next, None);
@@ -791,6 +789,9 @@ impl EncodeVectored for FetchSnapshotResponse<'_> {
 
     #[inline]
     fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+        if ver.version == 0 && !self.node_endpoints.is_empty() {
+            w.reject();
+        }
         w.fixed(|b: &mut [u8; 6]| {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
@@ -798,15 +799,14 @@ impl EncodeVectored for FetchSnapshotResponse<'_> {
         vectored::write_array(w, &self.topics, ver);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
-        w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+        w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
         let mut next = 0;
         if write_node_endpoints {
             w.raw_tags_below(unknown, &mut next, Some(0));
-            w.tag_header(
-                0,
-                encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints")
-                    .unwrap_or(0),
-            );
+            match encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints") {
+                Ok(len) => w.tag_header(0, len),
+                Err(_) => w.reject(),
+            }
             encode::write_array(w, &self.node_endpoints, ver);
         }
         w.raw_tags_below(unknown, &mut next, None);
@@ -851,16 +851,14 @@ impl EncodeVectored for FetchSnapshotResponsePartitionSnapshot<'_> {
         w.records(Some(self.unaligned_records.as_slice()), true);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_current_leader = self.current_leader != LeaderIdAndEpoch::default();
-        w.uvarint((unknown.len() + usize::from(write_current_leader)) as u32);
+        w.tag_count(unknown, &[0], usize::from(write_current_leader));
         let mut next = 0;
         if write_current_leader {
             w.raw_tags_below(unknown, &mut next, Some(0));
-            w.tag_header(
-                0,
-                self.current_leader
-                    .size(ver, "FetchSnapshotResponsePartitionSnapshot.CurrentLeader")
-                    .unwrap_or(0),
-            );
+            match self.current_leader.size(ver, "FetchSnapshotResponsePartitionSnapshot.CurrentLeader") {
+                Ok(len) => w.tag_header(0, len),
+                Err(_) => w.reject(),
+            }
             self.current_leader.write(w, ver);
         }
         w.raw_tags_below(unknown, &mut next, None);

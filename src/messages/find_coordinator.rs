@@ -61,6 +61,12 @@ impl Encode for FindCoordinatorRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version >= 4 && self.key.as_str() != "")
+            || (ver.version == 0 && self.key_type != 0)
+            || (ver.version <= 3 && !self.coordinator_keys.is_empty())
+        {
+            w.reject();
+        }
         if ver.version <= 3 {
             w.str(&self.key, ver.flexible);
         }
@@ -267,6 +273,14 @@ impl Encode for FindCoordinatorResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version >= 4 && self.error_code != 0)
+            || (ver.version >= 4 && self.node_id != 0)
+            || (ver.version >= 4 && self.host.as_str() != "")
+            || (ver.version >= 4 && self.port != 0)
+            || (ver.version <= 3 && !self.coordinators.is_empty())
+        {
+            w.reject();
+        }
         if ver.version >= 4 {
             w.i32(self.throttle_time_ms);
         } else if ver.version >= 1 {

@@ -90,6 +90,13 @@ impl Encode for InitProducerIdRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 2 && self.producer_id != -1)
+            || (ver.version <= 2 && self.producer_epoch != -1)
+            || (self.enable2_pc)
+            || (self.keep_prepared_txn)
+        {
+            w.reject();
+        }
         w.nullable_str(self.transactional_id.as_deref(), ver.flexible);
         if ver.version >= 3 {
             w.fixed(|b: &mut [u8; 14]| {
@@ -256,6 +263,9 @@ impl Encode for InitProducerIdResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (self.ongoing_txn_producer_id != -1) || (self.ongoing_txn_producer_epoch != -1) {
+            w.reject();
+        }
         w.fixed(|b: &mut [u8; 16]| {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());

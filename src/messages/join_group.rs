@@ -107,6 +107,9 @@ impl Encode for JoinGroupRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 4 && self.group_instance_id.is_some() {
+            w.reject();
+        }
         w.str(&self.group_id, ver.flexible);
         if ver.version >= 1 {
             w.fixed(|b: &mut [u8; 8]| {
@@ -438,6 +441,9 @@ impl Encode for JoinGroupResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 6 && self.protocol_name.is_none()) || (ver.version <= 8 && self.skip_assignment) {
+            w.reject();
+        }
         if ver.version >= 2 {
             w.fixed(|b: &mut [u8; 10]| {
                 b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());

@@ -71,6 +71,11 @@ impl Encode for LeaveGroupRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version >= 3 && self.member_id.as_str() != "")
+            || (ver.version <= 2 && !self.members.is_empty())
+        {
+            w.reject();
+        }
         w.str(&self.group_id, ver.flexible);
         if ver.version <= 2 {
             w.str(&self.member_id, ver.flexible);
@@ -324,6 +329,9 @@ impl Encode for LeaveGroupResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 2 && !self.members.is_empty() {
+            w.reject();
+        }
         if ver.version >= 1 {
             w.fixed(|b: &mut [u8; 6]| {
                 b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());

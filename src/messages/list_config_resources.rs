@@ -45,6 +45,9 @@ impl Encode for ListConfigResourcesRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && !self.resource_types.is_empty() {
+            w.reject();
+        }
         if ver.version == 1 {
             encode::write_array(w, &self.resource_types, ver);
         }

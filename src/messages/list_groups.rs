@@ -55,6 +55,11 @@ impl Encode for ListGroupsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 3 && !self.states_filter.is_empty())
+            || (ver.version <= 4 && !self.types_filter.is_empty())
+        {
+            w.reject();
+        }
         if ver.version >= 4 {
             encode::write_array(w, &self.states_filter, ver);
         }

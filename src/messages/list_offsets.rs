@@ -100,6 +100,9 @@ impl Encode for ListOffsetsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 1 && self.isolation_level != 0 {
+            w.reject();
+        }
         if ver.version >= 2 {
             w.fixed(|b: &mut [u8; 5]| {
                 b[0..4].copy_from_slice(&self.replica_id.to_be_bytes());
@@ -522,6 +525,9 @@ impl Encode for ListOffsetsPartitionResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 3 && self.leader_epoch != -1 {
+            w.reject();
+        }
         if ver.version >= 4 {
             w.fixed(|b: &mut [u8; 26]| {
                 b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());

@@ -76,6 +76,11 @@ impl Encode for ListTransactionsRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version == 0 && self.duration_filter != -1)
+            || (ver.version <= 1 && self.transactional_id_pattern.is_some())
+        {
+            w.reject();
+        }
         encode::write_array(w, &self.state_filters, ver);
         encode::write_array(w, &self.producer_id_filters, ver);
         if ver.version >= 1 {

@@ -105,6 +105,13 @@ impl Encode for MetadataRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version == 0 && self.topics.is_none())
+            || (ver.version <= 3 && !self.allow_auto_topic_creation)
+            || (!(ver.version >= 8 && ver.version <= 10) && self.include_cluster_authorized_operations)
+            || (ver.version <= 7 && self.include_topic_authorized_operations)
+        {
+            w.reject();
+        }
         encode::write_nullable_array(w, self.topics.as_deref(), ver);
         if ver.version >= 11 {
             w.fixed(|b: &mut [u8; 2]| {
@@ -151,6 +158,9 @@ impl Encode for MetadataRequestTopic<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 9 && self.name.is_none() {
+            w.reject();
+        }
         if ver.version >= 10 {
             w.uuid(self.topic_id);
         }
@@ -483,6 +493,9 @@ impl Encode for MetadataResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if !(ver.version >= 8 && ver.version <= 10) && self.cluster_authorized_operations != i32::MIN {
+            w.reject();
+        }
         if ver.version >= 3 {
             w.i32(self.throttle_time_ms);
         }
@@ -573,6 +586,11 @@ impl Encode for MetadataResponseTopic<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version <= 11 && self.name.is_none())
+            || (ver.version <= 7 && self.topic_authorized_operations != i32::MIN)
+        {
+            w.reject();
+        }
         w.i16(self.error_code);
         w.nullable_str(self.name.as_deref(), ver.flexible);
         if ver.version >= 10 {

@@ -126,6 +126,9 @@ impl Encode for OffsetCommitRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 6 && self.group_instance_id.is_some() {
+            w.reject();
+        }
         w.str(&self.group_id, ver.flexible);
         w.i32(self.generation_id_or_member_epoch);
         w.str(&self.member_id, ver.flexible);

@@ -145,6 +145,14 @@ impl Encode for OffsetFetchRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version >= 8 && self.group_id.as_str() != "")
+            || (ver.version >= 8 && !self.topics.as_ref().is_some_and(|v| v.is_empty()))
+            || (ver.version <= 7 && ver.version == 1 && self.topics.is_none())
+            || (ver.version <= 7 && !self.groups.is_empty())
+            || (ver.version <= 6 && self.require_stable)
+        {
+            w.reject();
+        }
         if ver.version <= 7 {
             w.str(&self.group_id, ver.flexible);
         }
@@ -713,6 +721,9 @@ impl Encode for OffsetFetchResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version >= 8 && !self.topics.is_empty()) || (ver.version <= 7 && !self.groups.is_empty()) {
+            w.reject();
+        }
         if ver.version >= 3 {
             w.i32(self.throttle_time_ms);
         }

@@ -571,20 +571,22 @@ impl Encode for ProduceResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 9 && !self.node_endpoints.is_empty() {
+            w.reject();
+        }
         encode::write_array(w, &self.responses, ver);
         w.i32(self.throttle_time_ms);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version >= 10 && !self.node_endpoints.is_empty();
-            w.uvarint((unknown.len() + usize::from(write_node_endpoints)) as u32);
+            w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
             let mut next = 0;
             if write_node_endpoints {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(
-                    0,
-                    encode::array_size(&self.node_endpoints, ver, "ProduceResponse.NodeEndpoints")
-                        .unwrap_or(0),
-                );
+                match encode::array_size(&self.node_endpoints, ver, "ProduceResponse.NodeEndpoints") {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 encode::write_array(w, &self.node_endpoints, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);
@@ -662,6 +664,9 @@ impl Encode for PartitionProduceResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 9 && self.current_leader != LeaderIdAndEpoch::default() {
+            w.reject();
+        }
         if ver.version >= 5 {
             w.fixed(|b: &mut [u8; 30]| {
                 b[0..4].copy_from_slice(&self.index.to_be_bytes());
@@ -688,14 +693,14 @@ impl Encode for PartitionProduceResponse<'_> {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_current_leader =
                 ver.version >= 10 && self.current_leader != LeaderIdAndEpoch::default();
-            w.uvarint((unknown.len() + usize::from(write_current_leader)) as u32);
+            w.tag_count(unknown, &[0], usize::from(write_current_leader));
             let mut next = 0;
             if write_current_leader {
                 w.raw_tags_below(unknown, &mut next, Some(0));
-                w.tag_header(
-                    0,
-                    self.current_leader.size(ver, "PartitionProduceResponse.CurrentLeader").unwrap_or(0),
-                );
+                match self.current_leader.size(ver, "PartitionProduceResponse.CurrentLeader") {
+                    Ok(len) => w.tag_header(0, len),
+                    Err(_) => w.reject(),
+                }
                 self.current_leader.write(w, ver);
             }
             w.raw_tags_below(unknown, &mut next, None);

@@ -114,6 +114,9 @@ impl Encode for ShareAcknowledgeRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 1 && self.is_renew_ack {
+            w.reject();
+        }
         w.nullable_str(self.group_id.as_deref(), true);
         w.nullable_str(self.member_id.as_deref(), true);
         if ver.version == 2 {

@@ -157,6 +157,9 @@ impl Encode for ShareFetchRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 1 && self.is_renew_ack {
+            w.reject();
+        }
         w.nullable_str(self.group_id.as_deref(), true);
         w.nullable_str(self.member_id.as_deref(), true);
         if ver.version == 2 {
@@ -217,6 +220,9 @@ impl Encode for FetchPartition<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if self.partition_max_bytes != 0 {
+            w.reject();
+        }
         w.i32(self.partition_index);
         encode::write_array(w, &self.acknowledgement_batches, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);

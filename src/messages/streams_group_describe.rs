@@ -53,6 +53,9 @@ impl Encode for StreamsGroupDescribeRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && self.include_topology_description {
+            w.reject();
+        }
         encode::write_array(w, &self.group_ids, ver);
         if ver.version == 1 {
             w.fixed(|b: &mut [u8; 2]| {
@@ -482,6 +485,11 @@ impl Encode for DescribedGroup<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version == 0 && self.topology_description.is_some())
+            || (ver.version == 0 && self.topology_description_status != 0)
+        {
+            w.reject();
+        }
         w.i16(self.error_code);
         w.nullable_str(self.error_message.as_deref(), true);
         w.str(&self.group_id, true);

@@ -1432,6 +1432,11 @@ impl Encode for StreamsGroupHeartbeatResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version == 1 && self.acceptable_recovery_lag_legacy != 0)
+            || (ver.version == 0 && self.topology_description_required)
+        {
+            w.reject();
+        }
         w.fixed(|b: &mut [u8; 6]| {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());

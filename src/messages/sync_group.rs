@@ -90,6 +90,9 @@ impl Encode for SyncGroupRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version <= 2 && self.group_instance_id.is_some() {
+            w.reject();
+        }
         w.str(&self.group_id, ver.flexible);
         w.i32(self.generation_id);
         w.str(&self.member_id, ver.flexible);

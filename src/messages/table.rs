@@ -228,15 +228,6 @@ macro_rules! dispatch {
                     )*
                 }
             }
-
-            fn write_sized(&self, version: i16, out: &mut [u8]) -> Result<usize, $crate::error::EncodeError> {
-                match self {
-                    $(
-                        $(#[cfg(feature = $feature)])?
-                        Self::$name(b) => b.write_sized(version, out),
-                    )*
-                }
-            }
         }
 
         #[cfg(feature = "alloc")]

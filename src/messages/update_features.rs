@@ -93,6 +93,9 @@ impl Encode for UpdateFeaturesRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if ver.version == 0 && self.validate_only {
+            w.reject();
+        }
         w.i32(self.timeout_ms);
         encode::write_array(w, &self.feature_updates, ver);
         if ver.version >= 1 {
@@ -123,6 +126,9 @@ impl Encode for FeatureUpdateKey<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
+        if (ver.version >= 1 && self.allow_downgrade) || (ver.version == 0 && self.upgrade_type != 1) {
+            w.reject();
+        }
         w.str(&self.feature, true);
         if ver.version >= 1 {
             w.fixed(|b: &mut [u8; 3]| {

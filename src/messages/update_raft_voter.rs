@@ -420,14 +420,14 @@ impl Encode for UpdateRaftVoterResponse<'_> {
         });
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_current_leader = self.current_leader != CurrentLeader::default();
-        w.uvarint((unknown.len() + usize::from(write_current_leader)) as u32);
+        w.tag_count(unknown, &[0], usize::from(write_current_leader));
         let mut next = 0;
         if write_current_leader {
             w.raw_tags_below(unknown, &mut next, Some(0));
-            w.tag_header(
-                0,
-                self.current_leader.size(ver, "UpdateRaftVoterResponse.CurrentLeader").unwrap_or(0),
-            );
+            match self.current_leader.size(ver, "UpdateRaftVoterResponse.CurrentLeader") {
+                Ok(len) => w.tag_header(0, len),
+                Err(_) => w.reject(),
+            }
             self.current_leader.write(w, ver);
         }
         w.raw_tags_below(unknown, &mut next, None);

@@ -167,24 +167,40 @@ pub fn raw_tagged_fields_size(
 
 /// A cursor writing into a caller's buffer.
 ///
-/// Encoders size their output first and check the buffer, so writes always fit; a write
-/// that would not fit is dropped (never a panic) and [`Writer::pos`] still advances, so
-/// the mismatch shows in the returned length.
+/// Encoders write in one pass, checking as they go: a write that does not fit, or a value
+/// that fails a check of the size step ([`Writer::reject`]), stops the writer (never a
+/// panic), and [`Writer::finish`] then says that the encoding failed; the encoder asks the
+/// size step why. The position never passes the end of the buffer.
 #[derive(Debug)]
 pub struct Writer<'b> {
     buf: &'b mut [u8],
     pos: usize,
+    /// Cleared by a write that did not fit or by [`Writer::reject`].
+    ok: bool,
 }
 
 impl<'b> Writer<'b> {
     /// A writer at the start of `buf`.
     pub fn new(buf: &'b mut [u8]) -> Self {
-        Writer { buf, pos: 0 }
+        Writer { buf, pos: 0, ok: true }
     }
 
     /// Bytes written so far.
     pub const fn pos(&self) -> usize {
         self.pos
+    }
+
+    /// The bytes written, or `None` when a write did not fit or the value was rejected.
+    #[inline]
+    pub const fn finish(&self) -> Option<usize> {
+        if self.ok { Some(self.pos) } else { None }
+    }
+
+    /// Marks the value as one that cannot be encoded as it is (a check of the size step
+    /// failed): [`Writer::finish`] returns `None`, and the size step names the error.
+    #[inline]
+    pub fn reject(&mut self) {
+        self.ok = false;
     }
 
     /// Hands out the bytes written so far and goes on writing at the start of the rest of
@@ -201,29 +217,39 @@ impl<'b> Writer<'b> {
     /// Writes raw bytes.
     #[inline]
     pub fn put(&mut self, bytes: &[u8]) {
+        // `pos` is within the buffer and a slice is at most `isize::MAX` bytes: no overflow.
         let end = self.pos + bytes.len();
-        if let Some(dst) = self.buf.get_mut(self.pos..end) {
-            copy_short(dst, bytes);
+        match self.buf.get_mut(self.pos..end) {
+            Some(dst) => {
+                copy_short(dst, bytes);
+                self.pos = end;
+            }
+            None => self.ok = false,
         }
-        self.pos = end;
     }
 
     /// Writes `N` bytes that `fill` sets: a run of fixed-width fields in one bounds check.
     #[inline]
     pub fn fixed<const N: usize>(&mut self, fill: impl FnOnce(&mut [u8; N])) {
-        if let Some(dst) = self.buf.get_mut(self.pos..).and_then(<[u8]>::first_chunk_mut::<N>) {
-            fill(dst);
+        match self.buf.get_mut(self.pos..).and_then(<[u8]>::first_chunk_mut::<N>) {
+            Some(dst) => {
+                fill(dst);
+                self.pos += N;
+            }
+            None => self.ok = false,
         }
-        self.pos += N;
     }
 
     /// Writes one byte.
     #[inline]
     pub fn byte(&mut self, b: u8) {
-        if let Some(dst) = self.buf.get_mut(self.pos) {
-            *dst = b;
+        match self.buf.get_mut(self.pos) {
+            Some(dst) => {
+                *dst = b;
+                self.pos += 1;
+            }
+            None => self.ok = false,
         }
-        self.pos += 1;
     }
 
     /// Writes an `int8`.
@@ -306,7 +332,7 @@ impl<'b> Writer<'b> {
     }
 
     /// Writes a length prefix (`None` = null) in the compact or classic form; `wide`
-    /// selects int32 over int16 for the classic form.
+    /// selects int32 over int16 for the classic form. The caller checks the length.
     #[inline]
     pub fn len_prefix(&mut self, len: Option<usize>, flexible: bool, wide: bool) {
         match (len, flexible, wide) {
@@ -319,11 +345,15 @@ impl<'b> Writer<'b> {
         }
     }
 
-    /// Writes a string with its prefix. A classic string's two-byte prefix and its bytes are
-    /// written under one bounds check; a compact string's varint is written as any other.
+    /// Writes a string with its prefix, or rejects one over [`MAX_STRING_LEN`] bytes. A
+    /// classic string's two-byte prefix and its bytes are written under one bounds check;
+    /// a compact string's varint is written as any other.
     #[inline]
     pub fn str(&mut self, s: &str, flexible: bool) {
         let b = s.as_bytes();
+        if b.len() > MAX_STRING_LEN {
+            return self.reject();
+        }
         if flexible {
             self.uvarint(b.len() as u32 + 1);
             self.put(b);
@@ -336,13 +366,14 @@ impl<'b> Writer<'b> {
     #[inline]
     fn prefixed<const P: usize>(&mut self, prefix: [u8; P], bytes: &[u8]) {
         let end = self.pos + P + bytes.len();
-        if let Some((head, tail)) =
-            self.buf.get_mut(self.pos..end).and_then(<[u8]>::split_first_chunk_mut::<P>)
-        {
-            *head = prefix;
-            copy_short(tail, bytes);
+        match self.buf.get_mut(self.pos..end).and_then(<[u8]>::split_first_chunk_mut::<P>) {
+            Some((head, tail)) => {
+                *head = prefix;
+                copy_short(tail, bytes);
+                self.pos = end;
+            }
+            None => self.ok = false,
         }
-        self.pos = end;
     }
 
     /// Writes a nullable string with its prefix.
@@ -354,9 +385,12 @@ impl<'b> Writer<'b> {
         }
     }
 
-    /// Writes a byte array with its prefix.
+    /// Writes a byte array with its prefix, or rejects one too long for the prefix.
     #[inline]
     pub fn bytes(&mut self, b: &[u8], flexible: bool) {
+        if b.len() >= i32::MAX as usize {
+            return self.reject();
+        }
         self.len_prefix(Some(b.len()), flexible, true);
         self.put(b);
     }
@@ -370,28 +404,46 @@ impl<'b> Writer<'b> {
         }
     }
 
-    /// Writes an array count (`None` = null).
+    /// Writes an array count (`None` = null), or rejects one too large for the prefix.
     #[inline]
     pub fn array_len(&mut self, count: Option<usize>, flexible: bool) {
+        if count.is_some_and(|n| n >= i32::MAX as usize) {
+            return self.reject();
+        }
         self.len_prefix(count, flexible, true);
     }
 
-    /// Writes the header of a tagged field: its tag and size.
+    /// Writes the header of a tagged field: its tag and size (rejected over `u32::MAX`).
     #[inline]
     pub fn tag_header(&mut self, tag: u32, size: usize) {
+        let Ok(size) = u32::try_from(size) else { return self.reject() };
         self.uvarint(tag);
-        self.uvarint(size as u32);
+        self.uvarint(size);
     }
 
     /// Writes a tagged-field section that holds only unknown fields: the count, then each
-    /// field.
+    /// field. Tags that do not ascend strictly are rejected.
     #[inline]
     pub fn raw_tagged_fields(&mut self, unknown: &[RawTaggedField<'_>]) {
         if unknown.is_empty() {
             self.byte(0);
         } else {
-            self.pos = write_raw_tagged_fields(self.buf, self.pos, unknown);
+            match write_raw_tagged_fields(self.buf, self.pos, unknown) {
+                Some(pos) => self.pos = pos,
+                None => self.ok = false,
+            }
         }
+    }
+
+    /// Writes the field count of a tagged section that has `known` tags, of which `written`
+    /// fields are written, and the `unknown` ones. Unknown tags that do not ascend strictly
+    /// or that are known are rejected.
+    #[inline]
+    pub fn tag_count(&mut self, unknown: &[RawTaggedField<'_>], known: &[u32], written: usize) {
+        if !unknown.is_empty() && !unknown_tags_valid(unknown, known) {
+            self.reject();
+        }
+        self.uvarint((unknown.len() + written) as u32);
     }
 
     /// Writes the unknown tagged fields from index `next` on whose tags are below `below`
@@ -399,13 +451,31 @@ impl<'b> Writer<'b> {
     #[inline]
     pub fn raw_tags_below(&mut self, unknown: &[RawTaggedField<'_>], next: &mut usize, below: Option<u32>) {
         if *next < unknown.len() {
-            (self.pos, *next) = write_raw_tags_below(self.buf, self.pos, unknown, *next, below);
+            match write_raw_tags_below(self.buf, self.pos, unknown, *next, below) {
+                (Some(pos), n) => (self.pos, *next) = (pos, n),
+                (None, n) => (self.ok, *next) = (false, n),
+            }
         }
     }
 }
 
+/// Whether unknown tags ascend strictly and none is one of the `known` tags (the checks
+/// of [`TaggedSize::finish`]).
+#[inline(never)]
+fn unknown_tags_valid(unknown: &[RawTaggedField<'_>], known: &[u32]) -> bool {
+    let mut last: Option<u32> = None;
+    for raw in unknown {
+        if last.is_some_and(|prev| raw.tag <= prev) || known.contains(&raw.tag) {
+            return false;
+        }
+        last = Some(raw.tag);
+    }
+    true
+}
+
 /// [`Writer::raw_tags_below`] when some unknown field is left, out of the inlined path (by
-/// value, as [`write_raw_tagged_fields`]); returns the position and the next index.
+/// value, as [`write_raw_tagged_fields`]); returns the position (`None` when a field did
+/// not fit) and the next index.
 #[inline(never)]
 fn write_raw_tags_below(
     buf: &mut [u8],
@@ -413,8 +483,8 @@ fn write_raw_tags_below(
     unknown: &[RawTaggedField<'_>],
     mut next: usize,
     below: Option<u32>,
-) -> (usize, usize) {
-    let mut w = Writer { buf, pos };
+) -> (Option<usize>, usize) {
+    let mut w = Writer { buf, pos, ok: true };
     while let Some(raw) = unknown.get(next) {
         if below.is_some_and(|b| raw.tag >= b) {
             break;
@@ -423,17 +493,21 @@ fn write_raw_tags_below(
         w.put(&raw.data);
         next += 1;
     }
-    (w.pos, next)
+    (w.finish(), next)
 }
 
 /// [`Writer::raw_tagged_fields`] when there are fields, out of the inlined path. It takes
 /// the buffer and position by value, not the writer, so that the writer of the caller's
-/// loop stays in registers.
+/// loop stays in registers. `None` when the tags do not ascend or a field did not fit.
 #[inline(never)]
-fn write_raw_tagged_fields(buf: &mut [u8], pos: usize, unknown: &[RawTaggedField<'_>]) -> usize {
-    let mut w = Writer { buf, pos };
+fn write_raw_tagged_fields(buf: &mut [u8], pos: usize, unknown: &[RawTaggedField<'_>]) -> Option<usize> {
+    if !unknown_tags_valid(unknown, &[]) {
+        return None;
+    }
+    let mut w = Writer { buf, pos, ok: true };
     w.uvarint(unknown.len() as u32);
-    write_raw_tags_below(w.buf, w.pos, unknown, 0, None).0
+    let pos = w.finish()?;
+    write_raw_tags_below(w.buf, pos, unknown, 0, None).0
 }
 
 /// `dst.copy_from_slice(src)` for slices of equal length, with short lengths (Kafka's

@@ -588,6 +588,8 @@ macro_rules! roundtrip_message {
             }
             Err(e) => {
                 assert!(documented(&e), "{name} v{version}: undocumented size error {e}");
+                // The one-pass write refuses it too, with the size step's error.
+                assert_eq!(value.encode(version, &mut vec![0u8; 1 << 16]), Err(e), "{name} v{version}");
                 None
             }
         };
@@ -600,10 +602,13 @@ macro_rules! roundtrip_message {
                 frame_roundtrip(&expected, version, is_request, &bytes, u);
             }
             // A null the version cannot carry is an error, not something `as_version` drops.
-            Err(e) => assert!(
-                matches!(e, EncodeError::InvalidTaggedFields { .. } | EncodeError::NullNotAllowed { .. }),
-                "{e}"
-            ),
+            Err(e) => {
+                assert!(
+                    matches!(e, EncodeError::InvalidTaggedFields { .. } | EncodeError::NullNotAllowed { .. }),
+                    "{e}"
+                );
+                assert_eq!(expected.encode(version, &mut vec![0u8; 1 << 16]), Err(e), "{name} v{version}");
+            }
         }
     }};
 }
@@ -729,11 +734,12 @@ fn varints(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
     let mut r = Reader::new(&buf[..n]);
     assert_eq!(r.varlong("x"), Ok(d));
     assert_eq!(r.remaining(), 0);
-    // A writer with too little room drops the bytes but still counts them.
+    // A writer with too little room stops within its buffer and says it did not finish.
     let mut small = [0u8; 1];
     let mut w = Writer::new(&mut small);
     w.varlong(d);
-    assert_eq!(w.pos(), n);
+    assert!(w.pos() <= 1);
+    assert_eq!(w.finish(), if n == 1 { Some(1) } else { None });
     Ok(())
 }
 
@@ -746,6 +752,11 @@ fn strings(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
             Err(e) => {
                 assert!(s.len() > wire::MAX_STRING_LEN);
                 assert_eq!(e, EncodeError::StringTooLong { field: "S.s", len: s.len() });
+                // The writer rejects it, however much room it has.
+                let mut buf = vec![0u8; s.len() + 3];
+                let mut w = Writer::new(&mut buf);
+                w.nullable_str(Some(s), flexible);
+                assert_eq!(w.finish(), None);
                 return Ok(());
             }
         },
@@ -863,6 +874,11 @@ fn tagged_sections(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
             assert!(!ascending);
             let first_bad = raw.windows(2).find(|w| w[0].tag >= w[1].tag).unwrap()[1].tag;
             assert_eq!(tag, first_bad);
+            // The writer rejects the section, however much room it has.
+            let mut buf = vec![0u8; 1 << 12];
+            let mut w = Writer::new(&mut buf);
+            w.raw_tagged_fields(&raw);
+            assert_eq!(w.finish(), None);
         }
         Err(e) => panic!("raw_tagged_fields_size: {e}"),
     }

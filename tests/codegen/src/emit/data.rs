@@ -158,10 +158,11 @@ fn root_items(cx: &Ctx) -> String {
 }
 
 /// The size of field `f` held in `x`. In `size` (`in_write` false) an error returns; in
-/// `write`, where sizes were checked, it cannot happen.
+/// `write` the expression is the `Result` itself, which the tagged field's header needs.
 fn size_expr(cx: &Ctx, f: &F, x: &str, in_write: bool, ver: &Ver) -> String {
     let p = q(&f.path);
-    let t = if in_write { ".unwrap_or(0)" } else { "?" };
+    let t = if in_write { "" } else { "?" };
+    let ok = |e: String| if in_write { format!("Ok({e})") } else { e };
     let plain = |inner: &str| -> String {
         match &f.f.ty {
             Type::String => format!("wire::string_size({inner}.len(), {}, {p}){t}", cx.flex_expr(f.s, ver)),
@@ -170,7 +171,7 @@ fn size_expr(cx: &Ctx, f: &F, x: &str, in_write: bool, ver: &Ver) -> String {
             }
             Type::Array(_) => format!("encode::array_size(&{inner}, {}, {p}){t}", ver.value()),
             Type::Struct(_) => format!("{inner}.size({}, {p}){t}", ver.value()),
-            ty => ty.fixed_width().unwrap().to_string(),
+            ty => ok(ty.fixed_width().unwrap().to_string()),
         }
     };
     if !f.nullable {
@@ -178,20 +179,14 @@ fn size_expr(cx: &Ctx, f: &F, x: &str, in_write: bool, ver: &Ver) -> String {
     }
     match &f.f.ty {
         Type::Array(_) => format!("encode::nullable_array_size({x}.as_deref(), {}, {p}){t}", ver.value()),
-        Type::Struct(_) => format!("match &{x} {{ Some(v) => 1 + {}, None => 1 }}", plain("v")),
-        Type::String => {
-            let some = plain("v");
-            format!(
-                "match &{x} {{ Some(v) => {some}, None => wire::null_size({}, false) }}",
-                cx.flex_expr(f.s, ver)
-            )
+        Type::Struct(_) if in_write => {
+            format!("match &{x} {{ Some(v) => {}.map(|n| n + 1), None => Ok(1) }}", plain("v"))
         }
-        _ => {
-            let some = plain("v");
-            format!(
-                "match &{x} {{ Some(v) => {some}, None => wire::null_size({}, true) }}",
-                cx.flex_expr(f.s, ver)
-            )
+        Type::Struct(_) => format!("match &{x} {{ Some(v) => 1 + {}, None => 1 }}", plain("v")),
+        ty => {
+            let wide = !matches!(ty, Type::String);
+            let null = ok(format!("wire::null_size({}, {wide})", cx.flex_expr(f.s, ver)));
+            format!("match &{x} {{ Some(v) => {}, None => {null} }}", plain("v"))
         }
     }
 }
@@ -252,6 +247,38 @@ fn absent_when_untagged(cx: &Ctx, f: &F, ver: &Ver) -> Option<Stmt> {
         Cond::Never => None,
         Cond::Always => absent_check(cx, f, None, ver),
         Cond::If(c) => absent_check(cx, f, Some(&c), ver),
+    }
+}
+
+/// The test, in `write`, that the value holds something the version cannot carry: the
+/// checks of [`absent_check`] and [`null_check`] as one condition, so that `write` rejects
+/// the value (the size step, run then, names the field).
+fn refusal(cx: &Ctx, s: &Struct, ver: &Ver) -> Option<String> {
+    let mut terms = Vec::new();
+    for f in F::all(s) {
+        let x = format!("self.{}", f.ident);
+        if !f.f.ignorable {
+            let test = cx.non_default(&f, &x);
+            match ver.cond_not(f.present(), s.versions) {
+                Cond::Never => {}
+                Cond::Always => terms.push(test),
+                Cond::If(c) => terms.push(format!("{c} && {}", paren_or(&test))),
+            }
+        }
+        if f.nullable {
+            let null = format!("{x}.is_none()");
+            match (ver.cond(f.inline, s.versions), ver.cond_not(f.f.nullable, f.inline)) {
+                (Cond::Never, _) | (_, Cond::Never) => {}
+                (Cond::Always, Cond::Always) => terms.push(null),
+                (Cond::If(c), Cond::Always) | (Cond::Always, Cond::If(c)) => terms.push(format!("{c} && {null}")),
+                (Cond::If(a), Cond::If(b)) => terms.push(format!("{a} && {b} && {null}")),
+            }
+        }
+    }
+    match terms.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        many => Some(many.iter().map(|t| format!("({t})")).collect::<Vec<_>>().join(" || ")),
     }
 }
 
@@ -362,6 +389,9 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
 pub fn write_body(cx: &Ctx, s: &Struct, ver: &Ver, special: &dyn Fn(&F, &Ver) -> Option<String>) -> Block {
     let fields = F::all(s);
     let mut body = Block::new();
+    if let Some(test) = refusal(cx, s, ver) {
+        body.push(Stmt::when(test, Stmt::line("w.reject();")));
+    }
     for (i, j) in layout::fixed_groups(&fields) {
         let f = &fields[i];
         if j - i == 1 || f.f.ty.fixed_width().is_none() {
@@ -420,19 +450,26 @@ pub fn write_body(cx: &Ctx, s: &Struct, ver: &Ver, special: &dyn Fn(&F, &Ver) ->
             tags.line("w.raw_tagged_fields(&self.unknown_tagged_fields);");
         } else {
             tags.line("let unknown = self.unknown_tagged_fields.as_slice();");
-            let mut count = String::from("unknown.len()");
+            let mut written = Vec::new();
             for f in &tagged {
                 tags.line(format!("let write_{} = {};", f.bare(), tag_written(cx, f, ver)));
-                write!(count, " + usize::from(write_{})", f.bare()).unwrap();
+                written.push(format!("usize::from(write_{})", f.bare()));
             }
-            tags.line(format!("w.uvarint(({count}) as u32);"));
+            let known = known_tags(&tagged);
+            tags.line(format!("w.tag_count(unknown, &[{known}], {});", written.join(" + ")));
             tags.line("let mut next = 0;");
             for f in &tagged {
                 let x = format!("self.{}", f.ident);
                 let tag = f.tag();
                 let mut then = Block::new();
                 then.line(format!("w.raw_tags_below(unknown, &mut next, Some({tag}));"));
-                then.line(format!("w.tag_header({tag}, {});", size_expr(cx, f, &x, true, ver)));
+                then.line(match f.f.ty.fixed_width() {
+                    Some(n) => format!("w.tag_header({tag}, {n});"),
+                    None => format!(
+                        "match {} {{ Ok(len) => w.tag_header({tag}, len), Err(_) => w.reject(), }}",
+                        size_expr(cx, f, &x, true, ver)
+                    ),
+                });
                 then.line(write_stmt(cx, f, &x, ver));
                 tags.push(Stmt::when(format!("write_{}", f.bare()), then));
             }
