@@ -133,12 +133,13 @@ pub fn encode_request_with(
     header: &RequestHeader<'_>,
     buf: &mut [u8],
 ) -> Result<usize, EncodeError> {
-    let header_version = body.api_key().request_header_version(version);
+    let api_key = body.api_key();
+    let header_version = api_key.request_header_version(version);
     let header_len = header.encoded_len(header_version)?;
     let (total, out) = encode_frame_body(body, version, header_len, buf)?;
     let mut w = Writer::new(out);
     w.i32((total - 4) as i32);
-    header.write(&mut w, body.api_key().key(), version, header_version);
+    header.write(&mut w, api_key.key(), version, header_version);
     Ok(total)
 }
 

@@ -55,21 +55,21 @@ impl Encode for ApiVersionsRequest<'_> {
         if ver.version >= 3 {
             n += wire::string_size(
                 self.client_software_name.len(),
-                ver.flexible,
+                true,
                 "ApiVersionsRequest.ClientSoftwareName",
             )?;
         }
         if ver.version >= 3 {
             n += wire::string_size(
                 self.client_software_version.len(),
-                ver.flexible,
+                true,
                 "ApiVersionsRequest.ClientSoftwareVersion",
             )?;
         }
         if ver.version == 5 {
             n += match &self.cluster_id {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "ApiVersionsRequest.ClusterId")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "ApiVersionsRequest.ClusterId")?,
+                None => wire::null_size(true, false),
             };
         }
         if ver.version == 5 {
@@ -87,13 +87,13 @@ impl Encode for ApiVersionsRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if ver.version >= 3 {
-            w.str(&self.client_software_name, ver.flexible);
+            w.str(&self.client_software_name, true);
         }
         if ver.version >= 3 {
-            w.str(&self.client_software_version, ver.flexible);
+            w.str(&self.client_software_version, true);
         }
         if ver.version == 5 {
-            w.nullable_str(self.cluster_id.as_deref(), ver.flexible);
+            w.nullable_str(self.cluster_id.as_deref(), true);
         }
         if ver.version == 5 {
             w.i32(self.node_id);

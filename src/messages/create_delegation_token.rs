@@ -71,24 +71,20 @@ impl Encode for CreateDelegationTokenRequest<'_> {
         let mut n = Size::new(8);
         if ver.version == 3 {
             n += match &self.owner_principal_type {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    ver.flexible,
-                    "CreateDelegationTokenRequest.OwnerPrincipalType",
-                )?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => {
+                    wire::string_size(v.len(), true, "CreateDelegationTokenRequest.OwnerPrincipalType")?
+                }
+                None => wire::null_size(true, false),
             };
         } else if self.owner_principal_type.as_deref() != Some("") {
             return Err(encode::not_in_version("CreateDelegationTokenRequest.OwnerPrincipalType", ver));
         }
         if ver.version == 3 {
             n += match &self.owner_principal_name {
-                Some(v) => wire::string_size(
-                    v.len(),
-                    ver.flexible,
-                    "CreateDelegationTokenRequest.OwnerPrincipalName",
-                )?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => {
+                    wire::string_size(v.len(), true, "CreateDelegationTokenRequest.OwnerPrincipalName")?
+                }
+                None => wire::null_size(true, false),
             };
         } else if self.owner_principal_name.as_deref() != Some("") {
             return Err(encode::not_in_version("CreateDelegationTokenRequest.OwnerPrincipalName", ver));
@@ -111,10 +107,10 @@ impl Encode for CreateDelegationTokenRequest<'_> {
             w.reject();
         }
         if ver.version == 3 {
-            w.nullable_str(self.owner_principal_type.as_deref(), ver.flexible);
+            w.nullable_str(self.owner_principal_type.as_deref(), true);
         }
         if ver.version == 3 {
-            w.nullable_str(self.owner_principal_name.as_deref(), ver.flexible);
+            w.nullable_str(self.owner_principal_name.as_deref(), true);
         }
         encode::write_array(w, &self.renewers, ver);
         w.i64(self.max_lifetime_ms);
@@ -342,7 +338,7 @@ impl Encode for CreateDelegationTokenResponse<'_> {
         if ver.version == 3 {
             n += wire::string_size(
                 self.token_requester_principal_type.len(),
-                ver.flexible,
+                true,
                 "CreateDelegationTokenResponse.TokenRequesterPrincipalType",
             )?;
         } else if self.token_requester_principal_type.as_str() != "" {
@@ -354,7 +350,7 @@ impl Encode for CreateDelegationTokenResponse<'_> {
         if ver.version == 3 {
             n += wire::string_size(
                 self.token_requester_principal_name.len(),
-                ver.flexible,
+                true,
                 "CreateDelegationTokenResponse.TokenRequesterPrincipalName",
             )?;
         } else if self.token_requester_principal_name.as_str() != "" {
@@ -385,10 +381,10 @@ impl Encode for CreateDelegationTokenResponse<'_> {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
         if ver.version == 3 {
-            w.str(&self.token_requester_principal_type, ver.flexible);
+            w.str(&self.token_requester_principal_type, true);
         }
         if ver.version == 3 {
-            w.str(&self.token_requester_principal_name, ver.flexible);
+            w.str(&self.token_requester_principal_name, true);
         }
         w.fixed(|b: &mut [u8; 24]| {
             b[0..8].copy_from_slice(&self.issue_timestamp_ms.to_be_bytes());

@@ -151,8 +151,8 @@ impl Encode for DeletableGroupResult<'_> {
         n += wire::string_size(self.group_id.len(), ver.flexible, "DeletableGroupResult.GroupId")?;
         if ver.version == 3 {
             n += match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableGroupResult.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "DeletableGroupResult.ErrorMessage")?,
+                None => wire::null_size(true, false),
             };
         }
         if ver.flexible {
@@ -169,7 +169,7 @@ impl Encode for DeletableGroupResult<'_> {
         w.str(&self.group_id, ver.flexible);
         w.i16(self.error_code);
         if ver.version == 3 {
-            w.nullable_str(self.error_message.as_deref(), ver.flexible);
+            w.nullable_str(self.error_message.as_deref(), true);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

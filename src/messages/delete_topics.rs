@@ -305,8 +305,8 @@ impl Encode for DeletableTopicResult<'_> {
         }
         if ver.version >= 5 {
             n += match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DeletableTopicResult.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "DeletableTopicResult.ErrorMessage")?,
+                None => wire::null_size(true, false),
             };
         }
         if ver.flexible {
@@ -333,7 +333,7 @@ impl Encode for DeletableTopicResult<'_> {
             w.i16(self.error_code);
         }
         if ver.version >= 5 {
-            w.nullable_str(self.error_message.as_deref(), ver.flexible);
+            w.nullable_str(self.error_message.as_deref(), true);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

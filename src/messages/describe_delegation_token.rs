@@ -321,7 +321,7 @@ impl Encode for DescribedDelegationToken<'_> {
         if ver.version == 3 {
             n += wire::string_size(
                 self.token_requester_principal_type.len(),
-                ver.flexible,
+                true,
                 "DescribedDelegationToken.TokenRequesterPrincipalType",
             )?;
         } else if self.token_requester_principal_type.as_str() != "" {
@@ -330,7 +330,7 @@ impl Encode for DescribedDelegationToken<'_> {
         if ver.version == 3 {
             n += wire::string_size(
                 self.token_requester_principal_name.len(),
-                ver.flexible,
+                true,
                 "DescribedDelegationToken.TokenRequesterPrincipalName",
             )?;
         } else if self.token_requester_principal_name.as_str() != "" {
@@ -358,10 +358,10 @@ impl Encode for DescribedDelegationToken<'_> {
         w.str(&self.principal_type, ver.flexible);
         w.str(&self.principal_name, ver.flexible);
         if ver.version == 3 {
-            w.str(&self.token_requester_principal_type, ver.flexible);
+            w.str(&self.token_requester_principal_type, true);
         }
         if ver.version == 3 {
-            w.str(&self.token_requester_principal_name, ver.flexible);
+            w.str(&self.token_requester_principal_name, true);
         }
         w.fixed(|b: &mut [u8; 24]| {
             b[0..8].copy_from_slice(&self.issue_timestamp.to_be_bytes());

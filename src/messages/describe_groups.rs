@@ -228,8 +228,8 @@ impl Encode for DescribedGroup<'_> {
         let mut n = Size::new(2);
         if ver.version == 6 {
             n += match &self.error_message {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "DescribedGroup.ErrorMessage")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "DescribedGroup.ErrorMessage")?,
+                None => wire::null_size(true, false),
             };
         } else if self.error_message.is_some() {
             return Err(encode::not_in_version("DescribedGroup.ErrorMessage", ver));
@@ -259,7 +259,7 @@ impl Encode for DescribedGroup<'_> {
         }
         w.i16(self.error_code);
         if ver.version == 6 {
-            w.nullable_str(self.error_message.as_deref(), ver.flexible);
+            w.nullable_str(self.error_message.as_deref(), true);
         }
         w.str(&self.group_id, ver.flexible);
         w.str(&self.group_state, ver.flexible);

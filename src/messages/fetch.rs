@@ -205,8 +205,8 @@ impl Encode for FetchRequest<'_> {
                 tags.field(
                     0,
                     match &self.cluster_id {
-                        Some(v) => wire::string_size(v.len(), ver.flexible, "FetchRequest.ClusterId")?,
-                        None => wire::null_size(ver.flexible, false),
+                        Some(v) => wire::string_size(v.len(), true, "FetchRequest.ClusterId")?,
+                        None => wire::null_size(true, false),
                     },
                     "FetchRequest.ClusterId",
                 )?;
@@ -267,13 +267,13 @@ impl Encode for FetchRequest<'_> {
             if write_cluster_id {
                 w.raw_tags_below(unknown, &mut next, Some(0));
                 match match &self.cluster_id {
-                    Some(v) => wire::string_size(v.len(), ver.flexible, "FetchRequest.ClusterId"),
-                    None => Ok(wire::null_size(ver.flexible, false)),
+                    Some(v) => wire::string_size(v.len(), true, "FetchRequest.ClusterId"),
+                    None => Ok(wire::null_size(true, false)),
                 } {
                     Ok(len) => w.tag_header(0, len),
                     Err(_) => w.reject(),
                 }
-                w.nullable_str(self.cluster_id.as_deref(), ver.flexible);
+                w.nullable_str(self.cluster_id.as_deref(), true);
             }
             if write_replica_state {
                 w.raw_tags_below(unknown, &mut next, Some(1));

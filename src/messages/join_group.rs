@@ -94,8 +94,8 @@ impl Encode for JoinGroupRequest<'_> {
         n += encode::array_size(&self.protocols, ver, "JoinGroupRequest.Protocols")?;
         if ver.version >= 8 {
             n += match &self.reason {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupRequest.Reason")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "JoinGroupRequest.Reason")?,
+                None => wire::null_size(true, false),
             };
         }
         if ver.flexible {
@@ -126,7 +126,7 @@ impl Encode for JoinGroupRequest<'_> {
         w.str(&self.protocol_type, ver.flexible);
         encode::write_array(w, &self.protocols, ver);
         if ver.version >= 8 {
-            w.nullable_str(self.reason.as_deref(), ver.flexible);
+            w.nullable_str(self.reason.as_deref(), true);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
@@ -411,8 +411,8 @@ impl Encode for JoinGroupResponse<'_> {
         }
         if ver.version >= 7 {
             n += match &self.protocol_type {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "JoinGroupResponse.ProtocolType")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "JoinGroupResponse.ProtocolType")?,
+                None => wire::null_size(true, false),
             };
         }
         if self.protocol_name.is_none() && ver.version <= 6 {
@@ -457,7 +457,7 @@ impl Encode for JoinGroupResponse<'_> {
             });
         }
         if ver.version >= 7 {
-            w.nullable_str(self.protocol_type.as_deref(), ver.flexible);
+            w.nullable_str(self.protocol_type.as_deref(), true);
         }
         w.nullable_str(self.protocol_name.as_deref(), ver.flexible);
         w.str(&self.leader, ver.flexible);

@@ -51,7 +51,7 @@ impl Encode for LeaveGroupRequest<'_> {
         let mut n = Size::new(0);
         n += wire::string_size(self.group_id.len(), ver.flexible, "LeaveGroupRequest.GroupId")?;
         if ver.version <= 2 {
-            n += wire::string_size(self.member_id.len(), ver.flexible, "LeaveGroupRequest.MemberId")?;
+            n += wire::string_size(self.member_id.len(), false, "LeaveGroupRequest.MemberId")?;
         } else if self.member_id.as_str() != "" {
             return Err(encode::not_in_version("LeaveGroupRequest.MemberId", ver));
         }
@@ -78,7 +78,7 @@ impl Encode for LeaveGroupRequest<'_> {
         }
         w.str(&self.group_id, ver.flexible);
         if ver.version <= 2 {
-            w.str(&self.member_id, ver.flexible);
+            w.str(&self.member_id, false);
         }
         if ver.version >= 3 {
             encode::write_array(w, &self.members, ver);
@@ -100,8 +100,8 @@ impl Encode for MemberIdentity<'_> {
         };
         if ver.version == 5 {
             n += match &self.reason {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "MemberIdentity.Reason")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "MemberIdentity.Reason")?,
+                None => wire::null_size(true, false),
             };
         }
         if ver.flexible {
@@ -115,7 +115,7 @@ impl Encode for MemberIdentity<'_> {
         w.str(&self.member_id, ver.flexible);
         w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         if ver.version == 5 {
-            w.nullable_str(self.reason.as_deref(), ver.flexible);
+            w.nullable_str(self.reason.as_deref(), true);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

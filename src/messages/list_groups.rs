@@ -205,10 +205,10 @@ impl Encode for ListedGroup<'_> {
         n += wire::string_size(self.group_id.len(), ver.flexible, "ListedGroup.GroupId")?;
         n += wire::string_size(self.protocol_type.len(), ver.flexible, "ListedGroup.ProtocolType")?;
         if ver.version >= 4 {
-            n += wire::string_size(self.group_state.len(), ver.flexible, "ListedGroup.GroupState")?;
+            n += wire::string_size(self.group_state.len(), true, "ListedGroup.GroupState")?;
         }
         if ver.version == 5 {
-            n += wire::string_size(self.group_type.len(), ver.flexible, "ListedGroup.GroupType")?;
+            n += wire::string_size(self.group_type.len(), true, "ListedGroup.GroupType")?;
         }
         if ver.flexible {
             n += wire::raw_tagged_fields_size(&self.unknown_tagged_fields, "ListedGroup._tagged_fields")?;
@@ -221,10 +221,10 @@ impl Encode for ListedGroup<'_> {
         w.str(&self.group_id, ver.flexible);
         w.str(&self.protocol_type, ver.flexible);
         if ver.version >= 4 {
-            w.str(&self.group_state, ver.flexible);
+            w.str(&self.group_state, true);
         }
         if ver.version == 5 {
-            w.str(&self.group_type, ver.flexible);
+            w.str(&self.group_type, true);
         }
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);

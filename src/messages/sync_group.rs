@@ -70,14 +70,14 @@ impl Encode for SyncGroupRequest<'_> {
         }
         if ver.version == 5 {
             n += match &self.protocol_type {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.ProtocolType")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "SyncGroupRequest.ProtocolType")?,
+                None => wire::null_size(true, false),
             };
         }
         if ver.version == 5 {
             n += match &self.protocol_name {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupRequest.ProtocolName")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "SyncGroupRequest.ProtocolName")?,
+                None => wire::null_size(true, false),
             };
         }
         n += encode::array_size(&self.assignments, ver, "SyncGroupRequest.Assignments")?;
@@ -100,10 +100,10 @@ impl Encode for SyncGroupRequest<'_> {
             w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
         }
         if ver.version == 5 {
-            w.nullable_str(self.protocol_type.as_deref(), ver.flexible);
+            w.nullable_str(self.protocol_type.as_deref(), true);
         }
         if ver.version == 5 {
-            w.nullable_str(self.protocol_name.as_deref(), ver.flexible);
+            w.nullable_str(self.protocol_name.as_deref(), true);
         }
         encode::write_array(w, &self.assignments, ver);
         if ver.flexible {
@@ -341,14 +341,14 @@ impl Encode for SyncGroupResponse<'_> {
         }
         if ver.version == 5 {
             n += match &self.protocol_type {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupResponse.ProtocolType")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "SyncGroupResponse.ProtocolType")?,
+                None => wire::null_size(true, false),
             };
         }
         if ver.version == 5 {
             n += match &self.protocol_name {
-                Some(v) => wire::string_size(v.len(), ver.flexible, "SyncGroupResponse.ProtocolName")?,
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "SyncGroupResponse.ProtocolName")?,
+                None => wire::null_size(true, false),
             };
         }
         n += wire::bytes_size(self.assignment.len(), ver.flexible, "SyncGroupResponse.Assignment")?;
@@ -372,10 +372,10 @@ impl Encode for SyncGroupResponse<'_> {
             w.i16(self.error_code);
         }
         if ver.version == 5 {
-            w.nullable_str(self.protocol_type.as_deref(), ver.flexible);
+            w.nullable_str(self.protocol_type.as_deref(), true);
         }
         if ver.version == 5 {
-            w.nullable_str(self.protocol_name.as_deref(), ver.flexible);
+            w.nullable_str(self.protocol_name.as_deref(), true);
         }
         w.bytes(&self.assignment, ver.flexible);
         if ver.flexible {

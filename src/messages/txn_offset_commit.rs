@@ -119,16 +119,14 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             return Err(encode::not_in_version("TxnOffsetCommitRequest.GenerationIdOrMemberEpoch", ver));
         }
         if ver.version >= 3 {
-            n += wire::string_size(self.member_id.len(), ver.flexible, "TxnOffsetCommitRequest.MemberId")?;
+            n += wire::string_size(self.member_id.len(), true, "TxnOffsetCommitRequest.MemberId")?;
         } else if self.member_id.as_str() != "" {
             return Err(encode::not_in_version("TxnOffsetCommitRequest.MemberId", ver));
         }
         if ver.version >= 3 {
             n += match &self.group_instance_id {
-                Some(v) => {
-                    wire::string_size(v.len(), ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?
-                }
-                None => wire::null_size(ver.flexible, false),
+                Some(v) => wire::string_size(v.len(), true, "TxnOffsetCommitRequest.GroupInstanceId")?,
+                None => wire::null_size(true, false),
             };
         } else if self.group_instance_id.is_some() {
             return Err(encode::not_in_version("TxnOffsetCommitRequest.GroupInstanceId", ver));
@@ -166,10 +164,10 @@ impl Encode for TxnOffsetCommitRequest<'_> {
             });
         }
         if ver.version >= 3 {
-            w.str(&self.member_id, ver.flexible);
+            w.str(&self.member_id, true);
         }
         if ver.version >= 3 {
-            w.nullable_str(self.group_instance_id.as_deref(), ver.flexible);
+            w.nullable_str(self.group_instance_id.as_deref(), true);
         }
         encode::write_array(w, &self.topics, ver);
         if ver.flexible {

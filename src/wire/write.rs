@@ -345,20 +345,19 @@ impl<'b> Writer<'b> {
         }
     }
 
-    /// Writes a string with its prefix, or rejects one over [`MAX_STRING_LEN`] bytes. A
-    /// classic string's two-byte prefix and its bytes are written under one bounds check;
-    /// a compact string's varint is written as any other.
+    /// Writes a string with its prefix, or rejects one over [`MAX_STRING_LEN`] bytes. The
+    /// prefix and the bytes are written under one bounds check, but for a compact string
+    /// of 127 bytes or more (a varint of two or three bytes), written out of line.
     #[inline]
     pub fn str(&mut self, s: &str, flexible: bool) {
         let b = s.as_bytes();
-        if b.len() > MAX_STRING_LEN {
-            return self.reject();
-        }
-        if flexible {
-            self.uvarint(b.len() as u32 + 1);
-            self.put(b);
-        } else {
-            self.prefixed((b.len() as i16).to_be_bytes(), b);
+        match (flexible, b.len()) {
+            (true, n @ 0..0x7f) => self.prefixed([n as u8 + 1], b),
+            (false, n @ 0..=MAX_STRING_LEN) => self.prefixed((n as i16).to_be_bytes(), b),
+            _ => match write_long_str(self.buf, self.pos, b, flexible) {
+                Some(pos) => self.pos = pos,
+                None => self.ok = false,
+            },
         }
     }
 
@@ -457,6 +456,23 @@ impl<'b> Writer<'b> {
             }
         }
     }
+}
+
+/// [`Writer::str`] for a compact string of 127 bytes or more, or any string over
+/// [`MAX_STRING_LEN`] (rejected: `None`, as when it does not fit), by value.
+#[inline(never)]
+fn write_long_str(buf: &mut [u8], pos: usize, b: &[u8], flexible: bool) -> Option<usize> {
+    if b.len() > MAX_STRING_LEN {
+        return None;
+    }
+    let mut w = Writer { buf, pos, ok: true };
+    if flexible {
+        w.uvarint(b.len() as u32 + 1);
+    } else {
+        w.i16(b.len() as i16);
+    }
+    w.put(b);
+    w.finish()
 }
 
 /// Whether unknown tags ascend strictly and none is one of the `known` tags (the checks

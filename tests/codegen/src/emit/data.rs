@@ -157,6 +157,16 @@ fn root_items(cx: &Ctx) -> String {
     )
 }
 
+/// The `flexible` argument of the wire calls for field `f`: a literal where every version
+/// that has the field is flexible, or none is, even if the struct's versions differ.
+pub fn field_flex(cx: &Ctx, f: &F, ver: &Ver) -> String {
+    match versions::cond(cx.msg.flexible, f.present(), "") {
+        Cond::Always => "true".into(),
+        Cond::Never => "false".into(),
+        Cond::If(_) => cx.flex_expr(f.s, ver),
+    }
+}
+
 /// The size of field `f` held in `x`. In `size` (`in_write` false) an error returns; in
 /// `write` the expression is the `Result` itself, which the tagged field's header needs.
 fn size_expr(cx: &Ctx, f: &F, x: &str, in_write: bool, ver: &Ver) -> String {
@@ -165,9 +175,9 @@ fn size_expr(cx: &Ctx, f: &F, x: &str, in_write: bool, ver: &Ver) -> String {
     let ok = |e: String| if in_write { format!("Ok({e})") } else { e };
     let plain = |inner: &str| -> String {
         match &f.f.ty {
-            Type::String => format!("wire::string_size({inner}.len(), {}, {p}){t}", cx.flex_expr(f.s, ver)),
+            Type::String => format!("wire::string_size({inner}.len(), {}, {p}){t}", field_flex(cx, f, ver)),
             Type::Bytes | Type::Records => {
-                format!("wire::bytes_size({inner}.len(), {}, {p}){t}", cx.flex_expr(f.s, ver))
+                format!("wire::bytes_size({inner}.len(), {}, {p}){t}", field_flex(cx, f, ver))
             }
             Type::Array(_) => format!("encode::array_size(&{inner}, {}, {p}){t}", ver.value()),
             Type::Struct(_) => format!("{inner}.size({}, {p}){t}", ver.value()),
@@ -185,14 +195,14 @@ fn size_expr(cx: &Ctx, f: &F, x: &str, in_write: bool, ver: &Ver) -> String {
         Type::Struct(_) => format!("match &{x} {{ Some(v) => 1 + {}, None => 1 }}", plain("v")),
         ty => {
             let wide = !matches!(ty, Type::String);
-            let null = ok(format!("wire::null_size({}, {wide})", cx.flex_expr(f.s, ver)));
+            let null = ok(format!("wire::null_size({}, {wide})", field_flex(cx, f, ver)));
             format!("match &{x} {{ Some(v) => {}, None => {null} }}", plain("v"))
         }
     }
 }
 
 fn write_stmt(cx: &Ctx, f: &F, x: &str, ver: &Ver) -> String {
-    let flex = || cx.flex_expr(f.s, ver);
+    let flex = || field_flex(cx, f, ver);
     match (&f.f.ty, f.nullable) {
         (Type::String, false) => format!("w.str(&{x}, {});", flex()),
         (Type::String, true) => format!("w.nullable_str({x}.as_deref(), {});", flex()),
