@@ -147,9 +147,9 @@ impl core::error::Error for DecodeError {}
 /// An error from an encoder.
 ///
 /// Every variant but [`EncodeError::BufferTooSmall`] (and [`EncodeError::TooFewParts`]) comes from the size step
-/// (`encoded_len`), before any byte is written; `encode` runs the size step first, so it
-/// reports the same errors, and after a successful size step it can only fail for a short
-/// buffer.
+/// (`encoded_len`). `encode` writes in one pass and checks on the way; when it does not
+/// finish it returns the size step's error, so it reports the same errors, and for a value
+/// the size step accepts it can only fail for a short buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum EncodeError {
@@ -220,8 +220,10 @@ pub enum EncodeError {
         /// The parts handed out.
         written: usize,
     },
-    /// The encoder wrote a different number of bytes than it had sized: a bug in kwire
-    /// (please report it). Checked in every build profile; the bytes are not usable.
+    /// The encoder's write and size steps disagree (it wrote a different number of bytes
+    /// than it had sized, or its write stopped for a value the size step accepts in a buffer
+    /// that holds it): a bug in kwire (please report it). Checked in every build profile;
+    /// the bytes are not usable.
     SizeMismatch {
         /// The message being encoded.
         message: &'static str,

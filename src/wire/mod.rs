@@ -8,9 +8,9 @@
 //! and tagged-field sections. Generated message code is built only from these.
 //!
 //! The reader never panics and never reads past its slice: every short read is a
-//! [`crate::DecodeErrorKind::Truncated`] error at the offset where it happened. The writer is
-//! only used after the size step has checked that the buffer is large enough; it still
-//! never panics (a write past the end is dropped and counted).
+//! [`crate::DecodeErrorKind::Truncated`] error at the offset where it happened. The writer
+//! never panics and never writes past its slice: a write that does not fit, or a value the
+//! encoder rejects, stops it, and the encoder asks the size step for the error.
 //!
 //! # What is public
 //!
