@@ -116,10 +116,11 @@ impl Encode for AddPartitionsToTxnRequest<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         if (ver.version <= 3 && !self.transactions.is_empty())
-            || (ver.version >= 4 && self.v3_and_below_transactional_id.as_str() != "")
-            || (ver.version >= 4 && self.v3_and_below_producer_id != 0)
-            || (ver.version >= 4 && self.v3_and_below_producer_epoch != 0)
-            || (ver.version >= 4 && !self.v3_and_below_topics.is_empty())
+            || (ver.version >= 4
+                && (self.v3_and_below_transactional_id.as_str() != ""
+                    || self.v3_and_below_producer_id != 0
+                    || self.v3_and_below_producer_epoch != 0
+                    || !self.v3_and_below_topics.is_empty()))
         {
             w.reject();
         }

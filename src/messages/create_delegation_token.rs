@@ -101,8 +101,9 @@ impl Encode for CreateDelegationTokenRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 2 && self.owner_principal_type.as_deref() != Some(""))
-            || (ver.version <= 2 && self.owner_principal_name.as_deref() != Some(""))
+        if ver.version <= 2
+            && (self.owner_principal_type.as_deref() != Some("")
+                || self.owner_principal_name.as_deref() != Some(""))
         {
             w.reject();
         }
@@ -372,8 +373,9 @@ impl Encode for CreateDelegationTokenResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 2 && self.token_requester_principal_type.as_str() != "")
-            || (ver.version <= 2 && self.token_requester_principal_name.as_str() != "")
+        if ver.version <= 2
+            && (self.token_requester_principal_type.as_str() != ""
+                || self.token_requester_principal_name.as_str() != "")
         {
             w.reject();
         }

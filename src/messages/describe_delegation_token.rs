@@ -350,8 +350,9 @@ impl Encode for DescribedDelegationToken<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 2 && self.token_requester_principal_type.as_str() != "")
-            || (ver.version <= 2 && self.token_requester_principal_name.as_str() != "")
+        if ver.version <= 2
+            && (self.token_requester_principal_type.as_str() != ""
+                || self.token_requester_principal_name.as_str() != "")
         {
             w.reject();
         }

@@ -1351,9 +1351,10 @@ impl Encode for PartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 11 && self.diverging_epoch != EpochEndOffset::default())
-            || (ver.version <= 11 && self.current_leader != LeaderIdAndEpoch::default())
-            || (ver.version <= 11 && self.snapshot_id != SnapshotId::default())
+        if (ver.version <= 11
+            && (self.diverging_epoch != EpochEndOffset::default()
+                || self.current_leader != LeaderIdAndEpoch::default()
+                || self.snapshot_id != SnapshotId::default()))
             || (ver.version <= 10 && self.preferred_read_replica != -1)
         {
             w.reject();
@@ -1614,9 +1615,10 @@ impl EncodeVectored for PartitionData<'_> {
 
     #[inline]
     fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
-        if (ver.version <= 11 && self.diverging_epoch != EpochEndOffset::default())
-            || (ver.version <= 11 && self.current_leader != LeaderIdAndEpoch::default())
-            || (ver.version <= 11 && self.snapshot_id != SnapshotId::default())
+        if (ver.version <= 11
+            && (self.diverging_epoch != EpochEndOffset::default()
+                || self.current_leader != LeaderIdAndEpoch::default()
+                || self.snapshot_id != SnapshotId::default()))
             || (ver.version <= 10 && self.preferred_read_replica != -1)
         {
             w.reject();

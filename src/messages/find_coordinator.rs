@@ -273,10 +273,8 @@ impl Encode for FindCoordinatorResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version >= 4 && self.error_code != 0)
-            || (ver.version >= 4 && self.node_id != 0)
-            || (ver.version >= 4 && self.host.as_str() != "")
-            || (ver.version >= 4 && self.port != 0)
+        if (ver.version >= 4
+            && (self.error_code != 0 || self.node_id != 0 || self.host.as_str() != "" || self.port != 0))
             || (ver.version <= 3 && !self.coordinators.is_empty())
         {
             w.reject();

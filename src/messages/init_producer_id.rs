@@ -90,10 +90,8 @@ impl Encode for InitProducerIdRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 2 && self.producer_id != -1)
-            || (ver.version <= 2 && self.producer_epoch != -1)
-            || (self.enable2_pc)
-            || (self.keep_prepared_txn)
+        if (ver.version <= 2 && (self.producer_id != -1 || self.producer_epoch != -1))
+            || (self.enable2_pc || self.keep_prepared_txn)
         {
             w.reject();
         }
@@ -263,7 +261,7 @@ impl Encode for InitProducerIdResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (self.ongoing_txn_producer_id != -1) || (self.ongoing_txn_producer_epoch != -1) {
+        if self.ongoing_txn_producer_id != -1 || self.ongoing_txn_producer_epoch != -1 {
             w.reject();
         }
         w.fixed(|b: &mut [u8; 16]| {

@@ -145,8 +145,8 @@ impl Encode for OffsetFetchRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version >= 8 && self.group_id.as_str() != "")
-            || (ver.version >= 8 && !self.topics.as_ref().is_some_and(|v| v.is_empty()))
+        if (ver.version >= 8
+            && (self.group_id.as_str() != "" || !self.topics.as_ref().is_some_and(|v| v.is_empty())))
             || (ver.version <= 7 && ver.version == 1 && self.topics.is_none())
             || (ver.version <= 7 && !self.groups.is_empty())
             || (ver.version <= 6 && self.require_stable)

@@ -485,8 +485,7 @@ impl Encode for DescribedGroup<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version == 0 && self.topology_description.is_some())
-            || (ver.version == 0 && self.topology_description_status != 0)
+        if ver.version == 0 && (self.topology_description.is_some() || self.topology_description_status != 0)
         {
             w.reject();
         }

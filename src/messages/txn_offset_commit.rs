@@ -143,9 +143,10 @@ impl Encode for TxnOffsetCommitRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 2 && self.generation_id_or_member_epoch != -1)
-            || (ver.version <= 2 && self.member_id.as_str() != "")
-            || (ver.version <= 2 && self.group_instance_id.is_some())
+        if ver.version <= 2
+            && (self.generation_id_or_member_epoch != -1
+                || self.member_id.as_str() != ""
+                || self.group_instance_id.is_some())
         {
             w.reject();
         }

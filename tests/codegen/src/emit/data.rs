@@ -264,27 +264,42 @@ fn absent_when_untagged(cx: &Ctx, f: &F, ver: &Ver) -> Option<Stmt> {
 /// checks of [`absent_check`] and [`null_check`] as one condition, so that `write` rejects
 /// the value (the size step, run then, names the field).
 fn refusal(cx: &Ctx, s: &Struct, ver: &Ver) -> Option<String> {
-    let mut terms = Vec::new();
+    // Each test under its version condition (`None`: every version), grouped by condition.
+    let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    let mut add = |cond: Option<String>, test: String| match groups.iter_mut().find(|(c, _)| *c == cond) {
+        Some((_, tests)) => tests.push(test),
+        None => groups.push((cond, vec![test])),
+    };
     for f in F::all(s) {
         let x = format!("self.{}", f.ident);
         if !f.f.ignorable {
             let test = cx.non_default(&f, &x);
             match ver.cond_not(f.present(), s.versions) {
                 Cond::Never => {}
-                Cond::Always => terms.push(test),
-                Cond::If(c) => terms.push(format!("{c} && {}", paren_or(&test))),
+                Cond::Always => add(None, test),
+                Cond::If(c) => add(Some(c), test),
             }
         }
         if f.nullable {
             let null = format!("{x}.is_none()");
             match (ver.cond(f.inline, s.versions), ver.cond_not(f.f.nullable, f.inline)) {
                 (Cond::Never, _) | (_, Cond::Never) => {}
-                (Cond::Always, Cond::Always) => terms.push(null),
-                (Cond::If(c), Cond::Always) | (Cond::Always, Cond::If(c)) => terms.push(format!("{c} && {null}")),
-                (Cond::If(a), Cond::If(b)) => terms.push(format!("{a} && {b} && {null}")),
+                (Cond::Always, Cond::Always) => add(None, null),
+                (Cond::If(c), Cond::Always) | (Cond::Always, Cond::If(c)) => add(Some(c), null),
+                (Cond::If(a), Cond::If(b)) => add(Some(format!("{a} && {b}")), null),
             }
         }
     }
+    let terms: Vec<String> = groups
+        .into_iter()
+        .map(|(cond, tests)| {
+            let any = tests.join(" || ");
+            match cond {
+                Some(c) => format!("{c} && {}", paren_or(&any)),
+                None => any,
+            }
+        })
+        .collect();
     match terms.as_slice() {
         [] => None,
         [one] => Some(one.clone()),
