@@ -634,7 +634,7 @@ macro_rules! body_view {
                 bytes: &'a [u8],
                 version: i16,
                 whole: bool,
-                wrap: fn(Self) -> T,
+                wrap: impl FnOnce(Self) -> T,
             ) -> Result<T, $crate::error::DecodeError> {
                 let (src, ver, _offsets) = $crate::view::check_body::<$body, _>(bytes, version, Self::checked)?;
                 if whole {

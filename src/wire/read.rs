@@ -404,19 +404,29 @@ impl<'a> Reader<'a> {
     /// Checks a non-nullable string: its length, its bytes and its UTF-8.
     #[inline(always)]
     pub(crate) fn check_str(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
-        // Fast path: a one-byte compact length or an int16 length, the bytes there, ASCII.
+        match self.short_ascii_str(flexible) {
+            Some(pos) => {
+                self.pos = pos;
+                Ok(())
+            }
+            None => self.check_str_general(flexible, field),
+        }
+    }
+
+    /// The position after the string at the current position when it takes the fast path
+    /// of the string checks: a one-byte compact length or an int16 length, the bytes there,
+    /// ASCII. `None` for anything else (null, long, not ASCII, short input).
+    #[inline(always)]
+    fn short_ascii_str(&self, flexible: bool) -> Option<usize> {
         let rest = self.buf.get(self.pos..).unwrap_or_default();
         let (prefix, len) = match (flexible, rest) {
             (true, &[b, ..]) if b.wrapping_sub(1) < 0x7f => (1, usize::from(b - 1)),
             (false, &[hi, lo, ..]) if hi < 0x80 => (2, usize::from(u16::from_be_bytes([hi, lo]))),
-            _ => return self.check_str_general(flexible, field),
+            _ => return None,
         };
         match rest.get(prefix..prefix + len) {
-            Some(bytes) if super::str_from(bytes).is_some() => {
-                self.pos += prefix + len;
-                Ok(())
-            }
-            _ => self.check_str_general(flexible, field),
+            Some(bytes) if super::str_from(bytes).is_some() => Some(self.pos + prefix + len),
+            _ => None,
         }
     }
 
@@ -455,17 +465,46 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks a nullable string like [`Reader::check_str`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_nullable_str(
         &mut self,
         flexible: bool,
         field: &'static str,
     ) -> Result<(), DecodeError> {
-        let start = self.offset();
-        match self.nullable_str_bytes(flexible, field)? {
-            Some(bytes) => self.check_text(bytes, start, field),
-            None => Ok(()),
+        // Fast paths: null, or what `check_str` takes; the rest goes by value, out of line.
+        let null = match (flexible, self.buf.get(self.pos..).unwrap_or_default()) {
+            (true, &[0, ..]) => 1,
+            (false, &[0xff, 0xff, ..]) => 2,
+            _ => 0,
+        };
+        if null > 0 {
+            self.pos += null;
+            return Ok(());
         }
+        self.pos = match self.short_ascii_str(flexible) {
+            Some(pos) => pos,
+            None => Self::check_nullable_str_slow(self.buf, self.pos, self.base, flexible, field)?,
+        };
+        Ok(())
+    }
+
+    /// [`Reader::check_nullable_str`] off its fast paths; takes the reader's parts and
+    /// returns the position after the string (see [`Reader::truncated`]).
+    #[cold]
+    #[inline(never)]
+    fn check_nullable_str_slow(
+        buf: &'a [u8],
+        pos: usize,
+        base: usize,
+        flexible: bool,
+        field: &'static str,
+    ) -> Result<usize, DecodeError> {
+        let mut r = Reader { buf, pos, base, uniform: true };
+        let start = r.offset();
+        if let Some(bytes) = r.nullable_str_bytes(flexible, field)? {
+            r.check_text(bytes, start, field)?;
+        }
+        Ok(r.pos)
     }
 
     /// Checks that a run of fixed-width fields, `fields` as `(name, width)` adding up to
