@@ -19,12 +19,6 @@ use crate::wire::{Reader, TaggedIter};
 pub struct Src<'a>(&'a [u8]);
 
 impl<'a> Src<'a> {
-    /// The bytes of a body about to be checked, and a reader to check them with.
-    #[inline]
-    pub(crate) fn begin(bytes: &'a [u8]) -> (Src<'a>, Reader<'a>) {
-        (Src(bytes), Reader::new(bytes))
-    }
-
     /// The bytes.
     #[inline]
     pub const fn bytes(self) -> &'a [u8] {
@@ -227,22 +221,32 @@ impl<'a> Src<'a> {
     }
 }
 
-/// Checks the front of `bytes` as a body of `B` at `version` with `check`, which returns
-/// the offsets the body's view keeps. Returns the body's bytes (the version must exist and
-/// every byte must be valid), its version, the offsets and its length; bytes after it are
-/// the caller's to judge (see [`no_trailing`]).
+/// Checks the front of `bytes` as a body at `ver` with `check`, which returns the offsets
+/// the body's view keeps. Returns the body's bytes (every byte must be valid), its version,
+/// the offsets and its length; bytes after it are the caller's to judge (see
+/// [`no_trailing`]).
 #[inline]
-pub(crate) fn check_body<'a, B: crate::encode::Body, A>(
+pub(crate) fn check_body<'a, A>(
     bytes: &'a [u8],
-    version: i16,
+    ver: Ver,
     check: impl FnOnce(&mut Reader<'a>, Ver) -> Result<A, DecodeError>,
 ) -> Result<(Src<'a>, Ver, A), DecodeError> {
-    let Some(ver) = B::ver(version) else {
-        return Err(DecodeError::new(crate::error::DecodeErrorKind::UnsupportedVersion(version), 0, B::NAME));
-    };
-    let (src, mut r) = Src::begin(bytes);
+    let mut r = Reader::new(bytes);
     let at = check(&mut r, ver)?;
-    Ok((src.sub(0, r.pos()), Ver { uniform: r.uniform(), ..ver }, at))
+    // The reader never passes the end; `min` says so without a branch.
+    let used = r.pos().min(bytes.len());
+    Ok((Src(&bytes[..used]), Ver { uniform: r.uniform(), ..ver }, at))
+}
+
+/// [`crate::DecodeErrorKind::UnsupportedVersion`] for a body, out of the inlined path.
+///
+/// Built by the caller of [`check_body`], not inside it: an error written through a call
+/// into the `Result` that also holds the offsets kept that `Result` (and the offsets) in
+/// memory.
+#[cold]
+#[inline(never)]
+pub(crate) fn unsupported_version(version: i16, name: &'static str) -> DecodeError {
+    DecodeError::new(crate::error::DecodeErrorKind::UnsupportedVersion(version), 0, name)
 }
 
 /// Fails with [`crate::DecodeErrorKind::TrailingBytes`] unless a body of `used` bytes
@@ -251,8 +255,15 @@ pub(crate) fn check_body<'a, B: crate::encode::Body, A>(
 pub(crate) fn no_trailing(bytes: &[u8], used: usize, name: &'static str) -> Result<(), DecodeError> {
     match bytes.len() - used.min(bytes.len()) {
         0 => Ok(()),
-        n => Err(DecodeError::new(crate::error::DecodeErrorKind::TrailingBytes(n as u32), used, name)),
+        n => Err(trailing_bytes(n, used, name)),
     }
+}
+
+/// [`crate::DecodeErrorKind::TrailingBytes`]: `n` bytes after a body of `used`.
+#[cold]
+#[inline(never)]
+fn trailing_bytes(n: usize, used: usize, name: &'static str) -> DecodeError {
+    DecodeError::new(crate::error::DecodeErrorKind::TrailingBytes(n as u32), used, name)
 }
 
 /// How the elements of an array are laid out in one version.
@@ -324,7 +335,7 @@ pub(crate) fn fixed_end(src: Src<'_>, pos: usize, fixed: usize, ver: Ver) -> usi
 }
 
 /// Checks `count` elements of `T`.
-#[inline]
+#[inline(always)]
 pub(crate) fn check_elements<'a, T: Element<'a>>(
     r: &mut Reader<'a>,
     count: usize,
@@ -364,7 +375,7 @@ pub(crate) fn check_elements<'a, T: Element<'a>>(
 }
 
 /// Checks a non-nullable array of `T`: its count, then its elements.
-#[inline]
+#[inline(always)]
 pub(crate) fn check_array<'a, T: Element<'a>>(
     r: &mut Reader<'a>,
     ver: Ver,
@@ -375,7 +386,7 @@ pub(crate) fn check_array<'a, T: Element<'a>>(
 }
 
 /// Checks a nullable array of `T`.
-#[inline]
+#[inline(always)]
 pub(crate) fn check_nullable_array<'a, T: Element<'a>>(
     r: &mut Reader<'a>,
     ver: Ver,
@@ -636,7 +647,10 @@ macro_rules! body_view {
                 whole: bool,
                 wrap: impl FnOnce(Self) -> T,
             ) -> Result<T, $crate::error::DecodeError> {
-                let (src, ver, _offsets) = $crate::view::check_body::<$body, _>(bytes, version, Self::checked)?;
+                let Some(ver) = <$body as $crate::encode::Body>::ver(version) else {
+                    return Err($crate::view::unsupported_version(version, stringify!($body)));
+                };
+                let (src, ver, _offsets) = $crate::view::check_body(bytes, ver, Self::checked)?;
                 if whole {
                     $crate::view::no_trailing(bytes, src.bytes().len(), stringify!($body))?;
                 }

@@ -418,16 +418,23 @@ impl<'a> Reader<'a> {
     /// ASCII. `None` for anything else (null, long, not ASCII, short input).
     #[inline(always)]
     fn short_ascii_str(&self, flexible: bool) -> Option<usize> {
-        let rest = self.buf.get(self.pos..).unwrap_or_default();
-        let (prefix, len) = match (flexible, rest) {
-            (true, &[b, ..]) if b.wrapping_sub(1) < 0x7f => (1, usize::from(b - 1)),
-            (false, &[hi, lo, ..]) if hi < 0x80 => (2, usize::from(u16::from_be_bytes([hi, lo]))),
-            _ => return None,
+        // Each step one bounds check on `buf` (no empty-slice default in between): the
+        // prefix, then the bytes, whose start is known not to pass their end.
+        let (from, len) = if flexible {
+            let b = *self.buf.get(self.pos)?;
+            if b.wrapping_sub(1) >= 0x7f {
+                return None;
+            }
+            (self.pos + 1, usize::from(b - 1))
+        } else {
+            let &[hi, lo] = self.buf.get(self.pos..)?.first_chunk::<2>()?;
+            if hi >= 0x80 {
+                return None;
+            }
+            (self.pos + 2, usize::from(u16::from_be_bytes([hi, lo])))
         };
-        match rest.get(prefix..prefix + len) {
-            Some(bytes) if super::str_from(bytes).is_some() => Some(self.pos + prefix + len),
-            _ => None,
-        }
+        let end = from + len;
+        super::str_from(self.buf.get(from..end)?).map(|_| end)
     }
 
     /// [`Reader::check_str`] for what its fast path does not take (long or null strings,
@@ -472,13 +479,13 @@ impl<'a> Reader<'a> {
         field: &'static str,
     ) -> Result<(), DecodeError> {
         // Fast paths: null, or what `check_str` takes; the rest goes by value, out of line.
-        let null = match (flexible, self.buf.get(self.pos..).unwrap_or_default()) {
-            (true, &[0, ..]) => 1,
-            (false, &[0xff, 0xff, ..]) => 2,
-            _ => 0,
+        let null = if flexible {
+            self.buf.get(self.pos) == Some(&0)
+        } else {
+            self.buf.get(self.pos..).and_then(<[u8]>::first_chunk) == Some(&[0xff, 0xff])
         };
-        if null > 0 {
-            self.pos += null;
+        if null {
+            self.pos += if flexible { 1 } else { 2 };
             return Ok(());
         }
         self.pos = match self.short_ascii_str(flexible) {
@@ -564,7 +571,7 @@ impl<'a> Reader<'a> {
 
     /// Reads an array count: `Ok(None)` is null. As in Apache Kafka, a count larger than
     /// the bytes left is rejected before anything looks at the elements.
-    #[inline]
+    #[inline(always)]
     pub fn array_len(&mut self, flexible: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
         // Fast path: a one-byte compact count, or an int32 count of zero or more, that fits.
         let rest = self.buf.get(self.pos..).unwrap_or_default();
@@ -619,7 +626,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a non-nullable array count.
-    #[inline]
+    #[inline(always)]
     pub fn array_len_non_null(&mut self, flexible: bool, field: &'static str) -> Result<usize, DecodeError> {
         let start = self.offset();
         match self.array_len(flexible, field)? {
