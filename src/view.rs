@@ -600,7 +600,8 @@ impl<'a> private::ElementImpl<'a> for &'a str {
     fn layout(_: Ver) -> Layout {
         Layout::Var
     }
-    #[inline]
+    // Always: out of line, its `&mut Reader` kept the array's reader in memory.
+    #[inline(always)]
     fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, field)
     }
