@@ -8,6 +8,8 @@
 //! `target/fetch-path.json` (sizes and bytes copied, measured here) for `benches/report.py
 //! --fetch-path`, which fills the section of `docs/records.md`.
 
+#[path = "support/batches.rs"]
+mod batches;
 #[path = "support/fetch_path.rs"]
 mod fetch_path;
 
@@ -15,6 +17,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use batches::RECORDS;
 use fetch_path::*;
 
 /// Checks both paths' output before timing them, and writes what they copy.
