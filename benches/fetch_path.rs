@@ -16,8 +16,8 @@ mod fetch_path;
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use batches::RECORDS;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fetch_path::*;
 
 /// Checks both paths' output before timing them, and writes what they copy.

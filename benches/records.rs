@@ -16,36 +16,7 @@ use kwire::records::{Compression, RecordBatches, crc};
 #[path = "support/batches.rs"]
 mod batches;
 
-const PARTITIONS: usize = 10;
-
-/// 10 partitions' `records` fields, each holding one batch, compressed with `codec`.
-fn payload(codec: Compression) -> Vec<Vec<u8>> {
-    batches::batches(PARTITIONS, codec, |p| (p * batches::RECORDS) as i64, 1_700_000_000_000)
-}
-
-/// Reads every record of every field, touching key, value and headers.
-fn kwire_walk(fields: &[Vec<u8>], scratch: &mut [u8]) -> u64 {
-    let mut sum = 0u64;
-    for field in fields {
-        for batch in RecordBatches::new(field) {
-            let batch = batch.unwrap();
-            for r in batch.records_in(scratch).unwrap() {
-                let r = r.unwrap();
-                sum = sum.wrapping_add(r.offset() as u64 ^ r.timestamp() as u64);
-                if let Some(k) = r.key() {
-                    sum = sum.wrapping_add(k.len() as u64 + u64::from(k[0]));
-                }
-                if let Some(v) = r.value() {
-                    sum = sum.wrapping_add(v.len() as u64 + u64::from(v[v.len() - 1]));
-                }
-                for h in r.headers() {
-                    sum = sum.wrapping_add(h.key.len() as u64 + h.value.map_or(0, |v| v.len() as u64));
-                }
-            }
-        }
-    }
-    sum
-}
+use batches::{kwire_walk, payload};
 
 fn kafka_protocol_walk(fields: &[bytes::Bytes]) -> u64 {
     let mut sum = 0u64;

@@ -5,8 +5,10 @@
 //! every reader is timed on the same bytes.
 #![allow(dead_code)]
 
-use kwire::records::{BatchBuilder, Compression, NewHeader, NewRecord};
+use kwire::records::{BatchBuilder, Compression, NewHeader, NewRecord, RecordBatches};
 
+/// Partitions in the records benches' payload ([`payload`]).
+pub const PARTITIONS: usize = 10;
 /// Records in each batch.
 pub const RECORDS: usize = 1000;
 /// Bytes in each record's value.
@@ -66,4 +68,35 @@ pub fn batches(
             out
         })
         .collect()
+}
+
+/// The records benches' payload: [`PARTITIONS`] partitions' `records` fields, each one batch
+/// compressed with `codec`, as a Fetch response carries them.
+pub fn payload(codec: Compression) -> Vec<Vec<u8>> {
+    batches(PARTITIONS, codec, |p| (p * RECORDS) as i64, 1_700_000_000_000)
+}
+
+/// kwire's reading of a payload, the figure every peer's reading must match: every record
+/// of every field (CRC-32C checked, decompressed into `scratch`), touching its key, value
+/// and headers.
+pub fn kwire_walk(fields: &[Vec<u8>], scratch: &mut [u8]) -> u64 {
+    let mut sum = 0u64;
+    for field in fields {
+        for batch in RecordBatches::new(field) {
+            for r in batch.unwrap().records_in(scratch).unwrap() {
+                let r = r.unwrap();
+                sum = sum.wrapping_add(r.offset() as u64 ^ r.timestamp() as u64);
+                if let Some(k) = r.key() {
+                    sum = sum.wrapping_add(k.len() as u64 + u64::from(k[0]));
+                }
+                if let Some(v) = r.value() {
+                    sum = sum.wrapping_add(v.len() as u64 + u64::from(v[v.len() - 1]));
+                }
+                for h in r.headers() {
+                    sum = sum.wrapping_add(h.key.len() as u64 + h.value.map_or(0, |v| v.len() as u64));
+                }
+            }
+        }
+    }
+    sum
 }
