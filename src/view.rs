@@ -143,6 +143,16 @@ impl<'a> Src<'a> {
         self.0.get(from..to).and_then(crate::wire::str_from).unwrap_or_default()
     }
 
+    /// For the string (or null) at `at` of the element that starts at `elem`: where its
+    /// bytes start, from `elem`, and the offset after it. An element's `at` keeps the first
+    /// while it finds the element's end, so that the string's accessor does not read its
+    /// length again.
+    #[inline]
+    pub fn str_start(self, elem: usize, at: usize, flexible: bool) -> (u32, usize) {
+        let (len, from) = self.len_prefix(at, flexible, false);
+        ((from - elem) as u32, from + len.unwrap_or(0))
+    }
+
     /// The nullable string at `at`.
     #[inline]
     pub fn nullable_str(self, at: usize, flexible: bool) -> Option<&'a str> {
@@ -224,6 +234,131 @@ impl<'a> Src<'a> {
             }
         }
         None
+    }
+}
+
+/// The checked bytes of an element of fixed-width fields (and perhaps a tagged section),
+/// with its first `N` bytes (`N`: the most its fixed-width fields take in any version) cut
+/// once, when the element was found.
+///
+/// Accessors read at offsets known to be below `N` minus their width, so a read from the
+/// head needs no bounds check of its own; every read of an element tests the same `Option`,
+/// which LLVM folds into the one test that cut it (through [`Src`], each read tested the
+/// element's length against its own end, tests LLVM did not merge). The head may run past
+/// the element into the bytes after it, which no read of the element's version reaches;
+/// when fewer than `N` bytes are left (an element of an older, shorter version at the end
+/// of the body), reads go through the element's bytes instead. The element's own bytes are
+/// cut only when asked for (`as_bytes`, a tagged section that is not empty).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Fixed<'a, const N: usize> {
+    /// The bytes the element is in, and where in them it starts and ends.
+    src: Src<'a>,
+    pos: usize,
+    end: usize,
+    head: Option<&'a [u8; N]>,
+}
+
+impl<'a, const N: usize> Fixed<'a, N> {
+    /// The element `src[pos..end]`.
+    #[inline]
+    pub fn new(src: Src<'a>, pos: usize, end: usize) -> Self {
+        let head = src.bytes().get(pos..).and_then(<[u8]>::first_chunk::<N>);
+        Fixed { src, pos, end, head }
+    }
+
+    /// The element that is exactly `src`.
+    #[inline]
+    pub fn whole(src: Src<'a>) -> Self {
+        Fixed { src, pos: 0, end: src.bytes().len(), head: src.bytes().first_chunk::<N>() }
+    }
+
+    /// The element's bytes.
+    #[inline]
+    pub const fn bytes(self) -> &'a [u8] {
+        match self.src.bytes().split_at_checked(self.end) {
+            Some((front, _)) => match front.split_at_checked(self.pos) {
+                Some((_, element)) => element,
+                None => &[],
+            },
+            None => &[],
+        }
+    }
+
+    /// The element's bytes, as [`Src`].
+    #[inline]
+    fn own(self) -> Src<'a> {
+        Src(self.bytes())
+    }
+
+    /// `M` bytes at `at`.
+    #[inline]
+    fn fixed<const M: usize>(self, at: usize) -> [u8; M] {
+        match self.head {
+            Some(head) => match head.get(at..).and_then(<[u8]>::first_chunk::<M>) {
+                Some(b) => *b,
+                None => [0; M],
+            },
+            None => self.own().fixed(at),
+        }
+    }
+
+    /// The `int8` at `at`.
+    #[inline]
+    pub fn i8(self, at: usize) -> i8 {
+        i8::from_be_bytes(self.fixed(at))
+    }
+    /// The `int16` at `at`.
+    #[inline]
+    pub fn i16(self, at: usize) -> i16 {
+        i16::from_be_bytes(self.fixed(at))
+    }
+    /// The `int32` at `at`.
+    #[inline]
+    pub fn i32(self, at: usize) -> i32 {
+        i32::from_be_bytes(self.fixed(at))
+    }
+    /// The `int64` at `at`.
+    #[inline]
+    pub fn i64(self, at: usize) -> i64 {
+        i64::from_be_bytes(self.fixed(at))
+    }
+    /// The `uint16` at `at`.
+    #[inline]
+    pub fn u16(self, at: usize) -> u16 {
+        u16::from_be_bytes(self.fixed(at))
+    }
+    /// The `uint32` at `at`.
+    #[inline]
+    pub fn u32(self, at: usize) -> u32 {
+        u32::from_be_bytes(self.fixed(at))
+    }
+    /// The `float64` at `at`.
+    #[inline]
+    pub fn f64(self, at: usize) -> f64 {
+        f64::from_be_bytes(self.fixed(at))
+    }
+    /// The `bool` at `at` (any non-zero byte is `true`, as in Kafka).
+    #[inline]
+    pub fn bool(self, at: usize) -> bool {
+        self.fixed::<1>(at)[0] != 0
+    }
+    /// The `uuid` at `at`.
+    #[inline]
+    pub fn uuid(self, at: usize) -> Uuid {
+        Uuid(self.fixed(at))
+    }
+
+    /// The fields of the tagged-field section at `at` whose tags are not in `known`.
+    #[inline]
+    pub fn tagged(self, at: usize, known: &'static [u32]) -> TaggedIter<'a> {
+        self.own().tagged(at, known)
+    }
+
+    /// The value of tagged field `tag` in the section at `at`, if it is there.
+    #[inline]
+    pub fn tag(self, at: usize, tag: u32) -> Option<Src<'a>> {
+        self.own().tag(at, tag)
     }
 }
 
