@@ -449,12 +449,12 @@ pub(crate) fn stride<'a, T: Element<'a>>(ver: Ver) -> Option<usize> {
 /// The end of a struct element of fixed-width fields (`fixed` bytes of them) at `pos`.
 #[inline]
 pub(crate) fn fixed_end(src: Src<'_>, pos: usize, fixed: usize, ver: Ver) -> usize {
-    if !ver.flexible {
-        pos + fixed
-    } else if ver.uniform {
-        pos + fixed + 1
-    } else {
+    // One test for the common cases, and a stride (`fixed`, and the empty tagged section's
+    // byte when flexible) that LLVM computes once per array.
+    if ver.flexible && !ver.uniform {
         src.skip_tagged(pos + fixed)
+    } else {
+        pos + fixed + usize::from(ver.flexible)
     }
 }
 
