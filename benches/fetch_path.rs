@@ -8,12 +8,15 @@
 //! `target/fetch-path.json` (sizes and bytes copied, measured here) for `benches/report.py
 //! --fetch-path`, which fills the section of `docs/records.md`.
 
+#[path = "support/batches.rs"]
+mod batches;
 #[path = "support/fetch_path.rs"]
 mod fetch_path;
 
 use std::hint::black_box;
 use std::time::Duration;
 
+use batches::RECORDS;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fetch_path::*;
 

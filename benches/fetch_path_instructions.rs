@@ -6,6 +6,8 @@
 //! Needs the runner: `cargo install gungraun-runner --version 0.20.0 --locked`, then
 //! `cargo bench --bench fetch_path_instructions`.
 
+#[path = "support/batches.rs"]
+mod batches;
 #[path = "support/fetch_path.rs"]
 mod fetch_path;
 

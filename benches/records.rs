@@ -11,85 +11,12 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kwire::records::compression::decompress_into;
-use kwire::records::{BatchBuilder, Compression, NewHeader, NewRecord, RecordBatches, crc};
+use kwire::records::{Compression, RecordBatches, crc};
 
-const PARTITIONS: usize = 10;
-const RECORDS: usize = 1000;
-const VALUE: usize = 100;
+#[path = "support/batches.rs"]
+mod batches;
 
-/// 10 partitions' `records` fields, each holding one batch, compressed with `codec`.
-fn payload(codec: Compression) -> Vec<Vec<u8>> {
-    let mut seed = 0x1234_5678_9abc_def0u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
-    (0..PARTITIONS)
-        .map(|p| {
-            // JSON-ish values: compressible like real events, not trivially so.
-            let keys: Vec<Vec<u8>> =
-                (0..RECORDS).map(|i| format!("user-{}", (i * 7919 + p) % 100_000).into_bytes()).collect();
-            let values: Vec<Vec<u8>> = (0..RECORDS)
-                .map(|i| {
-                    let mut v = format!(
-                        "{{\"id\":{},\"ts\":{},\"amount\":{},\"tag\":\"{:x}\",\"ok\":true,\"pad\":\"",
-                        i,
-                        1_700_000_000_000u64 + next() % 100_000,
-                        next() % 1_000_000,
-                        next()
-                    )
-                    .into_bytes();
-                    while v.len() < VALUE - 2 {
-                        v.push(b'a' + (next() % 26) as u8);
-                    }
-                    v.extend_from_slice(b"\"}");
-                    v
-                })
-                .collect();
-            let trace: Vec<Vec<u8>> = (0..RECORDS).map(|_| format!("{:016x}", next()).into_bytes()).collect();
-            let headers: Vec<[NewHeader<'_>; 1]> =
-                trace.iter().map(|t| [NewHeader { key: b"trace-id", value: Some(t) }]).collect();
-            let records: Vec<NewRecord<'_>> = (0..RECORDS)
-                .map(|i| {
-                    NewRecord::new(Some(&keys[i]), Some(&values[i]))
-                        .with_headers(&headers[i])
-                        .with_timestamp(1_700_000_000_000 + i as i64)
-                })
-                .collect();
-            let mut b = BatchBuilder::new((p * RECORDS) as i64, 1_700_000_000_000, &records);
-            b.compression = codec;
-            let mut out = Vec::new();
-            b.encode_to_vec(&mut out).unwrap();
-            out
-        })
-        .collect()
-}
-
-/// Reads every record of every field, touching key, value and headers.
-fn kwire_walk(fields: &[Vec<u8>], scratch: &mut [u8]) -> u64 {
-    let mut sum = 0u64;
-    for field in fields {
-        for batch in RecordBatches::new(field) {
-            let batch = batch.unwrap();
-            for r in batch.records_in(scratch).unwrap() {
-                let r = r.unwrap();
-                sum = sum.wrapping_add(r.offset() as u64 ^ r.timestamp() as u64);
-                if let Some(k) = r.key() {
-                    sum = sum.wrapping_add(k.len() as u64 + u64::from(k[0]));
-                }
-                if let Some(v) = r.value() {
-                    sum = sum.wrapping_add(v.len() as u64 + u64::from(v[v.len() - 1]));
-                }
-                for h in r.headers() {
-                    sum = sum.wrapping_add(h.key.len() as u64 + h.value.map_or(0, |v| v.len() as u64));
-                }
-            }
-        }
-    }
-    sum
-}
+use batches::{kwire_walk, payload};
 
 fn kafka_protocol_walk(fields: &[bytes::Bytes]) -> u64 {
     let mut sum = 0u64;

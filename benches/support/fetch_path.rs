@@ -25,14 +25,12 @@ use kwire::frame::{RequestHeader, ResponseHeader};
 use kwire::messages::RequestBodyView;
 use kwire::messages::fetch::{FetchResponse, FetchableTopicResponse, PartitionData};
 use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
+use kwire::records::Compression;
 use kwire::records::validate::{ValidateConfig, validate_and_assign};
-use kwire::records::{BatchBuilder, NewHeader, NewRecord};
 use kwire::vectored::{self, VectoredLen};
 use kwire::{List, Uuid, dispatch};
 
 pub const PARTITIONS: usize = 8;
-pub const RECORDS: usize = 1000;
-pub const VALUE: usize = 100;
 pub const PRODUCE_VERSION: i16 = 13;
 pub const FETCH_VERSION: i16 = 17;
 pub const TOPIC_ID: [u8; 16] = *b"kwire-fetch-path";
@@ -43,48 +41,7 @@ pub const LOG_END: i64 = 42_000;
 
 /// The Produce request frame (size prefix, header, body) a client would send.
 pub fn produce_frame() -> Vec<u8> {
-    let mut seed = 0x1234_5678_9abc_def0u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
-    let batches: Vec<Vec<u8>> = (0..PARTITIONS)
-        .map(|p| {
-            let keys: Vec<Vec<u8>> =
-                (0..RECORDS).map(|i| format!("user-{}", (i * 7919 + p) % 100_000).into_bytes()).collect();
-            let values: Vec<Vec<u8>> = (0..RECORDS)
-                .map(|i| {
-                    let mut v = format!(
-                        "{{\"id\":{i},\"amount\":{},\"tag\":\"{:x}\",\"pad\":\"",
-                        next() % 1_000_000,
-                        next()
-                    )
-                    .into_bytes();
-                    while v.len() < VALUE - 2 {
-                        v.push(b'a' + (next() % 26) as u8);
-                    }
-                    v.extend_from_slice(b"\"}");
-                    v
-                })
-                .collect();
-            let trace: Vec<Vec<u8>> = (0..RECORDS).map(|_| format!("{:016x}", next()).into_bytes()).collect();
-            let headers: Vec<[NewHeader<'_>; 1]> =
-                trace.iter().map(|t| [NewHeader { key: b"trace-id", value: Some(t) }]).collect();
-            let records: Vec<NewRecord<'_>> = (0..RECORDS)
-                .map(|i| {
-                    NewRecord::new(Some(&keys[i]), Some(&values[i]))
-                        .with_headers(&headers[i])
-                        .with_timestamp(NOW_MS - 100_000 + i as i64)
-                })
-                .collect();
-            let b = BatchBuilder::new(0, NOW_MS - 100_000, &records);
-            let mut out = Vec::new();
-            b.encode_to_vec(&mut out).unwrap();
-            out
-        })
-        .collect();
+    let batches = crate::batches::batches(PARTITIONS, Compression::None, |_| 0, NOW_MS - 100_000);
     let partitions: Vec<PartitionProduceData<'_>> = batches
         .iter()
         .enumerate()

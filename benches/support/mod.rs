@@ -15,37 +15,9 @@ use kwire::messages::{
 use kwire::wire::TaggedIter;
 use kwire::{List, Str};
 
-macro_rules! frames {
-    ($($dir:literal / $name:literal),* $(,)?) => {
-        /// Every benchmarked frame: the six seed frames, then the realistic ones.
-        pub const FRAMES: &[(&str, &str)] = &[$(
-            ($name, include_str!(concat!("../../tests/vectors/", $dir, "/", $name, ".hex"))),
-        )*];
-    };
-}
+mod frames;
 
-frames!(
-    "seed" / "apiversions_v4_request",
-    "seed" / "apiversions_v4_response",
-    "seed" / "listgroups_v5_request",
-    "seed" / "listgroups_v5_response",
-    "seed" / "listoffsets_v10_request",
-    "seed" / "listoffsets_v10_response",
-    "bench" / "apiversions_v4_response_90keys",
-    "bench" / "listgroups_v2_response_1000",
-    "bench" / "listgroups_v5_response_1000",
-    "bench" / "listoffsets_v5_request_10x100",
-    "bench" / "listoffsets_v10_request_10x100",
-    "bench" / "listoffsets_v10_response_10x100",
-);
-
-fn hex(text: &str) -> Vec<u8> {
-    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).expect("hex digit"))
-        .collect()
-}
+pub use frames::{FRAMES, hex};
 
 /// The owned value decoded from a frame's body, which the encode benches write back.
 pub enum Value {

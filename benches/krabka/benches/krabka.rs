@@ -27,37 +27,10 @@ use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterio
 use krabka_protocol::borrowed::{request_header::RequestHeader, response_header::ResponseHeader};
 use krabka_protocol::{DecodeBorrow, UnknownTaggedFields, borrowed as b, owned as o};
 
-macro_rules! frames {
-    ($($dir:literal / $name:literal),* $(,)?) => {
-        /// Every benchmarked frame, in the order of kwire's `benches/support/mod.rs`.
-        const FRAMES: &[(&str, &str)] = &[$(
-            ($name, include_str!(concat!("../../../tests/vectors/", $dir, "/", $name, ".hex"))),
-        )*];
-    };
-}
+#[path = "../../support/frames.rs"]
+mod frames;
 
-frames!(
-    "seed" / "apiversions_v4_request",
-    "seed" / "apiversions_v4_response",
-    "seed" / "listgroups_v5_request",
-    "seed" / "listgroups_v5_response",
-    "seed" / "listoffsets_v10_request",
-    "seed" / "listoffsets_v10_response",
-    "bench" / "apiversions_v4_response_90keys",
-    "bench" / "listgroups_v2_response_1000",
-    "bench" / "listgroups_v5_response_1000",
-    "bench" / "listoffsets_v5_request_10x100",
-    "bench" / "listoffsets_v10_request_10x100",
-    "bench" / "listoffsets_v10_response_10x100",
-);
-
-fn hex(text: &str) -> Vec<u8> {
-    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).expect("hex digit"))
-        .collect()
-}
+use frames::{FRAMES, hex};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Api {
