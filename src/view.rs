@@ -810,3 +810,25 @@ macro_rules! view_common {
 }
 
 pub(crate) use {body_view, view_common};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_reads_through_the_element_when_its_head_does_not_fit() {
+        // Two 12-byte elements of a version whose widest layout takes 16: the first's head
+        // runs into the second element, the second's does not fit in what is left.
+        let bytes: [u8; 24] = core::array::from_fn(|i| i as u8);
+        let src = Src(&bytes);
+        let (first, last) = (Fixed::<16>::new(src, 0, 12), Fixed::<16>::new(src, 12, 24));
+        assert!(first.head.is_some() && last.head.is_none());
+        assert_eq!(first.i32(8), i32::from_be_bytes([8, 9, 10, 11]));
+        assert_eq!(last.i32(8), i32::from_be_bytes([20, 21, 22, 23]));
+        assert_eq!(last.i64(4), i64::from_be_bytes([16, 17, 18, 19, 20, 21, 22, 23]));
+        assert_eq!((first.bytes(), last.bytes()), (&bytes[..12], &bytes[12..]));
+        // A read past the element, which checked bytes never ask for, is a default.
+        assert_eq!(last.i64(8), 0);
+        assert_eq!(Fixed::<16>::whole(Src(&bytes[..12])).u16(10), u16::from_be_bytes([10, 11]));
+    }
+}
