@@ -247,8 +247,8 @@ impl<'a> Src<'a> {
 /// element's length against its own end, tests LLVM did not merge). The head may run past
 /// the element into the bytes after it, which no read of the element's version reaches;
 /// when fewer than `N` bytes are left (an element of an older, shorter version at the end
-/// of the body), reads go through the element's bytes instead. The element's own bytes are
-/// cut only when asked for (`as_bytes`, a tagged section that is not empty).
+/// of the body), reads go through the bytes the element is in, at its offset. The element's
+/// own bytes are cut only when asked for (`as_bytes`, a tagged section that is not empty).
 #[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct Fixed<'a, const N: usize> {
@@ -299,7 +299,8 @@ impl<'a, const N: usize> Fixed<'a, N> {
                 Some(b) => *b,
                 None => [0; M],
             },
-            None => self.own().fixed(at),
+            // Never past the element's end: no read of its version goes there.
+            None => self.src.fixed(self.pos + at),
         }
     }
 
@@ -827,7 +828,7 @@ mod tests {
         assert_eq!(last.i32(8), i32::from_be_bytes([20, 21, 22, 23]));
         assert_eq!(last.i64(4), i64::from_be_bytes([16, 17, 18, 19, 20, 21, 22, 23]));
         assert_eq!((first.bytes(), last.bytes()), (&bytes[..12], &bytes[12..]));
-        // A read past the element, which checked bytes never ask for, is a default.
+        // A read past the end of the bytes, which checked bytes never ask for, is a default.
         assert_eq!(last.i64(8), 0);
         assert_eq!(Fixed::<16>::whole(Src(&bytes[..12])).u16(10), u16::from_be_bytes([10, 11]));
     }
