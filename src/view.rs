@@ -19,12 +19,6 @@ use crate::wire::{Reader, TaggedIter};
 pub struct Src<'a>(&'a [u8]);
 
 impl<'a> Src<'a> {
-    /// The bytes of a body about to be checked, and a reader to check them with.
-    #[inline]
-    pub(crate) fn begin(bytes: &'a [u8]) -> (Src<'a>, Reader<'a>) {
-        (Src(bytes), Reader::new(bytes))
-    }
-
     /// The bytes.
     #[inline]
     pub const fn bytes(self) -> &'a [u8] {
@@ -143,6 +137,16 @@ impl<'a> Src<'a> {
         self.0.get(from..to).and_then(crate::wire::str_from).unwrap_or_default()
     }
 
+    /// For the string (or null) at `at` of the element that starts at `elem`: where its
+    /// bytes start, from `elem`, and the offset after it. An element's `at` keeps the first
+    /// while it finds the element's end, so that the string's accessor does not read its
+    /// length again.
+    #[inline]
+    pub fn str_start(self, elem: usize, at: usize, flexible: bool) -> (u32, usize) {
+        let (len, from) = self.len_prefix(at, flexible, false);
+        ((from - elem) as u32, from + len.unwrap_or(0))
+    }
+
     /// The nullable string at `at`.
     #[inline]
     pub fn nullable_str(self, at: usize, flexible: bool) -> Option<&'a str> {
@@ -227,22 +231,158 @@ impl<'a> Src<'a> {
     }
 }
 
-/// Checks the front of `bytes` as a body of `B` at `version` with `check`, which returns
-/// the offsets the body's view keeps. Returns the body's bytes (the version must exist and
-/// every byte must be valid), its version, the offsets and its length; bytes after it are
-/// the caller's to judge (see [`no_trailing`]).
+/// The checked bytes of an element of fixed-width fields (and perhaps a tagged section),
+/// with its first `N` bytes (`N`: the most its fixed-width fields take in any version) cut
+/// once, when the element was found.
+///
+/// Accessors read at offsets known to be below `N` minus their width, so a read from the
+/// head needs no bounds check of its own; every read of an element tests the same `Option`,
+/// which LLVM folds into the one test that cut it (through [`Src`], each read tested the
+/// element's length against its own end, tests LLVM did not merge). The head may run past
+/// the element into the bytes after it, which no read of the element's version reaches;
+/// when fewer than `N` bytes are left (an element of an older, shorter version at the end
+/// of the body), reads go through the bytes the element is in, at its offset. The element's
+/// own bytes are cut only when asked for (`as_bytes`, a tagged section that is not empty).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Fixed<'a, const N: usize> {
+    /// The bytes the element is in, and where in them it starts and ends.
+    src: Src<'a>,
+    pos: usize,
+    end: usize,
+    head: Option<&'a [u8; N]>,
+}
+
+impl<'a, const N: usize> Fixed<'a, N> {
+    /// The element `src[pos..end]`.
+    #[inline]
+    pub fn new(src: Src<'a>, pos: usize, end: usize) -> Self {
+        let head = src.bytes().get(pos..).and_then(<[u8]>::first_chunk::<N>);
+        Fixed { src, pos, end, head }
+    }
+
+    /// The element that is exactly `src`.
+    #[inline]
+    pub fn whole(src: Src<'a>) -> Self {
+        Fixed { src, pos: 0, end: src.bytes().len(), head: src.bytes().first_chunk::<N>() }
+    }
+
+    /// The element's bytes.
+    #[inline]
+    pub const fn bytes(self) -> &'a [u8] {
+        match self.src.bytes().split_at_checked(self.end) {
+            Some((front, _)) => match front.split_at_checked(self.pos) {
+                Some((_, element)) => element,
+                None => &[],
+            },
+            None => &[],
+        }
+    }
+
+    /// The element's bytes, as [`Src`].
+    #[inline]
+    fn own(self) -> Src<'a> {
+        Src(self.bytes())
+    }
+
+    /// `M` bytes at `at`.
+    #[inline]
+    fn fixed<const M: usize>(self, at: usize) -> [u8; M] {
+        match self.head {
+            Some(head) => match head.get(at..).and_then(<[u8]>::first_chunk::<M>) {
+                Some(b) => *b,
+                None => [0; M],
+            },
+            // Never past the element's end: no read of its version goes there.
+            None => self.src.fixed(self.pos + at),
+        }
+    }
+
+    /// The `int8` at `at`.
+    #[inline]
+    pub fn i8(self, at: usize) -> i8 {
+        i8::from_be_bytes(self.fixed(at))
+    }
+    /// The `int16` at `at`.
+    #[inline]
+    pub fn i16(self, at: usize) -> i16 {
+        i16::from_be_bytes(self.fixed(at))
+    }
+    /// The `int32` at `at`.
+    #[inline]
+    pub fn i32(self, at: usize) -> i32 {
+        i32::from_be_bytes(self.fixed(at))
+    }
+    /// The `int64` at `at`.
+    #[inline]
+    pub fn i64(self, at: usize) -> i64 {
+        i64::from_be_bytes(self.fixed(at))
+    }
+    /// The `uint16` at `at`.
+    #[inline]
+    pub fn u16(self, at: usize) -> u16 {
+        u16::from_be_bytes(self.fixed(at))
+    }
+    /// The `uint32` at `at`.
+    #[inline]
+    pub fn u32(self, at: usize) -> u32 {
+        u32::from_be_bytes(self.fixed(at))
+    }
+    /// The `float64` at `at`.
+    #[inline]
+    pub fn f64(self, at: usize) -> f64 {
+        f64::from_be_bytes(self.fixed(at))
+    }
+    /// The `bool` at `at` (any non-zero byte is `true`, as in Kafka).
+    #[inline]
+    pub fn bool(self, at: usize) -> bool {
+        self.fixed::<1>(at)[0] != 0
+    }
+    /// The `uuid` at `at`.
+    #[inline]
+    pub fn uuid(self, at: usize) -> Uuid {
+        Uuid(self.fixed(at))
+    }
+
+    /// The fields of the tagged-field section at `at` whose tags are not in `known`.
+    #[inline]
+    pub fn tagged(self, at: usize, known: &'static [u32]) -> TaggedIter<'a> {
+        self.own().tagged(at, known)
+    }
+
+    /// The value of tagged field `tag` in the section at `at`, if it is there.
+    #[inline]
+    pub fn tag(self, at: usize, tag: u32) -> Option<Src<'a>> {
+        self.own().tag(at, tag)
+    }
+}
+
+/// Checks the front of `bytes` as a body at `ver` with `check`, which returns the offsets
+/// the body's view keeps. Returns the body's bytes (every byte must be valid), its version,
+/// the offsets and its length; bytes after it are the caller's to judge (see
+/// [`no_trailing`]).
 #[inline]
-pub(crate) fn check_body<'a, B: crate::encode::Body, A>(
+pub(crate) fn check_body<'a, A>(
     bytes: &'a [u8],
-    version: i16,
+    ver: Ver,
     check: impl FnOnce(&mut Reader<'a>, Ver) -> Result<A, DecodeError>,
 ) -> Result<(Src<'a>, Ver, A), DecodeError> {
-    let Some(ver) = B::ver(version) else {
-        return Err(DecodeError::new(crate::error::DecodeErrorKind::UnsupportedVersion(version), 0, B::NAME));
-    };
-    let (src, mut r) = Src::begin(bytes);
+    let mut r = Reader::new(bytes);
     let at = check(&mut r, ver)?;
-    Ok((src.sub(0, r.pos()), Ver { uniform: r.uniform(), ..ver }, at))
+    // The reader never passes the end; `min` says so without a branch.
+    let used = r.pos().min(bytes.len());
+    Ok((Src(&bytes[..used]), Ver { uniform: r.uniform(), ..ver }, at))
+}
+
+/// [`crate::DecodeErrorKind::UnsupportedVersion`] for a body, out of the inlined path.
+///
+/// Built by the caller of [`check_body`], not inside it: an error written through a call
+/// into the `Result` that also holds the offsets kept that `Result` (and the offsets) in
+/// memory.
+#[cold]
+#[inline(never)]
+pub(crate) fn unsupported_version(version: i16, name: &'static str) -> DecodeError {
+    DecodeError::new(crate::error::DecodeErrorKind::UnsupportedVersion(version), 0, name)
 }
 
 /// Fails with [`crate::DecodeErrorKind::TrailingBytes`] unless a body of `used` bytes
@@ -251,8 +391,15 @@ pub(crate) fn check_body<'a, B: crate::encode::Body, A>(
 pub(crate) fn no_trailing(bytes: &[u8], used: usize, name: &'static str) -> Result<(), DecodeError> {
     match bytes.len() - used.min(bytes.len()) {
         0 => Ok(()),
-        n => Err(DecodeError::new(crate::error::DecodeErrorKind::TrailingBytes(n as u32), used, name)),
+        n => Err(trailing_bytes(n, used, name)),
     }
+}
+
+/// [`crate::DecodeErrorKind::TrailingBytes`]: `n` bytes after a body of `used`.
+#[cold]
+#[inline(never)]
+fn trailing_bytes(n: usize, used: usize, name: &'static str) -> DecodeError {
+    DecodeError::new(crate::error::DecodeErrorKind::TrailingBytes(n as u32), used, name)
 }
 
 /// How the elements of an array are laid out in one version.
@@ -314,17 +461,17 @@ pub(crate) fn stride<'a, T: Element<'a>>(ver: Ver) -> Option<usize> {
 /// The end of a struct element of fixed-width fields (`fixed` bytes of them) at `pos`.
 #[inline]
 pub(crate) fn fixed_end(src: Src<'_>, pos: usize, fixed: usize, ver: Ver) -> usize {
-    if !ver.flexible {
-        pos + fixed
-    } else if ver.uniform {
-        pos + fixed + 1
-    } else {
+    // One test for the common cases, and a stride (`fixed`, and the empty tagged section's
+    // byte when flexible) that LLVM computes once per array.
+    if ver.flexible && !ver.uniform {
         src.skip_tagged(pos + fixed)
+    } else {
+        pos + fixed + usize::from(ver.flexible)
     }
 }
 
 /// Checks `count` elements of `T`.
-#[inline]
+#[inline(always)]
 pub(crate) fn check_elements<'a, T: Element<'a>>(
     r: &mut Reader<'a>,
     count: usize,
@@ -364,7 +511,7 @@ pub(crate) fn check_elements<'a, T: Element<'a>>(
 }
 
 /// Checks a non-nullable array of `T`: its count, then its elements.
-#[inline]
+#[inline(always)]
 pub(crate) fn check_array<'a, T: Element<'a>>(
     r: &mut Reader<'a>,
     ver: Ver,
@@ -375,7 +522,7 @@ pub(crate) fn check_array<'a, T: Element<'a>>(
 }
 
 /// Checks a nullable array of `T`.
-#[inline]
+#[inline(always)]
 pub(crate) fn check_nullable_array<'a, T: Element<'a>>(
     r: &mut Reader<'a>,
     ver: Ver,
@@ -589,7 +736,8 @@ impl<'a> private::ElementImpl<'a> for &'a str {
     fn layout(_: Ver) -> Layout {
         Layout::Var
     }
-    #[inline]
+    // Always: out of line, its `&mut Reader` kept the array's reader in memory.
+    #[inline(always)]
     fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, field)
     }
@@ -634,9 +782,12 @@ macro_rules! body_view {
                 bytes: &'a [u8],
                 version: i16,
                 whole: bool,
-                wrap: fn(Self) -> T,
+                wrap: impl FnOnce(Self) -> T,
             ) -> Result<T, $crate::error::DecodeError> {
-                let (src, ver, _offsets) = $crate::view::check_body::<$body, _>(bytes, version, Self::checked)?;
+                let Some(ver) = <$body as $crate::encode::Body>::ver(version) else {
+                    return Err($crate::view::unsupported_version(version, stringify!($body)));
+                };
+                let (src, ver, _offsets) = $crate::view::check_body(bytes, ver, Self::checked)?;
                 if whole {
                     $crate::view::no_trailing(bytes, src.bytes().len(), stringify!($body))?;
                 }
@@ -675,3 +826,25 @@ macro_rules! view_common {
 }
 
 pub(crate) use {body_view, view_common};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_reads_through_the_element_when_its_head_does_not_fit() {
+        // Two 12-byte elements of a version whose widest layout takes 16: the first's head
+        // runs into the second element, the second's does not fit in what is left.
+        let bytes: [u8; 24] = core::array::from_fn(|i| i as u8);
+        let src = Src(&bytes);
+        let (first, last) = (Fixed::<16>::new(src, 0, 12), Fixed::<16>::new(src, 12, 24));
+        assert!(first.head.is_some() && last.head.is_none());
+        assert_eq!(first.i32(8), i32::from_be_bytes([8, 9, 10, 11]));
+        assert_eq!(last.i32(8), i32::from_be_bytes([20, 21, 22, 23]));
+        assert_eq!(last.i64(4), i64::from_be_bytes([16, 17, 18, 19, 20, 21, 22, 23]));
+        assert_eq!((first.bytes(), last.bytes()), (&bytes[..12], &bytes[12..]));
+        // A read past the end of the bytes, which checked bytes never ask for, is a default.
+        assert_eq!(last.i64(8), 0);
+        assert_eq!(Fixed::<16>::whole(Src(&bytes[..12])).u16(10), u16::from_be_bytes([10, 11]));
+    }
+}

@@ -308,6 +308,8 @@ pub struct AddPartitionsToTxnTransactionView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AddPartitionsToTxnTransactionView {
@@ -322,7 +324,7 @@ impl<'a> AddPartitionsToTxnTransactionView<'a> {
     /// See [`AddPartitionsToTxnTransaction::transactional_id`](AddPartitionsToTxnTransaction#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AddPartitionsToTxnTransaction::producer_id`](AddPartitionsToTxnTransaction#structfield.producer_id).
@@ -376,14 +378,15 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 11;
         p = ArrayView::<AddPartitionsToTxnTopicView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -394,6 +397,8 @@ pub struct AddPartitionsToTxnTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AddPartitionsToTxnTopicView { name, partitions });
@@ -402,7 +407,7 @@ impl<'a> AddPartitionsToTxnTopicView<'a> {
     /// See [`AddPartitionsToTxnTopic::name`](AddPartitionsToTxnTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AddPartitionsToTxnTopic::partitions`](AddPartitionsToTxnTopic#structfield.partitions).
@@ -432,15 +437,16 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -739,6 +745,8 @@ pub struct AddPartitionsToTxnResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AddPartitionsToTxnResultView { transactional_id, topic_results });
@@ -747,7 +755,7 @@ impl<'a> AddPartitionsToTxnResultView<'a> {
     /// See [`AddPartitionsToTxnResult::transactional_id`](AddPartitionsToTxnResult#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AddPartitionsToTxnResult::topic_results`](AddPartitionsToTxnResult#structfield.topic_results).
@@ -779,13 +787,14 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<AddPartitionsToTxnTopicResultView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -796,6 +805,8 @@ pub struct AddPartitionsToTxnTopicResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AddPartitionsToTxnTopicResultView { name, results_by_partition });
@@ -804,7 +815,7 @@ impl<'a> AddPartitionsToTxnTopicResultView<'a> {
     /// See [`AddPartitionsToTxnTopicResult::name`](AddPartitionsToTxnTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AddPartitionsToTxnTopicResult::results_by_partition`](AddPartitionsToTxnTopicResult#structfield.results_by_partition).
@@ -838,22 +849,23 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<AddPartitionsToTxnPartitionResultView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a AddPartitionsToTxnPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct AddPartitionsToTxnPartitionResultView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -903,11 +915,11 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnPartitionResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

@@ -316,6 +316,8 @@ pub struct AlterClientQuotasRequestEntityDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterClientQuotasRequestEntityDataView { entity_type, entity_name });
@@ -324,7 +326,7 @@ impl<'a> AlterClientQuotasRequestEntityDataView<'a> {
     /// See [`AlterClientQuotasRequestEntityData::entity_type`](AlterClientQuotasRequestEntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterClientQuotasRequestEntityData::entity_name`](AlterClientQuotasRequestEntityData#structfield.entity_name).
@@ -354,15 +356,16 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -373,6 +376,8 @@ pub struct OpDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OpDataView { key, value, remove });
@@ -381,7 +386,7 @@ impl<'a> OpDataView<'a> {
     /// See [`OpData::key`](OpData#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OpData::value`](OpData#structfield.value).
@@ -417,14 +422,15 @@ impl<'a> ElementImpl<'a> for OpDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 9;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -710,6 +716,8 @@ pub struct AlterClientQuotasResponseEntityDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterClientQuotasResponseEntityDataView { entity_type, entity_name });
@@ -718,7 +726,7 @@ impl<'a> AlterClientQuotasResponseEntityDataView<'a> {
     /// See [`AlterClientQuotasResponseEntityData::entity_type`](AlterClientQuotasResponseEntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterClientQuotasResponseEntityData::entity_name`](AlterClientQuotasResponseEntityData#structfield.entity_name).
@@ -748,14 +756,15 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

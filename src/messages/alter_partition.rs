@@ -433,7 +433,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
 /// A zero-copy view of a BrokerState: brokers of the proposed ISR, each with its registration epoch.
 #[derive(Clone, Copy)]
 pub struct BrokerStateView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -475,12 +475,12 @@ impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 

@@ -209,6 +209,8 @@ pub struct ReassignableTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ReassignableTopicView { name, partitions });
@@ -217,7 +219,7 @@ impl<'a> ReassignableTopicView<'a> {
     /// See [`ReassignableTopic::name`](ReassignableTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ReassignableTopic::partitions`](ReassignableTopic#structfield.partitions).
@@ -245,13 +247,14 @@ impl<'a> ElementImpl<'a> for ReassignableTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<ReassignablePartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -560,6 +563,8 @@ pub struct ReassignableTopicResponseView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ReassignableTopicResponseView { name, partitions });
@@ -568,7 +573,7 @@ impl<'a> ReassignableTopicResponseView<'a> {
     /// See [`ReassignableTopicResponse::name`](ReassignableTopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ReassignableTopicResponse::partitions`](ReassignableTopicResponse#structfield.partitions).
@@ -600,13 +605,14 @@ impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<ReassignablePartitionResponseView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

@@ -170,6 +170,8 @@ pub struct AlterReplicaLogDirView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterReplicaLogDirView { path, topics });
@@ -178,7 +180,7 @@ impl<'a> AlterReplicaLogDirView<'a> {
     /// See [`AlterReplicaLogDir::path`](AlterReplicaLogDir#structfield.path).
     #[inline]
     pub fn path(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterReplicaLogDir::topics`](AlterReplicaLogDir#structfield.topics).
@@ -208,15 +210,16 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<AlterReplicaLogDirTopicView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -227,6 +230,8 @@ pub struct AlterReplicaLogDirTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterReplicaLogDirTopicView { name, partitions });
@@ -235,7 +240,7 @@ impl<'a> AlterReplicaLogDirTopicView<'a> {
     /// See [`AlterReplicaLogDirTopic::name`](AlterReplicaLogDirTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterReplicaLogDirTopic::partitions`](AlterReplicaLogDirTopic#structfield.partitions).
@@ -265,15 +270,16 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -465,6 +471,8 @@ pub struct AlterReplicaLogDirTopicResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterReplicaLogDirTopicResultView { topic_name, partitions });
@@ -473,7 +481,7 @@ impl<'a> AlterReplicaLogDirTopicResultView<'a> {
     /// See [`AlterReplicaLogDirTopicResult::topic_name`](AlterReplicaLogDirTopicResult#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterReplicaLogDirTopicResult::partitions`](AlterReplicaLogDirTopicResult#structfield.partitions).
@@ -507,22 +515,23 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<AlterReplicaLogDirPartitionResultView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a AlterReplicaLogDirPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct AlterReplicaLogDirPartitionResultView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -572,11 +581,11 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirPartitionResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

@@ -177,6 +177,8 @@ pub struct AlterShareGroupOffsetsRequestTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterShareGroupOffsetsRequestTopicView { topic_name, partitions });
@@ -185,7 +187,7 @@ impl<'a> AlterShareGroupOffsetsRequestTopicView<'a> {
     /// See [`AlterShareGroupOffsetsRequestTopic::topic_name`](AlterShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterShareGroupOffsetsRequestTopic::partitions`](AlterShareGroupOffsetsRequestTopic#structfield.partitions).
@@ -217,20 +219,21 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<AlterShareGroupOffsetsRequestPartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a AlterShareGroupOffsetsRequestPartition: partitions whose start offset to set.
 #[derive(Clone, Copy)]
 pub struct AlterShareGroupOffsetsRequestPartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -278,12 +281,12 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -497,6 +500,8 @@ pub struct AlterShareGroupOffsetsResponseTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterShareGroupOffsetsResponseTopicView { topic_name, topic_id, partitions });
@@ -505,7 +510,7 @@ impl<'a> AlterShareGroupOffsetsResponseTopicView<'a> {
     /// See [`AlterShareGroupOffsetsResponseTopic::topic_name`](AlterShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterShareGroupOffsetsResponseTopic::topic_id`](AlterShareGroupOffsetsResponseTopic#structfield.topic_id).
@@ -544,14 +549,15 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 16;
         p = ArrayView::<AlterShareGroupOffsetsResponsePartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

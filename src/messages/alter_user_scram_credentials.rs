@@ -191,6 +191,8 @@ pub struct ScramCredentialDeletionView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ScramCredentialDeletionView { name, mechanism });
@@ -199,7 +201,7 @@ impl<'a> ScramCredentialDeletionView<'a> {
     /// See [`ScramCredentialDeletion::name`](ScramCredentialDeletion#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ScramCredentialDeletion::mechanism`](ScramCredentialDeletion#structfield.mechanism).
@@ -227,12 +229,13 @@ impl<'a> ElementImpl<'a> for ScramCredentialDeletionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 1;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -243,6 +246,8 @@ pub struct ScramCredentialUpsertionView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ScramCredentialUpsertionView { name, mechanism, iterations, salt, salted_password });
@@ -251,7 +256,7 @@ impl<'a> ScramCredentialUpsertionView<'a> {
     /// See [`ScramCredentialUpsertion::name`](ScramCredentialUpsertion#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ScramCredentialUpsertion::mechanism`](ScramCredentialUpsertion#structfield.mechanism).
@@ -299,8 +304,9 @@ impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 5;
         p = src.skip_bytes(p, true);
@@ -308,7 +314,7 @@ impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
         p = src.skip_bytes(p, true);
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -462,6 +468,8 @@ pub struct AlterUserScramCredentialsResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterUserScramCredentialsResultView { user, error_code, error_message });
@@ -470,7 +478,7 @@ impl<'a> AlterUserScramCredentialsResultView<'a> {
     /// See [`AlterUserScramCredentialsResult::user`](AlterUserScramCredentialsResult#structfield.user).
     #[inline]
     pub fn user(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterUserScramCredentialsResult::error_code`](AlterUserScramCredentialsResult#structfield.error_code).
@@ -505,13 +513,14 @@ impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

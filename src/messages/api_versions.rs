@@ -598,7 +598,7 @@ impl<'a> ApiVersionsResponseView<'a> {
 /// A zero-copy view of a ApiVersion: one entry for each API the broker accepts.
 #[derive(Clone, Copy)]
 pub struct ApiVersionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -648,12 +648,12 @@ impl<'a> ElementImpl<'a> for ApiVersionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -664,6 +664,8 @@ pub struct SupportedFeatureKeyView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(SupportedFeatureKeyView { name, min_version, max_version });
@@ -672,7 +674,7 @@ impl<'a> SupportedFeatureKeyView<'a> {
     /// See [`SupportedFeatureKey::name`](SupportedFeatureKey#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`SupportedFeatureKey::min_version`](SupportedFeatureKey#structfield.min_version).
@@ -706,12 +708,13 @@ impl<'a> ElementImpl<'a> for SupportedFeatureKeyView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -722,6 +725,8 @@ pub struct FinalizedFeatureKeyView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(FinalizedFeatureKeyView { name, max_version_level, min_version_level });
@@ -730,7 +735,7 @@ impl<'a> FinalizedFeatureKeyView<'a> {
     /// See [`FinalizedFeatureKey::name`](FinalizedFeatureKey#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`FinalizedFeatureKey::max_version_level`](FinalizedFeatureKey#structfield.max_version_level).
@@ -764,11 +769,12 @@ impl<'a> ElementImpl<'a> for FinalizedFeatureKeyView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -331,7 +331,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
 /// A zero-copy view of a AssignReplicasToDirsRequestPartitionData: partitions of this topic in this directory.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsRequestPartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 4>,
     ver: Ver,
 }
 
@@ -367,12 +367,12 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -695,7 +695,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
 /// A zero-copy view of a AssignReplicasToDirsResponsePartitionData: one result for each partition.
 #[derive(Clone, Copy)]
 pub struct AssignReplicasToDirsResponsePartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -743,11 +743,11 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

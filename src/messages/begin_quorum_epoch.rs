@@ -303,6 +303,8 @@ pub struct BeginQuorumEpochRequestTopicDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(BeginQuorumEpochRequestTopicDataView { topic_name, partitions });
@@ -311,7 +313,7 @@ impl<'a> BeginQuorumEpochRequestTopicDataView<'a> {
     /// See [`BeginQuorumEpochRequestTopicData::topic_name`](BeginQuorumEpochRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`BeginQuorumEpochRequestTopicData::partitions`](BeginQuorumEpochRequestTopicData#structfield.partitions).
@@ -345,22 +347,23 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<BeginQuorumEpochRequestPartitionDataView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a BeginQuorumEpochRequestPartitionData: partitions with a new leader.
 #[derive(Clone, Copy)]
 pub struct BeginQuorumEpochRequestPartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 28>,
     ver: Ver,
 }
 
@@ -431,12 +434,12 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestPartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 1 { 28 } else { 12 }, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -447,6 +450,8 @@ pub struct LeaderEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(LeaderEndpointView { name, host, port });
@@ -455,13 +460,13 @@ impl<'a> LeaderEndpointView<'a> {
     /// See [`LeaderEndpoint::name`](LeaderEndpoint#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`LeaderEndpoint::host`](LeaderEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`LeaderEndpoint::port`](LeaderEndpoint#structfield.port).
@@ -490,14 +495,15 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -772,6 +778,8 @@ pub struct BeginQuorumEpochResponseTopicDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(BeginQuorumEpochResponseTopicDataView { topic_name, partitions });
@@ -780,7 +788,7 @@ impl<'a> BeginQuorumEpochResponseTopicDataView<'a> {
     /// See [`BeginQuorumEpochResponseTopicData::topic_name`](BeginQuorumEpochResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`BeginQuorumEpochResponseTopicData::partitions`](BeginQuorumEpochResponseTopicData#structfield.partitions).
@@ -814,22 +822,23 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<BeginQuorumEpochResponsePartitionDataView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a BeginQuorumEpochResponsePartitionData: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct BeginQuorumEpochResponsePartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 14>,
     ver: Ver,
 }
 
@@ -898,12 +907,12 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponsePartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 14, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -914,6 +923,8 @@ pub struct NodeEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(NodeEndpointView { node_id, host, port });
@@ -928,7 +939,7 @@ impl<'a> NodeEndpointView<'a> {
     /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(4, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
@@ -957,11 +968,12 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos + 4;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

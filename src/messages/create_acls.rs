@@ -162,6 +162,8 @@ pub struct AclCreationView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 3],
 }
 
 view_common!(AclCreationView {
@@ -184,7 +186,7 @@ impl<'a> AclCreationView<'a> {
     /// See [`AclCreation::resource_name`](AclCreation#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(1, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AclCreation::resource_pattern_type`](AclCreation#structfield.resource_pattern_type).
@@ -196,13 +198,13 @@ impl<'a> AclCreationView<'a> {
     /// See [`AclCreation::principal`](AclCreation#structfield.principal).
     #[inline]
     pub fn principal(&self) -> &'a str {
-        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`AclCreation::host`](AclCreation#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(self.at[1] as usize, self.ver.flexible)
+        self.src.text(self.text[2] as usize, self.at[2] as usize)
     }
 
     /// See [`AclCreation::operation`](AclCreation#structfield.operation).
@@ -242,19 +244,20 @@ impl<'a> ElementImpl<'a> for AclCreationView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 3];
         let mut p = pos + 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[2], p) = src.str_start(pos, p, ver.flexible);
         at[2] = (p - pos) as u32;
         p += 2;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

@@ -229,6 +229,8 @@ pub struct CreatableRenewersView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(CreatableRenewersView { principal_type, principal_name });
@@ -237,13 +239,13 @@ impl<'a> CreatableRenewersView<'a> {
     /// See [`CreatableRenewers::principal_type`](CreatableRenewers#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CreatableRenewers::principal_name`](CreatableRenewers#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -267,15 +269,16 @@ impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

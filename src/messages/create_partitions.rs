@@ -206,6 +206,8 @@ pub struct CreatePartitionsTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(CreatePartitionsTopicView { name, count, assignments });
@@ -214,7 +216,7 @@ impl<'a> CreatePartitionsTopicView<'a> {
     /// See [`CreatePartitionsTopic::name`](CreatePartitionsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CreatePartitionsTopic::count`](CreatePartitionsTopic#structfield.count).
@@ -255,8 +257,9 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 4;
         p = ArrayView::<CreatePartitionsAssignmentView<'a>>::skip(src, p, ver);
@@ -264,7 +267,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -455,6 +458,8 @@ pub struct CreatePartitionsTopicResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(CreatePartitionsTopicResultView { name, error_code, error_message });
@@ -463,7 +468,7 @@ impl<'a> CreatePartitionsTopicResultView<'a> {
     /// See [`CreatePartitionsTopicResult::name`](CreatePartitionsTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CreatePartitionsTopicResult::error_code`](CreatePartitionsTopicResult#structfield.error_code).
@@ -500,8 +505,9 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_str(p, ver.flexible);
@@ -509,6 +515,6 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

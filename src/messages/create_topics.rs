@@ -266,6 +266,8 @@ pub struct CreatableTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(CreatableTopicView { name, num_partitions, replication_factor, assignments, configs });
@@ -274,7 +276,7 @@ impl<'a> CreatableTopicView<'a> {
     /// See [`CreatableTopic::name`](CreatableTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CreatableTopic::num_partitions`](CreatableTopic#structfield.num_partitions).
@@ -324,8 +326,9 @@ impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 6;
         p = ArrayView::<CreatableReplicaAssignmentView<'a>>::skip(src, p, ver);
@@ -335,7 +338,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -401,6 +404,8 @@ pub struct CreatableTopicConfigView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(CreatableTopicConfigView { name, value });
@@ -409,7 +414,7 @@ impl<'a> CreatableTopicConfigView<'a> {
     /// See [`CreatableTopicConfig::name`](CreatableTopicConfig#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CreatableTopicConfig::value`](CreatableTopicConfig#structfield.value).
@@ -439,15 +444,16 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -720,6 +726,8 @@ pub struct CreatableTopicResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(CreatableTopicResultView {
@@ -737,7 +745,7 @@ impl<'a> CreatableTopicResultView<'a> {
     /// See [`CreatableTopicResult::name`](CreatableTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CreatableTopicResult::topic_id`](CreatableTopicResult#structfield.topic_id).
@@ -835,8 +843,9 @@ impl<'a> ElementImpl<'a> for CreatableTopicResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += if ver.version >= 7 { 18 } else { 2 };
         p = src.skip_str(p, ver.flexible);
@@ -849,7 +858,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicResultView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -860,6 +869,8 @@ pub struct CreatableTopicConfigsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(CreatableTopicConfigsView { name, value, read_only, config_source, is_sensitive });
@@ -868,7 +879,7 @@ impl<'a> CreatableTopicConfigsView<'a> {
     /// See [`CreatableTopicConfigs::name`](CreatableTopicConfigs#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CreatableTopicConfigs::value`](CreatableTopicConfigs#structfield.value).
@@ -922,13 +933,14 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p += 3;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -566,6 +566,8 @@ pub struct DeleteAclsMatchingAclView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 4],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 3],
 }
 
 view_common!(DeleteAclsMatchingAclView {
@@ -602,7 +604,7 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
     /// See [`DeleteAclsMatchingAcl::resource_name`](DeleteAclsMatchingAcl#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[1] as usize)
     }
 
     /// See [`DeleteAclsMatchingAcl::pattern_type`](DeleteAclsMatchingAcl#structfield.pattern_type).
@@ -614,13 +616,13 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
     /// See [`DeleteAclsMatchingAcl::principal`](DeleteAclsMatchingAcl#structfield.principal).
     #[inline]
     pub fn principal(&self) -> &'a str {
-        self.src.str(self.at[1] as usize + 1, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[2] as usize)
     }
 
     /// See [`DeleteAclsMatchingAcl::host`](DeleteAclsMatchingAcl#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(self.at[2] as usize, self.ver.flexible)
+        self.src.text(self.text[2] as usize, self.at[3] as usize)
     }
 
     /// See [`DeleteAclsMatchingAcl::operation`](DeleteAclsMatchingAcl#structfield.operation).
@@ -662,21 +664,22 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 4];
+        let mut text = [0; 3];
         let mut p = pos + 2;
         p = src.skip_str(p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         p += 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[2] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[2], p) = src.str_start(pos, p, ver.flexible);
         at[3] = (p - pos) as u32;
         p += 2;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

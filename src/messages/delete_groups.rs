@@ -231,6 +231,8 @@ pub struct DeletableGroupResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DeletableGroupResultView { group_id, error_code, error_message });
@@ -239,7 +241,7 @@ impl<'a> DeletableGroupResultView<'a> {
     /// See [`DeletableGroupResult::group_id`](DeletableGroupResult#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DeletableGroupResult::error_code`](DeletableGroupResult#structfield.error_code).
@@ -282,8 +284,9 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 2;
         if ver.version == 3 {
@@ -293,6 +296,6 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -186,6 +186,8 @@ pub struct DeleteRecordsTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DeleteRecordsTopicView { name, partitions });
@@ -194,7 +196,7 @@ impl<'a> DeleteRecordsTopicView<'a> {
     /// See [`DeleteRecordsTopic::name`](DeleteRecordsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DeleteRecordsTopic::partitions`](DeleteRecordsTopic#structfield.partitions).
@@ -224,22 +226,23 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DeleteRecordsPartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a DeleteRecordsPartition: partitions of this topic to trim.
 #[derive(Clone, Copy)]
 pub struct DeleteRecordsPartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -283,12 +286,12 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -470,6 +473,8 @@ pub struct DeleteRecordsTopicResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DeleteRecordsTopicResultView { name, partitions });
@@ -478,7 +483,7 @@ impl<'a> DeleteRecordsTopicResultView<'a> {
     /// See [`DeleteRecordsTopicResult::name`](DeleteRecordsTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DeleteRecordsTopicResult::partitions`](DeleteRecordsTopicResult#structfield.partitions).
@@ -512,22 +517,23 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DeleteRecordsPartitionResultView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a DeleteRecordsPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct DeleteRecordsPartitionResultView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 14>,
     ver: Ver,
 }
 
@@ -584,11 +590,11 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 14, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

@@ -140,6 +140,8 @@ pub struct DeleteShareGroupOffsetsRequestTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DeleteShareGroupOffsetsRequestTopicView { topic_name });
@@ -148,7 +150,7 @@ impl<'a> DeleteShareGroupOffsetsRequestTopicView<'a> {
     /// See [`DeleteShareGroupOffsetsRequestTopic::topic_name`](DeleteShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -169,11 +171,12 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -355,6 +358,8 @@ pub struct DeleteShareGroupOffsetsResponseTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DeleteShareGroupOffsetsResponseTopicView { topic_name, topic_id, error_code, error_message });
@@ -363,7 +368,7 @@ impl<'a> DeleteShareGroupOffsetsResponseTopicView<'a> {
     /// See [`DeleteShareGroupOffsetsResponseTopic::topic_name`](DeleteShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DeleteShareGroupOffsetsResponseTopic::topic_id`](DeleteShareGroupOffsetsResponseTopic#structfield.topic_id).
@@ -410,13 +415,14 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 18;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

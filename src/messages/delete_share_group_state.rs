@@ -207,7 +207,7 @@ impl<'a> ElementImpl<'a> for DeleteStateDataView<'a> {
 /// A zero-copy view of a PartitionData: partitions whose state to delete.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 4>,
     ver: Ver,
 }
 
@@ -243,12 +243,12 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 

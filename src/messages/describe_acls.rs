@@ -418,6 +418,8 @@ pub struct DescribeAclsResourceView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeAclsResourceView { resource_type, resource_name, pattern_type, acls });
@@ -432,7 +434,7 @@ impl<'a> DescribeAclsResourceView<'a> {
     /// See [`DescribeAclsResource::resource_name`](DescribeAclsResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(1, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeAclsResource::pattern_type`](DescribeAclsResource#structfield.pattern_type).
@@ -470,8 +472,9 @@ impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 1;
         p = ArrayView::<AclDescriptionView<'a>>::skip(src, p, ver);
@@ -479,7 +482,7 @@ impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -490,6 +493,8 @@ pub struct AclDescriptionView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(AclDescriptionView { principal, host, operation, permission_type });
@@ -498,13 +503,13 @@ impl<'a> AclDescriptionView<'a> {
     /// See [`AclDescription::principal`](AclDescription#structfield.principal).
     #[inline]
     pub fn principal(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AclDescription::host`](AclDescription#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`AclDescription::operation`](AclDescription#structfield.operation).
@@ -541,15 +546,16 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         p += 2;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -161,6 +161,8 @@ pub struct ComponentDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ComponentDataView { entity_type, match_type, r#match });
@@ -169,7 +171,7 @@ impl<'a> ComponentDataView<'a> {
     /// See [`ComponentData::entity_type`](ComponentData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ComponentData::match_type`](ComponentData#structfield.match_type).
@@ -206,8 +208,9 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 1;
         p = src.skip_str(p, ver.flexible);
@@ -215,7 +218,7 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -553,6 +556,8 @@ pub struct EntityDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(EntityDataView { entity_type, entity_name });
@@ -561,7 +566,7 @@ impl<'a> EntityDataView<'a> {
     /// See [`EntityData::entity_type`](EntityData#structfield.entity_type).
     #[inline]
     pub fn entity_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`EntityData::entity_name`](EntityData#structfield.entity_name).
@@ -591,15 +596,16 @@ impl<'a> ElementImpl<'a> for EntityDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -610,6 +616,8 @@ pub struct ValueDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ValueDataView { key, value });
@@ -618,7 +626,7 @@ impl<'a> ValueDataView<'a> {
     /// See [`ValueData::key`](ValueData#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ValueData::value`](ValueData#structfield.value).
@@ -648,13 +656,14 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 8;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -407,6 +407,8 @@ pub struct DescribeClusterBrokerView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeClusterBrokerView { broker_id, host, port, rack, is_fenced });
@@ -421,7 +423,7 @@ impl<'a> DescribeClusterBrokerView<'a> {
     /// See [`DescribeClusterBroker::host`](DescribeClusterBroker#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(4, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeClusterBroker::port`](DescribeClusterBroker#structfield.port).
@@ -466,14 +468,15 @@ impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 4;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p += if ver.version >= 2 { 1 } else { 0 };
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -193,6 +193,8 @@ pub struct DescribeConfigsResourceView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeConfigsResourceView { resource_type, resource_name, configuration_keys });
@@ -207,7 +209,7 @@ impl<'a> DescribeConfigsResourceView<'a> {
     /// See [`DescribeConfigsResource::resource_name`](DescribeConfigsResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(1, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeConfigsResource::configuration_keys`](DescribeConfigsResource#structfield.configuration_keys).
@@ -238,15 +240,16 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<&'a str>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -559,6 +562,8 @@ pub struct DescribeConfigsResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeConfigsResultView { error_code, error_message, resource_type, resource_name, configs });
@@ -585,7 +590,7 @@ impl<'a> DescribeConfigsResultView<'a> {
     /// See [`DescribeConfigsResult::resource_name`](DescribeConfigsResult#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[1] as usize)
     }
 
     /// See [`DescribeConfigsResult::configs`](DescribeConfigsResult#structfield.configs).
@@ -618,18 +623,19 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos + 2;
         p = src.skip_str(p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         p = ArrayView::<DescribeConfigsResourceResultView<'a>>::skip(src, p, ver);
         at[2] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -640,6 +646,8 @@ pub struct DescribeConfigsResourceResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 4],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeConfigsResourceResultView {
@@ -657,7 +665,7 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
     /// See [`DescribeConfigsResourceResult::name`](DescribeConfigsResourceResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeConfigsResourceResult::value`](DescribeConfigsResourceResult#structfield.value).
@@ -746,8 +754,9 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 4];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
@@ -762,7 +771,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -773,6 +782,8 @@ pub struct DescribeConfigsSynonymView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeConfigsSynonymView { name, value, source });
@@ -781,7 +792,7 @@ impl<'a> DescribeConfigsSynonymView<'a> {
     /// See [`DescribeConfigsSynonym::name`](DescribeConfigsSynonym#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeConfigsSynonym::value`](DescribeConfigsSynonym#structfield.value).
@@ -818,8 +829,9 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
@@ -827,6 +839,6 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

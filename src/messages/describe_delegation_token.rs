@@ -163,6 +163,8 @@ pub struct DescribeDelegationTokenOwnerView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(DescribeDelegationTokenOwnerView { principal_type, principal_name });
@@ -171,13 +173,13 @@ impl<'a> DescribeDelegationTokenOwnerView<'a> {
     /// See [`DescribeDelegationTokenOwner::principal_type`](DescribeDelegationTokenOwner#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeDelegationTokenOwner::principal_name`](DescribeDelegationTokenOwner#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -201,15 +203,16 @@ impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -476,6 +479,8 @@ pub struct DescribedDelegationTokenView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 7],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 5],
 }
 
 view_common!(DescribedDelegationTokenView {
@@ -495,25 +500,25 @@ impl<'a> DescribedDelegationTokenView<'a> {
     /// See [`DescribedDelegationToken::principal_type`](DescribedDelegationToken#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribedDelegationToken::principal_name`](DescribedDelegationToken#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`DescribedDelegationToken::token_requester_principal_type`](DescribedDelegationToken#structfield.token_requester_principal_type).
     #[inline]
     pub fn token_requester_principal_type(&self) -> &'a str {
-        if self.ver.version == 3 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
+        if self.ver.version == 3 { self.src.text(self.text[2] as usize, self.at[2] as usize) } else { "" }
     }
 
     /// See [`DescribedDelegationToken::token_requester_principal_name`](DescribedDelegationToken#structfield.token_requester_principal_name).
     #[inline]
     pub fn token_requester_principal_name(&self) -> &'a str {
-        if self.ver.version == 3 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }
+        if self.ver.version == 3 { self.src.text(self.text[3] as usize, self.at[3] as usize) } else { "" }
     }
 
     /// See [`DescribedDelegationToken::issue_timestamp`](DescribedDelegationToken#structfield.issue_timestamp).
@@ -537,7 +542,7 @@ impl<'a> DescribedDelegationTokenView<'a> {
     /// See [`DescribedDelegationToken::token_id`](DescribedDelegationToken#structfield.token_id).
     #[inline]
     pub fn token_id(&self) -> &'a str {
-        self.src.str(self.at[3] as usize + 24, self.ver.flexible)
+        self.src.text(self.text[4] as usize, self.at[4] as usize)
     }
 
     /// See [`DescribedDelegationToken::hmac`](DescribedDelegationToken#structfield.hmac).
@@ -594,21 +599,22 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 7];
+        let mut text = [0; 5];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.version == 3 {
-            p = src.skip_str(p, ver.flexible);
+            (text[2], p) = src.str_start(pos, p, ver.flexible);
         }
         at[2] = (p - pos) as u32;
         if ver.version == 3 {
-            p = src.skip_str(p, ver.flexible);
+            (text[3], p) = src.str_start(pos, p, ver.flexible);
         }
         at[3] = (p - pos) as u32;
         p += 24;
-        p = src.skip_str(p, ver.flexible);
+        (text[4], p) = src.str_start(pos, p, ver.flexible);
         at[4] = (p - pos) as u32;
         p = src.skip_bytes(p, ver.flexible);
         at[5] = (p - pos) as u32;
@@ -617,7 +623,7 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -628,6 +634,8 @@ pub struct DescribedDelegationTokenRenewerView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(DescribedDelegationTokenRenewerView { principal_type, principal_name });
@@ -636,13 +644,13 @@ impl<'a> DescribedDelegationTokenRenewerView<'a> {
     /// See [`DescribedDelegationTokenRenewer::principal_type`](DescribedDelegationTokenRenewer#structfield.principal_type).
     #[inline]
     pub fn principal_type(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribedDelegationTokenRenewer::principal_name`](DescribedDelegationTokenRenewer#structfield.principal_name).
     #[inline]
     pub fn principal_name(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -666,14 +674,15 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenRenewerView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -379,6 +379,8 @@ pub struct DescribedGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 6],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 4],
 }
 
 view_common!(DescribedGroupView {
@@ -408,25 +410,25 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::group_id`](DescribedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[1] as usize)
     }
 
     /// See [`DescribedGroup::group_state`](DescribedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
-        self.src.str(self.at[1] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[2] as usize)
     }
 
     /// See [`DescribedGroup::protocol_type`](DescribedGroup#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
-        self.src.str(self.at[2] as usize, self.ver.flexible)
+        self.src.text(self.text[2] as usize, self.at[3] as usize)
     }
 
     /// See [`DescribedGroup::protocol_data`](DescribedGroup#structfield.protocol_data).
     #[inline]
     pub fn protocol_data(&self) -> &'a str {
-        self.src.str(self.at[3] as usize, self.ver.flexible)
+        self.src.text(self.text[3] as usize, self.at[4] as usize)
     }
 
     /// See [`DescribedGroup::members`](DescribedGroup#structfield.members).
@@ -472,18 +474,19 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 6];
+        let mut text = [0; 4];
         let mut p = pos + 2;
         if ver.version == 6 {
             p = src.skip_str(p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[2] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[2], p) = src.str_start(pos, p, ver.flexible);
         at[3] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[3], p) = src.str_start(pos, p, ver.flexible);
         at[4] = (p - pos) as u32;
         p = ArrayView::<DescribedGroupMemberView<'a>>::skip(src, p, ver);
         at[5] = (p - pos) as u32;
@@ -491,7 +494,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -502,6 +505,8 @@ pub struct DescribedGroupMemberView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 6],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 3],
 }
 
 view_common!(DescribedGroupMemberView {
@@ -517,7 +522,7 @@ impl<'a> DescribedGroupMemberView<'a> {
     /// See [`DescribedGroupMember::member_id`](DescribedGroupMember#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribedGroupMember::group_instance_id`](DescribedGroupMember#structfield.group_instance_id).
@@ -533,13 +538,13 @@ impl<'a> DescribedGroupMemberView<'a> {
     /// See [`DescribedGroupMember::client_id`](DescribedGroupMember#structfield.client_id).
     #[inline]
     pub fn client_id(&self) -> &'a str {
-        self.src.str(self.at[1] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[2] as usize)
     }
 
     /// See [`DescribedGroupMember::client_host`](DescribedGroupMember#structfield.client_host).
     #[inline]
     pub fn client_host(&self) -> &'a str {
-        self.src.str(self.at[2] as usize, self.ver.flexible)
+        self.src.text(self.text[2] as usize, self.at[3] as usize)
     }
 
     /// See [`DescribedGroupMember::member_metadata`](DescribedGroupMember#structfield.member_metadata).
@@ -581,16 +586,17 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 6];
+        let mut text = [0; 3];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         if ver.version >= 4 {
             p = src.skip_str(p, ver.flexible);
         }
         at[1] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[2] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[2], p) = src.str_start(pos, p, ver.flexible);
         at[3] = (p - pos) as u32;
         p = src.skip_bytes(p, ver.flexible);
         at[4] = (p - pos) as u32;
@@ -599,6 +605,6 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -147,6 +147,8 @@ pub struct DescribableLogDirTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribableLogDirTopicView { topic, partitions });
@@ -155,7 +157,7 @@ impl<'a> DescribableLogDirTopicView<'a> {
     /// See [`DescribableLogDirTopic::topic`](DescribableLogDirTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribableLogDirTopic::partitions`](DescribableLogDirTopic#structfield.partitions).
@@ -185,15 +187,16 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -486,6 +489,8 @@ pub struct DescribeLogDirsResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeLogDirsResultView {
@@ -507,7 +512,7 @@ impl<'a> DescribeLogDirsResultView<'a> {
     /// See [`DescribeLogDirsResult::log_dir`](DescribeLogDirsResult#structfield.log_dir).
     #[inline]
     pub fn log_dir(&self) -> &'a str {
-        self.src.str(2, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeLogDirsResult::topics`](DescribeLogDirsResult#structfield.topics).
@@ -576,8 +581,9 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 2;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DescribeLogDirsTopicView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
@@ -591,7 +597,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -602,6 +608,8 @@ pub struct DescribeLogDirsTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeLogDirsTopicView { name, partitions });
@@ -610,7 +618,7 @@ impl<'a> DescribeLogDirsTopicView<'a> {
     /// See [`DescribeLogDirsTopic::name`](DescribeLogDirsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeLogDirsTopic::partitions`](DescribeLogDirsTopic#structfield.partitions).
@@ -640,22 +648,23 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DescribeLogDirsPartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a DescribeLogDirsPartition: replicas of this topic's partitions in this directory.
 #[derive(Clone, Copy)]
 pub struct DescribeLogDirsPartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 21>,
     ver: Ver,
 }
 
@@ -719,11 +728,11 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsPartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 21, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

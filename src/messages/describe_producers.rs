@@ -119,6 +119,8 @@ pub struct TopicRequestView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicRequestView { name, partition_indexes });
@@ -127,7 +129,7 @@ impl<'a> TopicRequestView<'a> {
     /// See [`TopicRequest::name`](TopicRequest#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicRequest::partition_indexes`](TopicRequest#structfield.partition_indexes).
@@ -155,13 +157,14 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -386,6 +389,8 @@ pub struct TopicResponseView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicResponseView { name, partitions });
@@ -394,7 +399,7 @@ impl<'a> TopicResponseView<'a> {
     /// See [`TopicResponse::name`](TopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicResponse::partitions`](TopicResponse#structfield.partitions).
@@ -422,13 +427,14 @@ impl<'a> ElementImpl<'a> for TopicResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<PartitionResponseView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -501,7 +507,7 @@ impl<'a> ElementImpl<'a> for PartitionResponseView<'a> {
 /// A zero-copy view of a ProducerState: producers with state on this partition.
 #[derive(Clone, Copy)]
 pub struct ProducerStateView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 36>,
     ver: Ver,
 }
 
@@ -584,11 +590,11 @@ impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 36, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

@@ -151,6 +151,8 @@ pub struct DescribeQuorumRequestTopicDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeQuorumRequestTopicDataView { topic_name, partitions });
@@ -159,7 +161,7 @@ impl<'a> DescribeQuorumRequestTopicDataView<'a> {
     /// See [`DescribeQuorumRequestTopicData::topic_name`](DescribeQuorumRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeQuorumRequestTopicData::partitions`](DescribeQuorumRequestTopicData#structfield.partitions).
@@ -191,20 +193,21 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DescribeQuorumRequestPartitionDataView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a DescribeQuorumRequestPartitionData: partitions whose quorum to describe.
 #[derive(Clone, Copy)]
 pub struct DescribeQuorumRequestPartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 4>,
     ver: Ver,
 }
 
@@ -240,12 +243,12 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -671,6 +674,8 @@ pub struct DescribeQuorumResponseTopicDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeQuorumResponseTopicDataView { topic_name, partitions });
@@ -679,7 +684,7 @@ impl<'a> DescribeQuorumResponseTopicDataView<'a> {
     /// See [`DescribeQuorumResponseTopicData::topic_name`](DescribeQuorumResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeQuorumResponseTopicData::partitions`](DescribeQuorumResponseTopicData#structfield.partitions).
@@ -711,13 +716,14 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DescribeQuorumResponsePartitionDataView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -849,7 +855,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
 /// A zero-copy view of a ReplicaState: replication state of each voter.
 #[derive(Clone, Copy)]
 pub struct ReplicaStateView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 44>,
     ver: Ver,
 }
 
@@ -952,12 +958,12 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
             },
             ver,
         );
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -1019,6 +1025,8 @@ pub struct ListenerView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(ListenerView { name, host, port });
@@ -1027,13 +1035,13 @@ impl<'a> ListenerView<'a> {
     /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Listener::host`](Listener#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`Listener::port`](Listener#structfield.port).
@@ -1062,13 +1070,14 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

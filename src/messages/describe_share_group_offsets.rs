@@ -183,6 +183,8 @@ pub struct DescribeShareGroupOffsetsRequestGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeShareGroupOffsetsRequestGroupView { group_id, topics });
@@ -191,7 +193,7 @@ impl<'a> DescribeShareGroupOffsetsRequestGroupView<'a> {
     /// See [`DescribeShareGroupOffsetsRequestGroup::group_id`](DescribeShareGroupOffsetsRequestGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeShareGroupOffsetsRequestGroup::topics`](DescribeShareGroupOffsetsRequestGroup#structfield.topics).
@@ -223,13 +225,14 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DescribeShareGroupOffsetsRequestTopicView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -240,6 +243,8 @@ pub struct DescribeShareGroupOffsetsRequestTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeShareGroupOffsetsRequestTopicView { topic_name, partitions });
@@ -248,7 +253,7 @@ impl<'a> DescribeShareGroupOffsetsRequestTopicView<'a> {
     /// See [`DescribeShareGroupOffsetsRequestTopic::topic_name`](DescribeShareGroupOffsetsRequestTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeShareGroupOffsetsRequestTopic::partitions`](DescribeShareGroupOffsetsRequestTopic#structfield.partitions).
@@ -276,13 +281,14 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -551,6 +557,8 @@ pub struct DescribeShareGroupOffsetsResponseGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeShareGroupOffsetsResponseGroupView { group_id, topics, error_code, error_message });
@@ -559,7 +567,7 @@ impl<'a> DescribeShareGroupOffsetsResponseGroupView<'a> {
     /// See [`DescribeShareGroupOffsetsResponseGroup::group_id`](DescribeShareGroupOffsetsResponseGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeShareGroupOffsetsResponseGroup::topics`](DescribeShareGroupOffsetsResponseGroup#structfield.topics).
@@ -605,8 +613,9 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<DescribeShareGroupOffsetsResponseTopicView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
@@ -614,7 +623,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
         p = src.skip_str(p, true);
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -625,6 +634,8 @@ pub struct DescribeShareGroupOffsetsResponseTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeShareGroupOffsetsResponseTopicView { topic_name, topic_id, partitions });
@@ -633,7 +644,7 @@ impl<'a> DescribeShareGroupOffsetsResponseTopicView<'a> {
     /// See [`DescribeShareGroupOffsetsResponseTopic::topic_name`](DescribeShareGroupOffsetsResponseTopic#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeShareGroupOffsetsResponseTopic::topic_id`](DescribeShareGroupOffsetsResponseTopic#structfield.topic_id).
@@ -672,14 +683,15 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 16;
         p = ArrayView::<DescribeShareGroupOffsetsResponsePartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

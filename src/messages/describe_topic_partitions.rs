@@ -209,6 +209,8 @@ pub struct TopicRequestView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicRequestView { name });
@@ -217,7 +219,7 @@ impl<'a> TopicRequestView<'a> {
     /// See [`TopicRequest::name`](TopicRequest#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -238,11 +240,12 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -253,6 +256,8 @@ pub struct DescribeTopicPartitionsRequestCursorView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeTopicPartitionsRequestCursorView { topic_name, partition_index });
@@ -261,7 +266,7 @@ impl<'a> DescribeTopicPartitionsRequestCursorView<'a> {
     /// See [`DescribeTopicPartitionsRequestCursor::topic_name`](DescribeTopicPartitionsRequestCursor#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeTopicPartitionsRequestCursor::partition_index`](DescribeTopicPartitionsRequestCursor#structfield.partition_index).
@@ -289,12 +294,13 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -852,6 +858,8 @@ pub struct DescribeTopicPartitionsResponseCursorView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeTopicPartitionsResponseCursorView { topic_name, partition_index });
@@ -860,7 +868,7 @@ impl<'a> DescribeTopicPartitionsResponseCursorView<'a> {
     /// See [`DescribeTopicPartitionsResponseCursor::topic_name`](DescribeTopicPartitionsResponseCursor#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeTopicPartitionsResponseCursor::partition_index`](DescribeTopicPartitionsResponseCursor#structfield.partition_index).
@@ -888,11 +896,12 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

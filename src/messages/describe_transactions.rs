@@ -270,6 +270,8 @@ pub struct TransactionStateView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(TransactionStateView {
@@ -293,13 +295,13 @@ impl<'a> TransactionStateView<'a> {
     /// See [`TransactionState::transactional_id`](TransactionState#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
-        self.src.str(2, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TransactionState::transaction_state`](TransactionState#structfield.transaction_state).
     #[inline]
     pub fn transaction_state(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`TransactionState::transaction_timeout_ms`](TransactionState#structfield.transaction_timeout_ms).
@@ -362,16 +364,17 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 2];
         let mut p = pos + 2;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p += 22;
         p = ArrayView::<TopicDataView<'a>>::skip(src, p, ver);
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -382,6 +385,8 @@ pub struct TopicDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicDataView { topic, partitions });
@@ -390,7 +395,7 @@ impl<'a> TopicDataView<'a> {
     /// See [`TopicData::topic`](TopicData#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicData::partitions`](TopicData#structfield.partitions).
@@ -418,12 +423,13 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -134,6 +134,8 @@ pub struct UserNameView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(UserNameView { name });
@@ -142,7 +144,7 @@ impl<'a> UserNameView<'a> {
     /// See [`UserName::name`](UserName#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -163,11 +165,12 @@ impl<'a> ElementImpl<'a> for UserNameView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -410,6 +413,8 @@ pub struct DescribeUserScramCredentialsResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(DescribeUserScramCredentialsResultView { user, error_code, error_message, credential_infos });
@@ -418,7 +423,7 @@ impl<'a> DescribeUserScramCredentialsResultView<'a> {
     /// See [`DescribeUserScramCredentialsResult::user`](DescribeUserScramCredentialsResult#structfield.user).
     #[inline]
     pub fn user(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`DescribeUserScramCredentialsResult::error_code`](DescribeUserScramCredentialsResult#structfield.error_code).
@@ -464,8 +469,9 @@ impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_str(p, true);
@@ -473,14 +479,14 @@ impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
         p = ArrayView::<CredentialInfoView<'a>>::skip(src, p, ver);
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a CredentialInfo: the user's SCRAM credentials.
 #[derive(Clone, Copy)]
 pub struct CredentialInfoView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 5>,
     ver: Ver,
 }
 
@@ -522,11 +528,11 @@ impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 5, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

@@ -178,6 +178,8 @@ pub struct TopicPartitionsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicPartitionsView { topic, partitions });
@@ -186,7 +188,7 @@ impl<'a> TopicPartitionsView<'a> {
     /// See [`TopicPartitions::topic`](TopicPartitions#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicPartitions::partitions`](TopicPartitions#structfield.partitions).
@@ -216,15 +218,16 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -449,6 +452,8 @@ pub struct ReplicaElectionResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ReplicaElectionResultView { topic, partition_result });
@@ -457,7 +462,7 @@ impl<'a> ReplicaElectionResultView<'a> {
     /// See [`ReplicaElectionResult::topic`](ReplicaElectionResult#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ReplicaElectionResult::partition_result`](ReplicaElectionResult#structfield.partition_result).
@@ -487,15 +492,16 @@ impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<PartitionResultView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

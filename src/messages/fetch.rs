@@ -643,7 +643,7 @@ impl<'a> FetchRequestView<'a> {
 /// A zero-copy view of a ReplicaState: identity of the fetching follower (from version 15).
 #[derive(Clone, Copy)]
 pub struct ReplicaStateView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -685,12 +685,12 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -701,6 +701,8 @@ pub struct FetchTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(FetchTopicView { topic, topic_id, partitions });
@@ -709,7 +711,7 @@ impl<'a> FetchTopicView<'a> {
     /// See [`FetchTopic::topic`](FetchTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`FetchTopic::topic_id`](FetchTopic#structfield.topic_id).
@@ -750,9 +752,10 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 12 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 13 { 16 } else { 0 };
@@ -761,14 +764,14 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a FetchPartition: partitions of this topic to fetch.
 #[derive(Clone, Copy)]
 pub struct FetchPartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 32>,
     ver: Ver,
 }
 
@@ -928,12 +931,12 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
             },
             ver,
         );
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -944,6 +947,8 @@ pub struct ForgottenTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ForgottenTopicView { topic, topic_id, partitions });
@@ -952,7 +957,7 @@ impl<'a> ForgottenTopicView<'a> {
     /// See [`ForgottenTopic::topic`](ForgottenTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`ForgottenTopic::topic_id`](ForgottenTopic#structfield.topic_id).
@@ -993,9 +998,10 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 12 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 13 { 16 } else { 0 };
@@ -1004,7 +1010,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1783,6 +1789,8 @@ pub struct FetchableTopicResponseView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(FetchableTopicResponseView { topic, topic_id, partitions });
@@ -1791,7 +1799,7 @@ impl<'a> FetchableTopicResponseView<'a> {
     /// See [`FetchableTopicResponse::topic`](FetchableTopicResponse#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`FetchableTopicResponse::topic_id`](FetchableTopicResponse#structfield.topic_id).
@@ -1832,9 +1840,10 @@ impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 12 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 13 { 16 } else { 0 };
@@ -1843,7 +1852,7 @@ impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -2024,7 +2033,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 /// A zero-copy view of a EpochEndOffset: set when the follower's log has diverged from the leader's: the epoch and end offset to truncate to.
 #[derive(Clone, Copy)]
 pub struct EpochEndOffsetView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -2066,19 +2075,19 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
 /// A zero-copy view of a LeaderIdAndEpoch: the partition's current leader, sent when the request reached a broker that no longer leads it.
 #[derive(Clone, Copy)]
 pub struct LeaderIdAndEpochView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 8>,
     ver: Ver,
 }
 
@@ -2120,19 +2129,19 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
 /// A zero-copy view of a SnapshotId: set when the fetcher must load a snapshot because the offset it asked for is no longer in the log.
 #[derive(Clone, Copy)]
 pub struct SnapshotIdView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -2174,19 +2183,19 @@ impl<'a> ElementImpl<'a> for SnapshotIdView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
 /// A zero-copy view of a AbortedTransaction: transactions aborted within the returned records (read-committed fetches only), or null.
 #[derive(Clone, Copy)]
 pub struct AbortedTransactionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 16>,
     ver: Ver,
 }
 
@@ -2230,12 +2239,12 @@ impl<'a> ElementImpl<'a> for AbortedTransactionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 16, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -2246,6 +2255,8 @@ pub struct NodeEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(NodeEndpointView { node_id, host, port, rack });
@@ -2260,7 +2271,7 @@ impl<'a> NodeEndpointView<'a> {
     /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(4, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
@@ -2296,13 +2307,14 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 4;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -290,6 +290,8 @@ pub struct FetchSnapshotRequestTopicSnapshotView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(FetchSnapshotRequestTopicSnapshotView { name, partitions });
@@ -298,7 +300,7 @@ impl<'a> FetchSnapshotRequestTopicSnapshotView<'a> {
     /// See [`FetchSnapshotRequestTopicSnapshot::name`](FetchSnapshotRequestTopicSnapshot#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`FetchSnapshotRequestTopicSnapshot::partitions`](FetchSnapshotRequestTopicSnapshot#structfield.partitions).
@@ -330,13 +332,14 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<FetchSnapshotRequestPartitionSnapshotView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -448,7 +451,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestPartitionSnapshotView<'a> {
 /// A zero-copy view of a FetchSnapshotRequestSnapshotId: which snapshot to fetch.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotRequestSnapshotIdView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -493,12 +496,12 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -957,6 +960,8 @@ pub struct FetchSnapshotResponseTopicSnapshotView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(FetchSnapshotResponseTopicSnapshotView { name, partitions });
@@ -965,7 +970,7 @@ impl<'a> FetchSnapshotResponseTopicSnapshotView<'a> {
     /// See [`FetchSnapshotResponseTopicSnapshot::name`](FetchSnapshotResponseTopicSnapshot#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`FetchSnapshotResponseTopicSnapshot::partitions`](FetchSnapshotResponseTopicSnapshot#structfield.partitions).
@@ -997,13 +1002,14 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseTopicSnapshotView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<FetchSnapshotResponsePartitionSnapshotView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1132,7 +1138,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponsePartitionSnapshotView<'a> {
 /// A zero-copy view of a FetchSnapshotResponseSnapshotId: which snapshot the bytes come from.
 #[derive(Clone, Copy)]
 pub struct FetchSnapshotResponseSnapshotIdView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -1177,19 +1183,19 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseSnapshotIdView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
 /// A zero-copy view of a LeaderIdAndEpoch: leader of the partition as the answering node knows it.
 #[derive(Clone, Copy)]
 pub struct LeaderIdAndEpochView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 8>,
     ver: Ver,
 }
 
@@ -1231,12 +1237,12 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -1247,6 +1253,8 @@ pub struct NodeEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(NodeEndpointView { node_id, host, port });
@@ -1261,7 +1269,7 @@ impl<'a> NodeEndpointView<'a> {
     /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(4, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
@@ -1290,11 +1298,12 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos + 4;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -459,6 +459,8 @@ pub struct CoordinatorView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(CoordinatorView { key, node_id, host, port, error_code, error_message });
@@ -467,7 +469,7 @@ impl<'a> CoordinatorView<'a> {
     /// See [`Coordinator::key`](Coordinator#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Coordinator::node_id`](Coordinator#structfield.node_id).
@@ -479,7 +481,7 @@ impl<'a> CoordinatorView<'a> {
     /// See [`Coordinator::host`](Coordinator#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(self.at[0] as usize + 4, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`Coordinator::port`](Coordinator#structfield.port).
@@ -522,16 +524,17 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p += 6;
         p = src.skip_str(p, true);
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

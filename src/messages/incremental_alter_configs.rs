@@ -207,6 +207,8 @@ pub struct AlterConfigsResourceView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterConfigsResourceView { resource_type, resource_name, configs });
@@ -221,7 +223,7 @@ impl<'a> AlterConfigsResourceView<'a> {
     /// See [`AlterConfigsResource::resource_name`](AlterConfigsResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(1, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterConfigsResource::configs`](AlterConfigsResource#structfield.configs).
@@ -252,15 +254,16 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<AlterableConfigView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -271,6 +274,8 @@ pub struct AlterableConfigView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterableConfigView { name, config_operation, value });
@@ -279,7 +284,7 @@ impl<'a> AlterableConfigView<'a> {
     /// See [`AlterableConfig::name`](AlterableConfig#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`AlterableConfig::config_operation`](AlterableConfig#structfield.config_operation).
@@ -316,8 +321,9 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 1;
         p = src.skip_str(p, ver.flexible);
@@ -325,7 +331,7 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -497,6 +503,8 @@ pub struct AlterConfigsResourceResponseView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(AlterConfigsResourceResponseView { error_code, error_message, resource_type, resource_name });
@@ -523,7 +531,7 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     /// See [`AlterConfigsResourceResponse::resource_name`](AlterConfigsResourceResponse#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(self.at[0] as usize + 1, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[1] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -549,15 +557,16 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 2;
         p = src.skip_str(p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 1;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

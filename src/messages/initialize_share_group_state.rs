@@ -217,7 +217,7 @@ impl<'a> ElementImpl<'a> for InitializeStateDataView<'a> {
 /// A zero-copy view of a PartitionData: partitions whose state to initialize.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 16>,
     ver: Ver,
 }
 
@@ -272,12 +272,12 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 16, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 

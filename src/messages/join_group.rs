@@ -283,6 +283,8 @@ pub struct JoinGroupRequestProtocolView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(JoinGroupRequestProtocolView { name, metadata });
@@ -291,7 +293,7 @@ impl<'a> JoinGroupRequestProtocolView<'a> {
     /// See [`JoinGroupRequestProtocol::name`](JoinGroupRequestProtocol#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`JoinGroupRequestProtocol::metadata`](JoinGroupRequestProtocol#structfield.metadata).
@@ -321,15 +323,16 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_bytes(p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -634,6 +637,8 @@ pub struct JoinGroupResponseMemberView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(JoinGroupResponseMemberView { member_id, group_instance_id, metadata });
@@ -642,7 +647,7 @@ impl<'a> JoinGroupResponseMemberView<'a> {
     /// See [`JoinGroupResponseMember::member_id`](JoinGroupResponseMember#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`JoinGroupResponseMember::group_instance_id`](JoinGroupResponseMember#structfield.group_instance_id).
@@ -685,8 +690,9 @@ impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         if ver.version >= 5 {
             p = src.skip_str(p, ver.flexible);
@@ -697,6 +703,6 @@ impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -194,6 +194,8 @@ pub struct MemberIdentityView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(MemberIdentityView { member_id, group_instance_id, reason });
@@ -202,7 +204,7 @@ impl<'a> MemberIdentityView<'a> {
     /// See [`MemberIdentity::member_id`](MemberIdentity#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`MemberIdentity::group_instance_id`](MemberIdentity#structfield.group_instance_id).
@@ -245,8 +247,9 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
@@ -257,7 +260,7 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -440,6 +443,8 @@ pub struct MemberResponseView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(MemberResponseView { member_id, group_instance_id, error_code });
@@ -448,7 +453,7 @@ impl<'a> MemberResponseView<'a> {
     /// See [`MemberResponse::member_id`](MemberResponse#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`MemberResponse::group_instance_id`](MemberResponse#structfield.group_instance_id).
@@ -485,8 +490,9 @@ impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, ver.flexible);
         at[1] = (p - pos) as u32;
@@ -494,6 +500,6 @@ impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

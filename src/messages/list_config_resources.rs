@@ -251,6 +251,8 @@ pub struct ConfigResourceView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ConfigResourceView { resource_name, resource_type });
@@ -259,7 +261,7 @@ impl<'a> ConfigResourceView<'a> {
     /// See [`ConfigResource::resource_name`](ConfigResource#structfield.resource_name).
     #[inline]
     pub fn resource_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ConfigResource::resource_type`](ConfigResource#structfield.resource_type).
@@ -289,11 +291,12 @@ impl<'a> ElementImpl<'a> for ConfigResourceView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += if ver.version >= 1 { 1 } else { 0 };
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

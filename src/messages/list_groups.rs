@@ -295,6 +295,8 @@ pub struct ListedGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 4],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 4],
 }
 
 view_common!(ListedGroupView { group_id, protocol_type, group_state, group_type });
@@ -303,25 +305,25 @@ impl<'a> ListedGroupView<'a> {
     /// See [`ListedGroup::group_id`](ListedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ListedGroup::protocol_type`](ListedGroup#structfield.protocol_type).
     #[inline]
     pub fn protocol_type(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, self.ver.flexible)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`ListedGroup::group_state`](ListedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
-        if self.ver.version >= 4 { self.src.str(self.at[1] as usize, self.ver.flexible) } else { "" }
+        if self.ver.version >= 4 { self.src.text(self.text[2] as usize, self.at[2] as usize) } else { "" }
     }
 
     /// See [`ListedGroup::group_type`](ListedGroup#structfield.group_type).
     #[inline]
     pub fn group_type(&self) -> &'a str {
-        if self.ver.version == 5 { self.src.str(self.at[2] as usize, self.ver.flexible) } else { "" }
+        if self.ver.version == 5 { self.src.text(self.text[3] as usize, self.at[3] as usize) } else { "" }
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -351,22 +353,23 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 4];
+        let mut text = [0; 4];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, ver.flexible);
+        (text[1], p) = src.str_start(pos, p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.version >= 4 {
-            p = src.skip_str(p, ver.flexible);
+            (text[2], p) = src.str_start(pos, p, ver.flexible);
         }
         at[2] = (p - pos) as u32;
         if ver.version == 5 {
-            p = src.skip_str(p, ver.flexible);
+            (text[3], p) = src.str_start(pos, p, ver.flexible);
         }
         at[3] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -267,6 +267,8 @@ pub struct ListOffsetsTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ListOffsetsTopicView { name, partitions });
@@ -275,7 +277,7 @@ impl<'a> ListOffsetsTopicView<'a> {
     /// See [`ListOffsetsTopic::name`](ListOffsetsTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ListOffsetsTopic::partitions`](ListOffsetsTopic#structfield.partitions).
@@ -305,22 +307,23 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<ListOffsetsPartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a ListOffsetsPartition: partitions of this topic to look up.
 #[derive(Clone, Copy)]
 pub struct ListOffsetsPartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 16>,
     ver: Ver,
 }
 
@@ -380,12 +383,12 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 4 { 16 } else { 12 }, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -617,6 +620,8 @@ pub struct ListOffsetsTopicResponseView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ListOffsetsTopicResponseView { name, partitions });
@@ -625,7 +630,7 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
     /// See [`ListOffsetsTopicResponse::name`](ListOffsetsTopicResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ListOffsetsTopicResponse::partitions`](ListOffsetsTopicResponse#structfield.partitions).
@@ -659,22 +664,23 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<ListOffsetsPartitionResponseView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a ListOffsetsPartitionResponse: results for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct ListOffsetsPartitionResponseView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 26>,
     ver: Ver,
 }
 
@@ -759,11 +765,11 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, if ver.version >= 4 { 26 } else { 22 }, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

@@ -161,6 +161,8 @@ pub struct ListPartitionReassignmentsTopicsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(ListPartitionReassignmentsTopicsView { name, partition_indexes });
@@ -169,7 +171,7 @@ impl<'a> ListPartitionReassignmentsTopicsView<'a> {
     /// See [`ListPartitionReassignmentsTopics::name`](ListPartitionReassignmentsTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`ListPartitionReassignmentsTopics::partition_indexes`](ListPartitionReassignmentsTopics#structfield.partition_indexes).
@@ -197,13 +199,14 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -429,6 +432,8 @@ pub struct OngoingTopicReassignmentView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OngoingTopicReassignmentView { name, partitions });
@@ -437,7 +442,7 @@ impl<'a> OngoingTopicReassignmentView<'a> {
     /// See [`OngoingTopicReassignment::name`](OngoingTopicReassignment#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OngoingTopicReassignment::partitions`](OngoingTopicReassignment#structfield.partitions).
@@ -469,13 +474,14 @@ impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<OngoingPartitionReassignmentView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

@@ -321,6 +321,8 @@ pub struct TransactionStateView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(TransactionStateView { transactional_id, producer_id, transaction_state });
@@ -329,7 +331,7 @@ impl<'a> TransactionStateView<'a> {
     /// See [`TransactionState::transactional_id`](TransactionState#structfield.transactional_id).
     #[inline]
     pub fn transactional_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TransactionState::producer_id`](TransactionState#structfield.producer_id).
@@ -341,7 +343,7 @@ impl<'a> TransactionStateView<'a> {
     /// See [`TransactionState::transaction_state`](TransactionState#structfield.transaction_state).
     #[inline]
     pub fn transaction_state(&self) -> &'a str {
-        self.src.str(self.at[0] as usize + 8, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -364,13 +366,14 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 8;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

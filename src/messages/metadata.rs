@@ -791,6 +791,8 @@ pub struct MetadataResponseBrokerView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(MetadataResponseBrokerView { node_id, host, port, rack });
@@ -805,7 +807,7 @@ impl<'a> MetadataResponseBrokerView<'a> {
     /// See [`MetadataResponseBroker::host`](MetadataResponseBroker#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(4, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`MetadataResponseBroker::port`](MetadataResponseBroker#structfield.port).
@@ -849,8 +851,9 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 4;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p += 4;
         if ver.version >= 1 {
@@ -860,7 +863,7 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

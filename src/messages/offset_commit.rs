@@ -323,6 +323,8 @@ pub struct OffsetCommitRequestTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetCommitRequestTopicView { name, topic_id, partitions });
@@ -331,7 +333,7 @@ impl<'a> OffsetCommitRequestTopicView<'a> {
     /// See [`OffsetCommitRequestTopic::name`](OffsetCommitRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 9 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 9 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`OffsetCommitRequestTopic::topic_id`](OffsetCommitRequestTopic#structfield.topic_id).
@@ -376,9 +378,10 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 9 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 10 { 16 } else { 0 };
@@ -387,7 +390,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -665,6 +668,8 @@ pub struct OffsetCommitResponseTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetCommitResponseTopicView { name, topic_id, partitions });
@@ -673,7 +678,7 @@ impl<'a> OffsetCommitResponseTopicView<'a> {
     /// See [`OffsetCommitResponseTopic::name`](OffsetCommitResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 9 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 9 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`OffsetCommitResponseTopic::topic_id`](OffsetCommitResponseTopic#structfield.topic_id).
@@ -718,9 +723,10 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 9 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 10 { 16 } else { 0 };
@@ -729,14 +735,14 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a OffsetCommitResponsePartition: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct OffsetCommitResponsePartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -786,11 +792,11 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponsePartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

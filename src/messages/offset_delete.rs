@@ -138,6 +138,8 @@ pub struct OffsetDeleteRequestTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetDeleteRequestTopicView { name, partitions });
@@ -146,7 +148,7 @@ impl<'a> OffsetDeleteRequestTopicView<'a> {
     /// See [`OffsetDeleteRequestTopic::name`](OffsetDeleteRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, false)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetDeleteRequestTopic::partitions`](OffsetDeleteRequestTopic#structfield.partitions).
@@ -171,18 +173,19 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, false);
+        (text[0], p) = src.str_start(pos, p, false);
         at[0] = (p - pos) as u32;
         p = ArrayView::<OffsetDeleteRequestPartitionView<'a>>::skip(src, p, ver);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a OffsetDeleteRequestPartition: partitions of this topic whose committed offsets to delete.
 #[derive(Clone, Copy)]
 pub struct OffsetDeleteRequestPartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 4>,
     ver: Ver,
 }
 
@@ -211,12 +214,12 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestPartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = pos + 4;
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -358,6 +361,8 @@ pub struct OffsetDeleteResponseTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetDeleteResponseTopicView { name, partitions });
@@ -366,7 +371,7 @@ impl<'a> OffsetDeleteResponseTopicView<'a> {
     /// See [`OffsetDeleteResponseTopic::name`](OffsetDeleteResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, false)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetDeleteResponseTopic::partitions`](OffsetDeleteResponseTopic#structfield.partitions).
@@ -391,18 +396,19 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponseTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, false);
+        (text[0], p) = src.str_start(pos, p, false);
         at[0] = (p - pos) as u32;
         p = ArrayView::<OffsetDeleteResponsePartitionView<'a>>::skip(src, p, ver);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a OffsetDeleteResponsePartition: one result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct OffsetDeleteResponsePartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -443,11 +449,11 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponsePartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = pos + 6;
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

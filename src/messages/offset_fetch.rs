@@ -361,6 +361,8 @@ pub struct OffsetFetchRequestTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetFetchRequestTopicView { name, partition_indexes });
@@ -369,7 +371,7 @@ impl<'a> OffsetFetchRequestTopicView<'a> {
     /// See [`OffsetFetchRequestTopic::name`](OffsetFetchRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetFetchRequestTopic::partition_indexes`](OffsetFetchRequestTopic#structfield.partition_indexes).
@@ -399,15 +401,16 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -418,6 +421,8 @@ pub struct OffsetFetchRequestGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 3],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetFetchRequestGroupView { group_id, member_id, member_epoch, topics });
@@ -426,7 +431,7 @@ impl<'a> OffsetFetchRequestGroupView<'a> {
     /// See [`OffsetFetchRequestGroup::group_id`](OffsetFetchRequestGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetFetchRequestGroup::member_id`](OffsetFetchRequestGroup#structfield.member_id).
@@ -480,8 +485,9 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         if ver.version >= 9 {
             p = src.skip_str(p, true);
@@ -491,7 +497,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
         p = ArrayView::<OffsetFetchRequestTopicsView<'a>>::skip(src, p, ver);
         at[2] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -502,6 +508,8 @@ pub struct OffsetFetchRequestTopicsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetFetchRequestTopicsView { name, topic_id, partition_indexes });
@@ -510,7 +518,7 @@ impl<'a> OffsetFetchRequestTopicsView<'a> {
     /// See [`OffsetFetchRequestTopics::name`](OffsetFetchRequestTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 9 { self.src.str(0, true) } else { "" }
+        if self.ver.version <= 9 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`OffsetFetchRequestTopics::topic_id`](OffsetFetchRequestTopics#structfield.topic_id).
@@ -549,16 +557,17 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 9 {
-            p = src.skip_str(p, true);
+            (text[0], p) = src.str_start(pos, p, true);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 10 { 16 } else { 0 };
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -975,6 +984,8 @@ pub struct OffsetFetchResponseTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetFetchResponseTopicView { name, partitions });
@@ -983,7 +994,7 @@ impl<'a> OffsetFetchResponseTopicView<'a> {
     /// See [`OffsetFetchResponseTopic::name`](OffsetFetchResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetFetchResponseTopic::partitions`](OffsetFetchResponseTopic#structfield.partitions).
@@ -1017,15 +1028,16 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<OffsetFetchResponsePartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1126,6 +1138,8 @@ pub struct OffsetFetchResponseGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetFetchResponseGroupView { group_id, topics, error_code });
@@ -1134,7 +1148,7 @@ impl<'a> OffsetFetchResponseGroupView<'a> {
     /// See [`OffsetFetchResponseGroup::group_id`](OffsetFetchResponseGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetFetchResponseGroup::topics`](OffsetFetchResponseGroup#structfield.topics).
@@ -1169,14 +1183,15 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<OffsetFetchResponseTopicsView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1187,6 +1202,8 @@ pub struct OffsetFetchResponseTopicsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetFetchResponseTopicsView { name, topic_id, partitions });
@@ -1195,7 +1212,7 @@ impl<'a> OffsetFetchResponseTopicsView<'a> {
     /// See [`OffsetFetchResponseTopics::name`](OffsetFetchResponseTopics#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 9 { self.src.str(0, true) } else { "" }
+        if self.ver.version <= 9 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`OffsetFetchResponseTopics::topic_id`](OffsetFetchResponseTopics#structfield.topic_id).
@@ -1238,16 +1255,17 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 9 {
-            p = src.skip_str(p, true);
+            (text[0], p) = src.str_start(pos, p, true);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 10 { 16 } else { 0 };
         p = ArrayView::<OffsetFetchResponsePartitionsView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

@@ -218,6 +218,8 @@ pub struct OffsetForLeaderTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetForLeaderTopicView { topic, partitions });
@@ -226,7 +228,7 @@ impl<'a> OffsetForLeaderTopicView<'a> {
     /// See [`OffsetForLeaderTopic::topic`](OffsetForLeaderTopic#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetForLeaderTopic::partitions`](OffsetForLeaderTopic#structfield.partitions).
@@ -256,22 +258,23 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<OffsetForLeaderPartitionView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a OffsetForLeaderPartition: partitions of this topic to look up.
 #[derive(Clone, Copy)]
 pub struct OffsetForLeaderPartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 12>,
     ver: Ver,
 }
 
@@ -328,12 +331,12 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 12, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -537,6 +540,8 @@ pub struct OffsetForLeaderTopicResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(OffsetForLeaderTopicResultView { topic, partitions });
@@ -545,7 +550,7 @@ impl<'a> OffsetForLeaderTopicResultView<'a> {
     /// See [`OffsetForLeaderTopicResult::topic`](OffsetForLeaderTopicResult#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`OffsetForLeaderTopicResult::partitions`](OffsetForLeaderTopicResult#structfield.partitions).
@@ -575,22 +580,23 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = ArrayView::<EpochEndOffsetView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a EpochEndOffset: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct EpochEndOffsetView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 18>,
     ver: Ver,
 }
 
@@ -654,11 +660,11 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 18, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

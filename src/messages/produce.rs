@@ -299,6 +299,8 @@ pub struct TopicProduceDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicProduceDataView { name, topic_id, partition_data });
@@ -307,7 +309,7 @@ impl<'a> TopicProduceDataView<'a> {
     /// See [`TopicProduceData::name`](TopicProduceData#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`TopicProduceData::topic_id`](TopicProduceData#structfield.topic_id).
@@ -348,9 +350,10 @@ impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 12 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 13 { 16 } else { 0 };
@@ -359,7 +362,7 @@ impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -862,6 +865,8 @@ pub struct TopicProduceResponseView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicProduceResponseView { name, topic_id, partition_responses });
@@ -870,7 +875,7 @@ impl<'a> TopicProduceResponseView<'a> {
     /// See [`TopicProduceResponse::name`](TopicProduceResponse#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 12 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 12 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`TopicProduceResponse::topic_id`](TopicProduceResponse#structfield.topic_id).
@@ -915,9 +920,10 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 12 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 13 { 16 } else { 0 };
@@ -926,7 +932,7 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1147,7 +1153,7 @@ impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
 /// A zero-copy view of a LeaderIdAndEpoch: the partition's current leader, sent when the request reached a broker that no longer leads it.
 #[derive(Clone, Copy)]
 pub struct LeaderIdAndEpochView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 8>,
     ver: Ver,
 }
 
@@ -1189,12 +1195,12 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -1205,6 +1211,8 @@ pub struct NodeEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(NodeEndpointView { node_id, host, port, rack });
@@ -1219,7 +1227,7 @@ impl<'a> NodeEndpointView<'a> {
     /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(4, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
@@ -1255,13 +1263,14 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 4;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

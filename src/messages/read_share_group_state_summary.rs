@@ -218,7 +218,7 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryDataView<'a> {
 /// A zero-copy view of a PartitionData: partitions whose state to summarise.
 #[derive(Clone, Copy)]
 pub struct PartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 8>,
     ver: Ver,
 }
 
@@ -260,12 +260,12 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 8, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 

@@ -372,6 +372,8 @@ pub struct DescribedGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 5],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 3],
 }
 
 view_common!(DescribedGroupView {
@@ -402,13 +404,13 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::group_id`](DescribedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[0] as usize, self.at[1] as usize)
     }
 
     /// See [`DescribedGroup::group_state`](DescribedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
-        self.src.str(self.at[1] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[2] as usize)
     }
 
     /// See [`DescribedGroup::group_epoch`](DescribedGroup#structfield.group_epoch).
@@ -426,7 +428,7 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::assignor_name`](DescribedGroup#structfield.assignor_name).
     #[inline]
     pub fn assignor_name(&self) -> &'a str {
-        self.src.str(self.at[2] as usize + 8, true)
+        self.src.text(self.text[2] as usize, self.at[3] as usize)
     }
 
     /// See [`DescribedGroup::members`](DescribedGroup#structfield.members).
@@ -466,21 +468,22 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 5];
+        let mut text = [0; 3];
         let mut p = pos + 2;
         p = src.skip_str(p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[2] = (p - pos) as u32;
         p += 8;
-        p = src.skip_str(p, true);
+        (text[2], p) = src.str_start(pos, p, true);
         at[3] = (p - pos) as u32;
         p = ArrayView::<MemberView<'a>>::skip(src, p, ver);
         at[4] = (p - pos) as u32;
         p += 4;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -491,6 +494,8 @@ pub struct MemberView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 6],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 3],
 }
 
 view_common!(MemberView {
@@ -507,7 +512,7 @@ impl<'a> MemberView<'a> {
     /// See [`Member::member_id`](Member#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Member::rack_id`](Member#structfield.rack_id).
@@ -525,13 +530,13 @@ impl<'a> MemberView<'a> {
     /// See [`Member::client_id`](Member#structfield.client_id).
     #[inline]
     pub fn client_id(&self) -> &'a str {
-        self.src.str(self.at[1] as usize + 4, true)
+        self.src.text(self.text[1] as usize, self.at[2] as usize)
     }
 
     /// See [`Member::client_host`](Member#structfield.client_host).
     #[inline]
     pub fn client_host(&self) -> &'a str {
-        self.src.str(self.at[2] as usize, true)
+        self.src.text(self.text[2] as usize, self.at[3] as usize)
     }
 
     /// See [`Member::subscribed_topic_names`](Member#structfield.subscribed_topic_names).
@@ -570,22 +575,23 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 6];
+        let mut text = [0; 3];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p += 4;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[2] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[2], p) = src.str_start(pos, p, true);
         at[3] = (p - pos) as u32;
         p = ArrayView::<&'a str>::skip(src, p, ver);
         at[4] = (p - pos) as u32;
         p = AssignmentView::at(src, p, ver).1;
         at[5] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -640,6 +646,8 @@ pub struct TopicPartitionsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicPartitionsView { topic_id, topic_name, partitions });
@@ -654,7 +662,7 @@ impl<'a> TopicPartitionsView<'a> {
     /// See [`TopicPartitions::topic_name`](TopicPartitions#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(16, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicPartitions::partitions`](TopicPartitions#structfield.partitions).
@@ -683,12 +691,13 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos + 16;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -884,6 +884,8 @@ pub struct DescribedGroupView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 7],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(DescribedGroupView {
@@ -917,13 +919,13 @@ impl<'a> DescribedGroupView<'a> {
     /// See [`DescribedGroup::group_id`](DescribedGroup#structfield.group_id).
     #[inline]
     pub fn group_id(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[0] as usize, self.at[1] as usize)
     }
 
     /// See [`DescribedGroup::group_state`](DescribedGroup#structfield.group_state).
     #[inline]
     pub fn group_state(&self) -> &'a str {
-        self.src.str(self.at[1] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[2] as usize)
     }
 
     /// See [`DescribedGroup::group_epoch`](DescribedGroup#structfield.group_epoch).
@@ -1022,12 +1024,13 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 7];
+        let mut text = [0; 2];
         let mut p = pos + 2;
         p = src.skip_str(p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[2] = (p - pos) as u32;
         p += 8;
         p = if src.i8(p) < 0 { p + 1 } else { TopologyView::at(src, p + 1, ver).1 };
@@ -1045,7 +1048,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         }
         at[6] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1107,6 +1110,8 @@ pub struct SubtopologyView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 5],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(SubtopologyView {
@@ -1121,7 +1126,7 @@ impl<'a> SubtopologyView<'a> {
     /// See [`Subtopology::subtopology_id`](Subtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Subtopology::source_topics`](Subtopology#structfield.source_topics).
@@ -1170,8 +1175,9 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 5];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<&'a str>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
@@ -1182,7 +1188,7 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
         p = ArrayView::<TopicInfoView<'a>>::skip(src, p, ver);
         at[4] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1193,6 +1199,8 @@ pub struct TopicInfoView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicInfoView { name, partitions, replication_factor, topic_configs });
@@ -1201,7 +1209,7 @@ impl<'a> TopicInfoView<'a> {
     /// See [`TopicInfo::name`](TopicInfo#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicInfo::partitions`](TopicInfo#structfield.partitions).
@@ -1242,14 +1250,15 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 6;
         p = ArrayView::<KeyValueView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1260,6 +1269,8 @@ pub struct KeyValueView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(KeyValueView { key, value });
@@ -1268,13 +1279,13 @@ impl<'a> KeyValueView<'a> {
     /// See [`KeyValue::key`](KeyValue#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`KeyValue::value`](KeyValue#structfield.value).
     #[inline]
     pub fn value(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1296,13 +1307,14 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1313,6 +1325,8 @@ pub struct MemberView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 12],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 4],
 }
 
 view_common!(MemberView {
@@ -1337,7 +1351,7 @@ impl<'a> MemberView<'a> {
     /// See [`Member::member_id`](Member#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Member::member_epoch`](Member#structfield.member_epoch).
@@ -1361,13 +1375,13 @@ impl<'a> MemberView<'a> {
     /// See [`Member::client_id`](Member#structfield.client_id).
     #[inline]
     pub fn client_id(&self) -> &'a str {
-        self.src.str(self.at[2] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[3] as usize)
     }
 
     /// See [`Member::client_host`](Member#structfield.client_host).
     #[inline]
     pub fn client_host(&self) -> &'a str {
-        self.src.str(self.at[3] as usize, true)
+        self.src.text(self.text[2] as usize, self.at[4] as usize)
     }
 
     /// See [`Member::topology_epoch`](Member#structfield.topology_epoch).
@@ -1379,7 +1393,7 @@ impl<'a> MemberView<'a> {
     /// See [`Member::process_id`](Member#structfield.process_id).
     #[inline]
     pub fn process_id(&self) -> &'a str {
-        self.src.str(self.at[4] as usize + 4, true)
+        self.src.text(self.text[3] as usize, self.at[5] as usize)
     }
 
     /// See [`Member::user_endpoint`](Member#structfield.user_endpoint).
@@ -1462,20 +1476,21 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 12];
+        let mut text = [0; 4];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_str(p, true);
         at[2] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[3] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[2], p) = src.str_start(pos, p, true);
         at[4] = (p - pos) as u32;
         p += 4;
-        p = src.skip_str(p, true);
+        (text[3], p) = src.str_start(pos, p, true);
         at[5] = (p - pos) as u32;
         p = if src.i8(p) < 0 { p + 1 } else { EndpointView::at(src, p + 1, ver).1 };
         at[6] = (p - pos) as u32;
@@ -1491,7 +1506,7 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         at[11] = (p - pos) as u32;
         p += 1;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1502,6 +1517,8 @@ pub struct EndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(EndpointView { host, port });
@@ -1510,7 +1527,7 @@ impl<'a> EndpointView<'a> {
     /// See [`Endpoint::host`](Endpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Endpoint::port`](Endpoint#structfield.port).
@@ -1538,12 +1555,13 @@ impl<'a> ElementImpl<'a> for EndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1554,6 +1572,8 @@ pub struct TaskOffsetView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TaskOffsetView { subtopology_id, partition, offset });
@@ -1562,7 +1582,7 @@ impl<'a> TaskOffsetView<'a> {
     /// See [`TaskOffset::subtopology_id`](TaskOffset#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TaskOffset::partition`](TaskOffset#structfield.partition).
@@ -1596,12 +1616,13 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 12;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1674,6 +1695,8 @@ pub struct TaskIdsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TaskIdsView { subtopology_id, partitions });
@@ -1682,7 +1705,7 @@ impl<'a> TaskIdsView<'a> {
     /// See [`TaskIds::subtopology_id`](TaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TaskIds::partitions`](TaskIds#structfield.partitions).
@@ -1710,13 +1733,14 @@ impl<'a> ElementImpl<'a> for TaskIdsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1788,6 +1812,8 @@ pub struct TopologyDescriptionSubtopologyView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopologyDescriptionSubtopologyView { subtopology_id, nodes });
@@ -1796,7 +1822,7 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     /// See [`TopologyDescriptionSubtopology::subtopology_id`](TopologyDescriptionSubtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopologyDescriptionSubtopology::nodes`](TopologyDescriptionSubtopology#structfield.nodes).
@@ -1824,13 +1850,14 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<TopologyDescriptionNodeView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1841,6 +1868,8 @@ pub struct TopologyDescriptionNodeView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 5],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopologyDescriptionNodeView { name, node_type, source_topics, sink_topic, stores, successors });
@@ -1849,7 +1878,7 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// See [`TopologyDescriptionNode::name`](TopologyDescriptionNode#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopologyDescriptionNode::node_type`](TopologyDescriptionNode#structfield.node_type).
@@ -1905,8 +1934,9 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 5];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 1;
         p = ArrayView::<&'a str>::skip(src, p, ver);
@@ -1918,7 +1948,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
         p = ArrayView::<&'a str>::skip(src, p, ver);
         at[4] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

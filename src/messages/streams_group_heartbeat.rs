@@ -775,6 +775,8 @@ pub struct SubtopologyView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 7],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(SubtopologyView {
@@ -791,7 +793,7 @@ impl<'a> SubtopologyView<'a> {
     /// See [`Subtopology::subtopology_id`](Subtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Subtopology::source_topics`](Subtopology#structfield.source_topics).
@@ -854,8 +856,9 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 7];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<&'a str>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
@@ -870,7 +873,7 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
         p = ArrayView::<CopartitionGroupView<'a>>::skip(src, p, ver);
         at[6] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -881,6 +884,8 @@ pub struct TopicInfoView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicInfoView { name, partitions, replication_factor, topic_configs });
@@ -889,7 +894,7 @@ impl<'a> TopicInfoView<'a> {
     /// See [`TopicInfo::name`](TopicInfo#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicInfo::partitions`](TopicInfo#structfield.partitions).
@@ -930,14 +935,15 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 6;
         p = ArrayView::<KeyValueView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -948,6 +954,8 @@ pub struct KeyValueView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(KeyValueView { key, value });
@@ -956,13 +964,13 @@ impl<'a> KeyValueView<'a> {
     /// See [`KeyValue::key`](KeyValue#structfield.key).
     #[inline]
     pub fn key(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`KeyValue::value`](KeyValue#structfield.value).
     #[inline]
     pub fn value(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -984,13 +992,14 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1063,6 +1072,8 @@ pub struct StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(StreamsGroupHeartbeatRequestTaskIdsView { subtopology_id, partitions });
@@ -1071,7 +1082,7 @@ impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     /// See [`StreamsGroupHeartbeatRequestTaskIds::subtopology_id`](StreamsGroupHeartbeatRequestTaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`StreamsGroupHeartbeatRequestTaskIds::partitions`](StreamsGroupHeartbeatRequestTaskIds#structfield.partitions).
@@ -1099,13 +1110,14 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1116,6 +1128,8 @@ pub struct StreamsGroupHeartbeatRequestEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(StreamsGroupHeartbeatRequestEndpointView { host, port });
@@ -1124,7 +1138,7 @@ impl<'a> StreamsGroupHeartbeatRequestEndpointView<'a> {
     /// See [`StreamsGroupHeartbeatRequestEndpoint::host`](StreamsGroupHeartbeatRequestEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`StreamsGroupHeartbeatRequestEndpoint::port`](StreamsGroupHeartbeatRequestEndpoint#structfield.port).
@@ -1152,12 +1166,13 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1168,6 +1183,8 @@ pub struct TaskOffsetView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TaskOffsetView { subtopology_id, partition, offset });
@@ -1176,7 +1193,7 @@ impl<'a> TaskOffsetView<'a> {
     /// See [`TaskOffset::subtopology_id`](TaskOffset#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TaskOffset::partition`](TaskOffset#structfield.partition).
@@ -1210,12 +1227,13 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 12;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1789,6 +1807,8 @@ pub struct StatusView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(StatusView { status_code, status_detail });
@@ -1803,7 +1823,7 @@ impl<'a> StatusView<'a> {
     /// See [`Status::status_detail`](Status#structfield.status_detail).
     #[inline]
     pub fn status_detail(&self) -> &'a str {
-        self.src.str(1, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
@@ -1825,11 +1845,12 @@ impl<'a> ElementImpl<'a> for StatusView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos + 1;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1840,6 +1861,8 @@ pub struct StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(StreamsGroupHeartbeatResponseTaskIdsView { subtopology_id, partitions });
@@ -1848,7 +1871,7 @@ impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     /// See [`StreamsGroupHeartbeatResponseTaskIds::subtopology_id`](StreamsGroupHeartbeatResponseTaskIds#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`StreamsGroupHeartbeatResponseTaskIds::partitions`](StreamsGroupHeartbeatResponseTaskIds#structfield.partitions).
@@ -1876,13 +1899,14 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -1955,6 +1979,8 @@ pub struct StreamsGroupHeartbeatResponseEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(StreamsGroupHeartbeatResponseEndpointView { host, port });
@@ -1963,7 +1989,7 @@ impl<'a> StreamsGroupHeartbeatResponseEndpointView<'a> {
     /// See [`StreamsGroupHeartbeatResponseEndpoint::host`](StreamsGroupHeartbeatResponseEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`StreamsGroupHeartbeatResponseEndpoint::port`](StreamsGroupHeartbeatResponseEndpoint#structfield.port).
@@ -1991,12 +2017,13 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -2007,6 +2034,8 @@ pub struct TopicPartitionView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopicPartitionView { topic, partitions });
@@ -2015,7 +2044,7 @@ impl<'a> TopicPartitionView<'a> {
     /// See [`TopicPartition::topic`](TopicPartition#structfield.topic).
     #[inline]
     pub fn topic(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopicPartition::partitions`](TopicPartition#structfield.partitions).
@@ -2043,12 +2072,13 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -367,6 +367,8 @@ pub struct TopologyDescriptionSubtopologyView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopologyDescriptionSubtopologyView { subtopology_id, nodes });
@@ -375,7 +377,7 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     /// See [`TopologyDescriptionSubtopology::subtopology_id`](TopologyDescriptionSubtopology#structfield.subtopology_id).
     #[inline]
     pub fn subtopology_id(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopologyDescriptionSubtopology::nodes`](TopologyDescriptionSubtopology#structfield.nodes).
@@ -403,13 +405,14 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<TopologyDescriptionNodeView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -420,6 +423,8 @@ pub struct TopologyDescriptionNodeView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 5],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TopologyDescriptionNodeView { name, node_type, source_topics, sink_topic, stores, successors });
@@ -428,7 +433,7 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// See [`TopologyDescriptionNode::name`](TopologyDescriptionNode#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`TopologyDescriptionNode::node_type`](TopologyDescriptionNode#structfield.node_type).
@@ -484,8 +489,9 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 5];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 1;
         p = ArrayView::<&'a str>::skip(src, p, ver);
@@ -497,7 +503,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
         p = ArrayView::<&'a str>::skip(src, p, ver);
         at[4] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

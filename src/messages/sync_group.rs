@@ -257,6 +257,8 @@ pub struct SyncGroupRequestAssignmentView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(SyncGroupRequestAssignmentView { member_id, assignment });
@@ -265,7 +267,7 @@ impl<'a> SyncGroupRequestAssignmentView<'a> {
     /// See [`SyncGroupRequestAssignment::member_id`](SyncGroupRequestAssignment#structfield.member_id).
     #[inline]
     pub fn member_id(&self) -> &'a str {
-        self.src.str(0, self.ver.flexible)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`SyncGroupRequestAssignment::assignment`](SyncGroupRequestAssignment#structfield.assignment).
@@ -295,15 +297,16 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, ver.flexible);
+        (text[0], p) = src.str_start(pos, p, ver.flexible);
         at[0] = (p - pos) as u32;
         p = src.skip_bytes(p, ver.flexible);
         at[1] = (p - pos) as u32;
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 

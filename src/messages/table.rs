@@ -133,6 +133,7 @@ macro_rules! dispatch {
 
         impl<'a> $view_enum<'a> {
             #[doc = concat!("Checks `bytes` as the ", stringify!($lower), " body of `api_key` at `version`.")]
+            #[inline]
             pub fn new(bytes: &'a [u8], api_key: ApiKey, version: i16) -> Result<Self, $crate::error::DecodeError> {
                 // Each view's check writes the enum itself: no copy between the levels.
                 match api_key {

@@ -373,6 +373,8 @@ pub struct TxnOffsetCommitRequestTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TxnOffsetCommitRequestTopicView { name, topic_id, partitions });
@@ -381,7 +383,7 @@ impl<'a> TxnOffsetCommitRequestTopicView<'a> {
     /// See [`TxnOffsetCommitRequestTopic::name`](TxnOffsetCommitRequestTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 5 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 5 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`TxnOffsetCommitRequestTopic::topic_id`](TxnOffsetCommitRequestTopic#structfield.topic_id).
@@ -426,9 +428,10 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 5 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 6 { 16 } else { 0 };
@@ -437,7 +440,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -709,6 +712,8 @@ pub struct TxnOffsetCommitResponseTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(TxnOffsetCommitResponseTopicView { name, topic_id, partitions });
@@ -717,7 +722,7 @@ impl<'a> TxnOffsetCommitResponseTopicView<'a> {
     /// See [`TxnOffsetCommitResponseTopic::name`](TxnOffsetCommitResponseTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        if self.ver.version <= 5 { self.src.str(0, self.ver.flexible) } else { "" }
+        if self.ver.version <= 5 { self.src.text(self.text[0] as usize, self.at[0] as usize) } else { "" }
     }
 
     /// See [`TxnOffsetCommitResponseTopic::topic_id`](TxnOffsetCommitResponseTopic#structfield.topic_id).
@@ -762,9 +767,10 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
         if ver.version <= 5 {
-            p = src.skip_str(p, ver.flexible);
+            (text[0], p) = src.str_start(pos, p, ver.flexible);
         }
         at[0] = (p - pos) as u32;
         p += if ver.version >= 6 { 16 } else { 0 };
@@ -773,14 +779,14 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
         if ver.flexible {
             p = src.skip_tagged(p);
         }
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a TxnOffsetCommitResponsePartition: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct TxnOffsetCommitResponsePartitionView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -830,11 +836,11 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponsePartitionView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

@@ -206,6 +206,8 @@ pub struct FeatureUpdateKeyView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(FeatureUpdateKeyView { feature, max_version_level, allow_downgrade, upgrade_type });
@@ -214,7 +216,7 @@ impl<'a> FeatureUpdateKeyView<'a> {
     /// See [`FeatureUpdateKey::feature`](FeatureUpdateKey#structfield.feature).
     #[inline]
     pub fn feature(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`FeatureUpdateKey::max_version_level`](FeatureUpdateKey#structfield.max_version_level).
@@ -260,12 +262,13 @@ impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 3;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -460,6 +463,8 @@ pub struct UpdatableFeatureResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(UpdatableFeatureResultView { feature, error_code, error_message });
@@ -468,7 +473,7 @@ impl<'a> UpdatableFeatureResultView<'a> {
     /// See [`UpdatableFeatureResult::feature`](UpdatableFeatureResult#structfield.feature).
     #[inline]
     pub fn feature(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`UpdatableFeatureResult::error_code`](UpdatableFeatureResult#structfield.error_code).
@@ -503,13 +508,14 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_str(p, true);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

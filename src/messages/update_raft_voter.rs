@@ -237,6 +237,8 @@ pub struct ListenerView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 2],
 }
 
 view_common!(ListenerView { name, host, port });
@@ -245,13 +247,13 @@ impl<'a> ListenerView<'a> {
     /// See [`Listener::name`](Listener#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`Listener::host`](Listener#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(self.at[0] as usize, true)
+        self.src.text(self.text[1] as usize, self.at[1] as usize)
     }
 
     /// See [`Listener::port`](Listener#structfield.port).
@@ -280,21 +282,22 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 2];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
-        p = src.skip_str(p, true);
+        (text[1], p) = src.str_start(pos, p, true);
         at[1] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a KRaftVersionFeature: range of kraft.version levels the voter supports.
 #[derive(Clone, Copy)]
 pub struct KRaftVersionFeatureView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 4>,
     ver: Ver,
 }
 
@@ -339,12 +342,12 @@ impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 4, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -515,6 +518,8 @@ pub struct CurrentLeaderView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(CurrentLeaderView { leader_id, leader_epoch, host, port });
@@ -535,7 +540,7 @@ impl<'a> CurrentLeaderView<'a> {
     /// See [`CurrentLeader::host`](CurrentLeader#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(8, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`CurrentLeader::port`](CurrentLeader#structfield.port).
@@ -564,11 +569,12 @@ impl<'a> ElementImpl<'a> for CurrentLeaderView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos + 8;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 4;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

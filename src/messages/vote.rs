@@ -249,6 +249,8 @@ pub struct VoteRequestTopicDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(VoteRequestTopicDataView { topic_name, partitions });
@@ -257,7 +259,7 @@ impl<'a> VoteRequestTopicDataView<'a> {
     /// See [`VoteRequestTopicData::topic_name`](VoteRequestTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`VoteRequestTopicData::partitions`](VoteRequestTopicData#structfield.partitions).
@@ -285,20 +287,21 @@ impl<'a> ElementImpl<'a> for VoteRequestTopicDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<VoteRequestPartitionDataView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a VoteRequestPartitionData: partitions whose election this is.
 #[derive(Clone, Copy)]
 pub struct VoteRequestPartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 57>,
     ver: Ver,
 }
 
@@ -438,12 +441,12 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
             },
             ver,
         );
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -693,6 +696,8 @@ pub struct VoteResponseTopicDataView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(VoteResponseTopicDataView { topic_name, partitions });
@@ -701,7 +706,7 @@ impl<'a> VoteResponseTopicDataView<'a> {
     /// See [`VoteResponseTopicData::topic_name`](VoteResponseTopicData#structfield.topic_name).
     #[inline]
     pub fn topic_name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`VoteResponseTopicData::partitions`](VoteResponseTopicData#structfield.partitions).
@@ -729,20 +734,21 @@ impl<'a> ElementImpl<'a> for VoteResponseTopicDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<VoteResponsePartitionDataView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a VoteResponsePartitionData: one result for each partition in the request.
 #[derive(Clone, Copy)]
 pub struct VoteResponsePartitionDataView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 15>,
     ver: Ver,
 }
 
@@ -817,12 +823,12 @@ impl<'a> ElementImpl<'a> for VoteResponsePartitionDataView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 15, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 
@@ -833,6 +839,8 @@ pub struct NodeEndpointView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 1],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(NodeEndpointView { node_id, host, port });
@@ -847,7 +855,7 @@ impl<'a> NodeEndpointView<'a> {
     /// See [`NodeEndpoint::host`](NodeEndpoint#structfield.host).
     #[inline]
     pub fn host(&self) -> &'a str {
-        self.src.str(4, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`NodeEndpoint::port`](NodeEndpoint#structfield.port).
@@ -876,11 +884,12 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
+        let mut text = [0; 1];
         let mut p = pos + 4;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p += 2;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }

@@ -378,7 +378,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 /// A zero-copy view of a StateBatch: delivery state of ranges of offsets.
 #[derive(Clone, Copy)]
 pub struct StateBatchView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 19>,
     ver: Ver,
 }
 
@@ -440,12 +440,12 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 19, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }
 

@@ -271,6 +271,8 @@ pub struct WritableTxnMarkerTopicView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(WritableTxnMarkerTopicView { name, partition_indexes });
@@ -279,7 +281,7 @@ impl<'a> WritableTxnMarkerTopicView<'a> {
     /// See [`WritableTxnMarkerTopic::name`](WritableTxnMarkerTopic#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`WritableTxnMarkerTopic::partition_indexes`](WritableTxnMarkerTopic#structfield.partition_indexes).
@@ -307,13 +309,14 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<i32>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
@@ -545,6 +548,8 @@ pub struct WritableTxnMarkerTopicResultView<'a> {
     ver: Ver,
     /// Offsets of the fields after variable-length ones.
     at: [u32; 2],
+    /// Where the strings' bytes start, found while finding the element's end.
+    text: [u32; 1],
 }
 
 view_common!(WritableTxnMarkerTopicResultView { name, partitions });
@@ -553,7 +558,7 @@ impl<'a> WritableTxnMarkerTopicResultView<'a> {
     /// See [`WritableTxnMarkerTopicResult::name`](WritableTxnMarkerTopicResult#structfield.name).
     #[inline]
     pub fn name(&self) -> &'a str {
-        self.src.str(0, true)
+        self.src.text(self.text[0] as usize, self.at[0] as usize)
     }
 
     /// See [`WritableTxnMarkerTopicResult::partitions`](WritableTxnMarkerTopicResult#structfield.partitions).
@@ -585,20 +590,21 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
+        let mut text = [0; 1];
         let mut p = pos;
-        p = src.skip_str(p, true);
+        (text[0], p) = src.str_start(pos, p, true);
         at[0] = (p - pos) as u32;
         p = ArrayView::<WritableTxnMarkerPartitionResultView<'a>>::skip(src, p, ver);
         at[1] = (p - pos) as u32;
         p = src.skip_tagged(p);
-        (Self { src: src.sub(pos, p), ver, at }, p)
+        (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
 
 /// A zero-copy view of a WritableTxnMarkerPartitionResult: result for each partition of this topic.
 #[derive(Clone, Copy)]
 pub struct WritableTxnMarkerPartitionResultView<'a> {
-    src: Src<'a>,
+    src: view::Fixed<'a, 6>,
     ver: Ver,
 }
 
@@ -646,11 +652,11 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerPartitionResultView<'a> {
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let end = view::fixed_end(src, pos, 6, ver);
-        (Self { src: src.sub(pos, end), ver }, end)
+        (Self { src: view::Fixed::new(src, pos, end), ver }, end)
     }
 
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
-        Self { src, ver }
+        Self { src: view::Fixed::whole(src), ver }
     }
 }

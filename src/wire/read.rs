@@ -404,20 +404,37 @@ impl<'a> Reader<'a> {
     /// Checks a non-nullable string: its length, its bytes and its UTF-8.
     #[inline(always)]
     pub(crate) fn check_str(&mut self, flexible: bool, field: &'static str) -> Result<(), DecodeError> {
-        // Fast path: a one-byte compact length or an int16 length, the bytes there, ASCII.
-        let rest = self.buf.get(self.pos..).unwrap_or_default();
-        let (prefix, len) = match (flexible, rest) {
-            (true, &[b, ..]) if b.wrapping_sub(1) < 0x7f => (1, usize::from(b - 1)),
-            (false, &[hi, lo, ..]) if hi < 0x80 => (2, usize::from(u16::from_be_bytes([hi, lo]))),
-            _ => return self.check_str_general(flexible, field),
-        };
-        match rest.get(prefix..prefix + len) {
-            Some(bytes) if super::str_from(bytes).is_some() => {
-                self.pos += prefix + len;
+        match self.short_ascii_str(flexible) {
+            Some(pos) => {
+                self.pos = pos;
                 Ok(())
             }
-            _ => self.check_str_general(flexible, field),
+            None => self.check_str_general(flexible, field),
         }
+    }
+
+    /// The position after the string at the current position when it takes the fast path
+    /// of the string checks: a one-byte compact length or an int16 length, the bytes there,
+    /// ASCII. `None` for anything else (null, long, not ASCII, short input).
+    #[inline(always)]
+    fn short_ascii_str(&self, flexible: bool) -> Option<usize> {
+        // Each step one bounds check on `buf` (no empty-slice default in between): the
+        // prefix, then the bytes, whose start is known not to pass their end.
+        let (from, len) = if flexible {
+            let b = *self.buf.get(self.pos)?;
+            if b.wrapping_sub(1) >= 0x7f {
+                return None;
+            }
+            (self.pos + 1, usize::from(b - 1))
+        } else {
+            let &[hi, lo] = self.buf.get(self.pos..)?.first_chunk::<2>()?;
+            if hi >= 0x80 {
+                return None;
+            }
+            (self.pos + 2, usize::from(u16::from_be_bytes([hi, lo])))
+        };
+        let end = from + len;
+        super::str_from(self.buf.get(from..end)?).map(|_| end)
     }
 
     /// [`Reader::check_str`] for what its fast path does not take (long or null strings,
@@ -455,17 +472,46 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks a nullable string like [`Reader::check_str`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_nullable_str(
         &mut self,
         flexible: bool,
         field: &'static str,
     ) -> Result<(), DecodeError> {
-        let start = self.offset();
-        match self.nullable_str_bytes(flexible, field)? {
-            Some(bytes) => self.check_text(bytes, start, field),
-            None => Ok(()),
+        // Fast paths: null, or what `check_str` takes; the rest goes by value, out of line.
+        let null = if flexible {
+            self.buf.get(self.pos) == Some(&0)
+        } else {
+            self.buf.get(self.pos..).and_then(<[u8]>::first_chunk) == Some(&[0xff, 0xff])
+        };
+        if null {
+            self.pos += if flexible { 1 } else { 2 };
+            return Ok(());
         }
+        self.pos = match self.short_ascii_str(flexible) {
+            Some(pos) => pos,
+            None => Self::check_nullable_str_slow(self.buf, self.pos, self.base, flexible, field)?,
+        };
+        Ok(())
+    }
+
+    /// [`Reader::check_nullable_str`] off its fast paths; takes the reader's parts and
+    /// returns the position after the string (see [`Reader::truncated`]).
+    #[cold]
+    #[inline(never)]
+    fn check_nullable_str_slow(
+        buf: &'a [u8],
+        pos: usize,
+        base: usize,
+        flexible: bool,
+        field: &'static str,
+    ) -> Result<usize, DecodeError> {
+        let mut r = Reader { buf, pos, base, uniform: true };
+        let start = r.offset();
+        if let Some(bytes) = r.nullable_str_bytes(flexible, field)? {
+            r.check_text(bytes, start, field)?;
+        }
+        Ok(r.pos)
     }
 
     /// Checks that a run of fixed-width fields, `fields` as `(name, width)` adding up to
@@ -525,7 +571,7 @@ impl<'a> Reader<'a> {
 
     /// Reads an array count: `Ok(None)` is null. As in Apache Kafka, a count larger than
     /// the bytes left is rejected before anything looks at the elements.
-    #[inline]
+    #[inline(always)]
     pub fn array_len(&mut self, flexible: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
         // Fast path: a one-byte compact count, or an int32 count of zero or more, that fits.
         let rest = self.buf.get(self.pos..).unwrap_or_default();
@@ -580,7 +626,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a non-nullable array count.
-    #[inline]
+    #[inline(always)]
     pub fn array_len_non_null(&mut self, flexible: bool, field: &'static str) -> Result<usize, DecodeError> {
         let start = self.offset();
         match self.array_len(flexible, field)? {

@@ -195,10 +195,25 @@ fn view(cx: &Ctx, s: &Struct) -> String {
         writeln!(out, "/// A zero-copy view of a {n}: {}", lower_first(&s.about)).unwrap();
     }
     out.push_str("#[derive(Clone, Copy)]\n");
-    writeln!(out, "pub struct {n}View<'a> {{\n    src: Src<'a>,\n    ver: Ver,").unwrap();
+    // An element of fixed-width fields keeps its head cut once (`view::Fixed`), so that its
+    // accessors need no bounds checks.
+    let src_ty = match fixed_head(s) {
+        Some(head) if !root => format!("view::Fixed<'a, {head}>"),
+        _ => "Src<'a>".to_string(),
+    };
+    writeln!(out, "pub struct {n}View<'a> {{\n    src: {src_ty},\n    ver: Ver,").unwrap();
     if k > 0 {
         writeln!(out, "    /// Offsets of the fields after variable-length ones.\n    at: [u32; {k}],")
             .unwrap();
+    }
+    let texts = if root { Vec::new() } else { text_fields(s) };
+    if !texts.is_empty() {
+        writeln!(
+            out,
+            "    /// Where the strings' bytes start, found while finding the element's end.\n    text: [u32; {}],",
+            texts.len()
+        )
+        .unwrap();
     }
     out.push_str("}\n\n");
 
@@ -211,7 +226,8 @@ fn view(cx: &Ctx, s: &Struct) -> String {
 
     let mut items = Vec::new();
     for (i, f) in fields.iter().enumerate() {
-        items.push(accessor(cx, f, &lay, i));
+        let text = texts.iter().position(|&t| t == i);
+        items.push(accessor(cx, f, &lay, i, text));
     }
     if cx.has_tags(s) {
         items.push(unknown_tagged_fields(cx, s, &lay));
@@ -232,8 +248,26 @@ fn view(cx: &Ctx, s: &Struct) -> String {
     out
 }
 
-/// The accessor of field `i`.
-fn accessor(cx: &Ctx, f: &F, lay: &StructLayout, i: usize) -> String {
+/// The head a view of `s` cuts when every field of `s` is fixed-width: the most bytes they
+/// take in any version.
+fn fixed_head(s: &Struct) -> Option<usize> {
+    all_fixed(s).then(|| s.versions.iter().map(|v| fixed_bytes(s, v)).max().unwrap_or(0))
+}
+
+/// The fields of an element view of `s` whose bytes it keeps (`text`), by their index in
+/// `F::all(s)`: its strings that are never null, when `s` has variable-length fields.
+fn text_fields(s: &Struct) -> Vec<usize> {
+    if all_fixed(s) {
+        return Vec::new();
+    }
+    let fields = F::all(s);
+    (0..fields.len())
+        .filter(|&i| fields[i].f.ty == Type::String && !fields[i].nullable && !fields[i].inline.is_empty())
+        .collect()
+}
+
+/// The accessor of field `i`; `text` is its place in the element's kept strings, if it is one.
+fn accessor(cx: &Ctx, f: &F, lay: &StructLayout, i: usize, text: Option<usize>) -> String {
     let s = f.s;
     let field = f.bare();
     let fb = FnBuilder::view_method(&f.ident)
@@ -243,6 +277,15 @@ fn accessor(cx: &Ctx, f: &F, lay: &StructLayout, i: usize) -> String {
         .returns(cx.view_ty(f));
     let ver = &fb.ver;
     let inline_read = || {
+        if let Some(t) = text {
+            // The string ends where the offset stored after it says, or with the element.
+            let next = lay.places.get(i + 1).map_or(lay.tags.base, |p| p.base);
+            let end = match next {
+                Some(a) if next != lay.places[i].base => format!("self.at[{a}] as usize"),
+                _ => "self.src.bytes().len()".to_string(),
+            };
+            return format!("self.src.text(self.text[{t}] as usize, {end})");
+        }
         let off = lay.places[i].expr(s, "self.at", f.inline, ver);
         let nullable_now = ver.cond(f.f.nullable, f.inline);
         read(cx, f, "self.src", &off, &nullable_now, ver).expr()
@@ -455,11 +498,15 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
             _ => format!("view::fixed_end(src, pos, {sum}, {})", ver.value()),
         };
         body.line(format!("let end = {end};"));
-        body.line(format!("({}, end)", self_init(k, "src.sub(pos, end)", ver)));
+        body.line(format!("({}, end)", self_init(k, false, "view::Fixed::new(src, pos, end)", ver)));
         return fb.finish(body) + "\n" + &whole_fn();
     }
     if k > 0 {
         body.line(format!("let mut at = [0; {k}];"));
+    }
+    let texts = text_fields(s);
+    if !texts.is_empty() {
+        body.line(format!("let mut text = [0; {}];", texts.len()));
     }
     let mut anchor = 0;
     let mut pending: Vec<(Versions, usize)> = Vec::new();
@@ -491,7 +538,11 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
             continue;
         }
         flush(&mut pending, &mut first, &mut body);
-        body.under(&c, Stmt::line(format!("p = {};", skip(cx, f, "src", ver))));
+        let step = match texts.iter().position(|&t| t == i) {
+            Some(t) => format!("(text[{t}], p) = src.str_start(pos, p, {});", cx.flex_expr(f.s, ver)),
+            None => format!("p = {};", skip(cx, f, "src", ver)),
+        };
+        body.under(&c, Stmt::line(step));
         if anchor < k && lay.anchor_after(i, anchor) {
             body.line(format!("at[{anchor}] = (p - pos) as u32;"));
             anchor += 1;
@@ -501,7 +552,7 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
     if cx.has_tags(s) && cx.flex(s) != Some(false) {
         body.extend(cx.if_flexible(s, ver, Stmt::line("p = src.skip_tagged(p);").into()));
     }
-    body.line(format!("({}, p)", self_init(k, "src.sub(pos, p)", ver)));
+    body.line(format!("({}, p)", self_init(k, !texts.is_empty(), "src.sub(pos, p)", ver)));
     fb.finish(body)
 }
 
@@ -509,12 +560,14 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
 /// iterators that step over elements of one stride. Such a view stores no offsets.
 fn whole_fn() -> String {
     let fb = FnBuilder::new("whole").inline().param("src", "Src<'a>").ver_param().returns("Self");
-    let init = format!("Self {{ src, {} }}", fb.ver.value());
+    let init = format!("Self {{ src: view::Fixed::whole(src), {} }}", fb.ver.value());
     fb.finish(Stmt::line(init))
 }
 
-/// `Self { .. }` of a view with `k` stored offsets.
-fn self_init(k: usize, src: &str, ver: &Ver) -> String {
+/// `Self { .. }` of a view with `k` stored offsets, and kept strings if `text`.
+fn self_init(k: usize, text: bool, src: &str, ver: &Ver) -> String {
     let v = ver.value();
-    if k > 0 { format!("Self {{ src: {src}, {v}, at }}") } else { format!("Self {{ src: {src}, {v} }}") }
+    let at = if k > 0 { ", at" } else { "" };
+    let text = if text { ", text" } else { "" };
+    format!("Self {{ src: {src}, {v}{at}{text} }}")
 }
