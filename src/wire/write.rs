@@ -347,8 +347,10 @@ impl<'b> Writer<'b> {
 
     /// Writes a string with its prefix, or rejects one over [`MAX_STRING_LEN`] bytes. The
     /// prefix and the bytes are written under one bounds check, but for a compact string
-    /// of 127 bytes or more (a varint of two or three bytes), written out of line.
-    #[inline]
+    /// of 127 bytes or more (a varint of two or three bytes), written out of line. Always
+    /// inlined: out of line, the caller's writer is kept in memory (ListGroups v5 1,000
+    /// groups 195,152 instructions against 179,142 inlined).
+    #[inline(always)]
     pub fn str(&mut self, s: &str, flexible: bool) {
         let b = s.as_bytes();
         match (flexible, b.len()) {
