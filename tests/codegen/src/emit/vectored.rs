@@ -128,7 +128,9 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
         let x = format!("self.{}", f.ident);
         Some(match (&f.f.ty, f.nullable) {
             (Type::Records, true) => format!("w.records({x}.as_deref(), {});", data::field_flex(cx, f, ver)),
-            (Type::Records, false) => format!("w.records(Some({x}.as_slice()), {});", data::field_flex(cx, f, ver)),
+            (Type::Records, false) => {
+                format!("w.records(Some({x}.as_slice()), {});", data::field_flex(cx, f, ver))
+            }
             (Type::Array(_), _) => format!("vectored::write_array(w, &{x}, {});", ver.value()),
             (Type::Struct(_), true) => format!(
                 "match &{x} {{ Some(v) => {{ w.i8(1); v.write_vectored(w, {}); }} None => w.i8(-1), }}",
