@@ -13,6 +13,57 @@ use crate::error::DecodeError;
 use crate::types::{Uuid, Ver};
 use crate::wire::{Reader, TaggedIter};
 
+/// The typed reads of [`Src`] and [`Fixed`], each through the type's own `fixed`.
+macro_rules! scalar_reads {
+    () => {
+        /// The `int8` at `at`.
+        #[inline]
+        pub fn i8(self, at: usize) -> i8 {
+            i8::from_be_bytes(self.fixed(at))
+        }
+        /// The `int16` at `at`.
+        #[inline]
+        pub fn i16(self, at: usize) -> i16 {
+            i16::from_be_bytes(self.fixed(at))
+        }
+        /// The `int32` at `at`.
+        #[inline]
+        pub fn i32(self, at: usize) -> i32 {
+            i32::from_be_bytes(self.fixed(at))
+        }
+        /// The `int64` at `at`.
+        #[inline]
+        pub fn i64(self, at: usize) -> i64 {
+            i64::from_be_bytes(self.fixed(at))
+        }
+        /// The `uint16` at `at`.
+        #[inline]
+        pub fn u16(self, at: usize) -> u16 {
+            u16::from_be_bytes(self.fixed(at))
+        }
+        /// The `uint32` at `at`.
+        #[inline]
+        pub fn u32(self, at: usize) -> u32 {
+            u32::from_be_bytes(self.fixed(at))
+        }
+        /// The `float64` at `at`.
+        #[inline]
+        pub fn f64(self, at: usize) -> f64 {
+            f64::from_be_bytes(self.fixed(at))
+        }
+        /// The `bool` at `at` (any non-zero byte is `true`, as in Kafka).
+        #[inline]
+        pub fn bool(self, at: usize) -> bool {
+            self.fixed::<1>(at)[0] != 0
+        }
+        /// The `uuid` at `at`.
+        #[inline]
+        pub fn uuid(self, at: usize) -> Uuid {
+            Uuid(self.fixed(at))
+        }
+    };
+}
+
 /// Bytes that a view checked when it was built.
 #[doc(hidden)]
 #[derive(Clone, Copy)]
@@ -46,51 +97,7 @@ impl<'a> Src<'a> {
         }
     }
 
-    /// The `int8` at `at`.
-    #[inline]
-    pub fn i8(self, at: usize) -> i8 {
-        i8::from_be_bytes(self.fixed(at))
-    }
-    /// The `int16` at `at`.
-    #[inline]
-    pub fn i16(self, at: usize) -> i16 {
-        i16::from_be_bytes(self.fixed(at))
-    }
-    /// The `int32` at `at`.
-    #[inline]
-    pub fn i32(self, at: usize) -> i32 {
-        i32::from_be_bytes(self.fixed(at))
-    }
-    /// The `int64` at `at`.
-    #[inline]
-    pub fn i64(self, at: usize) -> i64 {
-        i64::from_be_bytes(self.fixed(at))
-    }
-    /// The `uint16` at `at`.
-    #[inline]
-    pub fn u16(self, at: usize) -> u16 {
-        u16::from_be_bytes(self.fixed(at))
-    }
-    /// The `uint32` at `at`.
-    #[inline]
-    pub fn u32(self, at: usize) -> u32 {
-        u32::from_be_bytes(self.fixed(at))
-    }
-    /// The `float64` at `at`.
-    #[inline]
-    pub fn f64(self, at: usize) -> f64 {
-        f64::from_be_bytes(self.fixed(at))
-    }
-    /// The `bool` at `at` (any non-zero byte is `true`, as in Kafka).
-    #[inline]
-    pub fn bool(self, at: usize) -> bool {
-        self.fixed::<1>(at)[0] != 0
-    }
-    /// The `uuid` at `at`.
-    #[inline]
-    pub fn uuid(self, at: usize) -> Uuid {
-        Uuid(self.fixed(at))
-    }
+    scalar_reads!();
 
     /// The unsigned varint at `at` and the offset after it.
     #[inline]
@@ -298,51 +305,7 @@ impl<'a, const N: usize> Fixed<'a, N> {
         }
     }
 
-    /// The `int8` at `at`.
-    #[inline]
-    pub fn i8(self, at: usize) -> i8 {
-        i8::from_be_bytes(self.fixed(at))
-    }
-    /// The `int16` at `at`.
-    #[inline]
-    pub fn i16(self, at: usize) -> i16 {
-        i16::from_be_bytes(self.fixed(at))
-    }
-    /// The `int32` at `at`.
-    #[inline]
-    pub fn i32(self, at: usize) -> i32 {
-        i32::from_be_bytes(self.fixed(at))
-    }
-    /// The `int64` at `at`.
-    #[inline]
-    pub fn i64(self, at: usize) -> i64 {
-        i64::from_be_bytes(self.fixed(at))
-    }
-    /// The `uint16` at `at`.
-    #[inline]
-    pub fn u16(self, at: usize) -> u16 {
-        u16::from_be_bytes(self.fixed(at))
-    }
-    /// The `uint32` at `at`.
-    #[inline]
-    pub fn u32(self, at: usize) -> u32 {
-        u32::from_be_bytes(self.fixed(at))
-    }
-    /// The `float64` at `at`.
-    #[inline]
-    pub fn f64(self, at: usize) -> f64 {
-        f64::from_be_bytes(self.fixed(at))
-    }
-    /// The `bool` at `at` (any non-zero byte is `true`, as in Kafka).
-    #[inline]
-    pub fn bool(self, at: usize) -> bool {
-        self.fixed::<1>(at)[0] != 0
-    }
-    /// The `uuid` at `at`.
-    #[inline]
-    pub fn uuid(self, at: usize) -> Uuid {
-        Uuid(self.fixed(at))
-    }
+    scalar_reads!();
 
     /// The fields of the tagged-field section at `at` whose tags are not in `known`.
     #[inline]
