@@ -337,6 +337,26 @@ pub(crate) fn check_body<'a, A>(
     Ok((Src(&bytes[..used]), Ver { uniform: r.uniform(), ..ver }, at))
 }
 
+/// The fast pass of a body (see `body_view!`): checks the front of `bytes` at `ver` with
+/// `fast`, and returns the body's bytes and the offsets, or `None` when the bytes are not
+/// for the fast path (or, when `whole`, do not end with the body): then the caller checks
+/// them again with the general pass, which names the error if there is one.
+#[inline(always)]
+pub(crate) fn fast_body<'a, A>(
+    bytes: &'a [u8],
+    ver: Ver,
+    whole: bool,
+    fast: impl FnOnce(&mut Reader<'a>, Ver) -> Option<A>,
+) -> Option<(Src<'a>, A)> {
+    let mut r = Reader::new(bytes);
+    let at = fast(&mut r, ver)?;
+    let used = bytes.get(..r.pos())?;
+    if whole && used.len() != bytes.len() {
+        return None;
+    }
+    Some((Src(used), at))
+}
+
 /// [`crate::DecodeErrorKind::UnsupportedVersion`] for a body, out of the inlined path.
 ///
 /// Built by the caller of [`check_body`], not inside it: an error written through a call
@@ -725,6 +745,56 @@ impl<'a> private::ElementImpl<'a> for &'a str {
 /// walks").
 macro_rules! body_view {
     ($view:ident, $body:ident $(, $at:ident)?) => {
+        $crate::view::body_view!(@new $view, $body);
+        impl<'a> $view<'a> {
+            /// Checks the body (all of `bytes` when `whole`) and returns its view wrapped by `wrap`.
+            #[inline(never)]
+            pub(crate) fn build<T>(
+                bytes: &'a [u8],
+                version: i16,
+                whole: bool,
+                wrap: impl FnOnce(Self) -> T,
+            ) -> Result<T, $crate::error::DecodeError> {
+                $crate::view::body_view!(@general $body, bytes, version, whole, wrap, $($at)?)
+            }
+        }
+    };
+    // A body with a fast pass (`fast`, the check pass without errors: every field a string or
+    // fixed-width, the tagged section empty). `build` tries it first and makes no call on
+    // its way; anything it does not take (an error, a long or non-ASCII string, tagged
+    // fields) goes to `build_checked`, the general pass, from the start.
+    (fast $view:ident, $body:ident $(, $at:ident)?) => {
+        $crate::view::body_view!(@new $view, $body);
+        impl<'a> $view<'a> {
+            /// Checks the body (all of `bytes` when `whole`) and returns its view wrapped by `wrap`.
+            #[inline(never)]
+            pub(crate) fn build<T>(
+                bytes: &'a [u8],
+                version: i16,
+                whole: bool,
+                wrap: impl FnOnce(Self) -> T,
+            ) -> Result<T, $crate::error::DecodeError> {
+                if let Some(ver) = <$body as $crate::encode::Body>::ver(version)
+                    && let Some((src, _offsets)) = $crate::view::fast_body(bytes, ver, whole, Self::fast)
+                {
+                    return Ok(wrap(Self { src, ver $(, $at: _offsets)? }));
+                }
+                Self::build_checked(bytes, version, whole, wrap)
+            }
+
+            /// [`Self::build`] off the fast pass: the general check, which names any error.
+            #[inline(never)]
+            fn build_checked<T>(
+                bytes: &'a [u8],
+                version: i16,
+                whole: bool,
+                wrap: impl FnOnce(Self) -> T,
+            ) -> Result<T, $crate::error::DecodeError> {
+                $crate::view::body_view!(@general $body, bytes, version, whole, wrap, $($at)?)
+            }
+        }
+    };
+    (@new $view:ident, $body:ident) => {
         impl<'a> $view<'a> {
             #[doc = concat!("Checks `bytes` as a ", stringify!($body), " body of `version` and returns a view of it.")]
             #[inline]
@@ -738,26 +808,18 @@ macro_rules! body_view {
             pub fn new_prefix(bytes: &'a [u8], version: i16) -> Result<Self, $crate::error::DecodeError> {
                 Self::build(bytes, version, false, core::convert::identity)
             }
-
-            /// Checks the body (all of `bytes` when `whole`) and returns its view wrapped by `wrap`.
-            #[inline(never)]
-            pub(crate) fn build<T>(
-                bytes: &'a [u8],
-                version: i16,
-                whole: bool,
-                wrap: impl FnOnce(Self) -> T,
-            ) -> Result<T, $crate::error::DecodeError> {
-                let Some(ver) = <$body as $crate::encode::Body>::ver(version) else {
-                    return Err($crate::view::unsupported_version(version, stringify!($body)));
-                };
-                let (src, ver, _offsets) = $crate::view::check_body(bytes, ver, Self::checked)?;
-                if whole {
-                    $crate::view::no_trailing(bytes, src.bytes().len(), stringify!($body))?;
-                }
-                Ok(wrap(Self { src, ver $(, $at: _offsets)? }))
-            }
         }
     };
+    (@general $body:ident, $bytes:ident, $version:ident, $whole:ident, $wrap:ident, $($at:ident)?) => {{
+        let Some(ver) = <$body as $crate::encode::Body>::ver($version) else {
+            return Err($crate::view::unsupported_version($version, stringify!($body)));
+        };
+        let (src, ver, _offsets) = $crate::view::check_body($bytes, ver, Self::checked)?;
+        if $whole {
+            $crate::view::no_trailing($bytes, src.bytes().len(), stringify!($body))?;
+        }
+        Ok($wrap(Self { src, ver $(, $at: _offsets)? }))
+    }};
 }
 
 /// What every struct view has besides its fields: `as_bytes`, `version`, and a `Debug`

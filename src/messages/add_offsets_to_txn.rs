@@ -76,7 +76,7 @@ pub struct AddOffsetsToTxnRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(AddOffsetsToTxnRequestView, AddOffsetsToTxnRequest, at);
+body_view!(fast AddOffsetsToTxnRequestView, AddOffsetsToTxnRequest, at);
 view_common!(AddOffsetsToTxnRequestView { transactional_id, producer_id, producer_epoch, group_id });
 
 impl<'a> AddOffsetsToTxnRequestView<'a> {
@@ -123,6 +123,20 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
             r.unknown_tagged_fields("AddOffsetsToTxnRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(10)?;
+        r.fast_str(ver.flexible)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -182,7 +196,7 @@ pub struct AddOffsetsToTxnResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(AddOffsetsToTxnResponseView, AddOffsetsToTxnResponse);
+body_view!(fast AddOffsetsToTxnResponseView, AddOffsetsToTxnResponse);
 view_common!(AddOffsetsToTxnResponseView { throttle_time_ms, error_code });
 
 impl<'a> AddOffsetsToTxnResponseView<'a> {
@@ -211,5 +225,13 @@ impl<'a> AddOffsetsToTxnResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("AddOffsetsToTxnResponse._tagged_fields")?;
         }
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        r.fast_take(6)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some([])
     }
 }

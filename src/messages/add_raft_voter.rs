@@ -339,7 +339,7 @@ pub struct AddRaftVoterResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AddRaftVoterResponseView, AddRaftVoterResponse, at);
+body_view!(fast AddRaftVoterResponseView, AddRaftVoterResponse, at);
 view_common!(AddRaftVoterResponseView { throttle_time_ms, error_code, error_message });
 
 impl<'a> AddRaftVoterResponseView<'a> {
@@ -376,5 +376,15 @@ impl<'a> AddRaftVoterResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("AddRaftVoterResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }

@@ -68,7 +68,7 @@ pub struct AllocateProducerIdsRequestView<'a> {
     ver: Ver,
 }
 
-body_view!(AllocateProducerIdsRequestView, AllocateProducerIdsRequest);
+body_view!(fast AllocateProducerIdsRequestView, AllocateProducerIdsRequest);
 view_common!(AllocateProducerIdsRequestView { broker_id, broker_epoch });
 
 impl<'a> AllocateProducerIdsRequestView<'a> {
@@ -98,6 +98,12 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AllocateProducerIdsRequest._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(12)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }
 
@@ -159,7 +165,7 @@ pub struct AllocateProducerIdsResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(AllocateProducerIdsResponseView, AllocateProducerIdsResponse);
+body_view!(fast AllocateProducerIdsResponseView, AllocateProducerIdsResponse);
 view_common!(AllocateProducerIdsResponseView {
     throttle_time_ms,
     error_code,
@@ -211,5 +217,11 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AllocateProducerIdsResponse._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(18)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }

@@ -120,7 +120,7 @@ pub struct ApiVersionsRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(ApiVersionsRequestView, ApiVersionsRequest, at);
+body_view!(fast ApiVersionsRequestView, ApiVersionsRequest, at);
 view_common!(ApiVersionsRequestView { client_software_name, client_software_version, cluster_id, node_id });
 
 impl<'a> ApiVersionsRequestView<'a> {
@@ -185,6 +185,30 @@ impl<'a> ApiVersionsRequestView<'a> {
             r.unknown_tagged_fields("ApiVersionsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version >= 3 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 3 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version == 5 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.version == 5 {
+            r.fast_take(4)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 

@@ -316,7 +316,7 @@ pub struct BrokerHeartbeatResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(BrokerHeartbeatResponseView, BrokerHeartbeatResponse);
+body_view!(fast BrokerHeartbeatResponseView, BrokerHeartbeatResponse);
 view_common!(BrokerHeartbeatResponseView {
     throttle_time_ms,
     error_code,
@@ -376,5 +376,11 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("BrokerHeartbeatResponse._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(9)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }

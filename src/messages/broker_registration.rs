@@ -500,7 +500,7 @@ pub struct BrokerRegistrationResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(BrokerRegistrationResponseView, BrokerRegistrationResponse);
+body_view!(fast BrokerRegistrationResponseView, BrokerRegistrationResponse);
 view_common!(BrokerRegistrationResponseView { throttle_time_ms, error_code, broker_epoch });
 
 impl<'a> BrokerRegistrationResponseView<'a> {
@@ -540,5 +540,11 @@ impl<'a> BrokerRegistrationResponseView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("BrokerRegistrationResponse._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(14)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }

@@ -421,7 +421,7 @@ pub struct ControllerRegistrationResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ControllerRegistrationResponseView, ControllerRegistrationResponse, at);
+body_view!(fast ControllerRegistrationResponseView, ControllerRegistrationResponse, at);
 view_common!(ControllerRegistrationResponseView { throttle_time_ms, error_code, error_message });
 
 impl<'a> ControllerRegistrationResponseView<'a> {
@@ -464,5 +464,15 @@ impl<'a> ControllerRegistrationResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ControllerRegistrationResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }

@@ -108,7 +108,7 @@ pub struct DescribeAclsRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(DescribeAclsRequestView, DescribeAclsRequest, at);
+body_view!(fast DescribeAclsRequestView, DescribeAclsRequest, at);
 view_common!(DescribeAclsRequestView {
     resource_type_filter,
     resource_name_filter,
@@ -185,6 +185,24 @@ impl<'a> DescribeAclsRequestView<'a> {
             r.unknown_tagged_fields("DescribeAclsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_take(1)?;
+        r.fast_nullable_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        r.fast_nullable_str(ver.flexible)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_nullable_str(ver.flexible)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 

@@ -95,7 +95,7 @@ pub struct DescribeClusterRequestView<'a> {
     ver: Ver,
 }
 
-body_view!(DescribeClusterRequestView, DescribeClusterRequest);
+body_view!(fast DescribeClusterRequestView, DescribeClusterRequest);
 view_common!(DescribeClusterRequestView {
     include_cluster_authorized_operations,
     endpoint_type,
@@ -151,6 +151,18 @@ impl<'a> DescribeClusterRequestView<'a> {
         }
         r.fixed_struct_unknown_tagged_fields("DescribeClusterRequest._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        r.fast_take(1)?;
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        if ver.version == 2 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some([])
     }
 }
 

@@ -67,7 +67,7 @@ pub struct EndTxnRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(EndTxnRequestView, EndTxnRequest, at);
+body_view!(fast EndTxnRequestView, EndTxnRequest, at);
 view_common!(EndTxnRequestView { transactional_id, producer_id, producer_epoch, committed });
 
 impl<'a> EndTxnRequestView<'a> {
@@ -119,6 +119,18 @@ impl<'a> EndTxnRequestView<'a> {
             r.unknown_tagged_fields("EndTxnRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(11)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -209,7 +221,7 @@ pub struct EndTxnResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(EndTxnResponseView, EndTxnResponse);
+body_view!(fast EndTxnResponseView, EndTxnResponse);
 view_common!(EndTxnResponseView { throttle_time_ms, error_code, producer_id, producer_epoch });
 
 impl<'a> EndTxnResponseView<'a> {
@@ -257,5 +269,16 @@ impl<'a> EndTxnResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("EndTxnResponse._tagged_fields")?;
         }
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        r.fast_take(6)?;
+        if ver.version == 5 {
+            r.fast_take(10)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some([])
     }
 }

@@ -169,7 +169,7 @@ pub struct ExpireDelegationTokenResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(ExpireDelegationTokenResponseView, ExpireDelegationTokenResponse);
+body_view!(fast ExpireDelegationTokenResponseView, ExpireDelegationTokenResponse);
 view_common!(ExpireDelegationTokenResponseView { error_code, expiry_timestamp_ms, throttle_time_ms });
 
 impl<'a> ExpireDelegationTokenResponseView<'a> {
@@ -211,5 +211,13 @@ impl<'a> ExpireDelegationTokenResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("ExpireDelegationTokenResponse._tagged_fields")?;
         }
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        r.fast_take(14)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some([])
     }
 }

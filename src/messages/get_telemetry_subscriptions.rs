@@ -59,7 +59,7 @@ pub struct GetTelemetrySubscriptionsRequestView<'a> {
     ver: Ver,
 }
 
-body_view!(GetTelemetrySubscriptionsRequestView, GetTelemetrySubscriptionsRequest);
+body_view!(fast GetTelemetrySubscriptionsRequestView, GetTelemetrySubscriptionsRequest);
 view_common!(GetTelemetrySubscriptionsRequestView { client_instance_id });
 
 impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
@@ -80,6 +80,12 @@ impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
         r.take(16, "GetTelemetrySubscriptionsRequest.ClientInstanceId")?;
         r.fixed_struct_unknown_tagged_fields("GetTelemetrySubscriptionsRequest._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(16)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }
 

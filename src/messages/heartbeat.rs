@@ -81,7 +81,7 @@ pub struct HeartbeatRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(HeartbeatRequestView, HeartbeatRequest, at);
+body_view!(fast HeartbeatRequestView, HeartbeatRequest, at);
 view_common!(HeartbeatRequestView { group_id, generation_id, member_id, group_instance_id });
 
 impl<'a> HeartbeatRequestView<'a> {
@@ -136,6 +136,24 @@ impl<'a> HeartbeatRequestView<'a> {
             r.unknown_tagged_fields("HeartbeatRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        r.fast_str(ver.flexible)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.version >= 3 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -208,7 +226,7 @@ pub struct HeartbeatResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(HeartbeatResponseView, HeartbeatResponse);
+body_view!(fast HeartbeatResponseView, HeartbeatResponse);
 view_common!(HeartbeatResponseView { throttle_time_ms, error_code });
 
 impl<'a> HeartbeatResponseView<'a> {
@@ -240,5 +258,16 @@ impl<'a> HeartbeatResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("HeartbeatResponse._tagged_fields")?;
         }
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        if ver.version >= 1 {
+            r.fast_take(4)?;
+        }
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some([])
     }
 }

@@ -122,7 +122,7 @@ pub struct InitProducerIdRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(InitProducerIdRequestView, InitProducerIdRequest, at);
+body_view!(fast InitProducerIdRequestView, InitProducerIdRequest, at);
 view_common!(InitProducerIdRequestView {
     transactional_id,
     transaction_timeout_ms,
@@ -196,6 +196,21 @@ impl<'a> InitProducerIdRequestView<'a> {
             r.unknown_tagged_fields("InitProducerIdRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_nullable_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        if ver.version >= 3 {
+            r.fast_take(10)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -285,7 +300,7 @@ pub struct InitProducerIdResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(InitProducerIdResponseView, InitProducerIdResponse);
+body_view!(fast InitProducerIdResponseView, InitProducerIdResponse);
 view_common!(InitProducerIdResponseView {
     throttle_time_ms,
     error_code,
@@ -353,5 +368,13 @@ impl<'a> InitProducerIdResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("InitProducerIdResponse._tagged_fields")?;
         }
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        r.fast_take(16)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some([])
     }
 }

@@ -180,7 +180,7 @@ pub struct PushTelemetryResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(PushTelemetryResponseView, PushTelemetryResponse);
+body_view!(fast PushTelemetryResponseView, PushTelemetryResponse);
 view_common!(PushTelemetryResponseView { throttle_time_ms, error_code });
 
 impl<'a> PushTelemetryResponseView<'a> {
@@ -207,5 +207,11 @@ impl<'a> PushTelemetryResponseView<'a> {
         r.run(6, &[("PushTelemetryResponse.ThrottleTimeMs", 4), ("PushTelemetryResponse.ErrorCode", 2)])?;
         r.fixed_struct_unknown_tagged_fields("PushTelemetryResponse._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(6)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }

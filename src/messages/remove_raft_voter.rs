@@ -77,7 +77,7 @@ pub struct RemoveRaftVoterRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(RemoveRaftVoterRequestView, RemoveRaftVoterRequest, at);
+body_view!(fast RemoveRaftVoterRequestView, RemoveRaftVoterRequest, at);
 view_common!(RemoveRaftVoterRequestView { cluster_id, voter_id, voter_directory_id });
 
 impl<'a> RemoveRaftVoterRequestView<'a> {
@@ -114,6 +114,16 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
         r.run(20, &[("RemoveRaftVoterRequest.VoterId", 4), ("RemoveRaftVoterRequest.VoterDirectoryId", 16)])?;
         r.unknown_tagged_fields("RemoveRaftVoterRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(20)?;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -185,7 +195,7 @@ pub struct RemoveRaftVoterResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(RemoveRaftVoterResponseView, RemoveRaftVoterResponse, at);
+body_view!(fast RemoveRaftVoterResponseView, RemoveRaftVoterResponse, at);
 view_common!(RemoveRaftVoterResponseView { throttle_time_ms, error_code, error_message });
 
 impl<'a> RemoveRaftVoterResponseView<'a> {
@@ -222,5 +232,15 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("RemoveRaftVoterResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }

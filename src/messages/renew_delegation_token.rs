@@ -162,7 +162,7 @@ pub struct RenewDelegationTokenResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(RenewDelegationTokenResponseView, RenewDelegationTokenResponse);
+body_view!(fast RenewDelegationTokenResponseView, RenewDelegationTokenResponse);
 view_common!(RenewDelegationTokenResponseView { error_code, expiry_timestamp_ms, throttle_time_ms });
 
 impl<'a> RenewDelegationTokenResponseView<'a> {
@@ -204,5 +204,13 @@ impl<'a> RenewDelegationTokenResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("RenewDelegationTokenResponse._tagged_fields")?;
         }
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        r.fast_take(14)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some([])
     }
 }

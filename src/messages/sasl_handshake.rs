@@ -46,7 +46,7 @@ pub struct SaslHandshakeRequestView<'a> {
     ver: Ver,
 }
 
-body_view!(SaslHandshakeRequestView, SaslHandshakeRequest);
+body_view!(fast SaslHandshakeRequestView, SaslHandshakeRequest);
 view_common!(SaslHandshakeRequestView { mechanism });
 
 impl<'a> SaslHandshakeRequestView<'a> {
@@ -60,6 +60,11 @@ impl<'a> SaslHandshakeRequestView<'a> {
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.check_str(false, "SaslHandshakeRequest.Mechanism")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_str(false)?;
+        Some([])
     }
 }
 

@@ -626,11 +626,7 @@ pub struct StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(
-    StreamsGroupTopologyDescriptionUpdateResponseView,
-    StreamsGroupTopologyDescriptionUpdateResponse,
-    at
-);
+body_view!(fast StreamsGroupTopologyDescriptionUpdateResponseView, StreamsGroupTopologyDescriptionUpdateResponse, at);
 view_common!(StreamsGroupTopologyDescriptionUpdateResponseView {
     throttle_time_ms,
     error_code,
@@ -677,5 +673,15 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }

@@ -52,7 +52,7 @@ pub struct UnregisterBrokerRequestView<'a> {
     ver: Ver,
 }
 
-body_view!(UnregisterBrokerRequestView, UnregisterBrokerRequest);
+body_view!(fast UnregisterBrokerRequestView, UnregisterBrokerRequest);
 view_common!(UnregisterBrokerRequestView { broker_id });
 
 impl<'a> UnregisterBrokerRequestView<'a> {
@@ -73,6 +73,12 @@ impl<'a> UnregisterBrokerRequestView<'a> {
         r.take(4, "UnregisterBrokerRequest.BrokerId")?;
         r.fixed_struct_unknown_tagged_fields("UnregisterBrokerRequest._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }
 
@@ -144,7 +150,7 @@ pub struct UnregisterBrokerResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(UnregisterBrokerResponseView, UnregisterBrokerResponse, at);
+body_view!(fast UnregisterBrokerResponseView, UnregisterBrokerResponse, at);
 view_common!(UnregisterBrokerResponseView { throttle_time_ms, error_code, error_message });
 
 impl<'a> UnregisterBrokerResponseView<'a> {
@@ -184,5 +190,15 @@ impl<'a> UnregisterBrokerResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("UnregisterBrokerResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }

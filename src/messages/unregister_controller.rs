@@ -52,7 +52,7 @@ pub struct UnregisterControllerRequestView<'a> {
     ver: Ver,
 }
 
-body_view!(UnregisterControllerRequestView, UnregisterControllerRequest);
+body_view!(fast UnregisterControllerRequestView, UnregisterControllerRequest);
 view_common!(UnregisterControllerRequestView { controller_id });
 
 impl<'a> UnregisterControllerRequestView<'a> {
@@ -73,6 +73,12 @@ impl<'a> UnregisterControllerRequestView<'a> {
         r.take(4, "UnregisterControllerRequest.ControllerId")?;
         r.fixed_struct_unknown_tagged_fields("UnregisterControllerRequest._tagged_fields")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }
 
@@ -149,7 +155,7 @@ pub struct UnregisterControllerResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(UnregisterControllerResponseView, UnregisterControllerResponse, at);
+body_view!(fast UnregisterControllerResponseView, UnregisterControllerResponse, at);
 view_common!(UnregisterControllerResponseView { throttle_time_ms, error_code, error_message });
 
 impl<'a> UnregisterControllerResponseView<'a> {
@@ -192,5 +198,15 @@ impl<'a> UnregisterControllerResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("UnregisterControllerResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }

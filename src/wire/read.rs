@@ -434,7 +434,80 @@ impl<'a> Reader<'a> {
             (self.pos + 2, usize::from(u16::from_be_bytes([hi, lo])))
         };
         let end = from + len;
-        super::str_from(self.buf.get(from..end)?).map(|_| end)
+        let bytes = self.buf.get(from..end)?;
+        // An empty string needs no UTF-8 test (the ASCII test would try 16, 8 and 4 first).
+        if bytes.is_empty() {
+            return Some(end);
+        }
+        super::str_from(bytes).map(|_| end)
+    }
+
+    /// Moves past `n` bytes if they are there. The `fast_` checks are the body check pass
+    /// of `body_view!`'s fast path: `None` does not say that the bytes are wrong, only that
+    /// they are not on the fast path (an error, or a form it leaves to the general path:
+    /// long or non-ASCII strings, non-empty tagged sections); the caller then checks the
+    /// whole body again with the general pass. They make no call, so that the fast pass
+    /// needs no callee-saved register.
+    #[inline(always)]
+    pub(crate) fn fast_take(&mut self, n: usize) -> Option<()> {
+        if self.buf.len() - self.pos >= n {
+            self.pos += n;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// A string on the fast path: a one-byte compact length or an int16 length, the bytes
+    /// there, ASCII (see [`Reader::fast_take`]).
+    #[inline(always)]
+    pub(crate) fn fast_str(&mut self, flexible: bool) -> Option<()> {
+        let (from, len) = if flexible {
+            let b = *self.buf.get(self.pos)?;
+            if b.wrapping_sub(1) >= 0x7f {
+                return None;
+            }
+            (self.pos + 1, usize::from(b - 1))
+        } else {
+            let &[hi, lo] = self.buf.get(self.pos..)?.first_chunk::<2>()?;
+            if hi >= 0x80 {
+                return None;
+            }
+            (self.pos + 2, usize::from(u16::from_be_bytes([hi, lo])))
+        };
+        let end = from + len;
+        let bytes = self.buf.get(from..end)?;
+        if !bytes.is_empty() && !super::utf8::is_ascii(bytes) {
+            return None;
+        }
+        self.pos = end;
+        Some(())
+    }
+
+    /// A nullable string on the fast path: null, or what [`Reader::fast_str`] takes.
+    #[inline(always)]
+    pub(crate) fn fast_nullable_str(&mut self, flexible: bool) -> Option<()> {
+        let null = if flexible {
+            self.buf.get(self.pos) == Some(&0)
+        } else {
+            self.buf.get(self.pos..).and_then(<[u8]>::first_chunk) == Some(&[0xff, 0xff])
+        };
+        if null {
+            self.pos += if flexible { 1 } else { 2 };
+            return Some(());
+        }
+        self.fast_str(flexible)
+    }
+
+    /// An empty tagged-field section on the fast path (any other is for the general path).
+    #[inline(always)]
+    pub(crate) fn fast_no_tags(&mut self) -> Option<()> {
+        if self.buf.get(self.pos) == Some(&0) {
+            self.pos += 1;
+            Some(())
+        } else {
+            None
+        }
     }
 
     /// [`Reader::check_str`] for what its fast path does not take (long or null strings,

@@ -35,7 +35,7 @@ fn not_ascii(bytes: &[u8]) -> Option<&str> {
 /// Whether every byte is below 0x80, reading up to sixteen bytes in two overlapping
 /// word loads and longer slices through core's vectorised check.
 #[inline]
-fn is_ascii(bytes: &[u8]) -> bool {
+pub(super) fn is_ascii(bytes: &[u8]) -> bool {
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let n = bytes.len();
     if n > 16 {

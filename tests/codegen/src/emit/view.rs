@@ -219,7 +219,8 @@ fn view(cx: &Ctx, s: &Struct) -> String {
 
     let fields = F::all(s);
     if root {
-        writeln!(out, "body_view!({n}View, {n}{});", if k > 0 { ", at" } else { "" }).unwrap();
+        let fast = if fast_eligible(s) { "fast " } else { "" };
+        writeln!(out, "body_view!({fast}{n}View, {n}{});", if k > 0 { ", at" } else { "" }).unwrap();
     }
     let names: Vec<&str> = fields.iter().map(|f| f.ident.as_str()).collect();
     writeln!(out, "view_common!({n}View {{ {} }});\n", names.join(", ")).unwrap();
@@ -234,6 +235,7 @@ fn view(cx: &Ctx, s: &Struct) -> String {
     }
     if root {
         items.push(check_pass(cx, s, &lay, true));
+        items.extend(fast_pass(cx, s, &lay));
     }
     if !items.is_empty() {
         writeln!(out, "impl<'a> {n}View<'a> {{").unwrap();
@@ -435,6 +437,78 @@ fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
         (true, false) => "Ok([])",
     });
     fb.finish(body)
+}
+
+/// Whether a body gets a fast pass (`body_view!(fast ..)`): all its fields are strings or
+/// fixed-width, so that the pass makes no call.
+fn fast_eligible(s: &Struct) -> bool {
+    F::all(s).iter().all(|f| matches!(f.f.ty, Type::String) || f.f.ty.fixed_width().is_some())
+}
+
+/// A body's fast pass (`fast`): `checked` without errors, for the bodies `fast_eligible`
+/// takes. Its reads (`Reader::fast_*`) answer `None` for anything off the fast path (an
+/// error, a long or non-ASCII string, tagged fields), and `build` then runs `checked`.
+fn fast_pass(cx: &Ctx, s: &Struct, lay: &StructLayout) -> Option<String> {
+    if !fast_eligible(s) {
+        return None;
+    }
+    let k = lay.anchors;
+    let fb = FnBuilder::new("fast")
+        .inline()
+        .param("r", "&mut Reader<'a>")
+        .ver_param()
+        .returns(format!("Option<[u32; {k}]>"));
+    let ver = &fb.ver;
+    let mut body = Block::new();
+    if k > 0 {
+        body.line("let start = r.pos();");
+        body.line(format!("let mut at = [0; {k}];"));
+    }
+    let mut anchor = 0;
+    let fields = F::all(s);
+    let mut i = 0;
+    while i < fields.len() {
+        let f = &fields[i];
+        let c = ver.cond(f.inline, s.versions);
+        if matches!(c, Cond::Never) {
+            i += 1;
+            continue;
+        }
+        if f.f.ty.fixed_width().is_some() {
+            // A run of fixed-width fields present in the same versions: one bounds check.
+            let mut j = i + 1;
+            while j < fields.len() && fields[j].f.ty.fixed_width().is_some() && fields[j].inline == f.inline {
+                j += 1;
+            }
+            let total: usize = fields[i..j].iter().map(|g| g.f.ty.fixed_width().unwrap()).sum();
+            body.under(&c, Stmt::line(format!("r.fast_take({total})?;")));
+            i = j;
+            continue;
+        }
+        let flex = cx.flex_expr(f.s, ver);
+        let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
+        let (plain, nullable) =
+            (Stmt::line(format!("r.fast_str({flex})?;")), Stmt::line(format!("r.fast_nullable_str({flex})?;")));
+        body.under(
+            &c,
+            match nullable_now {
+                Cond::Always => nullable,
+                Cond::Never => plain,
+                Cond::If(c) => Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) },
+            },
+        );
+        if anchor < k && lay.anchor_after(i, anchor) {
+            body.line(format!("at[{anchor}] = (r.pos() - start) as u32;"));
+            anchor += 1;
+        }
+        i += 1;
+    }
+    if cx.has_tags(s) && cx.flex(s) != Some(false) {
+        // Known tags or not, only an empty section is on the fast path.
+        body.extend(cx.if_flexible(s, ver, Stmt::line("r.fast_no_tags()?;").into()));
+    }
+    body.line(if k > 0 { "Some(at)" } else { "Some([])" });
+    Some(fb.finish(body))
 }
 
 /// An element's `Layout` in one version.
