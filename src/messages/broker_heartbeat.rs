@@ -143,7 +143,7 @@ pub struct BrokerHeartbeatRequestView<'a> {
     ver: Ver,
 }
 
-body_view!(BrokerHeartbeatRequestView, BrokerHeartbeatRequest);
+body_view!(fast BrokerHeartbeatRequestView, BrokerHeartbeatRequest);
 view_common!(BrokerHeartbeatRequestView {
     broker_id,
     broker_epoch,
@@ -242,6 +242,12 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
             Ok(true)
         })?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(22)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }
 

@@ -64,7 +64,7 @@ pub struct ConsumerGroupDescribeRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ConsumerGroupDescribeRequestView, ConsumerGroupDescribeRequest, at);
+body_view!(fast ConsumerGroupDescribeRequestView, ConsumerGroupDescribeRequest, at);
 view_common!(ConsumerGroupDescribeRequestView { group_ids, include_authorized_operations });
 
 impl<'a> ConsumerGroupDescribeRequestView<'a> {
@@ -95,6 +95,16 @@ impl<'a> ConsumerGroupDescribeRequestView<'a> {
         r.take(1, "ConsumerGroupDescribeRequest.IncludeAuthorizedOperations")?;
         r.unknown_tagged_fields("ConsumerGroupDescribeRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str_array(true, false)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 

@@ -59,7 +59,7 @@ pub struct DeleteGroupsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteGroupsRequestView, DeleteGroupsRequest, at);
+body_view!(fast DeleteGroupsRequestView, DeleteGroupsRequest, at);
 view_common!(DeleteGroupsRequestView { groups_names });
 
 impl<'a> DeleteGroupsRequestView<'a> {
@@ -85,6 +85,17 @@ impl<'a> DeleteGroupsRequestView<'a> {
             r.unknown_tagged_fields("DeleteGroupsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str_array(ver.flexible, false)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 

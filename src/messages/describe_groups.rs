@@ -73,7 +73,7 @@ pub struct DescribeGroupsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeGroupsRequestView, DescribeGroupsRequest, at);
+body_view!(fast DescribeGroupsRequestView, DescribeGroupsRequest, at);
 view_common!(DescribeGroupsRequestView { groups, include_authorized_operations });
 
 impl<'a> DescribeGroupsRequestView<'a> {
@@ -108,6 +108,20 @@ impl<'a> DescribeGroupsRequestView<'a> {
             r.unknown_tagged_fields("DescribeGroupsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str_array(ver.flexible, false)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 3 {
+            r.fast_take(1)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 

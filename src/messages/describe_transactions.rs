@@ -56,7 +56,7 @@ pub struct DescribeTransactionsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeTransactionsRequestView, DescribeTransactionsRequest, at);
+body_view!(fast DescribeTransactionsRequestView, DescribeTransactionsRequest, at);
 view_common!(DescribeTransactionsRequestView { transactional_ids });
 
 impl<'a> DescribeTransactionsRequestView<'a> {
@@ -80,6 +80,15 @@ impl<'a> DescribeTransactionsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeTransactionsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str_array(true, false)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 

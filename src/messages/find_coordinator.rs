@@ -93,7 +93,7 @@ pub struct FindCoordinatorRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(FindCoordinatorRequestView, FindCoordinatorRequest, at);
+body_view!(fast FindCoordinatorRequestView, FindCoordinatorRequest, at);
 view_common!(FindCoordinatorRequestView { key, key_type, coordinator_keys });
 
 impl<'a> FindCoordinatorRequestView<'a> {
@@ -144,6 +144,26 @@ impl<'a> FindCoordinatorRequestView<'a> {
             r.unknown_tagged_fields("FindCoordinatorRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        if ver.version <= 3 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        if ver.version >= 4 {
+            r.fast_str_array(ver.flexible, false)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 

@@ -180,7 +180,7 @@ pub struct GetTelemetrySubscriptionsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(GetTelemetrySubscriptionsResponseView, GetTelemetrySubscriptionsResponse, at);
+body_view!(fast GetTelemetrySubscriptionsResponseView, GetTelemetrySubscriptionsResponse, at);
 view_common!(GetTelemetrySubscriptionsResponseView {
     throttle_time_ms,
     error_code,
@@ -281,5 +281,18 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("GetTelemetrySubscriptionsResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(26)?;
+        r.fast_fixed_array(true, false, 1)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(9)?;
+        r.fast_str_array(true, false)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }

@@ -66,7 +66,7 @@ pub struct ListConfigResourcesRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ListConfigResourcesRequestView, ListConfigResourcesRequest, at);
+body_view!(fast ListConfigResourcesRequestView, ListConfigResourcesRequest, at);
 view_common!(ListConfigResourcesRequestView { resource_types });
 
 impl<'a> ListConfigResourcesRequestView<'a> {
@@ -92,6 +92,17 @@ impl<'a> ListConfigResourcesRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ListConfigResourcesRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version == 1 {
+            r.fast_fixed_array(true, false, 1)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 

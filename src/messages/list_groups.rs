@@ -83,7 +83,7 @@ pub struct ListGroupsRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(ListGroupsRequestView, ListGroupsRequest, at);
+body_view!(fast ListGroupsRequestView, ListGroupsRequest, at);
 view_common!(ListGroupsRequestView { states_filter, types_filter });
 
 impl<'a> ListGroupsRequestView<'a> {
@@ -125,6 +125,23 @@ impl<'a> ListGroupsRequestView<'a> {
             r.unknown_tagged_fields("ListGroupsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        if ver.version >= 4 {
+            r.fast_str_array(ver.flexible, false)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version == 5 {
+            r.fast_str_array(ver.flexible, false)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 

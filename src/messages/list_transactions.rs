@@ -104,7 +104,7 @@ pub struct ListTransactionsRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(ListTransactionsRequestView, ListTransactionsRequest, at);
+body_view!(fast ListTransactionsRequestView, ListTransactionsRequest, at);
 view_common!(ListTransactionsRequestView {
     state_filters,
     producer_id_filters,
@@ -160,6 +160,24 @@ impl<'a> ListTransactionsRequestView<'a> {
         at[2] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ListTransactionsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_str_array(true, false)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_fixed_array(true, false, 8)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(8)?;
+        }
+        if ver.version == 2 {
+            r.fast_nullable_str(true)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 

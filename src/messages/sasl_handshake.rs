@@ -106,7 +106,7 @@ pub struct SaslHandshakeResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(SaslHandshakeResponseView, SaslHandshakeResponse);
+body_view!(fast SaslHandshakeResponseView, SaslHandshakeResponse);
 view_common!(SaslHandshakeResponseView { error_code, mechanisms });
 
 impl<'a> SaslHandshakeResponseView<'a> {
@@ -127,5 +127,11 @@ impl<'a> SaslHandshakeResponseView<'a> {
         r.take(2, "SaslHandshakeResponse.ErrorCode")?;
         view::check_array::<&'a str>(r, ver, "SaslHandshakeResponse.Mechanisms")?;
         Ok([])
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(2)?;
+        r.fast_str_array(false, false)?;
+        Some([])
     }
 }

@@ -59,7 +59,7 @@ pub struct ShareGroupDescribeRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ShareGroupDescribeRequestView, ShareGroupDescribeRequest, at);
+body_view!(fast ShareGroupDescribeRequestView, ShareGroupDescribeRequest, at);
 view_common!(ShareGroupDescribeRequestView { group_ids, include_authorized_operations });
 
 impl<'a> ShareGroupDescribeRequestView<'a> {
@@ -90,6 +90,16 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
         r.take(1, "ShareGroupDescribeRequest.IncludeAuthorizedOperations")?;
         r.unknown_tagged_fields("ShareGroupDescribeRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str_array(true, false)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 

@@ -81,7 +81,7 @@ pub struct ShareGroupHeartbeatRequestView<'a> {
     at: [u32; 4],
 }
 
-body_view!(ShareGroupHeartbeatRequestView, ShareGroupHeartbeatRequest, at);
+body_view!(fast ShareGroupHeartbeatRequestView, ShareGroupHeartbeatRequest, at);
 view_common!(ShareGroupHeartbeatRequestView {
     group_id,
     member_id,
@@ -142,6 +142,22 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
         at[3] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ShareGroupHeartbeatRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 4]> {
+        let start = r.pos();
+        let mut at = [0; 4];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_str(true)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        r.fast_nullable_str(true)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_str_array(true, true)?;
+        at[3] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 

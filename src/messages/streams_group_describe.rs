@@ -80,7 +80,7 @@ pub struct StreamsGroupDescribeRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(StreamsGroupDescribeRequestView, StreamsGroupDescribeRequest, at);
+body_view!(fast StreamsGroupDescribeRequestView, StreamsGroupDescribeRequest, at);
 view_common!(StreamsGroupDescribeRequestView {
     group_ids,
     include_authorized_operations,
@@ -124,6 +124,19 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
         }
         r.unknown_tagged_fields("StreamsGroupDescribeRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str_array(true, false)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        if ver.version == 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 

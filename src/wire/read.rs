@@ -434,12 +434,7 @@ impl<'a> Reader<'a> {
             (self.pos + 2, usize::from(u16::from_be_bytes([hi, lo])))
         };
         let end = from + len;
-        let bytes = self.buf.get(from..end)?;
-        // An empty string needs no UTF-8 test (the ASCII test would try 16, 8 and 4 first).
-        if bytes.is_empty() {
-            return Some(end);
-        }
-        super::str_from(bytes).map(|_| end)
+        super::str_from(self.buf.get(from..end)?).map(|_| end)
     }
 
     /// Moves past `n` bytes if they are there. The `fast_` checks are the body check pass
@@ -477,6 +472,7 @@ impl<'a> Reader<'a> {
         };
         let end = from + len;
         let bytes = self.buf.get(from..end)?;
+        // An empty string needs no test (the ASCII test would try 16, 8 and 4 first).
         if !bytes.is_empty() && !super::utf8::is_ascii(bytes) {
             return None;
         }
@@ -497,6 +493,46 @@ impl<'a> Reader<'a> {
             return Some(());
         }
         self.fast_str(flexible)
+    }
+
+    /// An array count on the fast path: a one-byte compact count or a non-negative int32;
+    /// null (as zero elements) only when `nullable`. Not checked against the bytes left:
+    /// every element takes at least one byte, so the elements' own reads fail first.
+    #[inline(always)]
+    fn fast_count(&mut self, flexible: bool, nullable: bool) -> Option<usize> {
+        if flexible {
+            let b = *self.buf.get(self.pos)?;
+            if b >= 0x80 || (b == 0 && !nullable) {
+                return None;
+            }
+            self.pos += 1;
+            Some(usize::from(b.saturating_sub(1)))
+        } else {
+            let &[a, b, c, d] = self.buf.get(self.pos..)?.first_chunk::<4>()?;
+            let count = match i32::from_be_bytes([a, b, c, d]) {
+                -1 if nullable => 0,
+                n => usize::try_from(n).ok()?,
+            };
+            self.pos += 4;
+            Some(count)
+        }
+    }
+
+    /// An array of strings on the fast path: the count, then each string as
+    /// [`Reader::fast_str`] takes it.
+    #[inline(always)]
+    pub(crate) fn fast_str_array(&mut self, flexible: bool, nullable: bool) -> Option<()> {
+        for _ in 0..self.fast_count(flexible, nullable)? {
+            self.fast_str(flexible)?;
+        }
+        Some(())
+    }
+
+    /// An array of `width`-byte values on the fast path.
+    #[inline(always)]
+    pub(crate) fn fast_fixed_array(&mut self, flexible: bool, nullable: bool, width: usize) -> Option<()> {
+        let n = self.fast_count(flexible, nullable)?;
+        self.fast_take(n.checked_mul(width)?)
     }
 
     /// An empty tagged-field section on the fast path (any other is for the general path).

@@ -439,10 +439,14 @@ fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
     fb.finish(body)
 }
 
-/// Whether a body gets a fast pass (`body_view!(fast ..)`): all its fields are strings or
-/// fixed-width, so that the pass makes no call.
+/// Whether a body gets a fast pass (`body_view!(fast ..)`): all its fields are strings,
+/// fixed-width, or arrays of either, so that the pass makes no call.
 fn fast_eligible(s: &Struct) -> bool {
-    F::all(s).iter().all(|f| matches!(f.f.ty, Type::String) || f.f.ty.fixed_width().is_some())
+    F::all(s).iter().all(|f| match &f.f.ty {
+        Type::String => true,
+        Type::Array(t) => matches!(**t, Type::String) || t.fixed_width().is_some(),
+        t => t.fixed_width().is_some(),
+    })
 }
 
 /// A body's fast pass (`fast`): `checked` without errors, for the bodies `fast_eligible`
@@ -487,8 +491,16 @@ fn fast_pass(cx: &Ctx, s: &Struct, lay: &StructLayout) -> Option<String> {
         }
         let flex = cx.flex_expr(f.s, ver);
         let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
-        let (plain, nullable) =
-            (Stmt::line(format!("r.fast_str({flex})?;")), Stmt::line(format!("r.fast_nullable_str({flex})?;")));
+        let (plain, nullable) = match f.f.ty {
+            Type::Array(ref t) => {
+                let call = |n: bool| match t.fixed_width() {
+                    Some(w) => format!("r.fast_fixed_array({flex}, {n}, {w})?;"),
+                    None => format!("r.fast_str_array({flex}, {n})?;"),
+                };
+                (Stmt::line(call(false)), Stmt::line(call(true)))
+            }
+            _ => (Stmt::line(format!("r.fast_str({flex})?;")), Stmt::line(format!("r.fast_nullable_str({flex})?;"))),
+        };
         body.under(
             &c,
             match nullable_now {
