@@ -499,14 +499,19 @@ fn fast_pass(cx: &Ctx, s: &Struct, lay: &StructLayout) -> Option<String> {
                 };
                 (Stmt::line(call(false)), Stmt::line(call(true)))
             }
-            _ => (Stmt::line(format!("r.fast_str({flex})?;")), Stmt::line(format!("r.fast_nullable_str({flex})?;"))),
+            _ => (
+                Stmt::line(format!("r.fast_str({flex})?;")),
+                Stmt::line(format!("r.fast_nullable_str({flex})?;")),
+            ),
         };
         body.under(
             &c,
             match nullable_now {
                 Cond::Always => nullable,
                 Cond::Never => plain,
-                Cond::If(c) => Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) },
+                Cond::If(c) => {
+                    Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) }
+                }
             },
         );
         if anchor < k && lay.anchor_after(i, anchor) {
