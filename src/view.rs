@@ -783,6 +783,7 @@ macro_rules! body_view {
             }
 
             /// [`Self::build`] off the fast pass: the general check, which names any error.
+            #[cold]
             #[inline(never)]
             fn build_checked<T>(
                 bytes: &'a [u8],
