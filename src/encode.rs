@@ -40,6 +40,17 @@ pub(crate) mod private {
             let _ = ver;
             None
         }
+
+        /// Writes the elements of an array, after its count.
+        #[inline]
+        fn write_items(items: &[Self], w: &mut Writer<'_>, ver: Ver)
+        where
+            Self: Sized,
+        {
+            for item in items {
+                item.write(w, ver);
+            }
+        }
     }
 }
 
@@ -180,9 +191,7 @@ pub(crate) fn write_nullable_array<T: Encode>(w: &mut Writer<'_>, items: Option<
 #[inline]
 pub(crate) fn write_array<T: Encode>(w: &mut Writer<'_>, items: &[T], ver: Ver) {
     w.array_len(Some(items.len()), ver.flexible);
-    for item in items {
-        item.write(w, ver);
-    }
+    T::write_items(items, w, ver);
 }
 
 macro_rules! scalar {
@@ -222,6 +231,15 @@ impl Encode for Str<'_> {
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
         w.str(self, ver.flexible);
+    }
+    /// Each element out of line, by value: `Writer::str` is always inlined (for the
+    /// strings of structs), and its loop inlined in every array of strings made those
+    /// encoders' fixed cost larger (`docs/design.md`, "Encoder fixed cost").
+    #[inline]
+    fn write_items(items: &[Self], w: &mut Writer<'_>, ver: Ver) {
+        for s in items {
+            w.str_item(s, ver.flexible);
+        }
     }
 }
 

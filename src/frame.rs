@@ -284,25 +284,30 @@ pub struct RequestHeader<'a> {
 
 impl RequestHeader<'_> {
     /// The exact size of this header at header `version` (1 or 2).
+    #[inline]
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let client_id = match self.client_id {
             Some(s) => wire::string_size(s.len(), false, "RequestHeader.ClientId")?,
             None => wire::null_size(false, false),
         };
-        let tags = if version >= 2 {
-            wire::raw_tagged_fields_size(self.unknown_tagged_fields, "RequestHeader._tagged_fields")?
-        } else {
-            0
+        // An empty tagged section (the usual one) is its count byte.
+        let tags = match (version >= 2, self.unknown_tagged_fields) {
+            (false, _) => 0,
+            (true, []) => 1,
+            (true, unknown) => wire::raw_tagged_fields_size(unknown, "RequestHeader._tagged_fields")?,
         };
         Ok(8 + client_id + tags)
     }
 
     /// Writes this header, sized by [`RequestHeader::encoded_len`], for a request of
     /// `api_key` at `api_version`.
+    #[inline]
     pub(crate) fn write(&self, w: &mut Writer<'_>, api_key: i16, api_version: i16, version: i16) {
-        w.i16(api_key);
-        w.i16(api_version);
-        w.i32(self.correlation_id);
+        w.fixed(|b: &mut [u8; 8]| {
+            b[0..2].copy_from_slice(&api_key.to_be_bytes());
+            b[2..4].copy_from_slice(&api_version.to_be_bytes());
+            b[4..8].copy_from_slice(&self.correlation_id.to_be_bytes());
+        });
         w.nullable_str(self.client_id, false);
         if version >= 2 {
             w.raw_tagged_fields(self.unknown_tagged_fields);
@@ -322,6 +327,7 @@ pub struct ResponseHeader<'a> {
 
 impl ResponseHeader<'_> {
     /// The exact size of this header at header `version` (0 or 1).
+    #[inline]
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let tags = if version >= 1 {
             wire::raw_tagged_fields_size(self.unknown_tagged_fields, "ResponseHeader._tagged_fields")?
@@ -332,6 +338,7 @@ impl ResponseHeader<'_> {
     }
 
     /// Writes this header, sized by [`ResponseHeader::encoded_len`].
+    #[inline]
     pub(crate) fn write(&self, w: &mut Writer<'_>, version: i16) {
         w.i32(self.correlation_id);
         if version >= 1 {

@@ -120,7 +120,7 @@ mod prelude {
     #[cfg(feature = "testing")]
     pub(crate) use crate::testing::{AsVersion, as_version, tagged_as_version};
     pub(crate) use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
-    pub(crate) use crate::vectored::{self, EncodeVectored, PartCount, Slot, VecWriter, vectored_body};
+    pub(crate) use crate::vectored::{self, EncodeVectored, PartCount, RecordsOut, vectored_body};
     pub(crate) use crate::view::{
         self, ArrayView, Layout, Src, body_view, private::ElementImpl, view_common,
     };

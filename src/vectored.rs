@@ -118,8 +118,6 @@
     allow(dead_code, unused_macros)
 )]
 
-use core::ops::{Deref, DerefMut};
-
 use crate::encode::Body;
 use crate::error::EncodeError;
 use crate::frame::{RequestHeader, ResponseHeader};
@@ -127,9 +125,10 @@ use crate::types::Ver;
 use crate::wire::Writer;
 
 pub(crate) mod private {
-    use super::{PartCount, Slot, VecWriter};
+    use super::{PartCount, RecordsOut};
     use crate::encode::Encode;
     use crate::types::Ver;
+    use crate::wire::Writer;
 
     /// A value with `records` fields somewhere inside it: it counts its parts and writes
     /// itself around its records. Sealed.
@@ -138,9 +137,10 @@ pub(crate) mod private {
         /// after `size` succeeded for the same version.
         fn count_parts(&self, c: &mut PartCount, ver: Ver);
 
-        /// Writes the value as `Encode::write` does, but hands each non-empty records
-        /// field out as a part of its own instead of copying it.
-        fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver);
+        /// Writes the value, its records fields through `out`: `Encode::write` is this with
+        /// [`Copied`](super::Copied), which copies them into `w`; the vectored encoders hand
+        /// each non-empty one out as a part of its own instead.
+        fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver);
     }
 }
 
@@ -292,13 +292,30 @@ pub(crate) fn count_array<T: EncodeVectored>(c: &mut PartCount, items: &[T], ver
     }
 }
 
-/// The writer of a vectored encoding: a [`Writer`] over the caller's buffer (which it
-/// dereferences to, for every field but records) that hands out each piece it wrote when
-/// a records part comes.
+/// Where a value's records fields go as it is written into `Writer<'w>`, the fields
+/// borrowed for `'b`: [`Copied`] into the buffer, or [`Parts`] out as parts of their own.
+#[doc(hidden)]
+pub trait RecordsOut<'b, 'w> {
+    /// Writes a records field (`None`: null).
+    fn records(&mut self, w: &mut Writer<'w>, records: Option<&'b [u8]>, flexible: bool);
+}
+
+/// Records copied into the buffer with the rest: what `Encode::write` does.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct VecWriter<'b, 'p, S> {
-    w: Writer<'b>,
+pub struct Copied;
+
+impl<'b, 'w> RecordsOut<'b, 'w> for Copied {
+    #[inline]
+    fn records(&mut self, w: &mut Writer<'w>, records: Option<&'b [u8]>, flexible: bool) {
+        w.nullable_bytes(records, flexible);
+    }
+}
+
+/// Records handed out as parts: each piece of the buffer written before a records field
+/// becomes a part, then the field's own bytes.
+#[derive(Debug)]
+struct Parts<'p, S> {
     /// Bytes of the buffer in pieces already handed out.
     done: usize,
     parts: &'p mut [S],
@@ -306,31 +323,16 @@ pub struct VecWriter<'b, 'p, S> {
     n: usize,
 }
 
-impl<'b, 'p, S: Slot<'b>> VecWriter<'b, 'p, S> {
-    fn new(w: Writer<'b>, parts: &'p mut [S]) -> Self {
-        VecWriter { w, done: 0, parts, n: 0 }
+impl<'b, 'p, S: Slot<'b>> Parts<'p, S> {
+    fn new(parts: &'p mut [S]) -> Self {
+        Parts { done: 0, parts, n: 0 }
     }
 
-    /// Writes a records field: its length prefix into the buffer, then its bytes as a part
-    /// of their own, unless it is null or empty.
+    /// Hands out what `w` wrote since the last part, if anything.
     #[inline]
-    pub fn records(&mut self, records: Option<&'b [u8]>, flexible: bool) {
-        let Some(bytes) = records else {
-            self.w.len_prefix(None, flexible, true);
-            return;
-        };
-        self.w.len_prefix(Some(bytes.len()), flexible, true);
-        if !bytes.is_empty() {
-            self.piece();
-            self.push(S::records(bytes));
-        }
-    }
-
-    /// Hands out what was written since the last part, if anything.
-    #[inline]
-    fn piece(&mut self) {
-        let written = self.w.pos();
-        let piece = self.w.split_written();
+    fn piece(&mut self, w: &mut Writer<'b>) {
+        let written = w.pos();
+        let piece = w.split_written();
         self.done += written;
         if !piece.is_empty() {
             self.push(S::encoded(piece));
@@ -346,37 +348,41 @@ impl<'b, 'p, S: Slot<'b>> VecWriter<'b, 'p, S> {
     }
 
     /// Hands out the last piece; returns the buffer bytes and the parts used.
-    fn finish(mut self) -> (usize, usize) {
-        self.piece();
+    fn finish(mut self, mut w: Writer<'b>) -> (usize, usize) {
+        self.piece(&mut w);
         (self.done, self.n)
     }
 }
 
-impl<'b, S> Deref for VecWriter<'b, '_, S> {
-    type Target = Writer<'b>;
+impl<'b, S: Slot<'b>> RecordsOut<'b, 'b> for Parts<'_, S> {
+    /// The length prefix into the buffer, then the bytes as a part of their own unless
+    /// they are null or empty.
     #[inline]
-    fn deref(&self) -> &Writer<'b> {
-        &self.w
+    fn records(&mut self, w: &mut Writer<'b>, records: Option<&'b [u8]>, flexible: bool) {
+        let Some(bytes) = records else {
+            w.len_prefix(None, flexible, true);
+            return;
+        };
+        w.len_prefix(Some(bytes.len()), flexible, true);
+        if !bytes.is_empty() {
+            self.piece(w);
+            self.push(S::records(bytes));
+        }
     }
 }
 
-impl<'b, S> DerefMut for VecWriter<'b, '_, S> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut Writer<'b> {
-        &mut self.w
-    }
-}
-
-/// Writes an array of values with records: its count prefix, then each around its records.
+/// Writes an array of values with records: its count prefix, then each, its records
+/// through `out`.
 #[inline]
-pub(crate) fn write_array<'b, T: EncodeVectored, S: Slot<'b>>(
-    w: &mut VecWriter<'b, '_, S>,
+pub(crate) fn write_array<'b, 'w, T: EncodeVectored, R: RecordsOut<'b, 'w>>(
+    w: &mut Writer<'w>,
+    out: &mut R,
     items: &'b [T],
     ver: Ver,
 ) {
     w.array_len(Some(items.len()), ver.flexible);
     for item in items {
-        item.write_vectored(w, ver);
+        item.write_with(w, out, ver);
     }
 }
 
@@ -415,12 +421,12 @@ fn write_body<'b, B: VectoredBody, S: Slot<'b>>(
     body: &'b B,
     ver: Ver,
     len: VectoredLen,
-    w: Writer<'b>,
+    mut w: Writer<'b>,
     parts: &mut [S],
 ) -> Result<VectoredLen, EncodeError> {
-    let mut vw = VecWriter::new(w, parts);
-    body.write_vectored(&mut vw, ver);
-    let (buf, n) = vw.finish();
+    let mut out = Parts::new(parts);
+    body.write_with(&mut w, &mut out, ver);
+    let (buf, n) = out.finish(w);
     if buf != len.buf {
         return Err(EncodeError::SizeMismatch { message: B::NAME, sized: len.buf, written: buf });
     }

@@ -1229,36 +1229,7 @@ impl Encode for FetchResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 6 && self.session_id != 0)
-            || (ver.version <= 15 && !self.node_endpoints.is_empty())
-        {
-            w.reject();
-        }
-        if ver.version >= 7 {
-            w.fixed(|b: &mut [u8; 10]| {
-                b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
-                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-                b[6..10].copy_from_slice(&self.session_id.to_be_bytes());
-            });
-        } else {
-            w.i32(self.throttle_time_ms);
-        }
-        encode::write_array(w, &self.responses, ver);
-        if ver.flexible {
-            let unknown = self.unknown_tagged_fields.as_slice();
-            let write_node_endpoints = ver.version >= 16 && !self.node_endpoints.is_empty();
-            w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
-            let mut next = 0;
-            if write_node_endpoints {
-                w.raw_tags_below(unknown, &mut next, Some(0));
-                match encode::array_size(&self.node_endpoints, ver, "FetchResponse.NodeEndpoints") {
-                    Ok(len) => w.tag_header(0, len),
-                    Err(_) => w.reject(),
-                }
-                encode::write_array(w, &self.node_endpoints, ver);
-            }
-            w.raw_tags_below(unknown, &mut next, None);
-        }
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -1284,16 +1255,7 @@ impl Encode for FetchableTopicResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if ver.version <= 12 {
-            w.str(&self.topic, ver.flexible);
-        }
-        if ver.version >= 13 {
-            w.uuid(self.topic_id);
-        }
-        encode::write_array(w, &self.partitions, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -1357,76 +1319,7 @@ impl Encode for PartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if (ver.version <= 11
-            && (self.diverging_epoch != EpochEndOffset::default()
-                || self.current_leader != LeaderIdAndEpoch::default()
-                || self.snapshot_id != SnapshotId::default()))
-            || (ver.version <= 10 && self.preferred_read_replica != -1)
-        {
-            w.reject();
-        }
-        if ver.version >= 5 {
-            w.fixed(|b: &mut [u8; 30]| {
-                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-                b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
-                b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
-                b[22..30].copy_from_slice(&self.log_start_offset.to_be_bytes());
-            });
-        } else {
-            w.fixed(|b: &mut [u8; 22]| {
-                b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-                b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-                b[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
-                b[14..22].copy_from_slice(&self.last_stable_offset.to_be_bytes());
-            });
-        }
-        encode::write_nullable_array(w, self.aborted_transactions.as_deref(), ver);
-        if ver.version >= 11 {
-            w.i32(self.preferred_read_replica);
-        }
-        w.nullable_bytes(self.records.as_deref(), ver.flexible);
-        if ver.flexible {
-            let unknown = self.unknown_tagged_fields.as_slice();
-            let write_diverging_epoch =
-                ver.version >= 12 && self.diverging_epoch != EpochEndOffset::default();
-            let write_current_leader =
-                ver.version >= 12 && self.current_leader != LeaderIdAndEpoch::default();
-            let write_snapshot_id = ver.version >= 12 && self.snapshot_id != SnapshotId::default();
-            w.tag_count(
-                unknown,
-                &[0, 1, 2],
-                usize::from(write_diverging_epoch)
-                    + usize::from(write_current_leader)
-                    + usize::from(write_snapshot_id),
-            );
-            let mut next = 0;
-            if write_diverging_epoch {
-                w.raw_tags_below(unknown, &mut next, Some(0));
-                match self.diverging_epoch.size(ver, "PartitionData.DivergingEpoch") {
-                    Ok(len) => w.tag_header(0, len),
-                    Err(_) => w.reject(),
-                }
-                self.diverging_epoch.write(w, ver);
-            }
-            if write_current_leader {
-                w.raw_tags_below(unknown, &mut next, Some(1));
-                match self.current_leader.size(ver, "PartitionData.CurrentLeader") {
-                    Ok(len) => w.tag_header(1, len),
-                    Err(_) => w.reject(),
-                }
-                self.current_leader.write(w, ver);
-            }
-            if write_snapshot_id {
-                w.raw_tags_below(unknown, &mut next, Some(2));
-                match self.snapshot_id.size(ver, "PartitionData.SnapshotId") {
-                    Ok(len) => w.tag_header(2, len),
-                    Err(_) => w.reject(),
-                }
-                self.snapshot_id.write(w, ver);
-            }
-            w.raw_tags_below(unknown, &mut next, None);
-        }
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -1550,7 +1443,7 @@ impl EncodeVectored for FetchResponse<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         if (ver.version <= 6 && self.session_id != 0)
             || (ver.version <= 15 && !self.node_endpoints.is_empty())
         {
@@ -1565,7 +1458,7 @@ impl EncodeVectored for FetchResponse<'_> {
         } else {
             w.i32(self.throttle_time_ms);
         }
-        vectored::write_array(w, &self.responses, ver);
+        vectored::write_array(w, out, &self.responses, ver);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_node_endpoints = ver.version >= 16 && !self.node_endpoints.is_empty();
@@ -1595,14 +1488,14 @@ impl EncodeVectored for FetchableTopicResponse<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         if ver.version <= 12 {
             w.str(&self.topic, ver.flexible);
         }
         if ver.version >= 13 {
             w.uuid(self.topic_id);
         }
-        vectored::write_array(w, &self.partitions, ver);
+        vectored::write_array(w, out, &self.partitions, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -1620,7 +1513,7 @@ impl EncodeVectored for PartitionData<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         if (ver.version <= 11
             && (self.diverging_epoch != EpochEndOffset::default()
                 || self.current_leader != LeaderIdAndEpoch::default()
@@ -1649,7 +1542,7 @@ impl EncodeVectored for PartitionData<'_> {
         if ver.version >= 11 {
             w.i32(self.preferred_read_replica);
         }
-        w.records(self.records.as_deref(), ver.flexible);
+        out.records(w, self.records.as_deref(), ver.flexible);
         if ver.flexible {
             let unknown = self.unknown_tagged_fields.as_slice();
             let write_diverging_epoch =

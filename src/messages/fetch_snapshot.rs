@@ -624,27 +624,7 @@ impl Encode for FetchSnapshotResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if ver.version == 0 && !self.node_endpoints.is_empty() {
-            w.reject();
-        }
-        w.fixed(|b: &mut [u8; 6]| {
-            b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-        });
-        encode::write_array(w, &self.topics, ver);
-        let unknown = self.unknown_tagged_fields.as_slice();
-        let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
-        w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
-        let mut next = 0;
-        if write_node_endpoints {
-            w.raw_tags_below(unknown, &mut next, Some(0));
-            match encode::array_size(&self.node_endpoints, ver, "FetchSnapshotResponse.NodeEndpoints") {
-                Ok(len) => w.tag_header(0, len),
-                Err(_) => w.reject(),
-            }
-            encode::write_array(w, &self.node_endpoints, ver);
-        }
-        w.raw_tags_below(unknown, &mut next, None);
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -663,9 +643,7 @@ impl Encode for FetchSnapshotResponseTopicSnapshot<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.str(&self.name, true);
-        encode::write_array(w, &self.partitions, ver);
-        w.raw_tagged_fields(&self.unknown_tagged_fields);
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -697,29 +675,7 @@ impl Encode for FetchSnapshotResponsePartitionSnapshot<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 6]| {
-            b[0..4].copy_from_slice(&self.index.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-        });
-        self.snapshot_id.write(w, ver);
-        w.fixed(|b: &mut [u8; 16]| {
-            b[0..8].copy_from_slice(&self.size.to_be_bytes());
-            b[8..16].copy_from_slice(&self.position.to_be_bytes());
-        });
-        w.bytes(&self.unaligned_records, true);
-        let unknown = self.unknown_tagged_fields.as_slice();
-        let write_current_leader = self.current_leader != LeaderIdAndEpoch::default();
-        w.tag_count(unknown, &[0], usize::from(write_current_leader));
-        let mut next = 0;
-        if write_current_leader {
-            w.raw_tags_below(unknown, &mut next, Some(0));
-            match self.current_leader.size(ver, "FetchSnapshotResponsePartitionSnapshot.CurrentLeader") {
-                Ok(len) => w.tag_header(0, len),
-                Err(_) => w.reject(),
-            }
-            self.current_leader.write(w, ver);
-        }
-        w.raw_tags_below(unknown, &mut next, None);
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -791,7 +747,7 @@ impl EncodeVectored for FetchSnapshotResponse<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         if ver.version == 0 && !self.node_endpoints.is_empty() {
             w.reject();
         }
@@ -799,7 +755,7 @@ impl EncodeVectored for FetchSnapshotResponse<'_> {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
-        vectored::write_array(w, &self.topics, ver);
+        vectored::write_array(w, out, &self.topics, ver);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_node_endpoints = ver.version == 1 && !self.node_endpoints.is_empty();
         w.tag_count(unknown, &[0], usize::from(write_node_endpoints));
@@ -825,9 +781,9 @@ impl EncodeVectored for FetchSnapshotResponseTopicSnapshot<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         w.str(&self.name, true);
-        vectored::write_array(w, &self.partitions, ver);
+        vectored::write_array(w, out, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -841,7 +797,7 @@ impl EncodeVectored for FetchSnapshotResponsePartitionSnapshot<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         w.fixed(|b: &mut [u8; 6]| {
             b[0..4].copy_from_slice(&self.index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
@@ -851,7 +807,7 @@ impl EncodeVectored for FetchSnapshotResponsePartitionSnapshot<'_> {
             b[0..8].copy_from_slice(&self.size.to_be_bytes());
             b[8..16].copy_from_slice(&self.position.to_be_bytes());
         });
-        w.records(Some(self.unaligned_records.as_slice()), true);
+        out.records(w, Some(self.unaligned_records.as_slice()), true);
         let unknown = self.unknown_tagged_fields.as_slice();
         let write_current_leader = self.current_leader != LeaderIdAndEpoch::default();
         w.tag_count(unknown, &[0], usize::from(write_current_leader));

@@ -88,15 +88,7 @@ impl Encode for ProduceRequest<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.nullable_str(self.transactional_id.as_deref(), ver.flexible);
-        w.fixed(|b: &mut [u8; 6]| {
-            b[0..2].copy_from_slice(&self.acks.to_be_bytes());
-            b[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
-        });
-        encode::write_array(w, &self.topic_data, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -120,16 +112,7 @@ impl Encode for TopicProduceData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        if ver.version <= 12 {
-            w.str(&self.name, ver.flexible);
-        }
-        if ver.version == 13 {
-            w.uuid(self.topic_id);
-        }
-        encode::write_array(w, &self.partition_data, ver);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -152,11 +135,7 @@ impl Encode for PartitionProduceData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.i32(self.index);
-        w.nullable_bytes(self.records.as_deref(), ver.flexible);
-        if ver.flexible {
-            w.raw_tagged_fields(&self.unknown_tagged_fields);
-        }
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -173,13 +152,13 @@ impl EncodeVectored for ProduceRequest<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         w.nullable_str(self.transactional_id.as_deref(), ver.flexible);
         w.fixed(|b: &mut [u8; 6]| {
             b[0..2].copy_from_slice(&self.acks.to_be_bytes());
             b[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
         });
-        vectored::write_array(w, &self.topic_data, ver);
+        vectored::write_array(w, out, &self.topic_data, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -197,14 +176,14 @@ impl EncodeVectored for TopicProduceData<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         if ver.version <= 12 {
             w.str(&self.name, ver.flexible);
         }
         if ver.version == 13 {
             w.uuid(self.topic_id);
         }
-        vectored::write_array(w, &self.partition_data, ver);
+        vectored::write_array(w, out, &self.partition_data, ver);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }
@@ -222,9 +201,9 @@ impl EncodeVectored for PartitionProduceData<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         w.i32(self.index);
-        w.records(self.records.as_deref(), ver.flexible);
+        out.records(w, self.records.as_deref(), ver.flexible);
         if ver.flexible {
             w.raw_tagged_fields(&self.unknown_tagged_fields);
         }

@@ -747,15 +747,7 @@ impl Encode for ShareFetchResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 6]| {
-            b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-        });
-        w.nullable_str(self.error_message.as_deref(), true);
-        w.i32(self.acquisition_lock_timeout_ms);
-        encode::write_array(w, &self.responses, ver);
-        encode::write_array(w, &self.node_endpoints, ver);
-        w.raw_tagged_fields(&self.unknown_tagged_fields);
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -773,9 +765,7 @@ impl Encode for ShareFetchableTopicResponse<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.uuid(self.topic_id);
-        encode::write_array(w, &self.partitions, ver);
-        w.raw_tagged_fields(&self.unknown_tagged_fields);
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -800,17 +790,7 @@ impl Encode for PartitionData<'_> {
 
     #[inline]
     fn write(&self, w: &mut Writer<'_>, ver: Ver) {
-        w.fixed(|b: &mut [u8; 6]| {
-            b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
-            b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
-        });
-        w.nullable_str(self.error_message.as_deref(), true);
-        w.i16(self.acknowledge_error_code);
-        w.nullable_str(self.acknowledge_error_message.as_deref(), true);
-        self.current_leader.write(w, ver);
-        w.bytes(&self.records, true);
-        encode::write_array(w, &self.acquired_records, ver);
-        w.raw_tagged_fields(&self.unknown_tagged_fields);
+        self.write_with(w, &mut vectored::Copied, ver);
     }
 }
 
@@ -885,14 +865,14 @@ impl EncodeVectored for ShareFetchResponse<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         w.fixed(|b: &mut [u8; 6]| {
             b[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
         });
         w.nullable_str(self.error_message.as_deref(), true);
         w.i32(self.acquisition_lock_timeout_ms);
-        vectored::write_array(w, &self.responses, ver);
+        vectored::write_array(w, out, &self.responses, ver);
         encode::write_array(w, &self.node_endpoints, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
@@ -907,9 +887,9 @@ impl EncodeVectored for ShareFetchableTopicResponse<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         w.uuid(self.topic_id);
-        vectored::write_array(w, &self.partitions, ver);
+        vectored::write_array(w, out, &self.partitions, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }
 }
@@ -923,7 +903,7 @@ impl EncodeVectored for PartitionData<'_> {
     }
 
     #[inline]
-    fn write_vectored<'b, S: Slot<'b>>(&'b self, w: &mut VecWriter<'b, '_, S>, ver: Ver) {
+    fn write_with<'b, 'w, R: RecordsOut<'b, 'w>>(&'b self, w: &mut Writer<'w>, out: &mut R, ver: Ver) {
         w.fixed(|b: &mut [u8; 6]| {
             b[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
             b[4..6].copy_from_slice(&self.error_code.to_be_bytes());
@@ -932,7 +912,7 @@ impl EncodeVectored for PartitionData<'_> {
         w.i16(self.acknowledge_error_code);
         w.nullable_str(self.acknowledge_error_message.as_deref(), true);
         self.current_leader.write(w, ver);
-        w.records(Some(self.records.as_slice()), true);
+        out.records(w, Some(self.records.as_slice()), true);
         encode::write_array(w, &self.acquired_records, ver);
         w.raw_tagged_fields(&self.unknown_tagged_fields);
     }

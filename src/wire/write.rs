@@ -363,6 +363,15 @@ impl<'b> Writer<'b> {
         }
     }
 
+    /// Writes a string as [`Writer::str`] does, out of line (by value): an array's element.
+    #[inline]
+    pub fn str_item(&mut self, s: &str, flexible: bool) {
+        match write_str(self.buf, self.pos, s, flexible) {
+            Some(pos) => self.pos = pos,
+            None => self.ok = false,
+        }
+    }
+
     /// Writes `prefix` and then `bytes`, under one bounds check.
     #[inline]
     fn prefixed<const P: usize>(&mut self, prefix: [u8; P], bytes: &[u8]) {
@@ -474,6 +483,14 @@ fn write_long_str(buf: &mut [u8], pos: usize, b: &[u8], flexible: bool) -> Optio
         w.i16(b.len() as i16);
     }
     w.put(b);
+    w.finish()
+}
+
+/// [`Writer::str_item`], by value (as [`write_long_str`]).
+#[inline(never)]
+fn write_str(buf: &mut [u8], pos: usize, s: &str, flexible: bool) -> Option<usize> {
+    let mut w = Writer { buf, pos, ok: true };
+    w.str(s, flexible);
     w.finish()
 }
 

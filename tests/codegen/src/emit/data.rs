@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::layout::{self, encode_fixed_size};
-use super::{Ctx, F, doc, known_tags, q, scalar_method, snake};
+use super::{Ctx, F, doc, known_tags, q, scalar_method, snake, vectored};
 use crate::code::{Block, Else, FnBuilder, Stmt, Ver, paren_or};
 use crate::schema::{Struct, Type};
 use crate::versions::{self, Cond, Versions};
@@ -402,14 +402,20 @@ fn size_fn(cx: &Ctx, s: &Struct) -> String {
     fb.finish(all)
 }
 
+/// `write`; for a struct with records, the vectored encoder's `write_with` with the
+/// records copied in place (`super::vectored`), so that the struct's write is emitted once.
 fn write_fn(cx: &Ctx, s: &Struct) -> String {
     let fb = FnBuilder::method("write").inline().param("w", "&mut Writer<'_>").ver_param();
+    if vectored::has_records(cx, s) {
+        let call = format!("self.write_with(w, &mut vectored::Copied, {});", fb.ver.value());
+        return fb.finish(Stmt::line(call));
+    }
     let body = write_body(cx, s, &fb.ver, &|_, _| None);
     fb.finish(body)
 }
 
 /// The statements of `write`: every field in order, then the tagged section. `special`
-/// writes a field its own way where it returns a statement (the vectored encoder's records,
+/// writes a field its own way where it returns a statement (the fields that hold records,
 /// `super::vectored`).
 pub fn write_body(cx: &Ctx, s: &Struct, ver: &Ver, special: &dyn Fn(&F, &Ver) -> Option<String>) -> Block {
     let fields = F::all(s);

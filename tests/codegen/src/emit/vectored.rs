@@ -1,10 +1,12 @@
 //! The encoders around borrowed records (`crate::vectored` in kwire): for every struct
 //! that holds a `records` field at some depth, `EncodeVectored` (`count_parts` and
-//! `write_vectored`), and `vectored_body!` for the body. Nothing for other messages.
+//! `write_with`), and `vectored_body!` for the body. Nothing for other messages.
 //!
-//! `write_vectored` is `write` (the same walk, from [`data::write_body`]) with the fields
-//! that hold records written their own way: a records field hands its bytes out as a part,
-//! and a struct or array of structs with records recurses. `count_parts` visits the same
+//! `write_with` is the struct's one write (the walk of [`data::write_body`]), with the
+//! fields that hold records written through a `RecordsOut`: `Encode::write` calls it with
+//! `vectored::Copied`, which copies the records into the buffer, and the vectored encoders
+//! with their own, which hands them out as parts; a struct or array of structs with records
+//! passes it on. `count_parts` visits the same
 //! fields; since every field that is present writes at least one byte, it only needs to
 //! know, run by run, whether any of the other fields is present in the version.
 
@@ -39,7 +41,7 @@ pub fn emit(cx: &Ctx) -> String {
 }
 
 /// Whether a value of `s` holds a `records` field at some depth.
-fn has_records(cx: &Ctx, s: &Struct) -> bool {
+pub fn has_records(cx: &Ctx, s: &Struct) -> bool {
     s.fields.iter().any(|f| type_has_records(cx, &f.ty))
 }
 
@@ -114,12 +116,13 @@ fn count_stmt(f: &F, ver: &Ver) -> String {
     }
 }
 
-/// `write_vectored`: `write`, with the fields that hold records written around them.
+/// `write_with`: the struct's write, with the fields that hold records written through `out`.
 fn write_fn(cx: &Ctx, s: &Struct) -> String {
-    let fb = FnBuilder::new("write_vectored<'b, S: Slot<'b>>")
+    let fb = FnBuilder::new("write_with<'b, 'w, R: RecordsOut<'b, 'w>>")
         .inline()
         .receiver("&'b self")
-        .param("w", "&mut VecWriter<'b, '_, S>")
+        .param("w", "&mut Writer<'w>")
+        .param("out", "&mut R")
         .ver_param();
     let special = |f: &F, ver: &Ver| -> Option<String> {
         if !type_has_records(cx, &f.f.ty) {
@@ -127,16 +130,18 @@ fn write_fn(cx: &Ctx, s: &Struct) -> String {
         }
         let x = format!("self.{}", f.ident);
         Some(match (&f.f.ty, f.nullable) {
-            (Type::Records, true) => format!("w.records({x}.as_deref(), {});", data::field_flex(cx, f, ver)),
-            (Type::Records, false) => {
-                format!("w.records(Some({x}.as_slice()), {});", data::field_flex(cx, f, ver))
+            (Type::Records, true) => {
+                format!("out.records(w, {x}.as_deref(), {});", data::field_flex(cx, f, ver))
             }
-            (Type::Array(_), _) => format!("vectored::write_array(w, &{x}, {});", ver.value()),
+            (Type::Records, false) => {
+                format!("out.records(w, Some({x}.as_slice()), {});", data::field_flex(cx, f, ver))
+            }
+            (Type::Array(_), _) => format!("vectored::write_array(w, out, &{x}, {});", ver.value()),
             (Type::Struct(_), true) => format!(
-                "match &{x} {{ Some(v) => {{ w.i8(1); v.write_vectored(w, {}); }} None => w.i8(-1), }}",
+                "match &{x} {{ Some(v) => {{ w.i8(1); v.write_with(w, out, {}); }} None => w.i8(-1), }}",
                 ver.value()
             ),
-            (Type::Struct(_), false) => format!("{x}.write_vectored(w, {});", ver.value()),
+            (Type::Struct(_), false) => format!("{x}.write_with(w, out, {});", ver.value()),
             (ty, _) => unreachable!("{}: {ty:?} holds no records", f.path),
         })
     };
