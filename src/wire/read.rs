@@ -414,10 +414,19 @@ impl<'a> Reader<'a> {
     }
 
     /// The position after the string at the current position when it takes the fast path
-    /// of the string checks: a one-byte compact length or an int16 length, the bytes there,
-    /// ASCII. `None` for anything else (null, long, not ASCII, short input).
+    /// of the string checks: a short string (see [`Reader::short_str`]), ASCII. `None` for
+    /// anything else (null, long, not ASCII, short input).
     #[inline(always)]
     fn short_ascii_str(&self, flexible: bool) -> Option<usize> {
+        let (bytes, end) = self.short_str(flexible)?;
+        super::str_from(bytes).map(|_| end)
+    }
+
+    /// The bytes of the string at the current position and the position after it, when its
+    /// length is a one-byte compact length or an int16 length and the bytes are there.
+    /// `None` for anything else (null, long, short input).
+    #[inline(always)]
+    fn short_str(&self, flexible: bool) -> Option<(&'a [u8], usize)> {
         // Each step one bounds check on `buf` (no empty-slice default in between): the
         // prefix, then the bytes, whose start is known not to pass their end.
         let (from, len) = if flexible {
@@ -434,7 +443,7 @@ impl<'a> Reader<'a> {
             (self.pos + 2, usize::from(u16::from_be_bytes([hi, lo])))
         };
         let end = from + len;
-        super::str_from(self.buf.get(from..end)?).map(|_| end)
+        Some((self.buf.get(from..end)?, end))
     }
 
     /// Moves past `n` bytes if they are there. The `fast_` checks are the body check pass
@@ -453,25 +462,11 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A string on the fast path: a one-byte compact length or an int16 length, the bytes
-    /// there, ASCII (see [`Reader::fast_take`]).
+    /// A string on the fast path: a short string ([`Reader::short_str`]), ASCII (see
+    /// [`Reader::fast_take`]).
     #[inline(always)]
     pub(crate) fn fast_str(&mut self, flexible: bool) -> Option<()> {
-        let (from, len) = if flexible {
-            let b = *self.buf.get(self.pos)?;
-            if b.wrapping_sub(1) >= 0x7f {
-                return None;
-            }
-            (self.pos + 1, usize::from(b - 1))
-        } else {
-            let &[hi, lo] = self.buf.get(self.pos..)?.first_chunk::<2>()?;
-            if hi >= 0x80 {
-                return None;
-            }
-            (self.pos + 2, usize::from(u16::from_be_bytes([hi, lo])))
-        };
-        let end = from + len;
-        let bytes = self.buf.get(from..end)?;
+        let (bytes, end) = self.short_str(flexible)?;
         // An empty string needs no test (the ASCII test would try 16, 8 and 4 first).
         if !bytes.is_empty() && !super::utf8::is_ascii(bytes) {
             return None;

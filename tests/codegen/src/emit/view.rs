@@ -353,6 +353,57 @@ fn tag_match(cx: &Ctx, s: &Struct, tagged: &[F], ver: &Ver) -> String {
     format!("|tag, value| {{\n match tag {{\n{arms}_ => return Ok(false),\n}}\nOk(true)\n}}")
 }
 
+/// The field steps of a check pass (`checked`, `check` and `fast` share them), each under
+/// its version condition: a run of fixed-width fields present in the same versions is one
+/// step, `fixed(run)` (one bounds check), any other field `other(field)`. When the pass
+/// keeps `k` offsets, it records each after the field that ends where it points.
+fn check_steps(
+    s: &Struct,
+    lay: &StructLayout,
+    ver: &Ver,
+    k: usize,
+    mut fixed: impl FnMut(&[F]) -> Stmt,
+    mut other: impl FnMut(&F) -> Stmt,
+) -> Block {
+    let mut body = Block::new();
+    if k > 0 {
+        body.line("let start = r.pos();");
+        body.line(format!("let mut at = [0; {k}];"));
+    }
+    let mut anchor = 0;
+    let fields = F::all(s);
+    let mut i = 0;
+    while i < fields.len() {
+        let f = &fields[i];
+        let c = ver.cond(f.inline, s.versions);
+        if matches!(c, Cond::Never) {
+            i += 1;
+            continue;
+        }
+        if f.f.ty.fixed_width().is_some() {
+            let mut j = i + 1;
+            while j < fields.len() && fields[j].f.ty.fixed_width().is_some() && fields[j].inline == f.inline {
+                j += 1;
+            }
+            body.under(&c, fixed(&fields[i..j]));
+            i = j;
+            continue;
+        }
+        body.under(&c, other(f));
+        if anchor < k && lay.anchor_after(i, anchor) {
+            body.line(format!("at[{anchor}] = (r.pos() - start) as u32;"));
+            anchor += 1;
+        }
+        i += 1;
+    }
+    body
+}
+
+/// The bytes a run of fixed-width fields takes.
+fn run_width(run: &[F]) -> usize {
+    run.iter().map(|f| f.f.ty.fixed_width().unwrap()).sum()
+}
+
 /// The checking pass: every byte, once. A body's (`checked`) records the offsets its view
 /// keeps; an element's (`ElementImpl::check`) records nothing, as `at` finds them again.
 fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
@@ -373,49 +424,26 @@ fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
             .returns("Result<(), DecodeError>")
     };
     let ver = &fb.ver;
-    let mut body = Block::new();
-    if k > 0 {
-        body.line("let start = r.pos();");
-        body.line(format!("let mut at = [0; {k}];"));
-    }
-    let mut anchor = 0;
-    let fields = F::all(s);
-    let mut i = 0;
-    while i < fields.len() {
-        let f = &fields[i];
-        let c = ver.cond(f.inline, s.versions);
-        if matches!(c, Cond::Never) {
-            i += 1;
-            continue;
-        }
-        if let Some(w) = f.f.ty.fixed_width() {
-            // A run of fixed-width fields present in the same versions: one bounds check.
-            let mut j = i + 1;
-            while j < fields.len() && fields[j].f.ty.fixed_width().is_some() && fields[j].inline == f.inline {
-                j += 1;
-            }
-            let stmt = if j == i + 1 {
-                format!("r.take({w}, {})?;", q(&f.path))
-            } else {
-                let run = &fields[i..j];
-                let total: usize = run.iter().map(|g| g.f.ty.fixed_width().unwrap()).sum();
-                let list: Vec<String> = run
-                    .iter()
-                    .map(|g| format!("({}, {})", q(&g.path), g.f.ty.fixed_width().unwrap()))
-                    .collect();
-                format!("r.run({total}, &[{}])?;", list.join(", "))
+    let mut body = check_steps(
+        s,
+        lay,
+        ver,
+        k,
+        |run| {
+            let stmt = match run {
+                [f] => format!("r.take({}, {})?;", f.f.ty.fixed_width().unwrap(), q(&f.path)),
+                _ => {
+                    let list: Vec<String> = run
+                        .iter()
+                        .map(|g| format!("({}, {})", q(&g.path), g.f.ty.fixed_width().unwrap()))
+                        .collect();
+                    format!("r.run({}, &[{}])?;", run_width(run), list.join(", "))
+                }
             };
-            body.under(&c, Stmt::line(stmt));
-            i = j;
-            continue;
-        }
-        body.under(&c, check(cx, f, "r", ver));
-        if anchor < k && lay.anchor_after(i, anchor) {
-            body.line(format!("at[{anchor}] = (r.pos() - start) as u32;"));
-            anchor += 1;
-        }
-        i += 1;
-    }
+            Stmt::line(stmt)
+        },
+        |f| check(cx, f, "r", ver),
+    );
     if cx.has_tags(s) && cx.flex(s) != Some(false) {
         let tagged = cx.tagged_fields(s);
         // A struct of fixed-width fields with tagged fields has no one stride (see
@@ -463,63 +491,37 @@ fn fast_pass(cx: &Ctx, s: &Struct, lay: &StructLayout) -> Option<String> {
         .ver_param()
         .returns(format!("Option<[u32; {k}]>"));
     let ver = &fb.ver;
-    let mut body = Block::new();
-    if k > 0 {
-        body.line("let start = r.pos();");
-        body.line(format!("let mut at = [0; {k}];"));
-    }
-    let mut anchor = 0;
-    let fields = F::all(s);
-    let mut i = 0;
-    while i < fields.len() {
-        let f = &fields[i];
-        let c = ver.cond(f.inline, s.versions);
-        if matches!(c, Cond::Never) {
-            i += 1;
-            continue;
-        }
-        if f.f.ty.fixed_width().is_some() {
-            // A run of fixed-width fields present in the same versions: one bounds check.
-            let mut j = i + 1;
-            while j < fields.len() && fields[j].f.ty.fixed_width().is_some() && fields[j].inline == f.inline {
-                j += 1;
-            }
-            let total: usize = fields[i..j].iter().map(|g| g.f.ty.fixed_width().unwrap()).sum();
-            body.under(&c, Stmt::line(format!("r.fast_take({total})?;")));
-            i = j;
-            continue;
-        }
-        let flex = cx.flex_expr(f.s, ver);
-        let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
-        let (plain, nullable) = match f.f.ty {
-            Type::Array(ref t) => {
-                let call = |n: bool| match t.fixed_width() {
-                    Some(w) => format!("r.fast_fixed_array({flex}, {n}, {w})?;"),
-                    None => format!("r.fast_str_array({flex}, {n})?;"),
-                };
-                (Stmt::line(call(false)), Stmt::line(call(true)))
-            }
-            _ => (
-                Stmt::line(format!("r.fast_str({flex})?;")),
-                Stmt::line(format!("r.fast_nullable_str({flex})?;")),
-            ),
-        };
-        body.under(
-            &c,
+    let mut body = check_steps(
+        s,
+        lay,
+        ver,
+        k,
+        |run| Stmt::line(format!("r.fast_take({})?;", run_width(run))),
+        |f| {
+            let flex = cx.flex_expr(f.s, ver);
+            let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
+            let (plain, nullable) = match f.f.ty {
+                Type::Array(ref t) => {
+                    let call = |n: bool| match t.fixed_width() {
+                        Some(w) => format!("r.fast_fixed_array({flex}, {n}, {w})?;"),
+                        None => format!("r.fast_str_array({flex}, {n})?;"),
+                    };
+                    (Stmt::line(call(false)), Stmt::line(call(true)))
+                }
+                _ => (
+                    Stmt::line(format!("r.fast_str({flex})?;")),
+                    Stmt::line(format!("r.fast_nullable_str({flex})?;")),
+                ),
+            };
             match nullable_now {
                 Cond::Always => nullable,
                 Cond::Never => plain,
                 Cond::If(c) => {
                     Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) }
                 }
-            },
-        );
-        if anchor < k && lay.anchor_after(i, anchor) {
-            body.line(format!("at[{anchor}] = (r.pos() - start) as u32;"));
-            anchor += 1;
-        }
-        i += 1;
-    }
+            }
+        },
+    );
     if cx.has_tags(s) && cx.flex(s) != Some(false) {
         // Known tags or not, only an empty section is on the fast path.
         body.extend(cx.if_flexible(s, ver, Stmt::line("r.fast_no_tags()?;").into()));
