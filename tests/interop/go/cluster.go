@@ -208,7 +208,20 @@ func clusterTransact(args []string) {
 			continue
 		}
 		began := time.Now()
-		must(sess.Begin())
+		if err := sess.Begin(); err != nil {
+			// The producer ID could not be initialised while a coordinator was down, which
+			// franz-go treats as fatal for this session. Nothing of these records was
+			// produced; a new session resumes from the group's committed offsets.
+			reopened++
+			if reopened > 5 {
+				must(fmt.Errorf("%s: beginning a transaction: %w", name, err))
+			}
+			fmt.Fprintf(os.Stderr, "%s: %s: beginning a transaction failed: %v; a new session takes over\n",
+				name, time.Now().UTC().Format("15:04:05.000"), err)
+			sess.Close()
+			sess = open()
+			continue
+		}
 		e := kgo.AbortingFirstErrPromise(sess.Client())
 		for _, r := range got {
 			sess.Produce(context.Background(), &kgo.Record{
