@@ -217,9 +217,10 @@ pub struct Ver {
     pub version: i16,
     /// Whether this version uses the flexible (compact, tagged) encoding.
     pub flexible: bool,
-    /// For views: no element of a fixed-layout array anywhere in the body had a tagged
-    /// field, so every such array has one stride (the fixed fields and an empty tagged
-    /// section) and is skipped and indexed in O(1).
+    /// For views: no struct anywhere in the body but the body itself had a tagged field,
+    /// so every array of fixed-layout elements has one stride (the fixed fields and an
+    /// empty tagged section) and is skipped and indexed in O(1), and no struct's accessors
+    /// read its tagged section again.
     pub uniform: bool,
 }
 

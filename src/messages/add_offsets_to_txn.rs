@@ -215,14 +215,14 @@ impl<'a> AddOffsetsToTxnResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible && !self.ver.uniform { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
     fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
         r.run(6, &[("AddOffsetsToTxnResponse.ThrottleTimeMs", 4), ("AddOffsetsToTxnResponse.ErrorCode", 2)])?;
         if ver.flexible {
-            r.fixed_struct_unknown_tagged_fields("AddOffsetsToTxnResponse._tagged_fields")?;
+            r.unknown_tagged_fields("AddOffsetsToTxnResponse._tagged_fields")?;
         }
         Ok([])
     }

@@ -354,7 +354,7 @@ impl<'a> AddPartitionsToTxnTransactionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -371,7 +371,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
             ],
         )?;
         view::check_array::<AddPartitionsToTxnTopicView<'a>>(r, ver, "AddPartitionsToTxnTransaction.Topics")?;
-        r.unknown_tagged_fields("AddPartitionsToTxnTransaction._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnTransaction._tagged_fields")?;
         Ok(())
     }
 
@@ -419,7 +419,11 @@ impl<'a> AddPartitionsToTxnTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -429,7 +433,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
         r.check_str(ver.flexible, "AddPartitionsToTxnTopic.Name")?;
         view::check_array::<i32>(r, ver, "AddPartitionsToTxnTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AddPartitionsToTxnTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -767,7 +771,7 @@ impl<'a> AddPartitionsToTxnResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -780,7 +784,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
             ver,
             "AddPartitionsToTxnResult.TopicResults",
         )?;
-        r.unknown_tagged_fields("AddPartitionsToTxnResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnResult._tagged_fields")?;
         Ok(())
     }
 
@@ -827,7 +831,11 @@ impl<'a> AddPartitionsToTxnTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -841,7 +849,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
             "AddPartitionsToTxnTopicResult.ResultsByPartition",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields")?;
         }
         Ok(())
     }

@@ -244,7 +244,7 @@ impl<'a> ListenerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 2, &[]) }
     }
 }
 
@@ -254,7 +254,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.take(2, "Listener.Port")?;
-        r.unknown_tagged_fields("Listener._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 

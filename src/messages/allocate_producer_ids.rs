@@ -87,7 +87,7 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(12, &[]) }
+        self.src.tagged(12, &[])
     }
 
     #[inline]
@@ -96,7 +96,7 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
             12,
             &[("AllocateProducerIdsRequest.BrokerId", 4), ("AllocateProducerIdsRequest.BrokerEpoch", 8)],
         )?;
-        r.fixed_struct_unknown_tagged_fields("AllocateProducerIdsRequest._tagged_fields")?;
+        r.unknown_tagged_fields("AllocateProducerIdsRequest._tagged_fields")?;
         Ok([])
     }
     #[inline]
@@ -201,7 +201,7 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(18, &[]) }
+        self.src.tagged(18, &[])
     }
 
     #[inline]
@@ -215,7 +215,7 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
                 ("AllocateProducerIdsResponse.ProducerIdLen", 4),
             ],
         )?;
-        r.fixed_struct_unknown_tagged_fields("AllocateProducerIdsResponse._tagged_fields")?;
+        r.unknown_tagged_fields("AllocateProducerIdsResponse._tagged_fields")?;
         Ok([])
     }
     #[inline]

@@ -275,7 +275,11 @@ impl<'a> AlterClientQuotasRequestEntryDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -289,7 +293,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
         )?;
         view::check_array::<OpDataView<'a>>(r, ver, "AlterClientQuotasRequestEntryData.Ops")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields")?;
         }
         Ok(())
     }
@@ -338,7 +342,11 @@ impl<'a> AlterClientQuotasRequestEntityDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -348,7 +356,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
         r.check_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields")?;
         }
         Ok(())
     }
@@ -404,7 +412,11 @@ impl<'a> OpDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize + 9, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize + 9, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -414,7 +426,7 @@ impl<'a> ElementImpl<'a> for OpDataView<'a> {
         r.check_str(ver.flexible, "OpData.Key")?;
         r.run(9, &[("OpData.Value", 8), ("OpData.Remove", 1)])?;
         if ver.flexible {
-            r.unknown_tagged_fields("OpData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OpData._tagged_fields")?;
         }
         Ok(())
     }
@@ -674,7 +686,11 @@ impl<'a> AlterClientQuotasResponseEntryDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -689,7 +705,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
             "AlterClientQuotasResponseEntryData.Entity",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields")?;
         }
         Ok(())
     }
@@ -738,7 +754,11 @@ impl<'a> AlterClientQuotasResponseEntityDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -748,7 +768,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
         r.check_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields")?;
         }
         Ok(())
     }

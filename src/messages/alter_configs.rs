@@ -220,7 +220,11 @@ impl<'a> AlterConfigsResourceView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -231,7 +235,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -281,7 +285,11 @@ impl<'a> AlterableConfigView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -291,7 +299,7 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
         r.check_str(ver.flexible, "AlterableConfig.Name")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterableConfig._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterableConfig._tagged_fields")?;
         }
         Ok(())
     }
@@ -503,7 +511,11 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -515,7 +527,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
         }
         Ok(())
     }

@@ -287,7 +287,7 @@ impl<'a> AlterPartitionRequestTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -300,7 +300,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestTopicDataView<'a> {
             ver,
             "AlterPartitionRequestTopicData.Partitions",
         )?;
-        r.unknown_tagged_fields("AlterPartitionRequestTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterPartitionRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -377,7 +377,7 @@ impl<'a> AlterPartitionRequestPartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 5, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 5, &[]) }
     }
 }
 
@@ -408,7 +408,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
                 ("AlterPartitionRequestPartitionData.PartitionEpoch", 4),
             ],
         )?;
-        r.unknown_tagged_fields("AlterPartitionRequestPartitionData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterPartitionRequestPartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -693,7 +693,7 @@ impl<'a> AlterPartitionResponseTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -706,7 +706,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponseTopicDataView<'a> {
             ver,
             "AlterPartitionResponseTopicData.Partitions",
         )?;
-        r.unknown_tagged_fields("AlterPartitionResponseTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterPartitionResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -786,7 +786,7 @@ impl<'a> AlterPartitionResponsePartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 5, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 5, &[]) }
     }
 }
 
@@ -810,7 +810,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
                 ("AlterPartitionResponsePartitionData.PartitionEpoch", 4),
             ],
         )?;
-        r.unknown_tagged_fields("AlterPartitionResponsePartitionData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterPartitionResponsePartitionData._tagged_fields")?;
         Ok(())
     }
 

@@ -231,7 +231,7 @@ impl<'a> ReassignableTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -240,7 +240,7 @@ impl<'a> ElementImpl<'a> for ReassignableTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ReassignableTopic.Name")?;
         view::check_array::<ReassignablePartitionView<'a>>(r, ver, "ReassignableTopic.Partitions")?;
-        r.unknown_tagged_fields("ReassignableTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReassignableTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -285,7 +285,7 @@ impl<'a> ReassignablePartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -294,7 +294,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "ReassignablePartition.PartitionIndex")?;
         view::check_nullable_array::<i32>(r, ver, "ReassignablePartition.Replicas")?;
-        r.unknown_tagged_fields("ReassignablePartition._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReassignablePartition._tagged_fields")?;
         Ok(())
     }
 
@@ -585,7 +585,7 @@ impl<'a> ReassignableTopicResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -598,7 +598,7 @@ impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
             ver,
             "ReassignableTopicResponse.Partitions",
         )?;
-        r.unknown_tagged_fields("ReassignableTopicResponse._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReassignableTopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -649,7 +649,7 @@ impl<'a> ReassignablePartitionResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -664,7 +664,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "ReassignablePartitionResponse.ErrorMessage")?;
-        r.unknown_tagged_fields("ReassignablePartitionResponse._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReassignablePartitionResponse._tagged_fields")?;
         Ok(())
     }
 

@@ -192,7 +192,11 @@ impl<'a> AlterReplicaLogDirView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -202,7 +206,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
         r.check_str(ver.flexible, "AlterReplicaLogDir.Path")?;
         view::check_array::<AlterReplicaLogDirTopicView<'a>>(r, ver, "AlterReplicaLogDir.Topics")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterReplicaLogDir._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterReplicaLogDir._tagged_fields")?;
         }
         Ok(())
     }
@@ -252,7 +256,11 @@ impl<'a> AlterReplicaLogDirTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -262,7 +270,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
         r.check_str(ver.flexible, "AlterReplicaLogDirTopic.Name")?;
         view::check_array::<i32>(r, ver, "AlterReplicaLogDirTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterReplicaLogDirTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterReplicaLogDirTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -493,7 +501,11 @@ impl<'a> AlterReplicaLogDirTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -507,7 +519,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
             "AlterReplicaLogDirTopicResult.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields")?;
         }
         Ok(())
     }

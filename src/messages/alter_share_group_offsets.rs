@@ -199,7 +199,7 @@ impl<'a> AlterShareGroupOffsetsRequestTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -212,7 +212,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
             ver,
             "AlterShareGroupOffsetsRequestTopic.Partitions",
         )?;
-        r.unknown_tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -528,7 +528,7 @@ impl<'a> AlterShareGroupOffsetsResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -542,7 +542,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
             ver,
             "AlterShareGroupOffsetsResponseTopic.Partitions",
         )?;
-        r.unknown_tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -594,7 +594,7 @@ impl<'a> AlterShareGroupOffsetsResponsePartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -609,7 +609,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?;
-        r.unknown_tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields")?;
         Ok(())
     }
 

@@ -213,7 +213,7 @@ impl<'a> ScramCredentialDeletionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 1, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 1, &[]) }
     }
 }
 
@@ -222,7 +222,7 @@ impl<'a> ElementImpl<'a> for ScramCredentialDeletionView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ScramCredentialDeletion.Name")?;
         r.take(1, "ScramCredentialDeletion.Mechanism")?;
-        r.unknown_tagged_fields("ScramCredentialDeletion._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ScramCredentialDeletion._tagged_fields")?;
         Ok(())
     }
 
@@ -286,7 +286,7 @@ impl<'a> ScramCredentialUpsertionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -297,7 +297,7 @@ impl<'a> ElementImpl<'a> for ScramCredentialUpsertionView<'a> {
         r.run(5, &[("ScramCredentialUpsertion.Mechanism", 1), ("ScramCredentialUpsertion.Iterations", 4)])?;
         r.bytes(true, "ScramCredentialUpsertion.Salt")?;
         r.bytes(true, "ScramCredentialUpsertion.SaltedPassword")?;
-        r.unknown_tagged_fields("ScramCredentialUpsertion._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ScramCredentialUpsertion._tagged_fields")?;
         Ok(())
     }
 
@@ -496,7 +496,7 @@ impl<'a> AlterUserScramCredentialsResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -506,7 +506,7 @@ impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
         r.check_str(true, "AlterUserScramCredentialsResult.User")?;
         r.take(2, "AlterUserScramCredentialsResult.ErrorCode")?;
         r.check_nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?;
-        r.unknown_tagged_fields("AlterUserScramCredentialsResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AlterUserScramCredentialsResult._tagged_fields")?;
         Ok(())
     }
 

@@ -716,7 +716,7 @@ impl<'a> SupportedFeatureKeyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 4, &[]) }
     }
 }
 
@@ -725,7 +725,7 @@ impl<'a> ElementImpl<'a> for SupportedFeatureKeyView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "SupportedFeatureKey.Name")?;
         r.run(4, &[("SupportedFeatureKey.MinVersion", 2), ("SupportedFeatureKey.MaxVersion", 2)])?;
-        r.unknown_tagged_fields("SupportedFeatureKey._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("SupportedFeatureKey._tagged_fields")?;
         Ok(())
     }
 
@@ -777,7 +777,7 @@ impl<'a> FinalizedFeatureKeyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 4, &[]) }
     }
 }
 
@@ -786,7 +786,7 @@ impl<'a> ElementImpl<'a> for FinalizedFeatureKeyView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "FinalizedFeatureKey.Name")?;
         r.run(4, &[("FinalizedFeatureKey.MaxVersionLevel", 2), ("FinalizedFeatureKey.MinVersionLevel", 2)])?;
-        r.unknown_tagged_fields("FinalizedFeatureKey._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("FinalizedFeatureKey._tagged_fields")?;
         Ok(())
     }
 

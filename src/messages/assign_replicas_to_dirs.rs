@@ -245,7 +245,7 @@ impl<'a> AssignReplicasToDirsRequestDirectoryDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -258,7 +258,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestDirectoryDataView<'a> {
             ver,
             "AssignReplicasToDirsRequestDirectoryData.Topics",
         )?;
-        r.unknown_tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields")?;
         Ok(())
     }
 
@@ -300,7 +300,7 @@ impl<'a> AssignReplicasToDirsRequestTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -313,7 +313,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
             ver,
             "AssignReplicasToDirsRequestTopicData.Partitions",
         )?;
-        r.unknown_tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -609,7 +609,7 @@ impl<'a> AssignReplicasToDirsResponseDirectoryDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -622,7 +622,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseDirectoryDataView<'a> {
             ver,
             "AssignReplicasToDirsResponseDirectoryData.Topics",
         )?;
-        r.unknown_tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields")?;
         Ok(())
     }
 
@@ -664,7 +664,7 @@ impl<'a> AssignReplicasToDirsResponseTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -677,7 +677,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
             ver,
             "AssignReplicasToDirsResponseTopicData.Partitions",
         )?;
-        r.unknown_tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields")?;
         Ok(())
     }
 

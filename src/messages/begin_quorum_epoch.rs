@@ -325,7 +325,11 @@ impl<'a> BeginQuorumEpochRequestTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -339,7 +343,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
             "BeginQuorumEpochRequestTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -478,7 +482,7 @@ impl<'a> LeaderEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 2, &[]) }
     }
 }
 
@@ -488,7 +492,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         r.check_str(true, "LeaderEndpoint.Name")?;
         r.check_str(true, "LeaderEndpoint.Host")?;
         r.take(2, "LeaderEndpoint.Port")?;
-        r.unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -800,7 +804,11 @@ impl<'a> BeginQuorumEpochResponseTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -814,7 +822,7 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
             "BeginQuorumEpochResponseTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -951,7 +959,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -961,7 +969,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -208,7 +208,7 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(22, &[0, 1]) }
+        self.src.tagged(22, &[0, 1])
     }
 
     #[inline]
@@ -223,7 +223,7 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
                 ("BrokerHeartbeatRequest.WantShutDown", 1),
             ],
         )?;
-        r.fixed_struct_tagged_fields("BrokerHeartbeatRequest._tagged_fields", |tag, value| {
+        r.tagged_fields("BrokerHeartbeatRequest._tagged_fields", |tag, value| {
             match tag {
                 0 if ver.version >= 1 => {
                     view::check_array::<Uuid>(value, ver, "BrokerHeartbeatRequest.OfflineLogDirs")?;
@@ -365,7 +365,7 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(9, &[]) }
+        self.src.tagged(9, &[])
     }
 
     #[inline]
@@ -380,7 +380,7 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
                 ("BrokerHeartbeatResponse.ShouldShutDown", 1),
             ],
         )?;
-        r.fixed_struct_unknown_tagged_fields("BrokerHeartbeatResponse._tagged_fields")?;
+        r.unknown_tagged_fields("BrokerHeartbeatResponse._tagged_fields")?;
         Ok([])
     }
     #[inline]

@@ -348,7 +348,7 @@ impl<'a> ListenerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 4, &[]) }
     }
 }
 
@@ -358,7 +358,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
-        r.unknown_tagged_fields("Listener._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 
@@ -412,7 +412,7 @@ impl<'a> FeatureView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 4, &[]) }
     }
 }
 
@@ -421,7 +421,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Feature.Name")?;
         r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
-        r.unknown_tagged_fields("Feature._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Feature._tagged_fields")?;
         Ok(())
     }
 
@@ -525,7 +525,7 @@ impl<'a> BrokerRegistrationResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(14, &[]) }
+        self.src.tagged(14, &[])
     }
 
     #[inline]
@@ -538,7 +538,7 @@ impl<'a> BrokerRegistrationResponseView<'a> {
                 ("BrokerRegistrationResponse.BrokerEpoch", 8),
             ],
         )?;
-        r.fixed_struct_unknown_tagged_fields("BrokerRegistrationResponse._tagged_fields")?;
+        r.unknown_tagged_fields("BrokerRegistrationResponse._tagged_fields")?;
         Ok([])
     }
     #[inline]

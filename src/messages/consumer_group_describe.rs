@@ -516,7 +516,7 @@ impl<'a> DescribedGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[4] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[4] as usize + 4, &[]) }
     }
 }
 
@@ -531,7 +531,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         r.check_str(true, "DescribedGroup.AssignorName")?;
         view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
         r.take(4, "DescribedGroup.AuthorizedOperations")?;
-        r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -652,7 +652,11 @@ impl<'a> MemberView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[8] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), &[])
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(self.at[8] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), &[])
+        }
     }
 }
 
@@ -672,7 +676,7 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         if ver.version == 1 {
             r.take(1, "Member.MemberType")?;
         }
-        r.unknown_tagged_fields("Member._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Member._tagged_fields")?;
         Ok(())
     }
 
@@ -727,7 +731,7 @@ impl<'a> AssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -735,7 +739,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        r.unknown_tagged_fields("Assignment._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -785,7 +789,7 @@ impl<'a> TopicPartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -795,7 +799,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         r.take(16, "TopicPartitions.TopicId")?;
         r.check_str(true, "TopicPartitions.TopicName")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
     }
 

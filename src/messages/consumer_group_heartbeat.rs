@@ -333,7 +333,7 @@ impl<'a> ConsumerGroupHeartbeatRequestTopicPartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -342,7 +342,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
         view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?;
-        r.unknown_tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields")?;
         Ok(())
     }
 
@@ -629,7 +629,7 @@ impl<'a> AssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -641,7 +641,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
             ver,
             "Assignment.TopicPartitions",
         )?;
-        r.unknown_tagged_fields("Assignment._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -683,7 +683,7 @@ impl<'a> ConsumerGroupHeartbeatResponseTopicPartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -692,7 +692,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatResponseTopicPartitionsView<'
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;
         view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions")?;
-        r.unknown_tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields")?;
         Ok(())
     }
 

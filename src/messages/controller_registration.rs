@@ -258,7 +258,7 @@ impl<'a> ListenerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 4, &[]) }
     }
 }
 
@@ -268,7 +268,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
-        r.unknown_tagged_fields("Listener._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 
@@ -322,7 +322,7 @@ impl<'a> FeatureView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 4, &[]) }
     }
 }
 
@@ -331,7 +331,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Feature.Name")?;
         r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
-        r.unknown_tagged_fields("Feature._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Feature._tagged_fields")?;
         Ok(())
     }
 

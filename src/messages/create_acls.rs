@@ -222,7 +222,11 @@ impl<'a> AclCreationView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize + 2, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize + 2, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -236,7 +240,7 @@ impl<'a> ElementImpl<'a> for AclCreationView<'a> {
         r.check_str(ver.flexible, "AclCreation.Host")?;
         r.run(2, &[("AclCreation.Operation", 1), ("AclCreation.PermissionType", 1)])?;
         if ver.flexible {
-            r.unknown_tagged_fields("AclCreation._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AclCreation._tagged_fields")?;
         }
         Ok(())
     }
@@ -426,7 +430,11 @@ impl<'a> AclCreationResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -436,7 +444,7 @@ impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
         r.take(2, "AclCreationResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AclCreationResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AclCreationResult._tagged_fields")?;
         }
         Ok(())
     }

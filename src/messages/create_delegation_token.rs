@@ -251,7 +251,11 @@ impl<'a> CreatableRenewersView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -261,7 +265,7 @@ impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalType")?;
         r.check_str(ver.flexible, "CreatableRenewers.PrincipalName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("CreatableRenewers._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("CreatableRenewers._tagged_fields")?;
         }
         Ok(())
     }

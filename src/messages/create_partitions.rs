@@ -234,7 +234,11 @@ impl<'a> CreatePartitionsTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -249,7 +253,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
             "CreatePartitionsTopic.Assignments",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("CreatePartitionsTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("CreatePartitionsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -292,7 +296,11 @@ impl<'a> CreatePartitionsAssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -301,7 +309,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<i32>(r, ver, "CreatePartitionsAssignment.BrokerIds")?;
         if ver.flexible {
-            r.unknown_tagged_fields("CreatePartitionsAssignment._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("CreatePartitionsAssignment._tagged_fields")?;
         }
         Ok(())
     }
@@ -486,7 +494,11 @@ impl<'a> CreatePartitionsTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -497,7 +509,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
         r.take(2, "CreatePartitionsTopicResult.ErrorCode")?;
         r.check_nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?;
         if ver.flexible {
-            r.unknown_tagged_fields("CreatePartitionsTopicResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("CreatePartitionsTopicResult._tagged_fields")?;
         }
         Ok(())
     }

@@ -306,7 +306,11 @@ impl<'a> CreatableTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -318,7 +322,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
         view::check_array::<CreatableReplicaAssignmentView<'a>>(r, ver, "CreatableTopic.Assignments")?;
         view::check_array::<CreatableTopicConfigView<'a>>(r, ver, "CreatableTopic.Configs")?;
         if ver.flexible {
-            r.unknown_tagged_fields("CreatableTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("CreatableTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -369,7 +373,11 @@ impl<'a> CreatableReplicaAssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -379,7 +387,7 @@ impl<'a> ElementImpl<'a> for CreatableReplicaAssignmentView<'a> {
         r.take(4, "CreatableReplicaAssignment.PartitionIndex")?;
         view::check_array::<i32>(r, ver, "CreatableReplicaAssignment.BrokerIds")?;
         if ver.flexible {
-            r.unknown_tagged_fields("CreatableReplicaAssignment._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("CreatableReplicaAssignment._tagged_fields")?;
         }
         Ok(())
     }
@@ -426,7 +434,11 @@ impl<'a> CreatableTopicConfigView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -436,7 +448,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
         r.check_str(ver.flexible, "CreatableTopicConfig.Name")?;
         r.check_nullable_str(ver.flexible, "CreatableTopicConfig.Value")?;
         if ver.flexible {
-            r.unknown_tagged_fields("CreatableTopicConfig._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("CreatableTopicConfig._tagged_fields")?;
         }
         Ok(())
     }
@@ -800,7 +812,11 @@ impl<'a> CreatableTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[0]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize, &[0])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -827,7 +843,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicResultView<'a> {
             )?;
         }
         if ver.flexible {
-            r.tagged_fields("CreatableTopicResult._tagged_fields", |tag, value| {
+            r.fixed_struct_tagged_fields("CreatableTopicResult._tagged_fields", |tag, value| {
                 match tag {
                     0 => {
                         value.take(2, "CreatableTopicResult.TopicConfigErrorCode")?;
@@ -909,7 +925,7 @@ impl<'a> CreatableTopicConfigsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 3, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 3, &[]) }
     }
 }
 
@@ -926,7 +942,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
                 ("CreatableTopicConfigs.IsSensitive", 1),
             ],
         )?;
-        r.unknown_tagged_fields("CreatableTopicConfigs._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("CreatableTopicConfigs._tagged_fields")?;
         Ok(())
     }
 

@@ -233,7 +233,11 @@ impl<'a> DeleteAclsFilterView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize + 2, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize + 2, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -247,7 +251,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
         r.check_nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?;
         r.run(2, &[("DeleteAclsFilter.Operation", 1), ("DeleteAclsFilter.PermissionType", 1)])?;
         if ver.flexible {
-            r.unknown_tagged_fields("DeleteAclsFilter._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DeleteAclsFilter._tagged_fields")?;
         }
         Ok(())
     }
@@ -528,7 +532,11 @@ impl<'a> DeleteAclsFilterResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -539,7 +547,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterResultView<'a> {
         r.check_nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?;
         view::check_array::<DeleteAclsMatchingAclView<'a>>(r, ver, "DeleteAclsFilterResult.MatchingAcls")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DeleteAclsFilterResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DeleteAclsFilterResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -640,7 +648,11 @@ impl<'a> DeleteAclsMatchingAclView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[3] as usize + 2, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[3] as usize + 2, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -656,7 +668,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
         r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Host")?;
         r.run(2, &[("DeleteAclsMatchingAcl.Operation", 1), ("DeleteAclsMatchingAcl.PermissionType", 1)])?;
         if ver.flexible {
-            r.unknown_tagged_fields("DeleteAclsMatchingAcl._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DeleteAclsMatchingAcl._tagged_fields")?;
         }
         Ok(())
     }

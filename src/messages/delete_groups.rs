@@ -274,7 +274,11 @@ impl<'a> DeletableGroupResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -287,7 +291,7 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
             r.check_nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("DeletableGroupResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DeletableGroupResult._tagged_fields")?;
         }
         Ok(())
     }

@@ -208,7 +208,11 @@ impl<'a> DeleteRecordsTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -218,7 +222,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
         r.check_str(ver.flexible, "DeleteRecordsTopic.Name")?;
         view::check_array::<DeleteRecordsPartitionView<'a>>(r, ver, "DeleteRecordsTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DeleteRecordsTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DeleteRecordsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -495,7 +499,11 @@ impl<'a> DeleteRecordsTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -509,7 +517,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
             "DeleteRecordsTopicResult.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("DeleteRecordsTopicResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DeleteRecordsTopicResult._tagged_fields")?;
         }
         Ok(())
     }

@@ -156,7 +156,7 @@ impl<'a> DeleteShareGroupOffsetsRequestTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -164,7 +164,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
-        r.unknown_tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -392,7 +392,7 @@ impl<'a> DeleteShareGroupOffsetsResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -408,7 +408,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
             ],
         )?;
         r.check_nullable_str(true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?;
-        r.unknown_tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
     }
 

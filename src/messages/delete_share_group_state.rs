@@ -180,7 +180,7 @@ impl<'a> DeleteStateDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -189,7 +189,7 @@ impl<'a> ElementImpl<'a> for DeleteStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "DeleteStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "DeleteStateData.Partitions")?;
-        r.unknown_tagged_fields("DeleteStateData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DeleteStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -422,7 +422,7 @@ impl<'a> DeleteStateResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -431,7 +431,7 @@ impl<'a> ElementImpl<'a> for DeleteStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "DeleteStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "DeleteStateResult.Partitions")?;
-        r.unknown_tagged_fields("DeleteStateResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DeleteStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -479,7 +479,7 @@ impl<'a> PartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -488,7 +488,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -193,7 +193,7 @@ impl<'a> DeleteTopicStateView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 16, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 16, &[]) }
     }
 }
 
@@ -202,7 +202,7 @@ impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_nullable_str(true, "DeleteTopicState.Name")?;
         r.take(16, "DeleteTopicState.TopicId")?;
-        r.unknown_tagged_fields("DeleteTopicState._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DeleteTopicState._tagged_fields")?;
         Ok(())
     }
 
@@ -434,7 +434,11 @@ impl<'a> DeletableTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -454,7 +458,7 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
             r.check_nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("DeletableTopicResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DeletableTopicResult._tagged_fields")?;
         }
         Ok(())
     }

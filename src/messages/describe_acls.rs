@@ -470,7 +470,11 @@ impl<'a> DescribeAclsResourceView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -482,7 +486,7 @@ impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
         r.take(1, "DescribeAclsResource.PatternType")?;
         view::check_array::<AclDescriptionView<'a>>(r, ver, "DescribeAclsResource.Acls")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeAclsResource._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeAclsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -545,7 +549,11 @@ impl<'a> AclDescriptionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize + 2, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize + 2, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -556,7 +564,7 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
         r.check_str(ver.flexible, "AclDescription.Host")?;
         r.run(2, &[("AclDescription.Operation", 1), ("AclDescription.PermissionType", 1)])?;
         if ver.flexible {
-            r.unknown_tagged_fields("AclDescription._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AclDescription._tagged_fields")?;
         }
         Ok(())
     }

@@ -189,7 +189,11 @@ impl<'a> ComponentDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -200,7 +204,7 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
         r.take(1, "ComponentData.MatchType")?;
         r.check_nullable_str(ver.flexible, "ComponentData.Match")?;
         if ver.flexible {
-            r.unknown_tagged_fields("ComponentData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("ComponentData._tagged_fields")?;
         }
         Ok(())
     }
@@ -519,7 +523,11 @@ impl<'a> EntryDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -529,7 +537,7 @@ impl<'a> ElementImpl<'a> for EntryDataView<'a> {
         view::check_array::<EntityDataView<'a>>(r, ver, "EntryData.Entity")?;
         view::check_array::<ValueDataView<'a>>(r, ver, "EntryData.Values")?;
         if ver.flexible {
-            r.unknown_tagged_fields("EntryData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("EntryData._tagged_fields")?;
         }
         Ok(())
     }
@@ -578,7 +586,11 @@ impl<'a> EntityDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -588,7 +600,7 @@ impl<'a> ElementImpl<'a> for EntityDataView<'a> {
         r.check_str(ver.flexible, "EntityData.EntityType")?;
         r.check_nullable_str(ver.flexible, "EntityData.EntityName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("EntityData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("EntityData._tagged_fields")?;
         }
         Ok(())
     }
@@ -638,7 +650,11 @@ impl<'a> ValueDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize + 8, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize + 8, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -648,7 +664,7 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
         r.check_str(ver.flexible, "ValueData.Key")?;
         r.take(8, "ValueData.Value")?;
         if ver.flexible {
-            r.unknown_tagged_fields("ValueData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("ValueData._tagged_fields")?;
         }
         Ok(())
     }

@@ -124,20 +124,16 @@ impl<'a> DescribeClusterRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform {
-            TaggedIter::EMPTY
-        } else {
-            self.src.tagged(
-                if self.ver.version >= 2 {
-                    3
-                } else if self.ver.version >= 1 {
-                    2
-                } else {
-                    1
-                },
-                &[],
-            )
-        }
+        self.src.tagged(
+            if self.ver.version >= 2 {
+                3
+            } else if self.ver.version >= 1 {
+                2
+            } else {
+                1
+            },
+            &[],
+        )
     }
 
     #[inline]
@@ -149,7 +145,7 @@ impl<'a> DescribeClusterRequestView<'a> {
         if ver.version == 2 {
             r.take(1, "DescribeClusterRequest.IncludeFencedBrokers")?;
         }
-        r.fixed_struct_unknown_tagged_fields("DescribeClusterRequest._tagged_fields")?;
+        r.unknown_tagged_fields("DescribeClusterRequest._tagged_fields")?;
         Ok([])
     }
     #[inline]
@@ -459,7 +455,11 @@ impl<'a> DescribeClusterBrokerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + (if self.ver.version >= 2 { 1 } else { 0 }), &[])
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(self.at[1] as usize + (if self.ver.version >= 2 { 1 } else { 0 }), &[])
+        }
     }
 }
 
@@ -473,7 +473,7 @@ impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
         if ver.version == 2 {
             r.take(1, "DescribeClusterBroker.IsFenced")?;
         }
-        r.unknown_tagged_fields("DescribeClusterBroker._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeClusterBroker._tagged_fields")?;
         Ok(())
     }
 

@@ -221,7 +221,11 @@ impl<'a> DescribeConfigsResourceView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -232,7 +236,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
         r.check_str(ver.flexible, "DescribeConfigsResource.ResourceName")?;
         view::check_nullable_array::<&'a str>(r, ver, "DescribeConfigsResource.ConfigurationKeys")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeConfigsResource._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeConfigsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -602,7 +606,11 @@ impl<'a> DescribeConfigsResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -615,7 +623,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
         r.check_str(ver.flexible, "DescribeConfigsResult.ResourceName")?;
         view::check_array::<DescribeConfigsResourceResultView<'a>>(r, ver, "DescribeConfigsResult.Configs")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeConfigsResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeConfigsResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -717,7 +725,11 @@ impl<'a> DescribeConfigsResourceResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[3] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[3] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -746,7 +758,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
             r.check_nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeConfigsResourceResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeConfigsResourceResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -810,7 +822,11 @@ impl<'a> DescribeConfigsSynonymView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize + 1, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize + 1, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -821,7 +837,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
         r.check_nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?;
         r.take(1, "DescribeConfigsSynonym.Source")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeConfigsSynonym._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeConfigsSynonym._tagged_fields")?;
         }
         Ok(())
     }

@@ -185,7 +185,11 @@ impl<'a> DescribeDelegationTokenOwnerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -195,7 +199,7 @@ impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?;
         r.check_str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeDelegationTokenOwner._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeDelegationTokenOwner._tagged_fields")?;
         }
         Ok(())
     }
@@ -560,7 +564,11 @@ impl<'a> DescribedDelegationTokenView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[6] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[6] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -591,7 +599,7 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenView<'a> {
             "DescribedDelegationToken.Renewers",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribedDelegationToken._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribedDelegationToken._tagged_fields")?;
         }
         Ok(())
     }
@@ -656,7 +664,11 @@ impl<'a> DescribedDelegationTokenRenewerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -666,7 +678,7 @@ impl<'a> ElementImpl<'a> for DescribedDelegationTokenRenewerView<'a> {
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?;
         r.check_str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribedDelegationTokenRenewer._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribedDelegationTokenRenewer._tagged_fields")?;
         }
         Ok(())
     }

@@ -460,7 +460,11 @@ impl<'a> DescribedGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[5] as usize + 4, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[5] as usize + 4, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -480,7 +484,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
             r.take(4, "DescribedGroup.AuthorizedOperations")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         }
         Ok(())
     }
@@ -576,7 +580,11 @@ impl<'a> DescribedGroupMemberView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[5] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[5] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -592,7 +600,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
         r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?;
         r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribedGroupMember._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribedGroupMember._tagged_fields")?;
         }
         Ok(())
     }

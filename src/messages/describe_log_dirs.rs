@@ -169,7 +169,11 @@ impl<'a> DescribableLogDirTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -179,7 +183,7 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
         r.check_str(ver.flexible, "DescribableLogDirTopic.Topic")?;
         view::check_array::<i32>(r, ver, "DescribableLogDirTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribableLogDirTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribableLogDirTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -542,7 +546,7 @@ impl<'a> DescribeLogDirsResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible {
+        if self.ver.flexible && !self.ver.uniform {
             self.src.tagged(
                 self.at[1] as usize
                     + (if self.ver.version >= 5 {
@@ -573,7 +577,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
             r.take(1, "DescribeLogDirsResult.IsCordoned")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeLogDirsResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeLogDirsResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -630,7 +634,11 @@ impl<'a> DescribeLogDirsTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -640,7 +648,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
         r.check_str(ver.flexible, "DescribeLogDirsTopic.Name")?;
         view::check_array::<DescribeLogDirsPartitionView<'a>>(r, ver, "DescribeLogDirsTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("DescribeLogDirsTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("DescribeLogDirsTopic._tagged_fields")?;
         }
         Ok(())
     }

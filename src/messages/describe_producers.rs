@@ -141,7 +141,7 @@ impl<'a> TopicRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -150,7 +150,7 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicRequest.Name")?;
         view::check_array::<i32>(r, ver, "TopicRequest.PartitionIndexes")?;
-        r.unknown_tagged_fields("TopicRequest._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicRequest._tagged_fields")?;
         Ok(())
     }
 
@@ -411,7 +411,7 @@ impl<'a> TopicResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -420,7 +420,7 @@ impl<'a> ElementImpl<'a> for TopicResponseView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicResponse.Name")?;
         view::check_array::<PartitionResponseView<'a>>(r, ver, "TopicResponse.Partitions")?;
-        r.unknown_tagged_fields("TopicResponse._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -477,7 +477,7 @@ impl<'a> PartitionResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -487,7 +487,7 @@ impl<'a> ElementImpl<'a> for PartitionResponseView<'a> {
         r.run(6, &[("PartitionResponse.PartitionIndex", 4), ("PartitionResponse.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResponse.ErrorMessage")?;
         view::check_array::<ProducerStateView<'a>>(r, ver, "PartitionResponse.ActiveProducers")?;
-        r.unknown_tagged_fields("PartitionResponse._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionResponse._tagged_fields")?;
         Ok(())
     }
 

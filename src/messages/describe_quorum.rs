@@ -173,7 +173,7 @@ impl<'a> DescribeQuorumRequestTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -186,7 +186,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
             ver,
             "DescribeQuorumRequestTopicData.Partitions",
         )?;
-        r.unknown_tagged_fields("DescribeQuorumRequestTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeQuorumRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -696,7 +696,7 @@ impl<'a> DescribeQuorumResponseTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -709,7 +709,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
             ver,
             "DescribeQuorumResponseTopicData.Partitions",
         )?;
-        r.unknown_tagged_fields("DescribeQuorumResponseTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeQuorumResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -799,7 +799,7 @@ impl<'a> DescribeQuorumResponsePartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -830,7 +830,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
             "DescribeQuorumResponsePartitionData.CurrentVoters",
         )?;
         view::check_array::<ReplicaStateView<'a>>(r, ver, "DescribeQuorumResponsePartitionData.Observers")?;
-        r.unknown_tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -994,7 +994,7 @@ impl<'a> NodeView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -1003,7 +1003,7 @@ impl<'a> ElementImpl<'a> for NodeView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Node.NodeId")?;
         view::check_array::<ListenerView<'a>>(r, ver, "Node.Listeners")?;
-        r.unknown_tagged_fields("Node._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Node._tagged_fields")?;
         Ok(())
     }
 
@@ -1053,7 +1053,7 @@ impl<'a> ListenerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 2, &[]) }
     }
 }
 
@@ -1063,7 +1063,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.take(2, "Listener.Port")?;
-        r.unknown_tagged_fields("Listener._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 

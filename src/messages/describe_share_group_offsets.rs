@@ -205,7 +205,7 @@ impl<'a> DescribeShareGroupOffsetsRequestGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -218,7 +218,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
             ver,
             "DescribeShareGroupOffsetsRequestGroup.Topics",
         )?;
-        r.unknown_tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -265,7 +265,7 @@ impl<'a> DescribeShareGroupOffsetsRequestTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -274,7 +274,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?;
         view::check_array::<i32>(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?;
-        r.unknown_tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -591,7 +591,7 @@ impl<'a> DescribeShareGroupOffsetsResponseGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -606,7 +606,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
         )?;
         r.take(2, "DescribeShareGroupOffsetsResponseGroup.ErrorCode")?;
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?;
-        r.unknown_tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -662,7 +662,7 @@ impl<'a> DescribeShareGroupOffsetsResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -676,7 +676,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
             ver,
             "DescribeShareGroupOffsetsResponseTopic.Partitions",
         )?;
-        r.unknown_tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -753,7 +753,7 @@ impl<'a> DescribeShareGroupOffsetsResponsePartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -773,7 +773,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> 
         }
         r.take(2, "DescribeShareGroupOffsetsResponsePartition.ErrorCode")?;
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?;
-        r.unknown_tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields")?;
         Ok(())
     }
 

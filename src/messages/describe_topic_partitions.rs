@@ -225,7 +225,7 @@ impl<'a> TopicRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -233,7 +233,7 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicRequest.Name")?;
-        r.unknown_tagged_fields("TopicRequest._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicRequest._tagged_fields")?;
         Ok(())
     }
 
@@ -278,7 +278,7 @@ impl<'a> DescribeTopicPartitionsRequestCursorView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 4, &[]) }
     }
 }
 
@@ -287,7 +287,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?;
         r.take(4, "DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
-        r.unknown_tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields")?;
         Ok(())
     }
 
@@ -683,7 +683,7 @@ impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 4, &[]) }
     }
 }
 
@@ -705,7 +705,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
             "DescribeTopicPartitionsResponseTopic.Partitions",
         )?;
         r.take(4, "DescribeTopicPartitionsResponseTopic.TopicAuthorizedOperations")?;
-        r.unknown_tagged_fields("DescribeTopicPartitionsResponseTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeTopicPartitionsResponseTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -803,7 +803,7 @@ impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[4] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[4] as usize, &[]) }
     }
 }
 
@@ -828,7 +828,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
         )?;
         view::check_nullable_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.LastKnownElr")?;
         view::check_array::<i32>(r, ver, "DescribeTopicPartitionsResponsePartition.OfflineReplicas")?;
-        r.unknown_tagged_fields("DescribeTopicPartitionsResponsePartition._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeTopicPartitionsResponsePartition._tagged_fields")?;
         Ok(())
     }
 
@@ -880,7 +880,7 @@ impl<'a> DescribeTopicPartitionsResponseCursorView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 4, &[]) }
     }
 }
 
@@ -889,7 +889,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?;
         r.take(4, "DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
-        r.unknown_tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields")?;
         Ok(())
     }
 

@@ -346,7 +346,7 @@ impl<'a> TransactionStateView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -366,7 +366,7 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
             ],
         )?;
         view::check_array::<TopicDataView<'a>>(r, ver, "TransactionState.Topics")?;
-        r.unknown_tagged_fields("TransactionState._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TransactionState._tagged_fields")?;
         Ok(())
     }
 
@@ -416,7 +416,7 @@ impl<'a> TopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -425,7 +425,7 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicData.Topic")?;
         view::check_array::<i32>(r, ver, "TopicData.Partitions")?;
-        r.unknown_tagged_fields("TopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicData._tagged_fields")?;
         Ok(())
     }
 

@@ -150,7 +150,7 @@ impl<'a> UserNameView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -158,7 +158,7 @@ impl<'a> ElementImpl<'a> for UserNameView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "UserName.Name")?;
-        r.unknown_tagged_fields("UserName._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("UserName._tagged_fields")?;
         Ok(())
     }
 
@@ -447,7 +447,7 @@ impl<'a> DescribeUserScramCredentialsResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -462,7 +462,7 @@ impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
             ver,
             "DescribeUserScramCredentialsResult.CredentialInfos",
         )?;
-        r.unknown_tagged_fields("DescribeUserScramCredentialsResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribeUserScramCredentialsResult._tagged_fields")?;
         Ok(())
     }
 

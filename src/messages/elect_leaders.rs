@@ -200,7 +200,11 @@ impl<'a> TopicPartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -210,7 +214,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         r.check_str(ver.flexible, "TopicPartitions.Topic")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         }
         Ok(())
     }
@@ -474,7 +478,11 @@ impl<'a> ReplicaElectionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -484,7 +492,7 @@ impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
         r.check_str(ver.flexible, "ReplicaElectionResult.Topic")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReplicaElectionResult.PartitionResult")?;
         if ver.flexible {
-            r.unknown_tagged_fields("ReplicaElectionResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("ReplicaElectionResult._tagged_fields")?;
         }
         Ok(())
     }
@@ -538,7 +546,11 @@ impl<'a> PartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -548,7 +560,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         r.run(6, &[("PartitionResult.PartitionId", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?;
         if ver.flexible {
-            r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         }
         Ok(())
     }

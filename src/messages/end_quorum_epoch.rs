@@ -327,7 +327,11 @@ impl<'a> EndQuorumEpochRequestTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -341,7 +345,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
             "EndQuorumEpochRequestTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -417,7 +421,11 @@ impl<'a> EndQuorumEpochRequestPartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -443,7 +451,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
             )?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields")?;
         }
         Ok(())
     }
@@ -556,7 +564,7 @@ impl<'a> LeaderEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 2, &[]) }
     }
 }
 
@@ -566,7 +574,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         r.check_str(true, "LeaderEndpoint.Name")?;
         r.check_str(true, "LeaderEndpoint.Host")?;
         r.take(2, "LeaderEndpoint.Port")?;
-        r.unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -877,7 +885,11 @@ impl<'a> EndQuorumEpochResponseTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -891,7 +903,7 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
             "EndQuorumEpochResponseTopicData.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields")?;
         }
         Ok(())
     }
@@ -1028,7 +1040,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -1038,7 +1050,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

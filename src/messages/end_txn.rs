@@ -252,7 +252,7 @@ impl<'a> EndTxnResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible && !self.ver.uniform {
+        if self.ver.flexible {
             self.src.tagged(if self.ver.version >= 5 { 16 } else { 6 }, &[])
         } else {
             TaggedIter::EMPTY
@@ -266,7 +266,7 @@ impl<'a> EndTxnResponseView<'a> {
             r.run(10, &[("EndTxnResponse.ProducerId", 8), ("EndTxnResponse.ProducerEpoch", 2)])?;
         }
         if ver.flexible {
-            r.fixed_struct_unknown_tagged_fields("EndTxnResponse._tagged_fields")?;
+            r.unknown_tagged_fields("EndTxnResponse._tagged_fields")?;
         }
         Ok([])
     }

@@ -194,7 +194,7 @@ impl<'a> ExpireDelegationTokenResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible && !self.ver.uniform { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible { self.src.tagged(14, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -208,7 +208,7 @@ impl<'a> ExpireDelegationTokenResponseView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_unknown_tagged_fields("ExpireDelegationTokenResponse._tagged_fields")?;
+            r.unknown_tagged_fields("ExpireDelegationTokenResponse._tagged_fields")?;
         }
         Ok([])
     }

@@ -729,7 +729,11 @@ impl<'a> FetchTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -744,7 +748,7 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
         }
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("FetchTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("FetchTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -975,7 +979,11 @@ impl<'a> ForgottenTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -990,7 +998,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
         }
         view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -1710,7 +1718,11 @@ impl<'a> FetchableTopicResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -1725,7 +1737,7 @@ impl<'a> ElementImpl<'a> for FetchableTopicResponseView<'a> {
         }
         view::check_array::<PartitionDataView<'a>>(r, ver, "FetchableTopicResponse.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("FetchableTopicResponse._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("FetchableTopicResponse._tagged_fields")?;
         }
         Ok(())
     }
@@ -1859,7 +1871,11 @@ impl<'a> PartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[0, 1, 2]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[0, 1, 2])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -1888,7 +1904,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
         }
         r.nullable_bytes(ver.flexible, "PartitionData.Records")?;
         if ver.flexible {
-            r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
+            r.fixed_struct_tagged_fields("PartitionData._tagged_fields", |tag, value| {
                 match tag {
                     0 => {
                         EpochEndOffsetView::check(value, ver, "PartitionData.DivergingEpoch")?;
@@ -2182,7 +2198,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -2193,7 +2209,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -312,7 +312,7 @@ impl<'a> FetchSnapshotRequestTopicSnapshotView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -325,7 +325,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
             ver,
             "FetchSnapshotRequestTopicSnapshot.Partitions",
         )?;
-        r.unknown_tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields")?;
         Ok(())
     }
 
@@ -398,7 +398,7 @@ impl<'a> FetchSnapshotRequestPartitionSnapshotView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 8, &[0])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 8, &[0]) }
     }
 }
 
@@ -418,21 +418,24 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestPartitionSnapshotView<'a> {
             "FetchSnapshotRequestPartitionSnapshot.SnapshotId",
         )?;
         r.take(8, "FetchSnapshotRequestPartitionSnapshot.Position")?;
-        r.tagged_fields("FetchSnapshotRequestPartitionSnapshot._tagged_fields", |tag, value| {
-            match tag {
-                0 if ver.version == 1 => {
-                    value.take(16, "FetchSnapshotRequestPartitionSnapshot.ReplicaDirectoryId")?;
+        r.fixed_struct_tagged_fields(
+            "FetchSnapshotRequestPartitionSnapshot._tagged_fields",
+            |tag, value| {
+                match tag {
+                    0 if ver.version == 1 => {
+                        value.take(16, "FetchSnapshotRequestPartitionSnapshot.ReplicaDirectoryId")?;
+                    }
+                    0 => {
+                        return Err(value.error(
+                            DecodeErrorKind::TagNotValidForVersion(tag),
+                            "FetchSnapshotRequestPartitionSnapshot._tagged_fields",
+                        ));
+                    }
+                    _ => return Ok(false),
                 }
-                0 => {
-                    return Err(value.error(
-                        DecodeErrorKind::TagNotValidForVersion(tag),
-                        "FetchSnapshotRequestPartitionSnapshot._tagged_fields",
-                    ));
-                }
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
+                Ok(true)
+            },
+        )?;
         Ok(())
     }
 
@@ -938,7 +941,7 @@ impl<'a> FetchSnapshotResponseTopicSnapshotView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -951,7 +954,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseTopicSnapshotView<'a> {
             ver,
             "FetchSnapshotResponseTopicSnapshot.Partitions",
         )?;
-        r.unknown_tagged_fields("FetchSnapshotResponseTopicSnapshot._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("FetchSnapshotResponseTopicSnapshot._tagged_fields")?;
         Ok(())
     }
 
@@ -1034,7 +1037,7 @@ impl<'a> FetchSnapshotResponsePartitionSnapshotView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[0])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[0]) }
     }
 }
 
@@ -1061,19 +1064,22 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponsePartitionSnapshotView<'a> {
             ],
         )?;
         r.bytes(true, "FetchSnapshotResponsePartitionSnapshot.UnalignedRecords")?;
-        r.tagged_fields("FetchSnapshotResponsePartitionSnapshot._tagged_fields", |tag, value| {
-            match tag {
-                0 => {
-                    LeaderIdAndEpochView::check(
-                        value,
-                        ver,
-                        "FetchSnapshotResponsePartitionSnapshot.CurrentLeader",
-                    )?;
+        r.fixed_struct_tagged_fields(
+            "FetchSnapshotResponsePartitionSnapshot._tagged_fields",
+            |tag, value| {
+                match tag {
+                    0 => {
+                        LeaderIdAndEpochView::check(
+                            value,
+                            ver,
+                            "FetchSnapshotResponsePartitionSnapshot.CurrentLeader",
+                        )?;
+                    }
+                    _ => return Ok(false),
                 }
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
+                Ok(true)
+            },
+        )?;
         Ok(())
     }
 
@@ -1237,7 +1243,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -1247,7 +1253,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -525,7 +525,7 @@ impl<'a> CoordinatorView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -537,7 +537,7 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
         r.check_str(true, "Coordinator.Host")?;
         r.run(6, &[("Coordinator.Port", 4), ("Coordinator.ErrorCode", 2)])?;
         r.check_nullable_str(true, "Coordinator.ErrorMessage")?;
-        r.unknown_tagged_fields("Coordinator._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Coordinator._tagged_fields")?;
         Ok(())
     }
 

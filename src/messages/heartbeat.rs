@@ -245,7 +245,7 @@ impl<'a> HeartbeatResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible && !self.ver.uniform { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible { self.src.tagged(6, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -255,7 +255,7 @@ impl<'a> HeartbeatResponseView<'a> {
         }
         r.take(2, "HeartbeatResponse.ErrorCode")?;
         if ver.flexible {
-            r.fixed_struct_unknown_tagged_fields("HeartbeatResponse._tagged_fields")?;
+            r.unknown_tagged_fields("HeartbeatResponse._tagged_fields")?;
         }
         Ok([])
     }

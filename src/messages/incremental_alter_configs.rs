@@ -235,7 +235,11 @@ impl<'a> AlterConfigsResourceView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -246,7 +250,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
         r.check_str(ver.flexible, "AlterConfigsResource.ResourceName")?;
         view::check_array::<AlterableConfigView<'a>>(r, ver, "AlterConfigsResource.Configs")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
         }
         Ok(())
     }
@@ -302,7 +306,11 @@ impl<'a> AlterableConfigView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -313,7 +321,7 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
         r.take(1, "AlterableConfig.ConfigOperation")?;
         r.check_nullable_str(ver.flexible, "AlterableConfig.Value")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterableConfig._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterableConfig._tagged_fields")?;
         }
         Ok(())
     }
@@ -537,7 +545,11 @@ impl<'a> AlterConfigsResourceResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -549,7 +561,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
         r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
         r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
         if ver.flexible {
-            r.unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
         }
         Ok(())
     }

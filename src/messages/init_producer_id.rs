@@ -350,7 +350,7 @@ impl<'a> InitProducerIdResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible && !self.ver.uniform { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible { self.src.tagged(16, &[]) } else { TaggedIter::EMPTY }
     }
 
     #[inline]
@@ -365,7 +365,7 @@ impl<'a> InitProducerIdResponseView<'a> {
             ],
         )?;
         if ver.flexible {
-            r.fixed_struct_unknown_tagged_fields("InitProducerIdResponse._tagged_fields")?;
+            r.unknown_tagged_fields("InitProducerIdResponse._tagged_fields")?;
         }
         Ok([])
     }

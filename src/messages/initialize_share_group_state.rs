@@ -190,7 +190,7 @@ impl<'a> InitializeStateDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -199,7 +199,7 @@ impl<'a> ElementImpl<'a> for InitializeStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "InitializeStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "InitializeStateData.Partitions")?;
-        r.unknown_tagged_fields("InitializeStateData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("InitializeStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -458,7 +458,7 @@ impl<'a> InitializeStateResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -467,7 +467,7 @@ impl<'a> ElementImpl<'a> for InitializeStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "InitializeStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "InitializeStateResult.Partitions")?;
-        r.unknown_tagged_fields("InitializeStateResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("InitializeStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -515,7 +515,7 @@ impl<'a> PartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -524,7 +524,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -305,7 +305,11 @@ impl<'a> JoinGroupRequestProtocolView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -315,7 +319,7 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
         r.check_str(ver.flexible, "JoinGroupRequestProtocol.Name")?;
         r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
         if ver.flexible {
-            r.unknown_tagged_fields("JoinGroupRequestProtocol._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("JoinGroupRequestProtocol._tagged_fields")?;
         }
         Ok(())
     }
@@ -669,7 +673,11 @@ impl<'a> JoinGroupResponseMemberView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -682,7 +690,7 @@ impl<'a> ElementImpl<'a> for JoinGroupResponseMemberView<'a> {
         }
         r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?;
         if ver.flexible {
-            r.unknown_tagged_fields("JoinGroupResponseMember._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("JoinGroupResponseMember._tagged_fields")?;
         }
         Ok(())
     }

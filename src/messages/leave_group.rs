@@ -226,7 +226,11 @@ impl<'a> MemberIdentityView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -239,7 +243,7 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
             r.check_nullable_str(ver.flexible, "MemberIdentity.Reason")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("MemberIdentity._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("MemberIdentity._tagged_fields")?;
         }
         Ok(())
     }
@@ -471,7 +475,11 @@ impl<'a> MemberResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize + 2, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize + 2, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -482,7 +490,7 @@ impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
         r.check_nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?;
         r.take(2, "MemberResponse.ErrorCode")?;
         if ver.flexible {
-            r.unknown_tagged_fields("MemberResponse._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("MemberResponse._tagged_fields")?;
         }
         Ok(())
     }

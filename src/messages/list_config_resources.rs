@@ -284,7 +284,11 @@ impl<'a> ConfigResourceView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), &[])
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 1 } else { 0 }), &[])
+        }
     }
 }
 
@@ -295,7 +299,7 @@ impl<'a> ElementImpl<'a> for ConfigResourceView<'a> {
         if ver.version == 1 {
             r.take(1, "ConfigResource.ResourceType")?;
         }
-        r.unknown_tagged_fields("ConfigResource._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ConfigResource._tagged_fields")?;
         Ok(())
     }
 

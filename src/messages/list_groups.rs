@@ -346,7 +346,11 @@ impl<'a> ListedGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[3] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[3] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -362,7 +366,7 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
             r.check_str(ver.flexible, "ListedGroup.GroupType")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("ListedGroup._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("ListedGroup._tagged_fields")?;
         }
         Ok(())
     }

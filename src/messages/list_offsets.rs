@@ -289,7 +289,11 @@ impl<'a> ListOffsetsTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -299,7 +303,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
         r.check_str(ver.flexible, "ListOffsetsTopic.Name")?;
         view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("ListOffsetsTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("ListOffsetsTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -642,7 +646,11 @@ impl<'a> ListOffsetsTopicResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -656,7 +664,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
             "ListOffsetsTopicResponse.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("ListOffsetsTopicResponse._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("ListOffsetsTopicResponse._tagged_fields")?;
         }
         Ok(())
     }

@@ -183,7 +183,7 @@ impl<'a> ListPartitionReassignmentsTopicsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -192,7 +192,7 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "ListPartitionReassignmentsTopics.Name")?;
         view::check_array::<i32>(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?;
-        r.unknown_tagged_fields("ListPartitionReassignmentsTopics._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ListPartitionReassignmentsTopics._tagged_fields")?;
         Ok(())
     }
 
@@ -454,7 +454,7 @@ impl<'a> OngoingTopicReassignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -467,7 +467,7 @@ impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
             ver,
             "OngoingTopicReassignment.Partitions",
         )?;
-        r.unknown_tagged_fields("OngoingTopicReassignment._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("OngoingTopicReassignment._tagged_fields")?;
         Ok(())
     }
 
@@ -529,7 +529,7 @@ impl<'a> OngoingPartitionReassignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -540,7 +540,7 @@ impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
         view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.Replicas")?;
         view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.AddingReplicas")?;
         view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.RemovingReplicas")?;
-        r.unknown_tagged_fields("OngoingPartitionReassignment._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("OngoingPartitionReassignment._tagged_fields")?;
         Ok(())
     }
 

@@ -367,7 +367,7 @@ impl<'a> TransactionStateView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -377,7 +377,7 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
         r.check_str(true, "TransactionState.TransactionalId")?;
         r.take(8, "TransactionState.ProducerId")?;
         r.check_str(true, "TransactionState.TransactionState")?;
-        r.unknown_tagged_fields("TransactionState._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TransactionState._tagged_fields")?;
         Ok(())
     }
 

@@ -286,7 +286,11 @@ impl<'a> MetadataRequestTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -302,7 +306,7 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
             r.check_str(ver.flexible, "MetadataRequestTopic.Name")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("MetadataRequestTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("MetadataRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -829,7 +833,11 @@ impl<'a> MetadataResponseBrokerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -843,7 +851,7 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
             r.check_nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("MetadataResponseBroker._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("MetadataResponseBroker._tagged_fields")?;
         }
         Ok(())
     }
@@ -940,7 +948,11 @@ impl<'a> MetadataResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize + 4, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize + 4, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -964,7 +976,7 @@ impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
             r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("MetadataResponseTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("MetadataResponseTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -1061,7 +1073,11 @@ impl<'a> MetadataResponsePartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[2] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[2] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -1085,7 +1101,7 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
             view::check_array::<i32>(r, ver, "MetadataResponsePartition.OfflineReplicas")?;
         }
         if ver.flexible {
-            r.unknown_tagged_fields("MetadataResponsePartition._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("MetadataResponsePartition._tagged_fields")?;
         }
         Ok(())
     }

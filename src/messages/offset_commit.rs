@@ -351,7 +351,11 @@ impl<'a> OffsetCommitRequestTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -370,7 +374,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
             "OffsetCommitRequestTopic.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetCommitRequestTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetCommitRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -438,7 +442,11 @@ impl<'a> OffsetCommitRequestPartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -457,7 +465,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
         }
         r.check_nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetCommitRequestPartition._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetCommitRequestPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -696,7 +704,11 @@ impl<'a> OffsetCommitResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -715,7 +727,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
             "OffsetCommitResponseTopic.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetCommitResponseTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetCommitResponseTopic._tagged_fields")?;
         }
         Ok(())
     }

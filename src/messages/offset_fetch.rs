@@ -383,7 +383,11 @@ impl<'a> OffsetFetchRequestTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -393,7 +397,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
         r.check_str(ver.flexible, "OffsetFetchRequestTopic.Name")?;
         view::check_array::<i32>(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetFetchRequestTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetFetchRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -459,7 +463,7 @@ impl<'a> OffsetFetchRequestGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -478,7 +482,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
             ver,
             "OffsetFetchRequestGroup.Topics",
         )?;
-        r.unknown_tagged_fields("OffsetFetchRequestGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("OffsetFetchRequestGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -536,7 +540,7 @@ impl<'a> OffsetFetchRequestTopicsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -550,7 +554,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
             r.take(16, "OffsetFetchRequestTopics.TopicId")?;
         }
         view::check_array::<i32>(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?;
-        r.unknown_tagged_fields("OffsetFetchRequestTopics._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("OffsetFetchRequestTopics._tagged_fields")?;
         Ok(())
     }
 
@@ -1006,7 +1010,11 @@ impl<'a> OffsetFetchResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -1020,7 +1028,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
             "OffsetFetchResponseTopic.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetFetchResponseTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetFetchResponseTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -1092,7 +1100,11 @@ impl<'a> OffsetFetchResponsePartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize + 2, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize + 2, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -1112,7 +1124,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
         r.check_nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?;
         r.take(2, "OffsetFetchResponsePartition.ErrorCode")?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetFetchResponsePartition._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetFetchResponsePartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -1166,7 +1178,7 @@ impl<'a> OffsetFetchResponseGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 2, &[]) }
     }
 }
 
@@ -1176,7 +1188,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseGroupView<'a> {
         r.check_str(true, "OffsetFetchResponseGroup.GroupId")?;
         view::check_array::<OffsetFetchResponseTopicsView<'a>>(r, ver, "OffsetFetchResponseGroup.Topics")?;
         r.take(2, "OffsetFetchResponseGroup.ErrorCode")?;
-        r.unknown_tagged_fields("OffsetFetchResponseGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("OffsetFetchResponseGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -1230,7 +1242,7 @@ impl<'a> OffsetFetchResponseTopicsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1248,7 +1260,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
             ver,
             "OffsetFetchResponseTopics.Partitions",
         )?;
-        r.unknown_tagged_fields("OffsetFetchResponseTopics._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("OffsetFetchResponseTopics._tagged_fields")?;
         Ok(())
     }
 
@@ -1320,7 +1332,7 @@ impl<'a> OffsetFetchResponsePartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -1337,7 +1349,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
         )?;
         r.check_nullable_str(true, "OffsetFetchResponsePartitions.Metadata")?;
         r.take(2, "OffsetFetchResponsePartitions.ErrorCode")?;
-        r.unknown_tagged_fields("OffsetFetchResponsePartitions._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("OffsetFetchResponsePartitions._tagged_fields")?;
         Ok(())
     }
 

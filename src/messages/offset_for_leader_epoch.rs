@@ -240,7 +240,11 @@ impl<'a> OffsetForLeaderTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -250,7 +254,7 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
         r.check_str(ver.flexible, "OffsetForLeaderTopic.Topic")?;
         view::check_array::<OffsetForLeaderPartitionView<'a>>(r, ver, "OffsetForLeaderTopic.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetForLeaderTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetForLeaderTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -562,7 +566,11 @@ impl<'a> OffsetForLeaderTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -572,7 +580,7 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
         r.check_str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
         view::check_array::<EpochEndOffsetView<'a>>(r, ver, "OffsetForLeaderTopicResult.Partitions")?;
         if ver.flexible {
-            r.unknown_tagged_fields("OffsetForLeaderTopicResult._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("OffsetForLeaderTopicResult._tagged_fields")?;
         }
         Ok(())
     }

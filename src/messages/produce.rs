@@ -306,7 +306,11 @@ impl<'a> TopicProduceDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -321,7 +325,7 @@ impl<'a> ElementImpl<'a> for TopicProduceDataView<'a> {
         }
         view::check_array::<PartitionProduceDataView<'a>>(r, ver, "TopicProduceData.PartitionData")?;
         if ver.flexible {
-            r.unknown_tagged_fields("TopicProduceData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("TopicProduceData._tagged_fields")?;
         }
         Ok(())
     }
@@ -372,7 +376,11 @@ impl<'a> PartitionProduceDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -382,7 +390,7 @@ impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
         r.take(4, "PartitionProduceData.Index")?;
         r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?;
         if ver.flexible {
-            r.unknown_tagged_fields("PartitionProduceData._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("PartitionProduceData._tagged_fields")?;
         }
         Ok(())
     }
@@ -872,7 +880,11 @@ impl<'a> TopicProduceResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -891,7 +903,7 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
             "TopicProduceResponse.PartitionResponses",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("TopicProduceResponse._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("TopicProduceResponse._tagged_fields")?;
         }
         Ok(())
     }
@@ -995,7 +1007,11 @@ impl<'a> PartitionProduceResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[0]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[0])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -1036,7 +1052,7 @@ impl<'a> ElementImpl<'a> for PartitionProduceResponseView<'a> {
             r.check_nullable_str(ver.flexible, "PartitionProduceResponse.ErrorMessage")?;
         }
         if ver.flexible {
-            r.tagged_fields("PartitionProduceResponse._tagged_fields", |tag, value| {
+            r.fixed_struct_tagged_fields("PartitionProduceResponse._tagged_fields", |tag, value| {
                 match tag {
                     0 if ver.version >= 10 => {
                         LeaderIdAndEpochView::check(value, ver, "PartitionProduceResponse.CurrentLeader")?;
@@ -1101,7 +1117,11 @@ impl<'a> BatchIndexAndErrorMessageView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -1111,7 +1131,7 @@ impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
         r.take(4, "BatchIndexAndErrorMessage.BatchIndex")?;
         r.check_nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?;
         if ver.flexible {
-            r.unknown_tagged_fields("BatchIndexAndErrorMessage._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("BatchIndexAndErrorMessage._tagged_fields")?;
         }
         Ok(())
     }
@@ -1224,7 +1244,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1235,7 +1255,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -199,13 +199,13 @@ impl<'a> PushTelemetryResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(6, &[]) }
+        self.src.tagged(6, &[])
     }
 
     #[inline]
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.run(6, &[("PushTelemetryResponse.ThrottleTimeMs", 4), ("PushTelemetryResponse.ErrorCode", 2)])?;
-        r.fixed_struct_unknown_tagged_fields("PushTelemetryResponse._tagged_fields")?;
+        r.unknown_tagged_fields("PushTelemetryResponse._tagged_fields")?;
         Ok([])
     }
     #[inline]

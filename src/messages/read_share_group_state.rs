@@ -181,7 +181,7 @@ impl<'a> ReadStateDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -190,7 +190,7 @@ impl<'a> ElementImpl<'a> for ReadStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateData.Partitions")?;
-        r.unknown_tagged_fields("ReadStateData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReadStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -480,7 +480,7 @@ impl<'a> ReadStateResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -489,7 +489,7 @@ impl<'a> ElementImpl<'a> for ReadStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateResult.Partitions")?;
-        r.unknown_tagged_fields("ReadStateResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReadStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -562,7 +562,7 @@ impl<'a> PartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -573,7 +573,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
         r.run(12, &[("PartitionResult.StateEpoch", 4), ("PartitionResult.StartOffset", 8)])?;
         view::check_array::<StateBatchView<'a>>(r, ver, "PartitionResult.StateBatches")?;
-        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

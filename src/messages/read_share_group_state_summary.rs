@@ -191,7 +191,7 @@ impl<'a> ReadStateSummaryDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -200,7 +200,7 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateSummaryData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateSummaryData.Partitions")?;
-        r.unknown_tagged_fields("ReadStateSummaryData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReadStateSummaryData._tagged_fields")?;
         Ok(())
     }
 
@@ -488,7 +488,7 @@ impl<'a> ReadStateSummaryResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -497,7 +497,7 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ReadStateSummaryResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateSummaryResult.Partitions")?;
-        r.unknown_tagged_fields("ReadStateSummaryResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ReadStateSummaryResult._tagged_fields")?;
         Ok(())
     }
 
@@ -577,7 +577,11 @@ impl<'a> PartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 20 } else { 16 }), &[])
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 1 { 20 } else { 16 }), &[])
+        }
     }
 }
 
@@ -597,7 +601,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         if ver.version == 1 {
             r.take(4, "PartitionResult.DeliveryCompleteCount")?;
         }
-        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -289,7 +289,7 @@ impl<'a> AcknowledgeTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -298,7 +298,7 @@ impl<'a> ElementImpl<'a> for AcknowledgeTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "AcknowledgeTopic.TopicId")?;
         view::check_array::<AcknowledgePartitionView<'a>>(r, ver, "AcknowledgeTopic.Partitions")?;
-        r.unknown_tagged_fields("AcknowledgeTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AcknowledgeTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -340,7 +340,7 @@ impl<'a> AcknowledgePartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -353,7 +353,7 @@ impl<'a> ElementImpl<'a> for AcknowledgePartitionView<'a> {
             ver,
             "AcknowledgePartition.AcknowledgementBatches",
         )?;
-        r.unknown_tagged_fields("AcknowledgePartition._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AcknowledgePartition._tagged_fields")?;
         Ok(())
     }
 
@@ -401,7 +401,7 @@ impl<'a> AcknowledgementBatchView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -410,7 +410,7 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
         view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
-        r.unknown_tagged_fields("AcknowledgementBatch._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AcknowledgementBatch._tagged_fields")?;
         Ok(())
     }
 
@@ -750,7 +750,7 @@ impl<'a> ShareAcknowledgeTopicResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -759,7 +759,7 @@ impl<'a> ElementImpl<'a> for ShareAcknowledgeTopicResponseView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ShareAcknowledgeTopicResponse.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?;
-        r.unknown_tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -813,7 +813,7 @@ impl<'a> PartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -823,7 +823,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
         r.run(6, &[("PartitionData.PartitionIndex", 4), ("PartitionData.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionData.ErrorMessage")?;
         LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
-        r.unknown_tagged_fields("PartitionData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -935,7 +935,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -946,7 +946,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -431,7 +431,7 @@ impl<'a> FetchTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -440,7 +440,7 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "FetchTopic.TopicId")?;
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
-        r.unknown_tagged_fields("FetchTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("FetchTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -488,7 +488,7 @@ impl<'a> FetchPartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -497,7 +497,7 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "FetchPartition.PartitionIndex")?;
         view::check_array::<AcknowledgementBatchView<'a>>(r, ver, "FetchPartition.AcknowledgementBatches")?;
-        r.unknown_tagged_fields("FetchPartition._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("FetchPartition._tagged_fields")?;
         Ok(())
     }
 
@@ -545,7 +545,7 @@ impl<'a> AcknowledgementBatchView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -554,7 +554,7 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(16, &[("AcknowledgementBatch.FirstOffset", 8), ("AcknowledgementBatch.LastOffset", 8)])?;
         view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
-        r.unknown_tagged_fields("AcknowledgementBatch._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("AcknowledgementBatch._tagged_fields")?;
         Ok(())
     }
 
@@ -596,7 +596,7 @@ impl<'a> ForgottenTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -605,7 +605,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ForgottenTopic.TopicId")?;
         view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
-        r.unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -1026,7 +1026,7 @@ impl<'a> ShareFetchableTopicResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -1035,7 +1035,7 @@ impl<'a> ElementImpl<'a> for ShareFetchableTopicResponseView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "ShareFetchableTopicResponse.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "ShareFetchableTopicResponse.Partitions")?;
-        r.unknown_tagged_fields("ShareFetchableTopicResponse._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("ShareFetchableTopicResponse._tagged_fields")?;
         Ok(())
     }
 
@@ -1122,7 +1122,7 @@ impl<'a> PartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[4] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[4] as usize, &[]) }
     }
 }
 
@@ -1136,7 +1136,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
         LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
         r.bytes(true, "PartitionData.Records")?;
         view::check_array::<AcquiredRecordsView<'a>>(r, ver, "PartitionData.AcquiredRecords")?;
-        r.unknown_tagged_fields("PartitionData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -1322,7 +1322,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1333,7 +1333,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(4, "NodeEndpoint.Port")?;
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -456,7 +456,7 @@ impl<'a> DescribedGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[4] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[4] as usize + 4, &[]) }
     }
 }
 
@@ -471,7 +471,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         r.check_str(true, "DescribedGroup.AssignorName")?;
         view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
         r.take(4, "DescribedGroup.AuthorizedOperations")?;
-        r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -564,7 +564,7 @@ impl<'a> MemberView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[5] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[5] as usize, &[]) }
     }
 }
 
@@ -578,7 +578,7 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         r.check_str(true, "Member.ClientHost")?;
         view::check_array::<&'a str>(r, ver, "Member.SubscribedTopicNames")?;
         AssignmentView::check(r, ver, "Member.Assignment")?;
-        r.unknown_tagged_fields("Member._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Member._tagged_fields")?;
         Ok(())
     }
 
@@ -626,7 +626,7 @@ impl<'a> AssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -634,7 +634,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        r.unknown_tagged_fields("Assignment._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -684,7 +684,7 @@ impl<'a> TopicPartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -694,7 +694,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         r.take(16, "TopicPartitions.TopicId")?;
         r.check_str(true, "TopicPartitions.TopicName")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
     }
 

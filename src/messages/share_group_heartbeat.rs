@@ -425,7 +425,7 @@ impl<'a> AssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -433,7 +433,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
     #[inline]
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
-        r.unknown_tagged_fields("Assignment._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -475,7 +475,7 @@ impl<'a> TopicPartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -484,7 +484,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "TopicPartitions.TopicId")?;
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
-        r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
     }
 

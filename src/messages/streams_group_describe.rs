@@ -1004,7 +1004,7 @@ impl<'a> DescribedGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[6] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[6] as usize, &[]) }
     }
 }
 
@@ -1030,7 +1030,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         if ver.version == 1 {
             r.check_nullable_str(true, "DescribedGroup.AssignorName")?;
         }
-        r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -1092,7 +1092,7 @@ impl<'a> TopologyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -1101,7 +1101,7 @@ impl<'a> ElementImpl<'a> for TopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Topology.Epoch")?;
         view::check_nullable_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
-        r.unknown_tagged_fields("Topology._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Topology._tagged_fields")?;
         Ok(())
     }
 
@@ -1169,7 +1169,7 @@ impl<'a> SubtopologyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[4] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[4] as usize, &[]) }
     }
 }
 
@@ -1181,7 +1181,7 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
         view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
         view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.StateChangelogTopics")?;
         view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
-        r.unknown_tagged_fields("Subtopology._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Subtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -1246,7 +1246,7 @@ impl<'a> TopicInfoView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1256,7 +1256,7 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
         r.check_str(true, "TopicInfo.Name")?;
         r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
         view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
-        r.unknown_tagged_fields("TopicInfo._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicInfo._tagged_fields")?;
         Ok(())
     }
 
@@ -1304,7 +1304,7 @@ impl<'a> KeyValueView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1313,7 +1313,7 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "KeyValue.Key")?;
         r.check_str(true, "KeyValue.Value")?;
-        r.unknown_tagged_fields("KeyValue._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("KeyValue._tagged_fields")?;
         Ok(())
     }
 
@@ -1458,7 +1458,7 @@ impl<'a> MemberView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[11] as usize + 1, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[11] as usize + 1, &[]) }
     }
 }
 
@@ -1482,7 +1482,7 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         AssignmentView::check(r, ver, "Member.Assignment")?;
         AssignmentView::check(r, ver, "Member.TargetAssignment")?;
         r.take(1, "Member.IsClassic")?;
-        r.unknown_tagged_fields("Member._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Member._tagged_fields")?;
         Ok(())
     }
 
@@ -1552,7 +1552,7 @@ impl<'a> EndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -1561,7 +1561,7 @@ impl<'a> ElementImpl<'a> for EndpointView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "Endpoint.Host")?;
         r.take(2, "Endpoint.Port")?;
-        r.unknown_tagged_fields("Endpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Endpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -1613,7 +1613,7 @@ impl<'a> TaskOffsetView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 12, &[]) }
     }
 }
 
@@ -1622,7 +1622,7 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskOffset.SubtopologyId")?;
         r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
-        r.unknown_tagged_fields("TaskOffset._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TaskOffset._tagged_fields")?;
         Ok(())
     }
 
@@ -1672,7 +1672,7 @@ impl<'a> AssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -1682,7 +1682,7 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.ActiveTasks")?;
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.StandbyTasks")?;
         view::check_array::<TaskIdsView<'a>>(r, ver, "Assignment.WarmupTasks")?;
-        r.unknown_tagged_fields("Assignment._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
     }
 
@@ -1730,7 +1730,7 @@ impl<'a> TaskIdsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1739,7 +1739,7 @@ impl<'a> ElementImpl<'a> for TaskIdsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "TaskIds.Partitions")?;
-        r.unknown_tagged_fields("TaskIds._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TaskIds._tagged_fields")?;
         Ok(())
     }
 
@@ -1784,7 +1784,7 @@ impl<'a> TopologyDescriptionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1801,7 +1801,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
             ver,
             "TopologyDescription.GlobalStores",
         )?;
-        r.unknown_tagged_fields("TopologyDescription._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescription._tagged_fields")?;
         Ok(())
     }
 
@@ -1847,7 +1847,7 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1856,7 +1856,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
         view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
-        r.unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -1927,7 +1927,7 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[4] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[4] as usize, &[]) }
     }
 }
 
@@ -1940,7 +1940,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
         r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
-        r.unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
         Ok(())
     }
 
@@ -1992,7 +1992,7 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -2001,7 +2001,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        r.unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
         Ok(())
     }
 

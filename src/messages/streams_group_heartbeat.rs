@@ -744,7 +744,7 @@ impl<'a> TopologyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -753,7 +753,7 @@ impl<'a> ElementImpl<'a> for TopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(4, "Topology.Epoch")?;
         view::check_array::<SubtopologyView<'a>>(r, ver, "Topology.Subtopologies")?;
-        r.unknown_tagged_fields("Topology._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Topology._tagged_fields")?;
         Ok(())
     }
 
@@ -835,7 +835,7 @@ impl<'a> SubtopologyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[6] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[6] as usize, &[]) }
     }
 }
 
@@ -849,7 +849,7 @@ impl<'a> ElementImpl<'a> for SubtopologyView<'a> {
         view::check_array::<&'a str>(r, ver, "Subtopology.RepartitionSinkTopics")?;
         view::check_array::<TopicInfoView<'a>>(r, ver, "Subtopology.RepartitionSourceTopics")?;
         view::check_array::<CopartitionGroupView<'a>>(r, ver, "Subtopology.CopartitionGroups")?;
-        r.unknown_tagged_fields("Subtopology._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Subtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -918,7 +918,7 @@ impl<'a> TopicInfoView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -928,7 +928,7 @@ impl<'a> ElementImpl<'a> for TopicInfoView<'a> {
         r.check_str(true, "TopicInfo.Name")?;
         r.run(6, &[("TopicInfo.Partitions", 4), ("TopicInfo.ReplicationFactor", 2)])?;
         view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
-        r.unknown_tagged_fields("TopicInfo._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicInfo._tagged_fields")?;
         Ok(())
     }
 
@@ -976,7 +976,7 @@ impl<'a> KeyValueView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -985,7 +985,7 @@ impl<'a> ElementImpl<'a> for KeyValueView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "KeyValue.Key")?;
         r.check_str(true, "KeyValue.Value")?;
-        r.unknown_tagged_fields("KeyValue._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("KeyValue._tagged_fields")?;
         Ok(())
     }
 
@@ -1036,7 +1036,7 @@ impl<'a> CopartitionGroupView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -1046,7 +1046,7 @@ impl<'a> ElementImpl<'a> for CopartitionGroupView<'a> {
         view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopics")?;
         view::check_array::<i16>(r, ver, "CopartitionGroup.SourceTopicRegex")?;
         view::check_array::<i16>(r, ver, "CopartitionGroup.RepartitionSourceTopics")?;
-        r.unknown_tagged_fields("CopartitionGroup._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("CopartitionGroup._tagged_fields")?;
         Ok(())
     }
 
@@ -1094,7 +1094,7 @@ impl<'a> StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1103,7 +1103,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestTaskIdsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?;
-        r.unknown_tagged_fields("StreamsGroupHeartbeatRequestTaskIds._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("StreamsGroupHeartbeatRequestTaskIds._tagged_fields")?;
         Ok(())
     }
 
@@ -1150,7 +1150,7 @@ impl<'a> StreamsGroupHeartbeatRequestEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -1159,7 +1159,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatRequestEndpointView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?;
         r.take(2, "StreamsGroupHeartbeatRequestEndpoint.Port")?;
-        r.unknown_tagged_fields("StreamsGroupHeartbeatRequestEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("StreamsGroupHeartbeatRequestEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -1211,7 +1211,7 @@ impl<'a> TaskOffsetView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 12, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 12, &[]) }
     }
 }
 
@@ -1220,7 +1220,7 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TaskOffset.SubtopologyId")?;
         r.run(12, &[("TaskOffset.Partition", 4), ("TaskOffset.Offset", 8)])?;
-        r.unknown_tagged_fields("TaskOffset._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TaskOffset._tagged_fields")?;
         Ok(())
     }
 
@@ -1829,7 +1829,7 @@ impl<'a> StatusView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -1838,7 +1838,7 @@ impl<'a> ElementImpl<'a> for StatusView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(1, "Status.StatusCode")?;
         r.check_str(true, "Status.StatusDetail")?;
-        r.unknown_tagged_fields("Status._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Status._tagged_fields")?;
         Ok(())
     }
 
@@ -1883,7 +1883,7 @@ impl<'a> StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -1892,7 +1892,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?;
         view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?;
-        r.unknown_tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields")?;
         Ok(())
     }
 
@@ -1943,7 +1943,7 @@ impl<'a> EndpointToPartitionsView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[2] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[2] as usize, &[]) }
     }
 }
 
@@ -1953,7 +1953,7 @@ impl<'a> ElementImpl<'a> for EndpointToPartitionsView<'a> {
         StreamsGroupHeartbeatResponseEndpointView::check(r, ver, "EndpointToPartitions.UserEndpoint")?;
         view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.ActivePartitions")?;
         view::check_array::<TopicPartitionView<'a>>(r, ver, "EndpointToPartitions.StandbyPartitions")?;
-        r.unknown_tagged_fields("EndpointToPartitions._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("EndpointToPartitions._tagged_fields")?;
         Ok(())
     }
 
@@ -2001,7 +2001,7 @@ impl<'a> StreamsGroupHeartbeatResponseEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -2010,7 +2010,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?;
         r.take(2, "StreamsGroupHeartbeatResponseEndpoint.Port")?;
-        r.unknown_tagged_fields("StreamsGroupHeartbeatResponseEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("StreamsGroupHeartbeatResponseEndpoint._tagged_fields")?;
         Ok(())
     }
 
@@ -2056,7 +2056,7 @@ impl<'a> TopicPartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -2065,7 +2065,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopicPartition.Topic")?;
         view::check_array::<i32>(r, ver, "TopicPartition.Partitions")?;
-        r.unknown_tagged_fields("TopicPartition._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopicPartition._tagged_fields")?;
         Ok(())
     }
 

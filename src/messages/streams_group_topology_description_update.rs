@@ -326,7 +326,7 @@ impl<'a> TopologyDescriptionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -343,7 +343,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
             ver,
             "TopologyDescription.GlobalStores",
         )?;
-        r.unknown_tagged_fields("TopologyDescription._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescription._tagged_fields")?;
         Ok(())
     }
 
@@ -389,7 +389,7 @@ impl<'a> TopologyDescriptionSubtopologyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -398,7 +398,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
         view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
-        r.unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
         Ok(())
     }
 
@@ -469,7 +469,7 @@ impl<'a> TopologyDescriptionNodeView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[4] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[4] as usize, &[]) }
     }
 }
 
@@ -482,7 +482,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
         r.check_nullable_str(true, "TopologyDescriptionNode.SinkTopic")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
         view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
-        r.unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
         Ok(())
     }
 
@@ -534,7 +534,7 @@ impl<'a> TopologyDescriptionGlobalStoreView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -543,7 +543,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Source")?;
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
-        r.unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
         Ok(())
     }
 

@@ -279,7 +279,11 @@ impl<'a> SyncGroupRequestAssignmentView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -289,7 +293,7 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
         r.check_str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
         r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
         if ver.flexible {
-            r.unknown_tagged_fields("SyncGroupRequestAssignment._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("SyncGroupRequestAssignment._tagged_fields")?;
         }
         Ok(())
     }

@@ -401,7 +401,11 @@ impl<'a> TxnOffsetCommitRequestTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -420,7 +424,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
             "TxnOffsetCommitRequestTopic.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields")?;
         }
         Ok(())
     }
@@ -488,7 +492,11 @@ impl<'a> TxnOffsetCommitRequestPartitionView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[0] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[0] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -507,7 +515,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
         }
         r.check_nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?;
         if ver.flexible {
-            r.unknown_tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields")?;
         }
         Ok(())
     }
@@ -740,7 +748,11 @@ impl<'a> TxnOffsetCommitResponseTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.flexible { self.src.tagged(self.at[1] as usize, &[]) } else { TaggedIter::EMPTY }
+        if self.ver.flexible && !self.ver.uniform {
+            self.src.tagged(self.at[1] as usize, &[])
+        } else {
+            TaggedIter::EMPTY
+        }
     }
 }
 
@@ -759,7 +771,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
             "TxnOffsetCommitResponseTopic.Partitions",
         )?;
         if ver.flexible {
-            r.unknown_tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields")?;
+            r.fixed_struct_unknown_tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields")?;
         }
         Ok(())
     }

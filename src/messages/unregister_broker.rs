@@ -65,13 +65,13 @@ impl<'a> UnregisterBrokerRequestView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(4, &[]) }
+        self.src.tagged(4, &[])
     }
 
     #[inline]
     fn checked(r: &mut Reader<'a>, _: Ver) -> Result<[u32; 0], DecodeError> {
         r.take(4, "UnregisterBrokerRequest.BrokerId")?;
-        r.fixed_struct_unknown_tagged_fields("UnregisterBrokerRequest._tagged_fields")?;
+        r.unknown_tagged_fields("UnregisterBrokerRequest._tagged_fields")?;
         Ok([])
     }
     #[inline]

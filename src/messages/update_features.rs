@@ -240,7 +240,7 @@ impl<'a> FeatureUpdateKeyView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 3, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 3, &[]) }
     }
 }
 
@@ -255,7 +255,7 @@ impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
         if ver.version >= 1 {
             r.take(1, "FeatureUpdateKey.UpgradeType")?;
         }
-        r.unknown_tagged_fields("FeatureUpdateKey._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("FeatureUpdateKey._tagged_fields")?;
         Ok(())
     }
 
@@ -491,7 +491,7 @@ impl<'a> UpdatableFeatureResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -501,7 +501,7 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
         r.check_str(true, "UpdatableFeatureResult.Feature")?;
         r.take(2, "UpdatableFeatureResult.ErrorCode")?;
         r.check_nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?;
-        r.unknown_tagged_fields("UpdatableFeatureResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("UpdatableFeatureResult._tagged_fields")?;
         Ok(())
     }
 

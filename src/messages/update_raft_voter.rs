@@ -265,7 +265,7 @@ impl<'a> ListenerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize + 2, &[]) }
     }
 }
 
@@ -275,7 +275,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.check_str(true, "Listener.Name")?;
         r.check_str(true, "Listener.Host")?;
         r.take(2, "Listener.Port")?;
-        r.unknown_tagged_fields("Listener._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
     }
 
@@ -492,13 +492,13 @@ impl<'a> UpdateRaftVoterResponseView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(6, &[0]) }
+        self.src.tagged(6, &[0])
     }
 
     #[inline]
     fn checked(r: &mut Reader<'a>, ver: Ver) -> Result<[u32; 0], DecodeError> {
         r.run(6, &[("UpdateRaftVoterResponse.ThrottleTimeMs", 4), ("UpdateRaftVoterResponse.ErrorCode", 2)])?;
-        r.fixed_struct_tagged_fields("UpdateRaftVoterResponse._tagged_fields", |tag, value| {
+        r.tagged_fields("UpdateRaftVoterResponse._tagged_fields", |tag, value| {
             match tag {
                 0 => {
                     CurrentLeaderView::check(value, ver, "UpdateRaftVoterResponse.CurrentLeader")?;
@@ -552,7 +552,7 @@ impl<'a> CurrentLeaderView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 4, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 4, &[]) }
     }
 }
 
@@ -562,7 +562,7 @@ impl<'a> ElementImpl<'a> for CurrentLeaderView<'a> {
         r.run(8, &[("CurrentLeader.LeaderId", 4), ("CurrentLeader.LeaderEpoch", 4)])?;
         r.check_str(true, "CurrentLeader.Host")?;
         r.take(4, "CurrentLeader.Port")?;
-        r.unknown_tagged_fields("CurrentLeader._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("CurrentLeader._tagged_fields")?;
         Ok(())
     }
 

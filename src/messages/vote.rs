@@ -271,7 +271,7 @@ impl<'a> VoteRequestTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -280,7 +280,7 @@ impl<'a> ElementImpl<'a> for VoteRequestTopicDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "VoteRequestTopicData.TopicName")?;
         view::check_array::<VoteRequestPartitionDataView<'a>>(r, ver, "VoteRequestTopicData.Partitions")?;
-        r.unknown_tagged_fields("VoteRequestTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("VoteRequestTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -718,7 +718,7 @@ impl<'a> VoteResponseTopicDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -727,7 +727,7 @@ impl<'a> ElementImpl<'a> for VoteResponseTopicDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "VoteResponseTopicData.TopicName")?;
         view::check_array::<VoteResponsePartitionDataView<'a>>(r, ver, "VoteResponseTopicData.Partitions")?;
-        r.unknown_tagged_fields("VoteResponseTopicData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("VoteResponseTopicData._tagged_fields")?;
         Ok(())
     }
 
@@ -867,7 +867,7 @@ impl<'a> NodeEndpointView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + 2, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize + 2, &[]) }
     }
 }
 
@@ -877,7 +877,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.take(4, "NodeEndpoint.NodeId")?;
         r.check_str(true, "NodeEndpoint.Host")?;
         r.take(2, "NodeEndpoint.Port")?;
-        r.unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
     }
 

@@ -258,7 +258,7 @@ impl<'a> WriteStateDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -267,7 +267,7 @@ impl<'a> ElementImpl<'a> for WriteStateDataView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "WriteStateData.TopicId")?;
         view::check_array::<PartitionDataView<'a>>(r, ver, "WriteStateData.Partitions")?;
-        r.unknown_tagged_fields("WriteStateData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("WriteStateData._tagged_fields")?;
         Ok(())
     }
 
@@ -340,7 +340,7 @@ impl<'a> PartitionDataView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -360,7 +360,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
             r.take(4, "PartitionData.DeliveryCompleteCount")?;
         }
         view::check_array::<StateBatchView<'a>>(r, ver, "PartitionData.StateBatches")?;
-        r.unknown_tagged_fields("PartitionData._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
     }
 
@@ -619,7 +619,7 @@ impl<'a> WriteStateResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -628,7 +628,7 @@ impl<'a> ElementImpl<'a> for WriteStateResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(16, "WriteStateResult.TopicId")?;
         view::check_array::<PartitionResultView<'a>>(r, ver, "WriteStateResult.Partitions")?;
-        r.unknown_tagged_fields("WriteStateResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("WriteStateResult._tagged_fields")?;
         Ok(())
     }
 
@@ -676,7 +676,7 @@ impl<'a> PartitionResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -685,7 +685,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     fn check(r: &mut Reader<'a>, _: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.run(6, &[("PartitionResult.Partition", 4), ("PartitionResult.ErrorCode", 2)])?;
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
-        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
     }
 

@@ -228,7 +228,11 @@ impl<'a> WritableTxnMarkerView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize + (if self.ver.version >= 2 { 5 } else { 4 }), &[])
+        if self.ver.uniform {
+            TaggedIter::EMPTY
+        } else {
+            self.src.tagged(self.at[0] as usize + (if self.ver.version >= 2 { 5 } else { 4 }), &[])
+        }
     }
 }
 
@@ -248,7 +252,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerView<'a> {
         if ver.version == 2 {
             r.take(1, "WritableTxnMarker.TransactionVersion")?;
         }
-        r.unknown_tagged_fields("WritableTxnMarker._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("WritableTxnMarker._tagged_fields")?;
         Ok(())
     }
 
@@ -293,7 +297,7 @@ impl<'a> WritableTxnMarkerTopicView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -302,7 +306,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.check_str(true, "WritableTxnMarkerTopic.Name")?;
         view::check_array::<i32>(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?;
-        r.unknown_tagged_fields("WritableTxnMarkerTopic._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("WritableTxnMarkerTopic._tagged_fields")?;
         Ok(())
     }
 
@@ -517,7 +521,7 @@ impl<'a> WritableTxnMarkerResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[0] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[0] as usize, &[]) }
     }
 }
 
@@ -526,7 +530,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerResultView<'a> {
     fn check(r: &mut Reader<'a>, ver: Ver, _: &'static str) -> Result<(), DecodeError> {
         r.take(8, "WritableTxnMarkerResult.ProducerId")?;
         view::check_array::<WritableTxnMarkerTopicResultView<'a>>(r, ver, "WritableTxnMarkerResult.Topics")?;
-        r.unknown_tagged_fields("WritableTxnMarkerResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("WritableTxnMarkerResult._tagged_fields")?;
         Ok(())
     }
 
@@ -570,7 +574,7 @@ impl<'a> WritableTxnMarkerTopicResultView<'a> {
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {
-        self.src.tagged(self.at[1] as usize, &[])
+        if self.ver.uniform { TaggedIter::EMPTY } else { self.src.tagged(self.at[1] as usize, &[]) }
     }
 }
 
@@ -583,7 +587,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
             ver,
             "WritableTxnMarkerTopicResult.Partitions",
         )?;
-        r.unknown_tagged_fields("WritableTxnMarkerTopicResult._tagged_fields")?;
+        r.fixed_struct_unknown_tagged_fields("WritableTxnMarkerTopicResult._tagged_fields")?;
         Ok(())
     }
 

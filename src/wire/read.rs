@@ -13,7 +13,7 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     base: usize,
-    /// No fixed-layout array element read so far had a tagged field (see
+    /// No struct read so far, other than the body, had a tagged field (see
     /// [`crate::types::Ver::uniform`]).
     uniform: bool,
 }
@@ -30,12 +30,12 @@ impl<'a> Reader<'a> {
         Reader { buf, pos: 0, base, uniform: true }
     }
 
-    /// Whether every fixed-layout array element seen had an empty tagged section.
+    /// Whether no struct seen, other than the body, had a tagged field.
     pub(crate) const fn uniform(&self) -> bool {
         self.uniform
     }
 
-    /// Records that a fixed-layout array element had tagged fields.
+    /// Records that a struct other than the body had tagged fields.
     pub(crate) fn not_uniform(&mut self) {
         self.uniform = false;
     }
@@ -739,11 +739,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// [`Reader::tagged_fields`] for a struct of fixed-width fields: one whose section is not
-    /// empty means that such structs have no one stride in this body.
-    ///
-    /// Only the fixed-width structs that know a tag call it (three, in Fetch, BrokerHeartbeat
-    /// and UpdateRaftVoter): a build without those APIs does not.
+    /// [`Reader::tagged_fields`] for a struct other than the body: one whose section is not
+    /// empty means that the body is not uniform (see [`crate::types::Ver::uniform`]).
     #[allow(dead_code)]
     #[inline]
     pub(crate) fn fixed_struct_tagged_fields(

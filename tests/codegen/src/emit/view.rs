@@ -331,14 +331,14 @@ fn unknown_tagged_fields(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
     let known = known_tags(&cx.tagged_fields(s));
     let tagged =
         || format!("self.src.tagged({}, &[{known}])", lay.tags.expr(s, "self.at", cx.flexible_in(s), ver));
-    // The check pass found every tagged section of a struct of fixed-width fields empty
+    // The check pass found every tagged section of a struct other than the body empty
     // when the body is `uniform` (see `Ver::uniform`): no need to read it again.
     let uniform = format!("{}.uniform", ver.value());
-    let body = match (cx.flex(s), all_fixed(s)) {
-        (Some(true), false) => tagged(),
-        (Some(true), true) => if_else(&uniform, "TaggedIter::EMPTY", &tagged()),
-        (_, false) => if_else(&ver.flexible(), &tagged(), "TaggedIter::EMPTY"),
-        (_, true) => if_else(&format!("{} && !{uniform}", ver.flexible()), &tagged(), "TaggedIter::EMPTY"),
+    let body = match (cx.flex(s), cx.is_root(s)) {
+        (Some(true), true) => tagged(),
+        (Some(true), false) => if_else(&uniform, "TaggedIter::EMPTY", &tagged()),
+        (_, true) => if_else(&ver.flexible(), &tagged(), "TaggedIter::EMPTY"),
+        (_, false) => if_else(&format!("{} && !{uniform}", ver.flexible()), &tagged(), "TaggedIter::EMPTY"),
     };
     fb.finish(Stmt::line(body)) + "\n"
 }
@@ -446,9 +446,10 @@ fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
     );
     if cx.has_tags(s) && cx.flex(s) != Some(false) {
         let tagged = cx.tagged_fields(s);
-        // A struct of fixed-width fields with tagged fields has no one stride (see
-        // `Ver::uniform`), wherever it is.
-        let prefix = if all_fixed(s) { "fixed_struct_" } else { "" };
+        // A struct that is not the body, with tagged fields, makes the body not `uniform`
+        // (see `Ver::uniform`): structs of fixed-width fields have no one stride then, and
+        // every struct's accessors read their tagged sections again.
+        let prefix = if root { "" } else { "fixed_struct_" };
         let field = q(&format!("{n}._tagged_fields"));
         // A struct that knows no tag calls the reader's one non-generic form, so that the
         // section's loop is not compiled again for each struct's closure.
