@@ -211,7 +211,7 @@ pub struct AddPartitionsToTxnRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(AddPartitionsToTxnRequestView, AddPartitionsToTxnRequest, at);
+body_view!(fast AddPartitionsToTxnRequestView, AddPartitionsToTxnRequest, at);
 view_common!(AddPartitionsToTxnRequestView {
     transactions,
     v3_and_below_transactional_id,
@@ -299,6 +299,30 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version >= 4 {
+            view::fast_array::<AddPartitionsToTxnTransactionView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            r.fast_take(10)?;
+        }
+        if ver.version <= 3 {
+            view::fast_array::<AddPartitionsToTxnTopicView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a AddPartitionsToTxnTransaction: transactions to add partitions to (from version 4, sent by brokers).
@@ -375,6 +399,15 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(11)?;
+        view::fast_array::<AddPartitionsToTxnTopicView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -432,6 +465,16 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
             r.unknown_tagged_fields("AddPartitionsToTxnTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -664,7 +707,7 @@ pub struct AddPartitionsToTxnResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(AddPartitionsToTxnResponseView, AddPartitionsToTxnResponse, at);
+body_view!(fast AddPartitionsToTxnResponseView, AddPartitionsToTxnResponse, at);
 view_common!(AddPartitionsToTxnResponseView {
     throttle_time_ms,
     error_code,
@@ -736,6 +779,27 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(4)?;
+        if ver.version >= 4 {
+            r.fast_take(2)?;
+        }
+        if ver.version >= 4 {
+            view::fast_array::<AddPartitionsToTxnResultView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            view::fast_array::<AddPartitionsToTxnTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a AddPartitionsToTxnResult: results for each transaction (from version 4).
@@ -782,6 +846,14 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
         )?;
         r.unknown_tagged_fields("AddPartitionsToTxnResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<AddPartitionsToTxnTopicResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -844,6 +916,16 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
             r.unknown_tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<AddPartitionsToTxnPartitionResultView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

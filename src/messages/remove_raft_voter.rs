@@ -115,8 +115,8 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
         r.unknown_tagged_fields("RemoveRaftVoterRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
-    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_nullable_str(true)?;
@@ -233,8 +233,8 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         r.unknown_tagged_fields("RemoveRaftVoterResponse._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
-    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_take(6)?;

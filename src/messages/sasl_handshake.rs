@@ -61,8 +61,8 @@ impl<'a> SaslHandshakeRequestView<'a> {
         r.check_str(false, "SaslHandshakeRequest.Mechanism")?;
         Ok([])
     }
-    #[inline]
-    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         r.fast_str(false)?;
         Some([])
     }
@@ -128,8 +128,8 @@ impl<'a> SaslHandshakeResponseView<'a> {
         view::check_array::<&'a str>(r, ver, "SaslHandshakeResponse.Mechanisms")?;
         Ok([])
     }
-    #[inline]
-    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         r.fast_take(2)?;
         r.fast_str_array(false, false)?;
         Some([])
