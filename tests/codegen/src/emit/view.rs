@@ -522,12 +522,17 @@ fn fast_step(cx: &Ctx, f: &F, ver: &Ver) -> Stmt {
         }
         // Never null (see `fast_eligible`).
         Type::Struct(n) => return Stmt::line(format!("{n}View::fast(r, {v})?;")),
-        _ => (Stmt::line(format!("r.fast_str({flex})?;")), Stmt::line(format!("r.fast_nullable_str({flex})?;"))),
+        _ => (
+            Stmt::line(format!("r.fast_str({flex})?;")),
+            Stmt::line(format!("r.fast_nullable_str({flex})?;")),
+        ),
     };
     match nullable_now {
         Cond::Always => nullable,
         Cond::Never => plain,
-        Cond::If(c) => Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) },
+        Cond::If(c) => {
+            Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) }
+        }
     }
 }
 
