@@ -865,7 +865,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(14)?;
         r.fast_fixed_array(true, false, 4)?;
         r.fast_take(5)?;

@@ -320,7 +320,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(4)?;
         r.fast_fixed_array(true, true, 4)?;
         r.fast_no_tags()?;
@@ -722,7 +722,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(6)?;
         r.fast_nullable_str(true)?;
         r.fast_no_tags()?;

@@ -390,7 +390,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_str(true)?;
         r.fast_take(4)?;
@@ -462,7 +462,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(4)?;
         r.fast_no_tags()?;

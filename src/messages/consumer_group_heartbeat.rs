@@ -374,7 +374,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(16)?;
         r.fast_fixed_array(true, false, 4)?;
         r.fast_no_tags()?;

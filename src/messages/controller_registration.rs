@@ -285,7 +285,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_str(true)?;
         r.fast_take(4)?;
@@ -357,7 +357,7 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(4)?;
         r.fast_no_tags()?;
@@ -495,7 +495,7 @@ impl<'a> ControllerRegistrationResponseView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_take(6)?;

@@ -1007,7 +1007,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_nullable_str(true)?;
         r.fast_take(3)?;

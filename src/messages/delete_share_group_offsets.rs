@@ -180,7 +180,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_no_tags()?;
         Some(())
@@ -443,7 +443,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(18)?;
         r.fast_nullable_str(true)?;

@@ -1132,7 +1132,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_str(true)?;
         r.fast_take(2)?;

@@ -82,7 +82,7 @@ impl<'a> DescribeTransactionsRequestView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_str_array(true, false)?;
@@ -451,7 +451,7 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_fixed_array(true, false, 4)?;
         r.fast_no_tags()?;

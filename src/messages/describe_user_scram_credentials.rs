@@ -172,7 +172,7 @@ impl<'a> ElementImpl<'a> for UserNameView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_no_tags()?;
         Some(())

@@ -575,7 +575,7 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(4)?;
         r.fast_str(true)?;

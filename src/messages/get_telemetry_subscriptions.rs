@@ -283,7 +283,7 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 2]> {
         let start = r.pos();
         let mut at = [0; 2];
         r.fast_take(26)?;

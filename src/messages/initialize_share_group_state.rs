@@ -565,7 +565,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(6)?;
         r.fast_nullable_str(true)?;
         r.fast_no_tags()?;

@@ -207,7 +207,7 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_fixed_array(true, false, 4)?;
         r.fast_no_tags()?;
@@ -583,7 +583,7 @@ impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(4)?;
         r.fast_fixed_array(true, false, 4)?;
         r.fast_fixed_array(true, false, 4)?;

@@ -394,7 +394,7 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(8)?;
         r.fast_str(true)?;

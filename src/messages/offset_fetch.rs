@@ -1476,7 +1476,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(16)?;
         r.fast_nullable_str(true)?;
         r.fast_take(2)?;

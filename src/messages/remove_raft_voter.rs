@@ -116,7 +116,7 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_nullable_str(true)?;
@@ -234,7 +234,7 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_take(6)?;

@@ -62,7 +62,7 @@ impl<'a> SaslHandshakeRequestView<'a> {
         Ok([])
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_str(false)?;
         Some([])
     }
@@ -129,7 +129,7 @@ impl<'a> SaslHandshakeResponseView<'a> {
         Ok([])
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(2)?;
         r.fast_str_array(false, false)?;
         Some([])

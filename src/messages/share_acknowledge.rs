@@ -448,7 +448,7 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(16)?;
         r.fast_fixed_array(true, false, 1)?;
         r.fast_no_tags()?;
@@ -1033,7 +1033,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(4)?;
         r.fast_str(true)?;
         r.fast_take(4)?;

@@ -92,7 +92,7 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_str_array(true, false)?;
@@ -743,7 +743,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(16)?;
         r.fast_str(true)?;
         r.fast_fixed_array(true, false, 4)?;

@@ -144,7 +144,7 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 4]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 4]> {
         let start = r.pos();
         let mut at = [0; 4];
         r.fast_str(true)?;

@@ -1877,7 +1877,7 @@ impl<'a> ElementImpl<'a> for StatusView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_take(1)?;
         r.fast_str(true)?;
         r.fast_no_tags()?;
@@ -1939,7 +1939,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_fixed_array(true, false, 4)?;
         r.fast_no_tags()?;
@@ -2074,7 +2074,7 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(2)?;
         r.fast_no_tags()?;
@@ -2137,7 +2137,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_fixed_array(true, false, 4)?;
         r.fast_no_tags()?;

@@ -513,7 +513,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(1)?;
         r.fast_str_array(true, false)?;
@@ -721,7 +721,7 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
         Ok(at)
     }
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
         r.fast_take(6)?;

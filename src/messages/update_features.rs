@@ -547,7 +547,7 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
     }
 
     #[inline(always)]
-    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
         r.fast_str(true)?;
         r.fast_take(2)?;
         r.fast_nullable_str(true)?;

@@ -507,13 +507,14 @@ fn fast_reached(cx: &Ctx, s: &Struct) -> bool {
 /// `view::fast_array`, an element's `fast`) answer `None` for anything off the fast path.
 fn fast_step(cx: &Ctx, f: &F, ver: &Ver) -> Stmt {
     let flex = cx.flex_expr(f.s, ver);
-    let v = ver.value();
+    // Asked only where used: asking records a use of the version.
+    let v = || ver.value();
     let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
     let (plain, nullable) = match &f.f.ty {
         Type::Array(t) => {
             let call = |n: bool| match (&**t, t.fixed_width()) {
                 (Type::Struct(_), _) => {
-                    format!("view::fast_array::<{}>(r, {flex}, {n}, {v})?;", cx.view_elem_ty(t))
+                    format!("view::fast_array::<{}>(r, {flex}, {n}, {})?;", cx.view_elem_ty(t), v())
                 }
                 (_, Some(w)) => format!("r.fast_fixed_array({flex}, {n}, {w})?;"),
                 _ => format!("r.fast_str_array({flex}, {n})?;"),
@@ -521,7 +522,7 @@ fn fast_step(cx: &Ctx, f: &F, ver: &Ver) -> Stmt {
             (Stmt::line(call(false)), Stmt::line(call(true)))
         }
         // Never null (see `fast_eligible`).
-        Type::Struct(n) => return Stmt::line(format!("{n}View::fast(r, {v})?;")),
+        Type::Struct(n) => return Stmt::line(format!("{n}View::fast(r, {})?;", v())),
         _ => (
             Stmt::line(format!("r.fast_str({flex})?;")),
             Stmt::line(format!("r.fast_nullable_str({flex})?;")),
