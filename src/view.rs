@@ -413,6 +413,14 @@ pub(crate) mod private {
         }
         /// Checks one element and moves past it.
         fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError>;
+        /// [`Self::check`] on a body's fast pass (see `body_view!`): `None` only says that the
+        /// element is not for the fast path (an error, or a form left to the general pass).
+        /// Elements that the fast pass never reaches keep this default.
+        #[inline(always)]
+        fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+            let _ = (r, ver);
+            None
+        }
         /// The element at `pos` of checked bytes, and the offset after it.
         fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize);
         /// The element that is exactly `src`, for elements of one stride ([`super::stride`]).
@@ -489,6 +497,44 @@ pub(crate) fn check_elements<'a, T: Element<'a>>(
                 T::check(r, ver, field)?;
             }
             Ok(())
+        }
+    }
+}
+
+/// An array of `T` on a body's fast pass (see `body_view!` and [`Reader::fast_str`]): the
+/// count, then the elements as [`check_elements`] takes them when every tagged section is
+/// empty, each element of variable length by its own fast check. `None` for anything else,
+/// which the general pass then checks.
+#[inline(always)]
+pub(crate) fn fast_array<'a, T: Element<'a>>(
+    r: &mut Reader<'a>,
+    flexible: bool,
+    nullable: bool,
+    ver: Ver,
+) -> Option<()> {
+    let count = r.fast_count(flexible, nullable)?;
+    // As the general pass: a count larger than the bytes left is refused first (an element
+    // may take no byte).
+    if count > r.remaining() {
+        return None;
+    }
+    match T::layout(ver) {
+        // The count is at most the bytes left, so this cannot overflow.
+        Layout::Fixed(n) => r.fast_take(n * count),
+        Layout::Tagged(n) => {
+            let stride = n + 1;
+            let run = count.checked_mul(stride).filter(|&run| run <= r.remaining())?;
+            if !r.rest(run).chunks_exact(stride).all(|e| e.last() == Some(&0)) {
+                return None;
+            }
+            r.advance(run);
+            Some(())
+        }
+        Layout::Var => {
+            for _ in 0..count {
+                T::fast(r, ver)?;
+            }
+            Some(())
         }
     }
 }
@@ -692,6 +738,10 @@ macro_rules! scalar_element {
             fn check(r: &mut Reader<'a>, _: Ver, field: &'static str) -> Result<(), DecodeError> {
                 r.take($n, field).map(drop)
             }
+            #[inline(always)]
+            fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+                r.fast_take($n)
+            }
             #[inline]
             fn at(src: Src<'a>, pos: usize, _: Ver) -> (Self, usize) {
                 (src.$read(pos), pos + $n)
@@ -723,6 +773,10 @@ impl<'a> private::ElementImpl<'a> for &'a str {
     #[inline(always)]
     fn check(r: &mut Reader<'a>, ver: Ver, field: &'static str) -> Result<(), DecodeError> {
         r.check_str(ver.flexible, field)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)
     }
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {

@@ -124,7 +124,7 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
         let start = r.pos();
         let mut at = [0; 2];
@@ -226,7 +226,7 @@ impl<'a> AddOffsetsToTxnResponseView<'a> {
         }
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         r.fast_take(6)?;
         if ver.flexible {

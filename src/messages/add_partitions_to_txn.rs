@@ -211,7 +211,7 @@ pub struct AddPartitionsToTxnRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(AddPartitionsToTxnRequestView, AddPartitionsToTxnRequest, at);
+body_view!(fast AddPartitionsToTxnRequestView, AddPartitionsToTxnRequest, at);
 view_common!(AddPartitionsToTxnRequestView {
     transactions,
     v3_and_below_transactional_id,
@@ -299,6 +299,30 @@ impl<'a> AddPartitionsToTxnRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version >= 4 {
+            view::fast_array::<AddPartitionsToTxnTransactionView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            r.fast_take(10)?;
+        }
+        if ver.version <= 3 {
+            view::fast_array::<AddPartitionsToTxnTopicView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a AddPartitionsToTxnTransaction: transactions to add partitions to (from version 4, sent by brokers).
@@ -375,6 +399,15 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTransactionView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(11)?;
+        view::fast_array::<AddPartitionsToTxnTopicView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -436,6 +469,16 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -668,7 +711,7 @@ pub struct AddPartitionsToTxnResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(AddPartitionsToTxnResponseView, AddPartitionsToTxnResponse, at);
+body_view!(fast AddPartitionsToTxnResponseView, AddPartitionsToTxnResponse, at);
 view_common!(AddPartitionsToTxnResponseView {
     throttle_time_ms,
     error_code,
@@ -740,6 +783,27 @@ impl<'a> AddPartitionsToTxnResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(4)?;
+        if ver.version >= 4 {
+            r.fast_take(2)?;
+        }
+        if ver.version >= 4 {
+            view::fast_array::<AddPartitionsToTxnResultView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            view::fast_array::<AddPartitionsToTxnTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a AddPartitionsToTxnResult: results for each transaction (from version 4).
@@ -786,6 +850,14 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnResultView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<AddPartitionsToTxnTopicResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -852,6 +924,16 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<AddPartitionsToTxnPartitionResultView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

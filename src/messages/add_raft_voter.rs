@@ -132,7 +132,7 @@ pub struct AddRaftVoterRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(AddRaftVoterRequestView, AddRaftVoterRequest, at);
+body_view!(fast AddRaftVoterRequestView, AddRaftVoterRequest, at);
 view_common!(AddRaftVoterRequestView {
     cluster_id,
     timeout_ms,
@@ -207,6 +207,21 @@ impl<'a> AddRaftVoterRequestView<'a> {
         r.unknown_tagged_fields("AddRaftVoterRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(24)?;
+        view::fast_array::<ListenerView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.version == 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a Listener: listeners on which the new voter can be reached.
@@ -256,6 +271,15 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.take(2, "Listener.Port")?;
         r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -377,7 +401,7 @@ impl<'a> AddRaftVoterResponseView<'a> {
         r.unknown_tagged_fields("AddRaftVoterResponse._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];

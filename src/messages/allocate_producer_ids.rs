@@ -99,7 +99,7 @@ impl<'a> AllocateProducerIdsRequestView<'a> {
         r.unknown_tagged_fields("AllocateProducerIdsRequest._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(12)?;
         r.fast_no_tags()?;
@@ -218,7 +218,7 @@ impl<'a> AllocateProducerIdsResponseView<'a> {
         r.unknown_tagged_fields("AllocateProducerIdsResponse._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(18)?;
         r.fast_no_tags()?;

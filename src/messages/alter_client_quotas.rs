@@ -208,7 +208,7 @@ pub struct AlterClientQuotasRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterClientQuotasRequestView, AlterClientQuotasRequest, at);
+body_view!(fast AlterClientQuotasRequestView, AlterClientQuotasRequest, at);
 view_common!(AlterClientQuotasRequestView { entries, validate_only });
 
 impl<'a> AlterClientQuotasRequestView<'a> {
@@ -245,6 +245,18 @@ impl<'a> AlterClientQuotasRequestView<'a> {
             r.unknown_tagged_fields("AlterClientQuotasRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<AlterClientQuotasRequestEntryDataView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -296,6 +308,16 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntryDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterClientQuotasRequestEntryData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        view::fast_array::<AlterClientQuotasRequestEntityDataView<'a>>(r, ver.flexible, false, ver)?;
+        view::fast_array::<OpDataView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -359,6 +381,16 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasRequestEntityDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterClientQuotasRequestEntityData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -429,6 +461,16 @@ impl<'a> ElementImpl<'a> for OpDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("OpData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(9)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -613,7 +655,7 @@ pub struct AlterClientQuotasResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterClientQuotasResponseView, AlterClientQuotasResponse, at);
+body_view!(fast AlterClientQuotasResponseView, AlterClientQuotasResponse, at);
 view_common!(AlterClientQuotasResponseView { throttle_time_ms, entries });
 
 impl<'a> AlterClientQuotasResponseView<'a> {
@@ -650,6 +692,18 @@ impl<'a> AlterClientQuotasResponseView<'a> {
             r.unknown_tagged_fields("AlterClientQuotasResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<AlterClientQuotasResponseEntryDataView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -708,6 +762,17 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntryDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        view::fast_array::<AlterClientQuotasResponseEntityDataView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -771,6 +836,16 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterClientQuotasResponseEntityData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

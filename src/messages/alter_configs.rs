@@ -149,7 +149,7 @@ pub struct AlterConfigsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterConfigsRequestView, AlterConfigsRequest, at);
+body_view!(fast AlterConfigsRequestView, AlterConfigsRequest, at);
 view_common!(AlterConfigsRequestView { resources, validate_only });
 
 impl<'a> AlterConfigsRequestView<'a> {
@@ -182,6 +182,18 @@ impl<'a> AlterConfigsRequestView<'a> {
             r.unknown_tagged_fields("AlterConfigsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<AlterConfigsResourceView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -238,6 +250,17 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<AlterableConfigView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -302,6 +325,16 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterableConfig._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -434,7 +467,7 @@ pub struct AlterConfigsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterConfigsResponseView, AlterConfigsResponse, at);
+body_view!(fast AlterConfigsResponseView, AlterConfigsResponse, at);
 view_common!(AlterConfigsResponseView { throttle_time_ms, responses });
 
 impl<'a> AlterConfigsResponseView<'a> {
@@ -467,6 +500,18 @@ impl<'a> AlterConfigsResponseView<'a> {
             r.unknown_tagged_fields("AlterConfigsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<AlterConfigsResourceResponseView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -530,6 +575,18 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -220,7 +220,7 @@ pub struct AlterPartitionRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterPartitionRequestView, AlterPartitionRequest, at);
+body_view!(fast AlterPartitionRequestView, AlterPartitionRequest, at);
 view_common!(AlterPartitionRequestView { broker_id, broker_epoch, topics });
 
 impl<'a> AlterPartitionRequestView<'a> {
@@ -257,6 +257,16 @@ impl<'a> AlterPartitionRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("AlterPartitionRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(12)?;
+        view::fast_array::<AlterPartitionRequestTopicDataView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -302,6 +312,14 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestTopicDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AlterPartitionRequestTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<AlterPartitionRequestPartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -410,6 +428,20 @@ impl<'a> ElementImpl<'a> for AlterPartitionRequestPartitionDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AlterPartitionRequestPartitionData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(8)?;
+        if ver.version == 2 {
+            r.fast_fixed_array(true, false, 4)?;
+        }
+        if ver.version == 3 {
+            view::fast_array::<BrokerStateView<'a>>(r, true, false, ver)?;
+        }
+        r.fast_take(5)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -622,7 +654,7 @@ pub struct AlterPartitionResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterPartitionResponseView, AlterPartitionResponse, at);
+body_view!(fast AlterPartitionResponseView, AlterPartitionResponse, at);
 view_common!(AlterPartitionResponseView { throttle_time_ms, error_code, topics });
 
 impl<'a> AlterPartitionResponseView<'a> {
@@ -663,6 +695,16 @@ impl<'a> AlterPartitionResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("AlterPartitionResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        view::fast_array::<AlterPartitionResponseTopicDataView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -708,6 +750,14 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponseTopicDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AlterPartitionResponseTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<AlterPartitionResponsePartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -812,6 +862,15 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AlterPartitionResponsePartitionData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(14)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_take(5)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

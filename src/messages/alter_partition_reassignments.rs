@@ -159,7 +159,7 @@ pub struct AlterPartitionReassignmentsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterPartitionReassignmentsRequestView, AlterPartitionReassignmentsRequest, at);
+body_view!(fast AlterPartitionReassignmentsRequestView, AlterPartitionReassignmentsRequest, at);
 view_common!(AlterPartitionReassignmentsRequestView { timeout_ms, allow_replication_factor_change, topics });
 
 impl<'a> AlterPartitionReassignmentsRequestView<'a> {
@@ -199,6 +199,19 @@ impl<'a> AlterPartitionReassignmentsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("AlterPartitionReassignmentsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        if ver.version == 1 {
+            r.fast_take(1)?;
+        }
+        view::fast_array::<ReassignableTopicView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -242,6 +255,14 @@ impl<'a> ElementImpl<'a> for ReassignableTopicView<'a> {
         view::check_array::<ReassignablePartitionView<'a>>(r, ver, "ReassignableTopic.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ReassignableTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<ReassignablePartitionView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -296,6 +317,14 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
         view::check_nullable_array::<i32>(r, ver, "ReassignablePartition.Replicas")?;
         r.fixed_struct_unknown_tagged_fields("ReassignablePartition._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_fixed_array(true, true, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -488,7 +517,7 @@ pub struct AlterPartitionReassignmentsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(AlterPartitionReassignmentsResponseView, AlterPartitionReassignmentsResponse, at);
+body_view!(fast AlterPartitionReassignmentsResponseView, AlterPartitionReassignmentsResponse, at);
 view_common!(AlterPartitionReassignmentsResponseView {
     throttle_time_ms,
     allow_replication_factor_change,
@@ -554,6 +583,22 @@ impl<'a> AlterPartitionReassignmentsResponseView<'a> {
         r.unknown_tagged_fields("AlterPartitionReassignmentsResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(4)?;
+        if ver.version == 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<ReassignableTopicResponseView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a ReassignableTopicResponse: results grouped by topic.
@@ -600,6 +645,14 @@ impl<'a> ElementImpl<'a> for ReassignableTopicResponseView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("ReassignableTopicResponse._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<ReassignablePartitionResponseView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -666,6 +719,14 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
         r.check_nullable_str(true, "ReassignablePartitionResponse.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("ReassignablePartitionResponse._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -134,7 +134,7 @@ pub struct AlterReplicaLogDirsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterReplicaLogDirsRequestView, AlterReplicaLogDirsRequest, at);
+body_view!(fast AlterReplicaLogDirsRequestView, AlterReplicaLogDirsRequest, at);
 view_common!(AlterReplicaLogDirsRequestView { dirs });
 
 impl<'a> AlterReplicaLogDirsRequestView<'a> {
@@ -160,6 +160,17 @@ impl<'a> AlterReplicaLogDirsRequestView<'a> {
             r.unknown_tagged_fields("AlterReplicaLogDirsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<AlterReplicaLogDirView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -209,6 +220,16 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterReplicaLogDir._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<AlterReplicaLogDirTopicView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -273,6 +294,16 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterReplicaLogDirTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -432,7 +463,7 @@ pub struct AlterReplicaLogDirsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterReplicaLogDirsResponseView, AlterReplicaLogDirsResponse, at);
+body_view!(fast AlterReplicaLogDirsResponseView, AlterReplicaLogDirsResponse, at);
 view_common!(AlterReplicaLogDirsResponseView { throttle_time_ms, results });
 
 impl<'a> AlterReplicaLogDirsResponseView<'a> {
@@ -469,6 +500,18 @@ impl<'a> AlterReplicaLogDirsResponseView<'a> {
             r.unknown_tagged_fields("AlterReplicaLogDirsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<AlterReplicaLogDirTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -522,6 +565,16 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<AlterReplicaLogDirPartitionResultView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -131,7 +131,7 @@ pub struct AlterShareGroupOffsetsRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(AlterShareGroupOffsetsRequestView, AlterShareGroupOffsetsRequest, at);
+body_view!(fast AlterShareGroupOffsetsRequestView, AlterShareGroupOffsetsRequest, at);
 view_common!(AlterShareGroupOffsetsRequestView { group_id, topics });
 
 impl<'a> AlterShareGroupOffsetsRequestView<'a> {
@@ -167,6 +167,17 @@ impl<'a> AlterShareGroupOffsetsRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("AlterShareGroupOffsetsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<AlterShareGroupOffsetsRequestTopicView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -214,6 +225,14 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestTopicView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<AlterShareGroupOffsetsRequestPartitionView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -435,7 +454,7 @@ pub struct AlterShareGroupOffsetsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(AlterShareGroupOffsetsResponseView, AlterShareGroupOffsetsResponse, at);
+body_view!(fast AlterShareGroupOffsetsResponseView, AlterShareGroupOffsetsResponse, at);
 view_common!(AlterShareGroupOffsetsResponseView { throttle_time_ms, error_code, error_message, responses });
 
 impl<'a> AlterShareGroupOffsetsResponseView<'a> {
@@ -491,6 +510,18 @@ impl<'a> AlterShareGroupOffsetsResponseView<'a> {
         r.unknown_tagged_fields("AlterShareGroupOffsetsResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<AlterShareGroupOffsetsResponseTopicView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a AlterShareGroupOffsetsResponseTopic: results grouped by topic.
@@ -544,6 +575,15 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponseTopicView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(16)?;
+        view::fast_array::<AlterShareGroupOffsetsResponsePartitionView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -611,6 +651,14 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
         r.check_nullable_str(true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

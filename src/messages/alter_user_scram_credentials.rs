@@ -423,7 +423,7 @@ pub struct AlterUserScramCredentialsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AlterUserScramCredentialsResponseView, AlterUserScramCredentialsResponse, at);
+body_view!(fast AlterUserScramCredentialsResponseView, AlterUserScramCredentialsResponse, at);
 view_common!(AlterUserScramCredentialsResponseView { throttle_time_ms, results });
 
 impl<'a> AlterUserScramCredentialsResponseView<'a> {
@@ -458,6 +458,16 @@ impl<'a> AlterUserScramCredentialsResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("AlterUserScramCredentialsResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<AlterUserScramCredentialsResultView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -508,6 +518,15 @@ impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
         r.check_nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("AlterUserScramCredentialsResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -186,7 +186,7 @@ impl<'a> ApiVersionsRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
         let start = r.pos();
         let mut at = [0; 3];
@@ -493,7 +493,7 @@ pub struct ApiVersionsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ApiVersionsResponseView, ApiVersionsResponse, at);
+body_view!(fast ApiVersionsResponseView, ApiVersionsResponse, at);
 view_common!(ApiVersionsResponseView {
     error_code,
     api_keys,
@@ -616,6 +616,21 @@ impl<'a> ApiVersionsResponseView<'a> {
             })?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(2)?;
+        view::fast_array::<ApiVersionView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(4)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 

@@ -171,7 +171,7 @@ pub struct AssignReplicasToDirsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AssignReplicasToDirsRequestView, AssignReplicasToDirsRequest, at);
+body_view!(fast AssignReplicasToDirsRequestView, AssignReplicasToDirsRequest, at);
 view_common!(AssignReplicasToDirsRequestView { broker_id, broker_epoch, directories });
 
 impl<'a> AssignReplicasToDirsRequestView<'a> {
@@ -215,6 +215,16 @@ impl<'a> AssignReplicasToDirsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("AssignReplicasToDirsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(12)?;
+        view::fast_array::<AssignReplicasToDirsRequestDirectoryDataView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -260,6 +270,14 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestDirectoryDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<AssignReplicasToDirsRequestTopicDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -315,6 +333,14 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestTopicDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<AssignReplicasToDirsRequestPartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -532,7 +558,7 @@ pub struct AssignReplicasToDirsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(AssignReplicasToDirsResponseView, AssignReplicasToDirsResponse, at);
+body_view!(fast AssignReplicasToDirsResponseView, AssignReplicasToDirsResponse, at);
 view_common!(AssignReplicasToDirsResponseView { throttle_time_ms, error_code, directories });
 
 impl<'a> AssignReplicasToDirsResponseView<'a> {
@@ -580,6 +606,16 @@ impl<'a> AssignReplicasToDirsResponseView<'a> {
         r.unknown_tagged_fields("AssignReplicasToDirsResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        view::fast_array::<AssignReplicasToDirsResponseDirectoryDataView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a AssignReplicasToDirsResponseDirectoryData: results grouped by log directory.
@@ -624,6 +660,14 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseDirectoryDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<AssignReplicasToDirsResponseTopicDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -679,6 +723,14 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponseTopicDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<AssignReplicasToDirsResponsePartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -232,7 +232,7 @@ pub struct BeginQuorumEpochRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(BeginQuorumEpochRequestView, BeginQuorumEpochRequest, at);
+body_view!(fast BeginQuorumEpochRequestView, BeginQuorumEpochRequest, at);
 view_common!(BeginQuorumEpochRequestView { cluster_id, voter_id, topics, leader_endpoints });
 
 impl<'a> BeginQuorumEpochRequestView<'a> {
@@ -294,6 +294,26 @@ impl<'a> BeginQuorumEpochRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_nullable_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version == 1 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<BeginQuorumEpochRequestTopicDataView<'a>>(r, ver.flexible, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.version == 1 {
+            view::fast_array::<LeaderEndpointView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a BeginQuorumEpochRequestTopicData: topics whose quorum has a new leader; in practice the metadata log.
@@ -346,6 +366,16 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestTopicDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<BeginQuorumEpochRequestPartitionDataView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -494,6 +524,15 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         r.take(2, "LeaderEndpoint.Port")?;
         r.fixed_struct_unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -711,7 +750,7 @@ pub struct BeginQuorumEpochResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(BeginQuorumEpochResponseView, BeginQuorumEpochResponse, at);
+body_view!(fast BeginQuorumEpochResponseView, BeginQuorumEpochResponse, at);
 view_common!(BeginQuorumEpochResponseView { error_code, topics, node_endpoints });
 
 impl<'a> BeginQuorumEpochResponseView<'a> {
@@ -773,6 +812,18 @@ impl<'a> BeginQuorumEpochResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(2)?;
+        view::fast_array::<BeginQuorumEpochResponseTopicDataView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a BeginQuorumEpochResponseTopicData: results grouped by topic.
@@ -825,6 +876,16 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponseTopicDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<BeginQuorumEpochResponsePartitionDataView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

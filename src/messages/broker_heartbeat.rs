@@ -243,7 +243,7 @@ impl<'a> BrokerHeartbeatRequestView<'a> {
         })?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(22)?;
         r.fast_no_tags()?;
@@ -383,7 +383,7 @@ impl<'a> BrokerHeartbeatResponseView<'a> {
         r.unknown_tagged_fields("BrokerHeartbeatResponse._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(9)?;
         r.fast_no_tags()?;

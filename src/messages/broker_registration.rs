@@ -200,7 +200,7 @@ pub struct BrokerRegistrationRequestView<'a> {
     at: [u32; 5],
 }
 
-body_view!(BrokerRegistrationRequestView, BrokerRegistrationRequest, at);
+body_view!(fast BrokerRegistrationRequestView, BrokerRegistrationRequest, at);
 view_common!(BrokerRegistrationRequestView {
     broker_id,
     cluster_id,
@@ -305,6 +305,33 @@ impl<'a> BrokerRegistrationRequestView<'a> {
         r.unknown_tagged_fields("BrokerRegistrationRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 5]> {
+        let start = r.pos();
+        let mut at = [0; 5];
+        r.fast_take(4)?;
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(16)?;
+        view::fast_array::<ListenerView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        view::fast_array::<FeatureView<'a>>(r, true, false, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_nullable_str(true)?;
+        at[3] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        if ver.version >= 2 {
+            r.fast_fixed_array(true, false, 16)?;
+        }
+        at[4] = (r.pos() - start) as u32;
+        if ver.version >= 3 {
+            r.fast_take(8)?;
+        }
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a Listener: listeners on which the broker can be reached.
@@ -360,6 +387,15 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
         r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -423,6 +459,14 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
         r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
         r.fixed_struct_unknown_tagged_fields("Feature._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -541,7 +585,7 @@ impl<'a> BrokerRegistrationResponseView<'a> {
         r.unknown_tagged_fields("BrokerRegistrationResponse._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(14)?;
         r.fast_no_tags()?;

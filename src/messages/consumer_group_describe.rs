@@ -96,7 +96,7 @@ impl<'a> ConsumerGroupDescribeRequestView<'a> {
         r.unknown_tagged_fields("ConsumerGroupDescribeRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
@@ -401,7 +401,7 @@ pub struct ConsumerGroupDescribeResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ConsumerGroupDescribeResponseView, ConsumerGroupDescribeResponse, at);
+body_view!(fast ConsumerGroupDescribeResponseView, ConsumerGroupDescribeResponse, at);
 view_common!(ConsumerGroupDescribeResponseView { throttle_time_ms, groups });
 
 impl<'a> ConsumerGroupDescribeResponseView<'a> {
@@ -432,6 +432,16 @@ impl<'a> ConsumerGroupDescribeResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ConsumerGroupDescribeResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DescribedGroupView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -533,6 +543,20 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         r.take(4, "DescribedGroup.AuthorizedOperations")?;
         r.fixed_struct_unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(8)?;
+        r.fast_str(true)?;
+        view::fast_array::<MemberView<'a>>(r, true, false, ver)?;
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -680,6 +704,25 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_nullable_str(true)?;
+        r.fast_nullable_str(true)?;
+        r.fast_take(4)?;
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_str_array(true, false)?;
+        r.fast_nullable_str(true)?;
+        AssignmentView::fast(r, ver)?;
+        AssignmentView::fast(r, ver)?;
+        if ver.version == 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 9];
@@ -743,6 +786,13 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        view::fast_array::<TopicPartitionsView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -801,6 +851,15 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -190,7 +190,7 @@ pub struct ConsumerGroupHeartbeatRequestView<'a> {
     at: [u32; 8],
 }
 
-body_view!(ConsumerGroupHeartbeatRequestView, ConsumerGroupHeartbeatRequest, at);
+body_view!(fast ConsumerGroupHeartbeatRequestView, ConsumerGroupHeartbeatRequest, at);
 view_common!(ConsumerGroupHeartbeatRequestView {
     group_id,
     member_id,
@@ -304,6 +304,33 @@ impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
         r.unknown_tagged_fields("ConsumerGroupHeartbeatRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 8]> {
+        let start = r.pos();
+        let mut at = [0; 8];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_str(true)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        r.fast_nullable_str(true)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_nullable_str(true)?;
+        at[3] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        r.fast_str_array(true, true)?;
+        at[4] = (r.pos() - start) as u32;
+        if ver.version == 1 {
+            r.fast_nullable_str(true)?;
+        }
+        at[5] = (r.pos() - start) as u32;
+        r.fast_nullable_str(true)?;
+        at[6] = (r.pos() - start) as u32;
+        view::fast_array::<ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>(r, true, true, ver)?;
+        at[7] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a ConsumerGroupHeartbeatRequestTopicPartitions: partitions the member owns now; null when unchanged since the last heartbeat.
@@ -344,6 +371,14 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
         view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -150,7 +150,7 @@ pub struct ControllerRegistrationRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(ControllerRegistrationRequestView, ControllerRegistrationRequest, at);
+body_view!(fast ControllerRegistrationRequestView, ControllerRegistrationRequest, at);
 view_common!(ControllerRegistrationRequestView {
     controller_id,
     incarnation_id,
@@ -215,6 +215,18 @@ impl<'a> ControllerRegistrationRequestView<'a> {
         r.unknown_tagged_fields("ControllerRegistrationRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(21)?;
+        view::fast_array::<ListenerView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<FeatureView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a Listener: listeners on which the controller can be reached.
@@ -270,6 +282,15 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.run(4, &[("Listener.Port", 2), ("Listener.SecurityProtocol", 2)])?;
         r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -333,6 +354,14 @@ impl<'a> ElementImpl<'a> for FeatureView<'a> {
         r.run(4, &[("Feature.MinSupportedVersion", 2), ("Feature.MaxSupportedVersion", 2)])?;
         r.fixed_struct_unknown_tagged_fields("Feature._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -465,7 +494,7 @@ impl<'a> ControllerRegistrationResponseView<'a> {
         r.unknown_tagged_fields("ControllerRegistrationResponse._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];

@@ -126,7 +126,7 @@ pub struct CreateAclsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(CreateAclsRequestView, CreateAclsRequest, at);
+body_view!(fast CreateAclsRequestView, CreateAclsRequest, at);
 view_common!(CreateAclsRequestView { creations });
 
 impl<'a> CreateAclsRequestView<'a> {
@@ -152,6 +152,17 @@ impl<'a> CreateAclsRequestView<'a> {
             r.unknown_tagged_fields("CreateAclsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<AclCreationView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -243,6 +254,20 @@ impl<'a> ElementImpl<'a> for AclCreationView<'a> {
             r.fixed_struct_unknown_tagged_fields("AclCreation._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -367,7 +392,7 @@ pub struct CreateAclsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(CreateAclsResponseView, CreateAclsResponse, at);
+body_view!(fast CreateAclsResponseView, CreateAclsResponse, at);
 view_common!(CreateAclsResponseView { throttle_time_ms, results });
 
 impl<'a> CreateAclsResponseView<'a> {
@@ -400,6 +425,18 @@ impl<'a> CreateAclsResponseView<'a> {
             r.unknown_tagged_fields("CreateAclsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<AclCreationResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -447,6 +484,16 @@ impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("AclCreationResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -157,7 +157,7 @@ pub struct CreateDelegationTokenRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(CreateDelegationTokenRequestView, CreateDelegationTokenRequest, at);
+body_view!(fast CreateDelegationTokenRequestView, CreateDelegationTokenRequest, at);
 view_common!(CreateDelegationTokenRequestView {
     owner_principal_type,
     owner_principal_name,
@@ -220,6 +220,26 @@ impl<'a> CreateDelegationTokenRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version == 3 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version == 3 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        view::fast_array::<CreatableRenewersView<'a>>(r, ver.flexible, false, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_take(8)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a CreatableRenewers: principals allowed to extend the token's life before it expires.
@@ -268,6 +288,16 @@ impl<'a> ElementImpl<'a> for CreatableRenewersView<'a> {
             r.fixed_struct_unknown_tagged_fields("CreatableRenewers._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

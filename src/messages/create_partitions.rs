@@ -157,7 +157,7 @@ pub struct CreatePartitionsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(CreatePartitionsRequestView, CreatePartitionsRequest, at);
+body_view!(fast CreatePartitionsRequestView, CreatePartitionsRequest, at);
 view_common!(CreatePartitionsRequestView { topics, timeout_ms, validate_only });
 
 impl<'a> CreatePartitionsRequestView<'a> {
@@ -196,6 +196,18 @@ impl<'a> CreatePartitionsRequestView<'a> {
             r.unknown_tagged_fields("CreatePartitionsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<CreatePartitionsTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(5)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -258,6 +270,17 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(4)?;
+        view::fast_array::<CreatePartitionsAssignmentView<'a>>(r, ver.flexible, true, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -312,6 +335,15 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
             r.fixed_struct_unknown_tagged_fields("CreatePartitionsAssignment._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -423,7 +455,7 @@ pub struct CreatePartitionsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(CreatePartitionsResponseView, CreatePartitionsResponse, at);
+body_view!(fast CreatePartitionsResponseView, CreatePartitionsResponse, at);
 view_common!(CreatePartitionsResponseView { throttle_time_ms, results });
 
 impl<'a> CreatePartitionsResponseView<'a> {
@@ -456,6 +488,18 @@ impl<'a> CreatePartitionsResponseView<'a> {
             r.unknown_tagged_fields("CreatePartitionsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<CreatePartitionsTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -512,6 +556,17 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("CreatePartitionsTopicResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -217,7 +217,7 @@ pub struct CreateTopicsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(CreateTopicsRequestView, CreateTopicsRequest, at);
+body_view!(fast CreateTopicsRequestView, CreateTopicsRequest, at);
 view_common!(CreateTopicsRequestView { topics, timeout_ms, validate_only });
 
 impl<'a> CreateTopicsRequestView<'a> {
@@ -256,6 +256,18 @@ impl<'a> CreateTopicsRequestView<'a> {
             r.unknown_tagged_fields("CreateTopicsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<CreatableTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(5)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -327,6 +339,18 @@ impl<'a> ElementImpl<'a> for CreatableTopicView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(6)?;
+        view::fast_array::<CreatableReplicaAssignmentView<'a>>(r, ver.flexible, false, ver)?;
+        view::fast_array::<CreatableTopicConfigView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
@@ -392,6 +416,16 @@ impl<'a> ElementImpl<'a> for CreatableReplicaAssignmentView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -451,6 +485,16 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
             r.fixed_struct_unknown_tagged_fields("CreatableTopicConfig._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -695,7 +739,7 @@ pub struct CreateTopicsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(CreateTopicsResponseView, CreateTopicsResponse, at);
+body_view!(fast CreateTopicsResponseView, CreateTopicsResponse, at);
 view_common!(CreateTopicsResponseView { throttle_time_ms, topics });
 
 impl<'a> CreateTopicsResponseView<'a> {
@@ -728,6 +772,18 @@ impl<'a> CreateTopicsResponseView<'a> {
             r.unknown_tagged_fields("CreateTopicsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<CreatableTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -856,6 +912,26 @@ impl<'a> ElementImpl<'a> for CreatableTopicResultView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        if ver.version == 7 {
+            r.fast_take(16)?;
+        }
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.version >= 5 {
+            r.fast_take(6)?;
+        }
+        if ver.version >= 5 {
+            view::fast_array::<CreatableTopicConfigsView<'a>>(r, ver.flexible, true, ver)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
@@ -944,6 +1020,15 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("CreatableTopicConfigs._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_nullable_str(true)?;
+        r.fast_take(3)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

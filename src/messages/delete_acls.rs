@@ -139,7 +139,7 @@ pub struct DeleteAclsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteAclsRequestView, DeleteAclsRequest, at);
+body_view!(fast DeleteAclsRequestView, DeleteAclsRequest, at);
 view_common!(DeleteAclsRequestView { filters });
 
 impl<'a> DeleteAclsRequestView<'a> {
@@ -165,6 +165,17 @@ impl<'a> DeleteAclsRequestView<'a> {
             r.unknown_tagged_fields("DeleteAclsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DeleteAclsFilterView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -254,6 +265,20 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterView<'a> {
             r.fixed_struct_unknown_tagged_fields("DeleteAclsFilter._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(1)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -463,7 +488,7 @@ pub struct DeleteAclsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteAclsResponseView, DeleteAclsResponse, at);
+body_view!(fast DeleteAclsResponseView, DeleteAclsResponse, at);
 view_common!(DeleteAclsResponseView { throttle_time_ms, filter_results });
 
 impl<'a> DeleteAclsResponseView<'a> {
@@ -496,6 +521,18 @@ impl<'a> DeleteAclsResponseView<'a> {
             r.unknown_tagged_fields("DeleteAclsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DeleteAclsFilterResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -550,6 +587,17 @@ impl<'a> ElementImpl<'a> for DeleteAclsFilterResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("DeleteAclsFilterResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        view::fast_array::<DeleteAclsMatchingAclView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -671,6 +719,22 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
             r.fixed_struct_unknown_tagged_fields("DeleteAclsMatchingAcl._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -86,7 +86,7 @@ impl<'a> DeleteGroupsRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
@@ -199,7 +199,7 @@ pub struct DeleteGroupsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteGroupsResponseView, DeleteGroupsResponse, at);
+body_view!(fast DeleteGroupsResponseView, DeleteGroupsResponse, at);
 view_common!(DeleteGroupsResponseView { throttle_time_ms, results });
 
 impl<'a> DeleteGroupsResponseView<'a> {
@@ -232,6 +232,18 @@ impl<'a> DeleteGroupsResponseView<'a> {
             r.unknown_tagged_fields("DeleteGroupsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DeletableGroupResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -294,6 +306,19 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("DeletableGroupResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(2)?;
+        if ver.version == 3 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

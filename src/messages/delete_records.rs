@@ -143,7 +143,7 @@ pub struct DeleteRecordsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteRecordsRequestView, DeleteRecordsRequest, at);
+body_view!(fast DeleteRecordsRequestView, DeleteRecordsRequest, at);
 view_common!(DeleteRecordsRequestView { topics, timeout_ms });
 
 impl<'a> DeleteRecordsRequestView<'a> {
@@ -176,6 +176,18 @@ impl<'a> DeleteRecordsRequestView<'a> {
             r.unknown_tagged_fields("DeleteRecordsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DeleteRecordsTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -225,6 +237,16 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("DeleteRecordsTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<DeleteRecordsPartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -434,7 +456,7 @@ pub struct DeleteRecordsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteRecordsResponseView, DeleteRecordsResponse, at);
+body_view!(fast DeleteRecordsResponseView, DeleteRecordsResponse, at);
 view_common!(DeleteRecordsResponseView { throttle_time_ms, topics });
 
 impl<'a> DeleteRecordsResponseView<'a> {
@@ -467,6 +489,18 @@ impl<'a> DeleteRecordsResponseView<'a> {
             r.unknown_tagged_fields("DeleteRecordsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DeleteRecordsTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -520,6 +554,16 @@ impl<'a> ElementImpl<'a> for DeleteRecordsTopicResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("DeleteRecordsTopicResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<DeleteRecordsPartitionResultView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

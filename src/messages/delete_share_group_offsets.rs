@@ -94,7 +94,7 @@ pub struct DeleteShareGroupOffsetsRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(DeleteShareGroupOffsetsRequestView, DeleteShareGroupOffsetsRequest, at);
+body_view!(fast DeleteShareGroupOffsetsRequestView, DeleteShareGroupOffsetsRequest, at);
 view_common!(DeleteShareGroupOffsetsRequestView { group_id, topics });
 
 impl<'a> DeleteShareGroupOffsetsRequestView<'a> {
@@ -131,6 +131,17 @@ impl<'a> DeleteShareGroupOffsetsRequestView<'a> {
         r.unknown_tagged_fields("DeleteShareGroupOffsetsRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<DeleteShareGroupOffsetsRequestTopicView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a DeleteShareGroupOffsetsRequestTopic: topics whose share group offsets to delete.
@@ -166,6 +177,13 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
         r.check_str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
         r.fixed_struct_unknown_tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -293,7 +311,7 @@ pub struct DeleteShareGroupOffsetsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(DeleteShareGroupOffsetsResponseView, DeleteShareGroupOffsetsResponse, at);
+body_view!(fast DeleteShareGroupOffsetsResponseView, DeleteShareGroupOffsetsResponse, at);
 view_common!(DeleteShareGroupOffsetsResponseView { throttle_time_ms, error_code, error_message, responses });
 
 impl<'a> DeleteShareGroupOffsetsResponseView<'a> {
@@ -348,6 +366,18 @@ impl<'a> DeleteShareGroupOffsetsResponseView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DeleteShareGroupOffsetsResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<DeleteShareGroupOffsetsResponseTopicView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -410,6 +440,15 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
         r.check_nullable_str(true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(18)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -118,7 +118,7 @@ pub struct DeleteShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(DeleteShareGroupStateRequestView, DeleteShareGroupStateRequest, at);
+body_view!(fast DeleteShareGroupStateRequestView, DeleteShareGroupStateRequest, at);
 view_common!(DeleteShareGroupStateRequestView { group_id, topics });
 
 impl<'a> DeleteShareGroupStateRequestView<'a> {
@@ -150,6 +150,17 @@ impl<'a> DeleteShareGroupStateRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DeleteShareGroupStateRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<DeleteStateDataView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -191,6 +202,14 @@ impl<'a> ElementImpl<'a> for DeleteStateDataView<'a> {
         view::check_array::<PartitionDataView<'a>>(r, ver, "DeleteStateData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("DeleteStateData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -368,7 +387,7 @@ pub struct DeleteShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteShareGroupStateResponseView, DeleteShareGroupStateResponse, at);
+body_view!(fast DeleteShareGroupStateResponseView, DeleteShareGroupStateResponse, at);
 view_common!(DeleteShareGroupStateResponseView { results });
 
 impl<'a> DeleteShareGroupStateResponseView<'a> {
@@ -392,6 +411,15 @@ impl<'a> DeleteShareGroupStateResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DeleteShareGroupStateResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DeleteStateResultView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -433,6 +461,14 @@ impl<'a> ElementImpl<'a> for DeleteStateResultView<'a> {
         view::check_array::<PartitionResultView<'a>>(r, ver, "DeleteStateResult.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("DeleteStateResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -490,6 +526,14 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -114,7 +114,7 @@ pub struct DeleteTopicsRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(DeleteTopicsRequestView, DeleteTopicsRequest, at);
+body_view!(fast DeleteTopicsRequestView, DeleteTopicsRequest, at);
 view_common!(DeleteTopicsRequestView { topics, topic_names, timeout_ms });
 
 impl<'a> DeleteTopicsRequestView<'a> {
@@ -164,6 +164,24 @@ impl<'a> DeleteTopicsRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        if ver.version == 6 {
+            view::fast_array::<DeleteTopicStateView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 5 {
+            r.fast_str_array(ver.flexible, false)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a DeleteTopicState: topics to delete, each by name or by ID (from version 6).
@@ -204,6 +222,14 @@ impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
         r.take(16, "DeleteTopicState.TopicId")?;
         r.fixed_struct_unknown_tagged_fields("DeleteTopicState._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_nullable_str(true)?;
+        r.fast_take(16)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -352,7 +378,7 @@ pub struct DeleteTopicsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DeleteTopicsResponseView, DeleteTopicsResponse, at);
+body_view!(fast DeleteTopicsResponseView, DeleteTopicsResponse, at);
 view_common!(DeleteTopicsResponseView { throttle_time_ms, responses });
 
 impl<'a> DeleteTopicsResponseView<'a> {
@@ -385,6 +411,18 @@ impl<'a> DeleteTopicsResponseView<'a> {
             r.unknown_tagged_fields("DeleteTopicsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DeletableTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -461,6 +499,26 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("DeletableTopicResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version == 6 {
+            r.fast_nullable_str(ver.flexible)?;
+        } else {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version == 6 {
+            r.fast_take(16)?;
+        }
+        r.fast_take(2)?;
+        if ver.version >= 5 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

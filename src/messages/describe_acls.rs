@@ -186,7 +186,7 @@ impl<'a> DescribeAclsRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
         let start = r.pos();
         let mut at = [0; 3];
@@ -379,7 +379,7 @@ pub struct DescribeAclsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(DescribeAclsResponseView, DescribeAclsResponse, at);
+body_view!(fast DescribeAclsResponseView, DescribeAclsResponse, at);
 view_common!(DescribeAclsResponseView { throttle_time_ms, error_code, error_message, resources });
 
 impl<'a> DescribeAclsResponseView<'a> {
@@ -426,6 +426,20 @@ impl<'a> DescribeAclsResponseView<'a> {
             r.unknown_tagged_fields("DescribeAclsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_nullable_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<DescribeAclsResourceView<'a>>(r, ver.flexible, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -489,6 +503,18 @@ impl<'a> ElementImpl<'a> for DescribeAclsResourceView<'a> {
             r.fixed_struct_unknown_tagged_fields("DescribeAclsResource._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_take(1)?;
+        view::fast_array::<AclDescriptionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -567,6 +593,17 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
             r.fixed_struct_unknown_tagged_fields("AclDescription._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -118,7 +118,7 @@ pub struct DescribeClientQuotasRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeClientQuotasRequestView, DescribeClientQuotasRequest, at);
+body_view!(fast DescribeClientQuotasRequestView, DescribeClientQuotasRequest, at);
 view_common!(DescribeClientQuotasRequestView { components, strict });
 
 impl<'a> DescribeClientQuotasRequestView<'a> {
@@ -151,6 +151,18 @@ impl<'a> DescribeClientQuotasRequestView<'a> {
             r.unknown_tagged_fields("DescribeClientQuotasRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<ComponentDataView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -207,6 +219,17 @@ impl<'a> ElementImpl<'a> for ComponentDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("ComponentData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -440,7 +463,7 @@ pub struct DescribeClientQuotasResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(DescribeClientQuotasResponseView, DescribeClientQuotasResponse, at);
+body_view!(fast DescribeClientQuotasResponseView, DescribeClientQuotasResponse, at);
 view_common!(DescribeClientQuotasResponseView { throttle_time_ms, error_code, error_message, entries });
 
 impl<'a> DescribeClientQuotasResponseView<'a> {
@@ -494,6 +517,20 @@ impl<'a> DescribeClientQuotasResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_nullable_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<EntryDataView<'a>>(r, ver.flexible, true, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a EntryData: one entry for each matching entity; null on error.
@@ -540,6 +577,16 @@ impl<'a> ElementImpl<'a> for EntryDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("EntryData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        view::fast_array::<EntityDataView<'a>>(r, ver.flexible, false, ver)?;
+        view::fast_array::<ValueDataView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -605,6 +652,16 @@ impl<'a> ElementImpl<'a> for EntityDataView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -667,6 +724,16 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("ValueData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(8)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -148,7 +148,7 @@ impl<'a> DescribeClusterRequestView<'a> {
         r.unknown_tagged_fields("DescribeClusterRequest._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         r.fast_take(1)?;
         if ver.version >= 1 {
@@ -320,7 +320,7 @@ pub struct DescribeClusterResponseView<'a> {
     at: [u32; 3],
 }
 
-body_view!(DescribeClusterResponseView, DescribeClusterResponse, at);
+body_view!(fast DescribeClusterResponseView, DescribeClusterResponse, at);
 view_common!(DescribeClusterResponseView {
     throttle_time_ms,
     error_code,
@@ -406,6 +406,25 @@ impl<'a> DescribeClusterResponseView<'a> {
         r.unknown_tagged_fields("DescribeClusterResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_str(true)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        view::fast_array::<DescribeClusterBrokerView<'a>>(r, true, false, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a DescribeClusterBroker: the nodes listed.
@@ -475,6 +494,19 @@ impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
         }
         r.fixed_struct_unknown_tagged_fields("DescribeClusterBroker._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_str(true)?;
+        r.fast_take(4)?;
+        r.fast_nullable_str(true)?;
+        if ver.version == 2 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

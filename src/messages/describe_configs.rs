@@ -141,7 +141,7 @@ pub struct DescribeConfigsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeConfigsRequestView, DescribeConfigsRequest, at);
+body_view!(fast DescribeConfigsRequestView, DescribeConfigsRequest, at);
 view_common!(DescribeConfigsRequestView { resources, include_synonyms, include_documentation });
 
 impl<'a> DescribeConfigsRequestView<'a> {
@@ -183,6 +183,21 @@ impl<'a> DescribeConfigsRequestView<'a> {
             r.unknown_tagged_fields("DescribeConfigsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DescribeConfigsResourceView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        if ver.version >= 3 {
+            r.fast_take(1)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -239,6 +254,17 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceView<'a> {
             r.fixed_struct_unknown_tagged_fields("DescribeConfigsResource._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_str_array(ver.flexible, true)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -523,7 +549,7 @@ pub struct DescribeConfigsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeConfigsResponseView, DescribeConfigsResponse, at);
+body_view!(fast DescribeConfigsResponseView, DescribeConfigsResponse, at);
 view_common!(DescribeConfigsResponseView { throttle_time_ms, results });
 
 impl<'a> DescribeConfigsResponseView<'a> {
@@ -556,6 +582,18 @@ impl<'a> DescribeConfigsResponseView<'a> {
             r.unknown_tagged_fields("DescribeConfigsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DescribeConfigsResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -626,6 +664,19 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("DescribeConfigsResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<DescribeConfigsResourceResultView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -763,6 +814,24 @@ impl<'a> ElementImpl<'a> for DescribeConfigsResourceResultView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(3)?;
+        view::fast_array::<DescribeConfigsSynonymView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.version >= 3 {
+            r.fast_take(1)?;
+        }
+        if ver.version >= 3 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 4];
@@ -840,6 +909,17 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
             r.fixed_struct_unknown_tagged_fields("DescribeConfigsSynonym._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(1)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -123,7 +123,7 @@ pub struct DescribeDelegationTokenRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeDelegationTokenRequestView, DescribeDelegationTokenRequest, at);
+body_view!(fast DescribeDelegationTokenRequestView, DescribeDelegationTokenRequest, at);
 view_common!(DescribeDelegationTokenRequestView { owners });
 
 impl<'a> DescribeDelegationTokenRequestView<'a> {
@@ -153,6 +153,17 @@ impl<'a> DescribeDelegationTokenRequestView<'a> {
             r.unknown_tagged_fields("DescribeDelegationTokenRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DescribeDelegationTokenOwnerView<'a>>(r, ver.flexible, true, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -202,6 +213,16 @@ impl<'a> ElementImpl<'a> for DescribeDelegationTokenOwnerView<'a> {
             r.fixed_struct_unknown_tagged_fields("DescribeDelegationTokenOwner._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

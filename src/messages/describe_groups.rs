@@ -109,7 +109,7 @@ impl<'a> DescribeGroupsRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];

@@ -107,7 +107,7 @@ pub struct DescribeLogDirsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeLogDirsRequestView, DescribeLogDirsRequest, at);
+body_view!(fast DescribeLogDirsRequestView, DescribeLogDirsRequest, at);
 view_common!(DescribeLogDirsRequestView { topics });
 
 impl<'a> DescribeLogDirsRequestView<'a> {
@@ -137,6 +137,17 @@ impl<'a> DescribeLogDirsRequestView<'a> {
             r.unknown_tagged_fields("DescribeLogDirsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DescribableLogDirTopicView<'a>>(r, ver.flexible, true, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -186,6 +197,16 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("DescribableLogDirTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -441,7 +462,7 @@ pub struct DescribeLogDirsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeLogDirsResponseView, DescribeLogDirsResponse, at);
+body_view!(fast DescribeLogDirsResponseView, DescribeLogDirsResponse, at);
 view_common!(DescribeLogDirsResponseView { throttle_time_ms, error_code, results });
 
 impl<'a> DescribeLogDirsResponseView<'a> {
@@ -483,6 +504,21 @@ impl<'a> DescribeLogDirsResponseView<'a> {
             r.unknown_tagged_fields("DescribeLogDirsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        if ver.version >= 3 {
+            r.fast_take(2)?;
+        }
+        view::fast_array::<DescribeLogDirsResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -582,6 +618,23 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsResultView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<DescribeLogDirsTopicView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.version >= 4 {
+            r.fast_take(16)?;
+        }
+        if ver.version == 5 {
+            r.fast_take(1)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -651,6 +704,16 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("DescribeLogDirsTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<DescribeLogDirsPartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -85,7 +85,7 @@ pub struct DescribeProducersRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeProducersRequestView, DescribeProducersRequest, at);
+body_view!(fast DescribeProducersRequestView, DescribeProducersRequest, at);
 view_common!(DescribeProducersRequestView { topics });
 
 impl<'a> DescribeProducersRequestView<'a> {
@@ -109,6 +109,15 @@ impl<'a> DescribeProducersRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeProducersRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<TopicRequestView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -152,6 +161,14 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
         view::check_array::<i32>(r, ver, "TopicRequest.PartitionIndexes")?;
         r.fixed_struct_unknown_tagged_fields("TopicRequest._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -348,7 +365,7 @@ pub struct DescribeProducersResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeProducersResponseView, DescribeProducersResponse, at);
+body_view!(fast DescribeProducersResponseView, DescribeProducersResponse, at);
 view_common!(DescribeProducersResponseView { throttle_time_ms, topics });
 
 impl<'a> DescribeProducersResponseView<'a> {
@@ -379,6 +396,16 @@ impl<'a> DescribeProducersResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeProducersResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<TopicResponseView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -422,6 +449,14 @@ impl<'a> ElementImpl<'a> for TopicResponseView<'a> {
         view::check_array::<PartitionResponseView<'a>>(r, ver, "TopicResponse.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("TopicResponse._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<PartitionResponseView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -489,6 +524,15 @@ impl<'a> ElementImpl<'a> for PartitionResponseView<'a> {
         view::check_array::<ProducerStateView<'a>>(r, ver, "PartitionResponse.ActiveProducers")?;
         r.fixed_struct_unknown_tagged_fields("PartitionResponse._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        view::fast_array::<ProducerStateView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

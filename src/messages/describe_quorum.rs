@@ -117,7 +117,7 @@ pub struct DescribeQuorumRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeQuorumRequestView, DescribeQuorumRequest, at);
+body_view!(fast DescribeQuorumRequestView, DescribeQuorumRequest, at);
 view_common!(DescribeQuorumRequestView { topics });
 
 impl<'a> DescribeQuorumRequestView<'a> {
@@ -141,6 +141,15 @@ impl<'a> DescribeQuorumRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeQuorumRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DescribeQuorumRequestTopicDataView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -188,6 +197,14 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestTopicDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("DescribeQuorumRequestTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<DescribeQuorumRequestPartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -605,7 +622,7 @@ pub struct DescribeQuorumResponseView<'a> {
     at: [u32; 3],
 }
 
-body_view!(DescribeQuorumResponseView, DescribeQuorumResponse, at);
+body_view!(fast DescribeQuorumResponseView, DescribeQuorumResponse, at);
 view_common!(DescribeQuorumResponseView { error_code, error_message, topics, nodes });
 
 impl<'a> DescribeQuorumResponseView<'a> {
@@ -665,6 +682,24 @@ impl<'a> DescribeQuorumResponseView<'a> {
         r.unknown_tagged_fields("DescribeQuorumResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_take(2)?;
+        if ver.version == 2 {
+            r.fast_nullable_str(true)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<DescribeQuorumResponseTopicDataView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.version == 2 {
+            view::fast_array::<NodeView<'a>>(r, true, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a DescribeQuorumResponseTopicData: results grouped by topic.
@@ -711,6 +746,14 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponseTopicDataView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("DescribeQuorumResponseTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<DescribeQuorumResponsePartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -832,6 +875,19 @@ impl<'a> ElementImpl<'a> for DescribeQuorumResponsePartitionDataView<'a> {
         view::check_array::<ReplicaStateView<'a>>(r, ver, "DescribeQuorumResponsePartitionData.Observers")?;
         r.fixed_struct_unknown_tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        if ver.version == 2 {
+            r.fast_nullable_str(true)?;
+        }
+        r.fast_take(16)?;
+        view::fast_array::<ReplicaStateView<'a>>(r, true, false, ver)?;
+        view::fast_array::<ReplicaStateView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -1007,6 +1063,14 @@ impl<'a> ElementImpl<'a> for NodeView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        view::fast_array::<ListenerView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -1065,6 +1129,15 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.take(2, "Listener.Port")?;
         r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

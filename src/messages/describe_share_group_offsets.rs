@@ -145,7 +145,7 @@ pub struct DescribeShareGroupOffsetsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeShareGroupOffsetsRequestView, DescribeShareGroupOffsetsRequest, at);
+body_view!(fast DescribeShareGroupOffsetsRequestView, DescribeShareGroupOffsetsRequest, at);
 view_common!(DescribeShareGroupOffsetsRequestView { groups });
 
 impl<'a> DescribeShareGroupOffsetsRequestView<'a> {
@@ -173,6 +173,15 @@ impl<'a> DescribeShareGroupOffsetsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeShareGroupOffsetsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<DescribeShareGroupOffsetsRequestGroupView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -220,6 +229,14 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestGroupView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<DescribeShareGroupOffsetsRequestTopicView<'a>>(r, true, true, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -276,6 +293,14 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
         view::check_array::<i32>(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -512,7 +537,7 @@ pub struct DescribeShareGroupOffsetsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeShareGroupOffsetsResponseView, DescribeShareGroupOffsetsResponse, at);
+body_view!(fast DescribeShareGroupOffsetsResponseView, DescribeShareGroupOffsetsResponse, at);
 view_common!(DescribeShareGroupOffsetsResponseView { throttle_time_ms, groups });
 
 impl<'a> DescribeShareGroupOffsetsResponseView<'a> {
@@ -547,6 +572,16 @@ impl<'a> DescribeShareGroupOffsetsResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeShareGroupOffsetsResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DescribeShareGroupOffsetsResponseGroupView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -608,6 +643,16 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseGroupView<'a> {
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<DescribeShareGroupOffsetsResponseTopicView<'a>>(r, true, false, ver)?;
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -678,6 +723,15 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponseTopicView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(16)?;
+        view::fast_array::<DescribeShareGroupOffsetsResponsePartitionView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -775,6 +829,18 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> 
         r.check_nullable_str(true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        if ver.version == 1 {
+            r.fast_take(8)?;
+        }
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -81,7 +81,7 @@ impl<'a> DescribeTransactionsRequestView<'a> {
         r.unknown_tagged_fields("DescribeTransactionsRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
@@ -234,7 +234,7 @@ pub struct DescribeTransactionsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeTransactionsResponseView, DescribeTransactionsResponse, at);
+body_view!(fast DescribeTransactionsResponseView, DescribeTransactionsResponse, at);
 view_common!(DescribeTransactionsResponseView { throttle_time_ms, transaction_states });
 
 impl<'a> DescribeTransactionsResponseView<'a> {
@@ -269,6 +269,16 @@ impl<'a> DescribeTransactionsResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeTransactionsResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<TransactionStateView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -370,6 +380,17 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(22)?;
+        view::fast_array::<TopicDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
@@ -427,6 +448,14 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
         view::check_array::<i32>(r, ver, "TopicData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("TopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -100,7 +100,7 @@ pub struct DescribeUserScramCredentialsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(DescribeUserScramCredentialsRequestView, DescribeUserScramCredentialsRequest, at);
+body_view!(fast DescribeUserScramCredentialsRequestView, DescribeUserScramCredentialsRequest, at);
 view_common!(DescribeUserScramCredentialsRequestView { users });
 
 impl<'a> DescribeUserScramCredentialsRequestView<'a> {
@@ -124,6 +124,15 @@ impl<'a> DescribeUserScramCredentialsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeUserScramCredentialsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<UserNameView<'a>>(r, true, true, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -160,6 +169,13 @@ impl<'a> ElementImpl<'a> for UserNameView<'a> {
         r.check_str(true, "UserName.Name")?;
         r.fixed_struct_unknown_tagged_fields("UserName._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -343,7 +359,7 @@ pub struct DescribeUserScramCredentialsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(DescribeUserScramCredentialsResponseView, DescribeUserScramCredentialsResponse, at);
+body_view!(fast DescribeUserScramCredentialsResponseView, DescribeUserScramCredentialsResponse, at);
 view_common!(DescribeUserScramCredentialsResponseView {
     throttle_time_ms,
     error_code,
@@ -403,6 +419,18 @@ impl<'a> DescribeUserScramCredentialsResponseView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("DescribeUserScramCredentialsResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<DescribeUserScramCredentialsResultView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -464,6 +492,16 @@ impl<'a> ElementImpl<'a> for DescribeUserScramCredentialsResultView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("DescribeUserScramCredentialsResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        view::fast_array::<CredentialInfoView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -126,7 +126,7 @@ pub struct ElectLeadersRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ElectLeadersRequestView, ElectLeadersRequest, at);
+body_view!(fast ElectLeadersRequestView, ElectLeadersRequest, at);
 view_common!(ElectLeadersRequestView { election_type, topic_partitions, timeout_ms });
 
 impl<'a> ElectLeadersRequestView<'a> {
@@ -168,6 +168,21 @@ impl<'a> ElectLeadersRequestView<'a> {
             r.unknown_tagged_fields("ElectLeadersRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        view::fast_array::<TopicPartitionsView<'a>>(r, ver.flexible, true, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -217,6 +232,16 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
             r.fixed_struct_unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -400,7 +425,7 @@ pub struct ElectLeadersResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ElectLeadersResponseView, ElectLeadersResponse, at);
+body_view!(fast ElectLeadersResponseView, ElectLeadersResponse, at);
 view_common!(ElectLeadersResponseView { throttle_time_ms, error_code, replica_election_results });
 
 impl<'a> ElectLeadersResponseView<'a> {
@@ -446,6 +471,21 @@ impl<'a> ElectLeadersResponseView<'a> {
             r.unknown_tagged_fields("ElectLeadersResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        if ver.version >= 1 {
+            r.fast_take(2)?;
+        }
+        view::fast_array::<ReplicaElectionResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -495,6 +535,16 @@ impl<'a> ElementImpl<'a> for ReplicaElectionResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("ReplicaElectionResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<PartitionResultView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -563,6 +613,16 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -247,7 +247,7 @@ pub struct EndQuorumEpochRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(EndQuorumEpochRequestView, EndQuorumEpochRequest, at);
+body_view!(fast EndQuorumEpochRequestView, EndQuorumEpochRequest, at);
 view_common!(EndQuorumEpochRequestView { cluster_id, topics, leader_endpoints });
 
 impl<'a> EndQuorumEpochRequestView<'a> {
@@ -295,6 +295,23 @@ impl<'a> EndQuorumEpochRequestView<'a> {
             r.unknown_tagged_fields("EndQuorumEpochRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_nullable_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<EndQuorumEpochRequestTopicDataView<'a>>(r, ver.flexible, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.version == 1 {
+            view::fast_array::<LeaderEndpointView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -348,6 +365,16 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestTopicDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<EndQuorumEpochRequestPartitionDataView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -454,6 +481,21 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochRequestPartitionDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("EndQuorumEpochRequestPartitionData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(12)?;
+        if ver.version == 0 {
+            r.fast_fixed_array(ver.flexible, false, 4)?;
+        }
+        if ver.version == 1 {
+            view::fast_array::<ReplicaInfoView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -576,6 +618,15 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
         r.take(2, "LeaderEndpoint.Port")?;
         r.fixed_struct_unknown_tagged_fields("LeaderEndpoint._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -792,7 +843,7 @@ pub struct EndQuorumEpochResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(EndQuorumEpochResponseView, EndQuorumEpochResponse, at);
+body_view!(fast EndQuorumEpochResponseView, EndQuorumEpochResponse, at);
 view_common!(EndQuorumEpochResponseView { error_code, topics, node_endpoints });
 
 impl<'a> EndQuorumEpochResponseView<'a> {
@@ -854,6 +905,18 @@ impl<'a> EndQuorumEpochResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(2)?;
+        view::fast_array::<EndQuorumEpochResponseTopicDataView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a EndQuorumEpochResponseTopicData: results grouped by topic.
@@ -906,6 +969,16 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponseTopicDataView<'a> {
             r.fixed_struct_unknown_tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<EndQuorumEpochResponsePartitionDataView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

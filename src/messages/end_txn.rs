@@ -120,7 +120,7 @@ impl<'a> EndTxnRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
@@ -270,7 +270,7 @@ impl<'a> EndTxnResponseView<'a> {
         }
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         r.fast_take(6)?;
         if ver.version == 5 {

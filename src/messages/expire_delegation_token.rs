@@ -212,7 +212,7 @@ impl<'a> ExpireDelegationTokenResponseView<'a> {
         }
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         r.fast_take(14)?;
         if ver.flexible {

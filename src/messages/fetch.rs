@@ -470,7 +470,7 @@ pub struct FetchRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(FetchRequestView, FetchRequest, at);
+body_view!(fast FetchRequestView, FetchRequest, at);
 view_common!(FetchRequestView {
     cluster_id,
     replica_id,
@@ -638,6 +638,32 @@ impl<'a> FetchRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version <= 14 {
+            r.fast_take(4)?;
+        }
+        r.fast_take(13)?;
+        if ver.version >= 7 {
+            r.fast_take(8)?;
+        }
+        view::fast_array::<FetchTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 7 {
+            view::fast_array::<ForgottenTopicView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version >= 11 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a ReplicaState: identity of the fetching follower (from version 15).
@@ -751,6 +777,21 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("FetchTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 12 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version >= 13 {
+            r.fast_take(16)?;
+        }
+        view::fast_array::<FetchPartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -1001,6 +1042,21 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 12 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version >= 13 {
+            r.fast_take(16)?;
+        }
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

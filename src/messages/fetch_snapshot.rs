@@ -225,7 +225,7 @@ pub struct FetchSnapshotRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(FetchSnapshotRequestView, FetchSnapshotRequest, at);
+body_view!(fast FetchSnapshotRequestView, FetchSnapshotRequest, at);
 view_common!(FetchSnapshotRequestView { cluster_id, replica_id, max_bytes, topics });
 
 impl<'a> FetchSnapshotRequestView<'a> {
@@ -281,6 +281,16 @@ impl<'a> FetchSnapshotRequestView<'a> {
         })?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(8)?;
+        view::fast_array::<FetchSnapshotRequestTopicSnapshotView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a FetchSnapshotRequestTopicSnapshot: topics to fetch snapshots of.
@@ -327,6 +337,14 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestTopicSnapshotView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<FetchSnapshotRequestPartitionSnapshotView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -439,6 +457,15 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestPartitionSnapshotView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(8)?;
+        FetchSnapshotRequestSnapshotIdView::fast(r, ver)?;
+        r.fast_take(8)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -494,6 +521,13 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("FetchSnapshotRequestSnapshotId._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(12)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -145,7 +145,7 @@ impl<'a> FindCoordinatorRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
         let start = r.pos();
         let mut at = [0; 2];
@@ -369,7 +369,7 @@ pub struct FindCoordinatorResponseView<'a> {
     at: [u32; 3],
 }
 
-body_view!(FindCoordinatorResponseView, FindCoordinatorResponse, at);
+body_view!(fast FindCoordinatorResponseView, FindCoordinatorResponse, at);
 view_common!(FindCoordinatorResponseView {
     throttle_time_ms,
     error_code,
@@ -470,6 +470,39 @@ impl<'a> FindCoordinatorResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version >= 1 {
+            r.fast_take(4)?;
+        }
+        if ver.version <= 3 {
+            r.fast_take(2)?;
+        }
+        if ver.version >= 1 && ver.version <= 3 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            r.fast_take(4)?;
+        }
+        if ver.version <= 3 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version <= 3 {
+            r.fast_take(4)?;
+        }
+        if ver.version >= 4 {
+            view::fast_array::<CoordinatorView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a Coordinator: one result for each key looked up (from version 4).
@@ -539,6 +572,17 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
         r.check_nullable_str(true, "Coordinator.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("Coordinator._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(4)?;
+        r.fast_str(true)?;
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

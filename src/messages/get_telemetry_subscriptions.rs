@@ -81,7 +81,7 @@ impl<'a> GetTelemetrySubscriptionsRequestView<'a> {
         r.unknown_tagged_fields("GetTelemetrySubscriptionsRequest._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(16)?;
         r.fast_no_tags()?;
@@ -282,7 +282,7 @@ impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
         r.unknown_tagged_fields("GetTelemetrySubscriptionsResponse._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 2]> {
         let start = r.pos();
         let mut at = [0; 2];

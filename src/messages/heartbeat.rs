@@ -137,7 +137,7 @@ impl<'a> HeartbeatRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
         let start = r.pos();
         let mut at = [0; 3];
@@ -259,7 +259,7 @@ impl<'a> HeartbeatResponseView<'a> {
         }
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         if ver.version >= 1 {
             r.fast_take(4)?;

@@ -160,7 +160,7 @@ pub struct IncrementalAlterConfigsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(IncrementalAlterConfigsRequestView, IncrementalAlterConfigsRequest, at);
+body_view!(fast IncrementalAlterConfigsRequestView, IncrementalAlterConfigsRequest, at);
 view_common!(IncrementalAlterConfigsRequestView { resources, validate_only });
 
 impl<'a> IncrementalAlterConfigsRequestView<'a> {
@@ -197,6 +197,18 @@ impl<'a> IncrementalAlterConfigsRequestView<'a> {
             r.unknown_tagged_fields("IncrementalAlterConfigsRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<AlterConfigsResourceView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(1)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -253,6 +265,17 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterConfigsResource._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<AlterableConfigView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -324,6 +347,17 @@ impl<'a> ElementImpl<'a> for AlterableConfigView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterableConfig._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -464,7 +498,7 @@ pub struct IncrementalAlterConfigsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(IncrementalAlterConfigsResponseView, IncrementalAlterConfigsResponse, at);
+body_view!(fast IncrementalAlterConfigsResponseView, IncrementalAlterConfigsResponse, at);
 view_common!(IncrementalAlterConfigsResponseView { throttle_time_ms, responses });
 
 impl<'a> IncrementalAlterConfigsResponseView<'a> {
@@ -501,6 +535,18 @@ impl<'a> IncrementalAlterConfigsResponseView<'a> {
             r.unknown_tagged_fields("IncrementalAlterConfigsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<AlterConfigsResourceResponseView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -564,6 +610,18 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(1)?;
+        r.fast_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -128,7 +128,7 @@ pub struct InitializeShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(InitializeShareGroupStateRequestView, InitializeShareGroupStateRequest, at);
+body_view!(fast InitializeShareGroupStateRequestView, InitializeShareGroupStateRequest, at);
 view_common!(InitializeShareGroupStateRequestView { group_id, topics });
 
 impl<'a> InitializeShareGroupStateRequestView<'a> {
@@ -160,6 +160,17 @@ impl<'a> InitializeShareGroupStateRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("InitializeShareGroupStateRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<InitializeStateDataView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -201,6 +212,14 @@ impl<'a> ElementImpl<'a> for InitializeStateDataView<'a> {
         view::check_array::<PartitionDataView<'a>>(r, ver, "InitializeStateData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("InitializeStateData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -400,7 +419,7 @@ pub struct InitializeShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(InitializeShareGroupStateResponseView, InitializeShareGroupStateResponse, at);
+body_view!(fast InitializeShareGroupStateResponseView, InitializeShareGroupStateResponse, at);
 view_common!(InitializeShareGroupStateResponseView { results });
 
 impl<'a> InitializeShareGroupStateResponseView<'a> {
@@ -428,6 +447,15 @@ impl<'a> InitializeShareGroupStateResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("InitializeShareGroupStateResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<InitializeStateResultView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -469,6 +497,14 @@ impl<'a> ElementImpl<'a> for InitializeStateResultView<'a> {
         view::check_array::<PartitionResultView<'a>>(r, ver, "InitializeStateResult.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("InitializeStateResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -526,6 +562,14 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

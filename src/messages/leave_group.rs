@@ -134,7 +134,7 @@ pub struct LeaveGroupRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(LeaveGroupRequestView, LeaveGroupRequest, at);
+body_view!(fast LeaveGroupRequestView, LeaveGroupRequest, at);
 view_common!(LeaveGroupRequestView { group_id, member_id, members });
 
 impl<'a> LeaveGroupRequestView<'a> {
@@ -184,6 +184,25 @@ impl<'a> LeaveGroupRequestView<'a> {
             r.unknown_tagged_fields("LeaveGroupRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 2 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version >= 3 {
+            view::fast_array::<MemberIdentityView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -246,6 +265,19 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
             r.fixed_struct_unknown_tagged_fields("MemberIdentity._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.version == 5 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -393,7 +425,7 @@ pub struct LeaveGroupResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(LeaveGroupResponseView, LeaveGroupResponse, at);
+body_view!(fast LeaveGroupResponseView, LeaveGroupResponse, at);
 view_common!(LeaveGroupResponseView { throttle_time_ms, error_code, members });
 
 impl<'a> LeaveGroupResponseView<'a> {
@@ -437,6 +469,23 @@ impl<'a> LeaveGroupResponseView<'a> {
             r.unknown_tagged_fields("LeaveGroupResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 1 {
+            r.fast_take(4)?;
+        }
+        r.fast_take(2)?;
+        if ver.version >= 3 {
+            view::fast_array::<MemberResponseView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -493,6 +542,17 @@ impl<'a> ElementImpl<'a> for MemberResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("MemberResponse._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -93,7 +93,7 @@ impl<'a> ListConfigResourcesRequestView<'a> {
         r.unknown_tagged_fields("ListConfigResourcesRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
@@ -209,7 +209,7 @@ pub struct ListConfigResourcesResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ListConfigResourcesResponseView, ListConfigResourcesResponse, at);
+body_view!(fast ListConfigResourcesResponseView, ListConfigResourcesResponse, at);
 view_common!(ListConfigResourcesResponseView { throttle_time_ms, error_code, config_resources });
 
 impl<'a> ListConfigResourcesResponseView<'a> {
@@ -252,6 +252,16 @@ impl<'a> ListConfigResourcesResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ListConfigResourcesResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(6)?;
+        view::fast_array::<ConfigResourceView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -301,6 +311,16 @@ impl<'a> ElementImpl<'a> for ConfigResourceView<'a> {
         }
         r.fixed_struct_unknown_tagged_fields("ConfigResource._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        if ver.version == 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

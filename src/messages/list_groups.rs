@@ -126,7 +126,7 @@ impl<'a> ListGroupsRequestView<'a> {
         }
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
         let start = r.pos();
         let mut at = [0; 2];
@@ -260,7 +260,7 @@ pub struct ListGroupsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ListGroupsResponseView, ListGroupsResponse, at);
+body_view!(fast ListGroupsResponseView, ListGroupsResponse, at);
 view_common!(ListGroupsResponseView { throttle_time_ms, error_code, groups });
 
 impl<'a> ListGroupsResponseView<'a> {
@@ -302,6 +302,21 @@ impl<'a> ListGroupsResponseView<'a> {
             r.unknown_tagged_fields("ListGroupsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 1 {
+            r.fast_take(4)?;
+        }
+        r.fast_take(2)?;
+        view::fast_array::<ListedGroupView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -369,6 +384,22 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
             r.fixed_struct_unknown_tagged_fields("ListedGroup._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_str(ver.flexible)?;
+        if ver.version >= 4 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version == 5 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

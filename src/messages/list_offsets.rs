@@ -202,7 +202,7 @@ pub struct ListOffsetsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ListOffsetsRequestView, ListOffsetsRequest, at);
+body_view!(fast ListOffsetsRequestView, ListOffsetsRequest, at);
 view_common!(ListOffsetsRequestView { replica_id, isolation_level, topics, timeout_ms });
 
 impl<'a> ListOffsetsRequestView<'a> {
@@ -258,6 +258,24 @@ impl<'a> ListOffsetsRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        if ver.version >= 2 {
+            r.fast_take(1)?;
+        }
+        view::fast_array::<ListOffsetsTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 10 {
+            r.fast_take(4)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a ListOffsetsTopic: topics whose offsets are being looked up.
@@ -306,6 +324,16 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("ListOffsetsTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<ListOffsetsPartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -579,7 +607,7 @@ pub struct ListOffsetsResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ListOffsetsResponseView, ListOffsetsResponse, at);
+body_view!(fast ListOffsetsResponseView, ListOffsetsResponse, at);
 view_common!(ListOffsetsResponseView { throttle_time_ms, topics });
 
 impl<'a> ListOffsetsResponseView<'a> {
@@ -614,6 +642,20 @@ impl<'a> ListOffsetsResponseView<'a> {
             r.unknown_tagged_fields("ListOffsetsResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 2 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<ListOffsetsTopicResponseView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -667,6 +709,16 @@ impl<'a> ElementImpl<'a> for ListOffsetsTopicResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("ListOffsetsTopicResponse._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<ListOffsetsPartitionResponseView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -116,7 +116,7 @@ pub struct ListPartitionReassignmentsRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ListPartitionReassignmentsRequestView, ListPartitionReassignmentsRequest, at);
+body_view!(fast ListPartitionReassignmentsRequestView, ListPartitionReassignmentsRequest, at);
 view_common!(ListPartitionReassignmentsRequestView { timeout_ms, topics });
 
 impl<'a> ListPartitionReassignmentsRequestView<'a> {
@@ -151,6 +151,16 @@ impl<'a> ListPartitionReassignmentsRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ListPartitionReassignmentsRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<ListPartitionReassignmentsTopicsView<'a>>(r, true, true, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -194,6 +204,14 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
         view::check_array::<i32>(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?;
         r.fixed_struct_unknown_tagged_fields("ListPartitionReassignmentsTopics._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -367,7 +385,7 @@ pub struct ListPartitionReassignmentsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(ListPartitionReassignmentsResponseView, ListPartitionReassignmentsResponse, at);
+body_view!(fast ListPartitionReassignmentsResponseView, ListPartitionReassignmentsResponse, at);
 view_common!(ListPartitionReassignmentsResponseView { throttle_time_ms, error_code, error_message, topics });
 
 impl<'a> ListPartitionReassignmentsResponseView<'a> {
@@ -423,6 +441,18 @@ impl<'a> ListPartitionReassignmentsResponseView<'a> {
         r.unknown_tagged_fields("ListPartitionReassignmentsResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<OngoingTopicReassignmentView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a OngoingTopicReassignment: reassignments in progress, grouped by topic.
@@ -469,6 +499,14 @@ impl<'a> ElementImpl<'a> for OngoingTopicReassignmentView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("OngoingTopicReassignment._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<OngoingPartitionReassignmentView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -542,6 +580,16 @@ impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
         view::check_array::<i32>(r, ver, "OngoingPartitionReassignment.RemovingReplicas")?;
         r.fixed_struct_unknown_tagged_fields("OngoingPartitionReassignment._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -161,7 +161,7 @@ impl<'a> ListTransactionsRequestView<'a> {
         r.unknown_tagged_fields("ListTransactionsRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
         let start = r.pos();
         let mut at = [0; 3];
@@ -276,7 +276,7 @@ pub struct ListTransactionsResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(ListTransactionsResponseView, ListTransactionsResponse, at);
+body_view!(fast ListTransactionsResponseView, ListTransactionsResponse, at);
 view_common!(ListTransactionsResponseView {
     throttle_time_ms,
     error_code,
@@ -330,6 +330,18 @@ impl<'a> ListTransactionsResponseView<'a> {
         r.unknown_tagged_fields("ListTransactionsResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_str_array(true, false)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<TransactionStateView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a TransactionState: one entry for each transaction listed.
@@ -379,6 +391,15 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
         r.check_str(true, "TransactionState.TransactionState")?;
         r.fixed_struct_unknown_tagged_fields("TransactionState._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(8)?;
+        r.fast_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -182,7 +182,7 @@ pub struct MetadataRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(MetadataRequestView, MetadataRequest, at);
+body_view!(fast MetadataRequestView, MetadataRequest, at);
 view_common!(MetadataRequestView {
     topics,
     allow_auto_topic_creation,
@@ -257,6 +257,30 @@ impl<'a> MetadataRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 1 {
+            view::fast_array::<MetadataRequestTopicView<'a>>(r, ver.flexible, true, ver)?;
+        } else {
+            view::fast_array::<MetadataRequestTopicView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 4 {
+            r.fast_take(1)?;
+        }
+        if ver.version >= 8 && ver.version <= 10 {
+            r.fast_take(1)?;
+        }
+        if ver.version >= 8 {
+            r.fast_take(1)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a MetadataRequestTopic: topics to describe. In version 0 an empty list means every topic; from version 1 an empty list means none and null means every topic.
@@ -309,6 +333,22 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("MetadataRequestTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version >= 10 {
+            r.fast_take(16)?;
+        }
+        if ver.version >= 10 {
+            r.fast_nullable_str(ver.flexible)?;
+        } else {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -675,7 +715,7 @@ pub struct MetadataResponseView<'a> {
     at: [u32; 3],
 }
 
-body_view!(MetadataResponseView, MetadataResponse, at);
+body_view!(fast MetadataResponseView, MetadataResponse, at);
 view_common!(MetadataResponseView {
     throttle_time_ms,
     brokers,
@@ -786,6 +826,35 @@ impl<'a> MetadataResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version >= 3 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<MetadataResponseBrokerView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 2 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<MetadataResponseTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        if ver.version >= 8 && ver.version <= 10 {
+            r.fast_take(4)?;
+        }
+        if ver.version == 13 {
+            r.fast_take(2)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a MetadataResponseBroker: the brokers of the cluster.
@@ -854,6 +923,20 @@ impl<'a> ElementImpl<'a> for MetadataResponseBrokerView<'a> {
             r.fixed_struct_unknown_tagged_fields("MetadataResponseBroker._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_str(ver.flexible)?;
+        r.fast_take(4)?;
+        if ver.version >= 1 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -981,6 +1064,30 @@ impl<'a> ElementImpl<'a> for MetadataResponseTopicView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        if ver.version >= 12 {
+            r.fast_nullable_str(ver.flexible)?;
+        } else {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version >= 10 {
+            r.fast_take(16)?;
+        }
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        view::fast_array::<MetadataResponsePartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.version >= 8 {
+            r.fast_take(4)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -1104,6 +1211,23 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
             r.fixed_struct_unknown_tagged_fields("MetadataResponsePartition._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(10)?;
+        if ver.version >= 7 {
+            r.fast_take(4)?;
+        }
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.version >= 5 {
+            r.fast_fixed_array(ver.flexible, false, 4)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

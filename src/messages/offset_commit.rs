@@ -234,7 +234,7 @@ pub struct OffsetCommitRequestView<'a> {
     at: [u32; 4],
 }
 
-body_view!(OffsetCommitRequestView, OffsetCommitRequest, at);
+body_view!(fast OffsetCommitRequestView, OffsetCommitRequest, at);
 view_common!(OffsetCommitRequestView {
     group_id,
     generation_id_or_member_epoch,
@@ -314,6 +314,29 @@ impl<'a> OffsetCommitRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 4]> {
+        let start = r.pos();
+        let mut at = [0; 4];
+        r.fast_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        r.fast_str(ver.flexible)?;
+        at[1] = (r.pos() - start) as u32;
+        if ver.version >= 7 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.version <= 4 {
+            r.fast_take(8)?;
+        }
+        view::fast_array::<OffsetCommitRequestTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[3] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a OffsetCommitRequestTopic: offsets to store, grouped by topic.
@@ -377,6 +400,21 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("OffsetCommitRequestTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 9 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version == 10 {
+            r.fast_take(16)?;
+        }
+        view::fast_array::<OffsetCommitRequestPartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -468,6 +506,19 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
             r.fixed_struct_unknown_tagged_fields("OffsetCommitRequestPartition._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(12)?;
+        if ver.version >= 6 {
+            r.fast_take(4)?;
+        }
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -631,7 +682,7 @@ pub struct OffsetCommitResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(OffsetCommitResponseView, OffsetCommitResponse, at);
+body_view!(fast OffsetCommitResponseView, OffsetCommitResponse, at);
 view_common!(OffsetCommitResponseView { throttle_time_ms, topics });
 
 impl<'a> OffsetCommitResponseView<'a> {
@@ -666,6 +717,20 @@ impl<'a> OffsetCommitResponseView<'a> {
             r.unknown_tagged_fields("OffsetCommitResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 3 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<OffsetCommitResponseTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -730,6 +795,21 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponseTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("OffsetCommitResponseTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 9 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version == 10 {
+            r.fast_take(16)?;
+        }
+        view::fast_array::<OffsetCommitResponsePartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -104,7 +104,7 @@ pub struct OffsetDeleteRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(OffsetDeleteRequestView, OffsetDeleteRequest, at);
+body_view!(fast OffsetDeleteRequestView, OffsetDeleteRequest, at);
 view_common!(OffsetDeleteRequestView { group_id, topics });
 
 impl<'a> OffsetDeleteRequestView<'a> {
@@ -128,6 +128,15 @@ impl<'a> OffsetDeleteRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         view::check_array::<OffsetDeleteRequestTopicView<'a>>(r, ver, "OffsetDeleteRequest.Topics")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_str(false)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<OffsetDeleteRequestTopicView<'a>>(r, false, false, ver)?;
+        Some(at)
     }
 }
 
@@ -168,6 +177,13 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestTopicView<'a> {
             "OffsetDeleteRequestTopic.Partitions",
         )?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(false)?;
+        view::fast_array::<OffsetDeleteRequestPartitionView<'a>>(r, false, false, ver)?;
+        Some(())
     }
 
     #[inline]
@@ -324,7 +340,7 @@ pub struct OffsetDeleteResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(OffsetDeleteResponseView, OffsetDeleteResponse);
+body_view!(fast OffsetDeleteResponseView, OffsetDeleteResponse);
 view_common!(OffsetDeleteResponseView { error_code, throttle_time_ms, topics });
 
 impl<'a> OffsetDeleteResponseView<'a> {
@@ -351,6 +367,12 @@ impl<'a> OffsetDeleteResponseView<'a> {
         r.run(6, &[("OffsetDeleteResponse.ErrorCode", 2), ("OffsetDeleteResponse.ThrottleTimeMs", 4)])?;
         view::check_array::<OffsetDeleteResponseTopicView<'a>>(r, ver, "OffsetDeleteResponse.Topics")?;
         Ok([])
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
+        r.fast_take(6)?;
+        view::fast_array::<OffsetDeleteResponseTopicView<'a>>(r, false, false, ver)?;
+        Some([])
     }
 }
 
@@ -391,6 +413,13 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponseTopicView<'a> {
             "OffsetDeleteResponseTopic.Partitions",
         )?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(false)?;
+        view::fast_array::<OffsetDeleteResponsePartitionView<'a>>(r, false, false, ver)?;
+        Some(())
     }
 
     #[inline]

@@ -274,7 +274,7 @@ pub struct OffsetFetchRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(OffsetFetchRequestView, OffsetFetchRequest, at);
+body_view!(fast OffsetFetchRequestView, OffsetFetchRequest, at);
 view_common!(OffsetFetchRequestView { group_id, topics, groups, require_stable });
 
 impl<'a> OffsetFetchRequestView<'a> {
@@ -352,6 +352,34 @@ impl<'a> OffsetFetchRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        if ver.version <= 7 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 7 {
+            if ver.version >= 2 {
+                view::fast_array::<OffsetFetchRequestTopicView<'a>>(r, ver.flexible, true, ver)?;
+            } else {
+                view::fast_array::<OffsetFetchRequestTopicView<'a>>(r, ver.flexible, false, ver)?;
+            }
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.version >= 8 {
+            view::fast_array::<OffsetFetchRequestGroupView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.version >= 7 {
+            r.fast_take(1)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a OffsetFetchRequestTopic: partitions to read offsets for, grouped by topic; null (from version 2) means every partition with a committed offset.
@@ -400,6 +428,16 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("OffsetFetchRequestTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        r.fast_fixed_array(ver.flexible, false, 4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -486,6 +524,20 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestGroupView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        if ver.version >= 9 {
+            r.fast_nullable_str(true)?;
+        }
+        if ver.version >= 9 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<OffsetFetchRequestTopicsView<'a>>(r, true, true, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
@@ -556,6 +608,19 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
         view::check_array::<i32>(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?;
         r.fixed_struct_unknown_tagged_fields("OffsetFetchRequestTopics._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 9 {
+            r.fast_str(true)?;
+        }
+        if ver.version == 10 {
+            r.fast_take(16)?;
+        }
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -914,7 +979,7 @@ pub struct OffsetFetchResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(OffsetFetchResponseView, OffsetFetchResponse, at);
+body_view!(fast OffsetFetchResponseView, OffsetFetchResponse, at);
 view_common!(OffsetFetchResponseView { throttle_time_ms, topics, error_code, groups });
 
 impl<'a> OffsetFetchResponseView<'a> {
@@ -979,6 +1044,29 @@ impl<'a> OffsetFetchResponseView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        if ver.version >= 3 {
+            r.fast_take(4)?;
+        }
+        if ver.version <= 7 {
+            view::fast_array::<OffsetFetchResponseTopicView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 2 && ver.version <= 7 {
+            r.fast_take(2)?;
+        }
+        if ver.version >= 8 {
+            view::fast_array::<OffsetFetchResponseGroupView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a OffsetFetchResponseTopic: results grouped by topic (up to version 7).
@@ -1031,6 +1119,16 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("OffsetFetchResponseTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<OffsetFetchResponsePartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -1129,6 +1227,20 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(12)?;
+        if ver.version >= 5 {
+            r.fast_take(4)?;
+        }
+        r.fast_nullable_str(ver.flexible)?;
+        r.fast_take(2)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -1190,6 +1302,15 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseGroupView<'a> {
         r.take(2, "OffsetFetchResponseGroup.ErrorCode")?;
         r.fixed_struct_unknown_tagged_fields("OffsetFetchResponseGroup._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<OffsetFetchResponseTopicsView<'a>>(r, true, false, ver)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -1262,6 +1383,19 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponseTopicsView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("OffsetFetchResponseTopics._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 9 {
+            r.fast_str(true)?;
+        }
+        if ver.version == 10 {
+            r.fast_take(16)?;
+        }
+        view::fast_array::<OffsetFetchResponsePartitionsView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -1351,6 +1485,15 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
         r.take(2, "OffsetFetchResponsePartitions.ErrorCode")?;
         r.fixed_struct_unknown_tagged_fields("OffsetFetchResponsePartitions._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        r.fast_nullable_str(true)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -173,7 +173,7 @@ pub struct OffsetForLeaderEpochRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(OffsetForLeaderEpochRequestView, OffsetForLeaderEpochRequest, at);
+body_view!(fast OffsetForLeaderEpochRequestView, OffsetForLeaderEpochRequest, at);
 view_common!(OffsetForLeaderEpochRequestView { replica_id, topics });
 
 impl<'a> OffsetForLeaderEpochRequestView<'a> {
@@ -208,6 +208,20 @@ impl<'a> OffsetForLeaderEpochRequestView<'a> {
             r.unknown_tagged_fields("OffsetForLeaderEpochRequest._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        if ver.version >= 3 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<OffsetForLeaderTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -257,6 +271,16 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("OffsetForLeaderTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<OffsetForLeaderPartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -497,7 +521,7 @@ pub struct OffsetForLeaderEpochResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(OffsetForLeaderEpochResponseView, OffsetForLeaderEpochResponse, at);
+body_view!(fast OffsetForLeaderEpochResponseView, OffsetForLeaderEpochResponse, at);
 view_common!(OffsetForLeaderEpochResponseView { throttle_time_ms, topics });
 
 impl<'a> OffsetForLeaderEpochResponseView<'a> {
@@ -534,6 +558,18 @@ impl<'a> OffsetForLeaderEpochResponseView<'a> {
             r.unknown_tagged_fields("OffsetForLeaderEpochResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<OffsetForLeaderTopicResultView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -583,6 +619,16 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderTopicResultView<'a> {
             r.fixed_struct_unknown_tagged_fields("OffsetForLeaderTopicResult._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(ver.flexible)?;
+        view::fast_array::<EpochEndOffsetView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -779,7 +779,7 @@ pub struct ProduceResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ProduceResponseView, ProduceResponse, at);
+body_view!(fast ProduceResponseView, ProduceResponse, at);
 view_common!(ProduceResponseView { responses, throttle_time_ms, node_endpoints });
 
 impl<'a> ProduceResponseView<'a> {
@@ -842,6 +842,18 @@ impl<'a> ProduceResponseView<'a> {
             })?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<TopicProduceResponseView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -906,6 +918,21 @@ impl<'a> ElementImpl<'a> for TopicProduceResponseView<'a> {
             r.fixed_struct_unknown_tagged_fields("TopicProduceResponse._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 12 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version == 13 {
+            r.fast_take(16)?;
+        }
+        view::fast_array::<PartitionProduceResponseView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -1071,6 +1098,24 @@ impl<'a> ElementImpl<'a> for PartitionProduceResponseView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(22)?;
+        if ver.version >= 5 {
+            r.fast_take(8)?;
+        }
+        if ver.version >= 8 {
+            view::fast_array::<BatchIndexAndErrorMessageView<'a>>(r, ver.flexible, false, ver)?;
+        }
+        if ver.version >= 8 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -1134,6 +1179,16 @@ impl<'a> ElementImpl<'a> for BatchIndexAndErrorMessageView<'a> {
             r.fixed_struct_unknown_tagged_fields("BatchIndexAndErrorMessage._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

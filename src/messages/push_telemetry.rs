@@ -208,7 +208,7 @@ impl<'a> PushTelemetryResponseView<'a> {
         r.unknown_tagged_fields("PushTelemetryResponse._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(6)?;
         r.fast_no_tags()?;

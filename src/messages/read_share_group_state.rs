@@ -119,7 +119,7 @@ pub struct ReadShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(ReadShareGroupStateRequestView, ReadShareGroupStateRequest, at);
+body_view!(fast ReadShareGroupStateRequestView, ReadShareGroupStateRequest, at);
 view_common!(ReadShareGroupStateRequestView { group_id, topics });
 
 impl<'a> ReadShareGroupStateRequestView<'a> {
@@ -151,6 +151,17 @@ impl<'a> ReadShareGroupStateRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ReadShareGroupStateRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<ReadStateDataView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -192,6 +203,14 @@ impl<'a> ElementImpl<'a> for ReadStateDataView<'a> {
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ReadStateData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -426,7 +445,7 @@ pub struct ReadShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ReadShareGroupStateResponseView, ReadShareGroupStateResponse, at);
+body_view!(fast ReadShareGroupStateResponseView, ReadShareGroupStateResponse, at);
 view_common!(ReadShareGroupStateResponseView { results });
 
 impl<'a> ReadShareGroupStateResponseView<'a> {
@@ -450,6 +469,15 @@ impl<'a> ReadShareGroupStateResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ReadShareGroupStateResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<ReadStateResultView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -491,6 +519,14 @@ impl<'a> ElementImpl<'a> for ReadStateResultView<'a> {
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateResult.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ReadStateResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -575,6 +611,16 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         view::check_array::<StateBatchView<'a>>(r, ver, "PartitionResult.StateBatches")?;
         r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_take(12)?;
+        view::fast_array::<StateBatchView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -125,7 +125,7 @@ pub struct ReadShareGroupStateSummaryRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(ReadShareGroupStateSummaryRequestView, ReadShareGroupStateSummaryRequest, at);
+body_view!(fast ReadShareGroupStateSummaryRequestView, ReadShareGroupStateSummaryRequest, at);
 view_common!(ReadShareGroupStateSummaryRequestView { group_id, topics });
 
 impl<'a> ReadShareGroupStateSummaryRequestView<'a> {
@@ -161,6 +161,17 @@ impl<'a> ReadShareGroupStateSummaryRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ReadShareGroupStateSummaryRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<ReadStateSummaryDataView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -202,6 +213,14 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryDataView<'a> {
         view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateSummaryData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ReadStateSummaryData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -430,7 +449,7 @@ pub struct ReadShareGroupStateSummaryResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ReadShareGroupStateSummaryResponseView, ReadShareGroupStateSummaryResponse, at);
+body_view!(fast ReadShareGroupStateSummaryResponseView, ReadShareGroupStateSummaryResponse, at);
 view_common!(ReadShareGroupStateSummaryResponseView { results });
 
 impl<'a> ReadShareGroupStateSummaryResponseView<'a> {
@@ -458,6 +477,15 @@ impl<'a> ReadShareGroupStateSummaryResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ReadShareGroupStateSummaryResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<ReadStateSummaryResultView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -499,6 +527,14 @@ impl<'a> ElementImpl<'a> for ReadStateSummaryResultView<'a> {
         view::check_array::<PartitionResultView<'a>>(r, ver, "ReadStateSummaryResult.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ReadStateSummaryResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -603,6 +639,18 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         }
         r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_take(16)?;
+        if ver.version == 1 {
+            r.fast_take(4)?;
+        }
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

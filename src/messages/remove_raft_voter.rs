@@ -115,7 +115,7 @@ impl<'a> RemoveRaftVoterRequestView<'a> {
         r.unknown_tagged_fields("RemoveRaftVoterRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
@@ -233,7 +233,7 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         r.unknown_tagged_fields("RemoveRaftVoterResponse._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];

@@ -205,7 +205,7 @@ impl<'a> RenewDelegationTokenResponseView<'a> {
         }
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 0]> {
         r.fast_take(14)?;
         if ver.flexible {

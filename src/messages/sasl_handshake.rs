@@ -61,7 +61,7 @@ impl<'a> SaslHandshakeRequestView<'a> {
         r.check_str(false, "SaslHandshakeRequest.Mechanism")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_str(false)?;
         Some([])
@@ -128,7 +128,7 @@ impl<'a> SaslHandshakeResponseView<'a> {
         view::check_array::<&'a str>(r, ver, "SaslHandshakeResponse.Mechanisms")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(2)?;
         r.fast_str_array(false, false)?;

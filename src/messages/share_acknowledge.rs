@@ -203,7 +203,7 @@ pub struct ShareAcknowledgeRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(ShareAcknowledgeRequestView, ShareAcknowledgeRequest, at);
+body_view!(fast ShareAcknowledgeRequestView, ShareAcknowledgeRequest, at);
 view_common!(ShareAcknowledgeRequestView { group_id, member_id, share_session_epoch, is_renew_ack, topics });
 
 impl<'a> ShareAcknowledgeRequestView<'a> {
@@ -260,6 +260,23 @@ impl<'a> ShareAcknowledgeRequestView<'a> {
         r.unknown_tagged_fields("ShareAcknowledgeRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_nullable_str(true)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        if ver.version == 2 {
+            r.fast_take(1)?;
+        }
+        view::fast_array::<AcknowledgeTopicView<'a>>(r, true, false, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a AcknowledgeTopic: topics with records to acknowledge.
@@ -300,6 +317,14 @@ impl<'a> ElementImpl<'a> for AcknowledgeTopicView<'a> {
         view::check_array::<AcknowledgePartitionView<'a>>(r, ver, "AcknowledgeTopic.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("AcknowledgeTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<AcknowledgePartitionView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -357,6 +382,14 @@ impl<'a> ElementImpl<'a> for AcknowledgePartitionView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        view::fast_array::<AcknowledgementBatchView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -412,6 +445,14 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
         view::check_array::<i8>(r, ver, "AcknowledgementBatch.AcknowledgeTypes")?;
         r.fixed_struct_unknown_tagged_fields("AcknowledgementBatch._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        r.fast_fixed_array(true, false, 1)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -644,7 +685,7 @@ pub struct ShareAcknowledgeResponseView<'a> {
     at: [u32; 3],
 }
 
-body_view!(ShareAcknowledgeResponseView, ShareAcknowledgeResponse, at);
+body_view!(fast ShareAcknowledgeResponseView, ShareAcknowledgeResponse, at);
 view_common!(ShareAcknowledgeResponseView {
     throttle_time_ms,
     error_code,
@@ -721,6 +762,23 @@ impl<'a> ShareAcknowledgeResponseView<'a> {
         r.unknown_tagged_fields("ShareAcknowledgeResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version == 2 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<ShareAcknowledgeTopicResponseView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        view::fast_array::<NodeEndpointView<'a>>(r, true, false, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a ShareAcknowledgeTopicResponse: results grouped by topic.
@@ -761,6 +819,14 @@ impl<'a> ElementImpl<'a> for ShareAcknowledgeTopicResponseView<'a> {
         view::check_array::<PartitionDataView<'a>>(r, ver, "ShareAcknowledgeTopicResponse.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -827,6 +893,15 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        LeaderIdAndEpochView::fast(r, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 2];
@@ -880,6 +955,13 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
         r.run(8, &[("LeaderIdAndEpoch.LeaderId", 4), ("LeaderIdAndEpoch.LeaderEpoch", 4)])?;
         r.fixed_struct_unknown_tagged_fields("LeaderIdAndEpoch._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(8)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -948,6 +1030,16 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         r.check_nullable_str(true, "NodeEndpoint.Rack")?;
         r.fixed_struct_unknown_tagged_fields("NodeEndpoint._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_str(true)?;
+        r.fast_take(4)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

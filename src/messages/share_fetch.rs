@@ -278,7 +278,7 @@ pub struct ShareFetchRequestView<'a> {
     at: [u32; 4],
 }
 
-body_view!(ShareFetchRequestView, ShareFetchRequest, at);
+body_view!(fast ShareFetchRequestView, ShareFetchRequest, at);
 view_common!(ShareFetchRequestView {
     group_id,
     member_id,
@@ -402,6 +402,25 @@ impl<'a> ShareFetchRequestView<'a> {
         r.unknown_tagged_fields("ShareFetchRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 4]> {
+        let start = r.pos();
+        let mut at = [0; 4];
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_nullable_str(true)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(24)?;
+        if ver.version == 2 {
+            r.fast_take(2)?;
+        }
+        view::fast_array::<FetchTopicView<'a>>(r, true, false, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        view::fast_array::<ForgottenTopicView<'a>>(r, true, false, ver)?;
+        at[3] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a FetchTopic: topics to fetch from or acknowledge on.
@@ -442,6 +461,14 @@ impl<'a> ElementImpl<'a> for FetchTopicView<'a> {
         view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("FetchTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<FetchPartitionView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -501,6 +528,14 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        view::fast_array::<AcknowledgementBatchView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -558,6 +593,14 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        r.fast_fixed_array(true, false, 1)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -607,6 +650,14 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
         view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -91,7 +91,7 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
         r.unknown_tagged_fields("ShareGroupDescribeRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];
@@ -341,7 +341,7 @@ pub struct ShareGroupDescribeResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(ShareGroupDescribeResponseView, ShareGroupDescribeResponse, at);
+body_view!(fast ShareGroupDescribeResponseView, ShareGroupDescribeResponse, at);
 view_common!(ShareGroupDescribeResponseView { throttle_time_ms, groups });
 
 impl<'a> ShareGroupDescribeResponseView<'a> {
@@ -372,6 +372,16 @@ impl<'a> ShareGroupDescribeResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("ShareGroupDescribeResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<DescribedGroupView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -473,6 +483,20 @@ impl<'a> ElementImpl<'a> for DescribedGroupView<'a> {
         r.take(4, "DescribedGroup.AuthorizedOperations")?;
         r.fixed_struct_unknown_tagged_fields("DescribedGroup._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(8)?;
+        r.fast_str(true)?;
+        view::fast_array::<MemberView<'a>>(r, true, false, ver)?;
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -582,6 +606,19 @@ impl<'a> ElementImpl<'a> for MemberView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_nullable_str(true)?;
+        r.fast_take(4)?;
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_str_array(true, false)?;
+        AssignmentView::fast(r, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 6];
@@ -636,6 +673,13 @@ impl<'a> ElementImpl<'a> for AssignmentView<'a> {
         view::check_array::<TopicPartitionsView<'a>>(r, ver, "Assignment.TopicPartitions")?;
         r.fixed_struct_unknown_tagged_fields("Assignment._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        view::fast_array::<TopicPartitionsView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -696,6 +740,15 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("TopicPartitions._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

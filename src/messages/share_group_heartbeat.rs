@@ -143,7 +143,7 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
         r.unknown_tagged_fields("ShareGroupHeartbeatRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 4]> {
         let start = r.pos();
         let mut at = [0; 4];

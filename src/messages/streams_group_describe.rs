@@ -125,7 +125,7 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
         r.unknown_tagged_fields("StreamsGroupDescribeRequest._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];

@@ -1605,7 +1605,7 @@ pub struct StreamsGroupHeartbeatResponseView<'a> {
     at: [u32; 7],
 }
 
-body_view!(StreamsGroupHeartbeatResponseView, StreamsGroupHeartbeatResponse, at);
+body_view!(fast StreamsGroupHeartbeatResponseView, StreamsGroupHeartbeatResponse, at);
 view_common!(StreamsGroupHeartbeatResponseView {
     throttle_time_ms,
     error_code,
@@ -1798,6 +1798,40 @@ impl<'a> StreamsGroupHeartbeatResponseView<'a> {
         r.unknown_tagged_fields("StreamsGroupHeartbeatResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 7]> {
+        let start = r.pos();
+        let mut at = [0; 7];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_str(true)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(8)?;
+        if ver.version == 0 {
+            r.fast_take(4)?;
+        }
+        r.fast_take(4)?;
+        if ver.version == 1 {
+            r.fast_take(8)?;
+        }
+        view::fast_array::<StatusView<'a>>(r, true, true, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        view::fast_array::<StreamsGroupHeartbeatResponseTaskIdsView<'a>>(r, true, true, ver)?;
+        at[3] = (r.pos() - start) as u32;
+        view::fast_array::<StreamsGroupHeartbeatResponseTaskIdsView<'a>>(r, true, true, ver)?;
+        at[4] = (r.pos() - start) as u32;
+        view::fast_array::<StreamsGroupHeartbeatResponseTaskIdsView<'a>>(r, true, true, ver)?;
+        at[5] = (r.pos() - start) as u32;
+        if ver.version == 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_take(4)?;
+        view::fast_array::<EndpointToPartitionsView<'a>>(r, true, true, ver)?;
+        at[6] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a Status: statuses currently set for the group; may be null.
@@ -1840,6 +1874,14 @@ impl<'a> ElementImpl<'a> for StatusView<'a> {
         r.check_str(true, "Status.StatusDetail")?;
         r.fixed_struct_unknown_tagged_fields("Status._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(1)?;
+        r.fast_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -1894,6 +1936,14 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseTaskIdsView<'a> {
         view::check_array::<i32>(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("StreamsGroupHeartbeatResponseTaskIds._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -1957,6 +2007,15 @@ impl<'a> ElementImpl<'a> for EndpointToPartitionsView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        StreamsGroupHeartbeatResponseEndpointView::fast(r, ver)?;
+        view::fast_array::<TopicPartitionView<'a>>(r, true, false, ver)?;
+        view::fast_array::<TopicPartitionView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 3];
@@ -2014,6 +2073,14 @@ impl<'a> ElementImpl<'a> for StreamsGroupHeartbeatResponseEndpointView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -2067,6 +2134,14 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
         view::check_array::<i32>(r, ver, "TopicPartition.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("TopicPartition._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

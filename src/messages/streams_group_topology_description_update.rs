@@ -236,11 +236,7 @@ pub struct StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(
-    StreamsGroupTopologyDescriptionUpdateRequestView,
-    StreamsGroupTopologyDescriptionUpdateRequest,
-    at
-);
+body_view!(fast StreamsGroupTopologyDescriptionUpdateRequestView, StreamsGroupTopologyDescriptionUpdateRequest, at);
 view_common!(StreamsGroupTopologyDescriptionUpdateRequestView {
     group_id,
     member_id,
@@ -297,6 +293,20 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateRequestView<'a> {
         r.unknown_tagged_fields("StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_str(true)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(4)?;
+        TopologyDescriptionView::fast(r, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a TopologyDescription: the description.
@@ -345,6 +355,14 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("TopologyDescription._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        view::fast_array::<TopologyDescriptionSubtopologyView<'a>>(r, true, false, ver)?;
+        view::fast_array::<TopologyDescriptionGlobalStoreView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -400,6 +418,14 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionSubtopologyView<'a> {
         view::check_array::<TopologyDescriptionNodeView<'a>>(r, ver, "TopologyDescriptionSubtopology.Nodes")?;
         r.fixed_struct_unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<TopologyDescriptionNodeView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -486,6 +512,18 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionNodeView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(1)?;
+        r.fast_str_array(true, false)?;
+        r.fast_nullable_str(true)?;
+        r.fast_str_array(true, false)?;
+        r.fast_str_array(true, false)?;
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 5];
@@ -545,6 +583,14 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
         TopologyDescriptionNodeView::check(r, ver, "TopologyDescriptionGlobalStore.Processor")?;
         r.fixed_struct_unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        TopologyDescriptionNodeView::fast(r, ver)?;
+        TopologyDescriptionNodeView::fast(r, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -674,7 +720,7 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
         r.unknown_tagged_fields("StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];

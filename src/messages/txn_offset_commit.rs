@@ -266,7 +266,7 @@ pub struct TxnOffsetCommitRequestView<'a> {
     at: [u32; 5],
 }
 
-body_view!(TxnOffsetCommitRequestView, TxnOffsetCommitRequest, at);
+body_view!(fast TxnOffsetCommitRequestView, TxnOffsetCommitRequest, at);
 view_common!(TxnOffsetCommitRequestView {
     transactional_id,
     group_id,
@@ -364,6 +364,33 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
         }
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 5]> {
+        let start = r.pos();
+        let mut at = [0; 5];
+        r.fast_str(ver.flexible)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_str(ver.flexible)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_take(10)?;
+        if ver.version >= 3 {
+            r.fast_take(4)?;
+        }
+        if ver.version >= 3 {
+            r.fast_str(ver.flexible)?;
+        }
+        at[2] = (r.pos() - start) as u32;
+        if ver.version >= 3 {
+            r.fast_nullable_str(ver.flexible)?;
+        }
+        at[3] = (r.pos() - start) as u32;
+        view::fast_array::<TxnOffsetCommitRequestTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[4] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a TxnOffsetCommitRequestTopic: offsets to commit, grouped by topic.
@@ -427,6 +454,21 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 5 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version == 6 {
+            r.fast_take(16)?;
+        }
+        view::fast_array::<TxnOffsetCommitRequestPartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -518,6 +560,19 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
             r.fixed_struct_unknown_tagged_fields("TxnOffsetCommitRequestPartition._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(12)?;
+        if ver.version >= 2 {
+            r.fast_take(4)?;
+        }
+        r.fast_nullable_str(ver.flexible)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]
@@ -677,7 +732,7 @@ pub struct TxnOffsetCommitResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(TxnOffsetCommitResponseView, TxnOffsetCommitResponse, at);
+body_view!(fast TxnOffsetCommitResponseView, TxnOffsetCommitResponse, at);
 view_common!(TxnOffsetCommitResponseView { throttle_time_ms, topics });
 
 impl<'a> TxnOffsetCommitResponseView<'a> {
@@ -710,6 +765,18 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
             r.unknown_tagged_fields("TxnOffsetCommitResponse._tagged_fields")?;
         }
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<TxnOffsetCommitResponseTopicView<'a>>(r, ver.flexible, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(at)
     }
 }
 
@@ -774,6 +841,21 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponseTopicView<'a> {
             r.fixed_struct_unknown_tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields")?;
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        if ver.version <= 5 {
+            r.fast_str(ver.flexible)?;
+        }
+        if ver.version == 6 {
+            r.fast_take(16)?;
+        }
+        view::fast_array::<TxnOffsetCommitResponsePartitionView<'a>>(r, ver.flexible, false, ver)?;
+        if ver.flexible {
+            r.fast_no_tags()?;
+        }
+        Some(())
     }
 
     #[inline]

@@ -74,7 +74,7 @@ impl<'a> UnregisterBrokerRequestView<'a> {
         r.unknown_tagged_fields("UnregisterBrokerRequest._tagged_fields")?;
         Ok([])
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
         r.fast_take(4)?;
         r.fast_no_tags()?;
@@ -191,7 +191,7 @@ impl<'a> UnregisterBrokerResponseView<'a> {
         r.unknown_tagged_fields("UnregisterBrokerResponse._tagged_fields")?;
         Ok(at)
     }
-    #[inline]
+    #[inline(always)]
     fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 1]> {
         let start = r.pos();
         let mut at = [0; 1];

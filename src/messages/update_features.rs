@@ -156,7 +156,7 @@ pub struct UpdateFeaturesRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(UpdateFeaturesRequestView, UpdateFeaturesRequest, at);
+body_view!(fast UpdateFeaturesRequestView, UpdateFeaturesRequest, at);
 view_common!(UpdateFeaturesRequestView { timeout_ms, feature_updates, validate_only });
 
 impl<'a> UpdateFeaturesRequestView<'a> {
@@ -196,6 +196,19 @@ impl<'a> UpdateFeaturesRequestView<'a> {
         }
         r.unknown_tagged_fields("UpdateFeaturesRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(4)?;
+        view::fast_array::<FeatureUpdateKeyView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -257,6 +270,20 @@ impl<'a> ElementImpl<'a> for FeatureUpdateKeyView<'a> {
         }
         r.fixed_struct_unknown_tagged_fields("FeatureUpdateKey._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        if ver.version == 0 {
+            r.fast_take(1)?;
+        }
+        if ver.version >= 1 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -402,7 +429,7 @@ pub struct UpdateFeaturesResponseView<'a> {
     at: [u32; 2],
 }
 
-body_view!(UpdateFeaturesResponseView, UpdateFeaturesResponse, at);
+body_view!(fast UpdateFeaturesResponseView, UpdateFeaturesResponse, at);
 view_common!(UpdateFeaturesResponseView { throttle_time_ms, error_code, error_message, results });
 
 impl<'a> UpdateFeaturesResponseView<'a> {
@@ -454,6 +481,20 @@ impl<'a> UpdateFeaturesResponseView<'a> {
         r.unknown_tagged_fields("UpdateFeaturesResponse._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version <= 1 {
+            view::fast_array::<UpdatableFeatureResultView<'a>>(r, true, false, ver)?;
+        }
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a UpdatableFeatureResult: one result for each feature; dropped in version 2, where the top-level error covers every feature.
@@ -503,6 +544,15 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
         r.check_nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("UpdatableFeatureResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -154,7 +154,7 @@ pub struct UpdateRaftVoterRequestView<'a> {
     at: [u32; 3],
 }
 
-body_view!(UpdateRaftVoterRequestView, UpdateRaftVoterRequest, at);
+body_view!(fast UpdateRaftVoterRequestView, UpdateRaftVoterRequest, at);
 view_common!(UpdateRaftVoterRequestView {
     cluster_id,
     current_leader_epoch,
@@ -228,6 +228,20 @@ impl<'a> UpdateRaftVoterRequestView<'a> {
         r.unknown_tagged_fields("UpdateRaftVoterRequest._tagged_fields")?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 3]> {
+        let start = r.pos();
+        let mut at = [0; 3];
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_take(24)?;
+        view::fast_array::<ListenerView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        KRaftVersionFeatureView::fast(r, ver)?;
+        at[2] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a Listener: listeners on which the voter can be reached.
@@ -277,6 +291,15 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         r.take(2, "Listener.Port")?;
         r.fixed_struct_unknown_tagged_fields("Listener._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_str(true)?;
+        r.fast_take(2)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -337,6 +360,13 @@ impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("KRaftVersionFeature._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -467,7 +497,7 @@ pub struct UpdateRaftVoterResponseView<'a> {
     ver: Ver,
 }
 
-body_view!(UpdateRaftVoterResponseView, UpdateRaftVoterResponse);
+body_view!(fast UpdateRaftVoterResponseView, UpdateRaftVoterResponse);
 view_common!(UpdateRaftVoterResponseView { throttle_time_ms, error_code, current_leader });
 
 impl<'a> UpdateRaftVoterResponseView<'a> {
@@ -508,6 +538,12 @@ impl<'a> UpdateRaftVoterResponseView<'a> {
             Ok(true)
         })?;
         Ok([])
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<[u32; 0]> {
+        r.fast_take(6)?;
+        r.fast_no_tags()?;
+        Some([])
     }
 }
 

@@ -198,7 +198,7 @@ pub struct VoteRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(VoteRequestView, VoteRequest, at);
+body_view!(fast VoteRequestView, VoteRequest, at);
 view_common!(VoteRequestView { cluster_id, voter_id, topics });
 
 impl<'a> VoteRequestView<'a> {
@@ -239,6 +239,20 @@ impl<'a> VoteRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("VoteRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_nullable_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        if ver.version >= 1 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<VoteRequestTopicDataView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -282,6 +296,14 @@ impl<'a> ElementImpl<'a> for VoteRequestTopicDataView<'a> {
         view::check_array::<VoteRequestPartitionDataView<'a>>(r, ver, "VoteRequestTopicData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("VoteRequestTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<VoteRequestPartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -631,7 +653,7 @@ pub struct VoteResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(VoteResponseView, VoteResponse, at);
+body_view!(fast VoteResponseView, VoteResponse, at);
 view_common!(VoteResponseView { error_code, topics, node_endpoints });
 
 impl<'a> VoteResponseView<'a> {
@@ -687,6 +709,16 @@ impl<'a> VoteResponseView<'a> {
         })?;
         Ok(at)
     }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        r.fast_take(2)?;
+        view::fast_array::<VoteResponseTopicDataView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
+    }
 }
 
 /// A zero-copy view of a VoteResponseTopicData: results grouped by topic.
@@ -729,6 +761,14 @@ impl<'a> ElementImpl<'a> for VoteResponseTopicDataView<'a> {
         view::check_array::<VoteResponsePartitionDataView<'a>>(r, ver, "VoteResponseTopicData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("VoteResponseTopicData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<VoteResponsePartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

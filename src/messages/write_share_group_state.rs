@@ -196,7 +196,7 @@ pub struct WriteShareGroupStateRequestView<'a> {
     at: [u32; 2],
 }
 
-body_view!(WriteShareGroupStateRequestView, WriteShareGroupStateRequest, at);
+body_view!(fast WriteShareGroupStateRequestView, WriteShareGroupStateRequest, at);
 view_common!(WriteShareGroupStateRequestView { group_id, topics });
 
 impl<'a> WriteShareGroupStateRequestView<'a> {
@@ -228,6 +228,17 @@ impl<'a> WriteShareGroupStateRequestView<'a> {
         at[1] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("WriteShareGroupStateRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 2]> {
+        let start = r.pos();
+        let mut at = [0; 2];
+        r.fast_str(true)?;
+        at[0] = (r.pos() - start) as u32;
+        view::fast_array::<WriteStateDataView<'a>>(r, true, false, ver)?;
+        at[1] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -269,6 +280,14 @@ impl<'a> ElementImpl<'a> for WriteStateDataView<'a> {
         view::check_array::<PartitionDataView<'a>>(r, ver, "WriteStateData.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("WriteStateData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionDataView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -362,6 +381,17 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
         view::check_array::<StateBatchView<'a>>(r, ver, "PartitionData.StateBatches")?;
         r.fixed_struct_unknown_tagged_fields("PartitionData._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(20)?;
+        if ver.version == 1 {
+            r.fast_take(4)?;
+        }
+        view::fast_array::<StateBatchView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -565,7 +595,7 @@ pub struct WriteShareGroupStateResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(WriteShareGroupStateResponseView, WriteShareGroupStateResponse, at);
+body_view!(fast WriteShareGroupStateResponseView, WriteShareGroupStateResponse, at);
 view_common!(WriteShareGroupStateResponseView { results });
 
 impl<'a> WriteShareGroupStateResponseView<'a> {
@@ -589,6 +619,15 @@ impl<'a> WriteShareGroupStateResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("WriteShareGroupStateResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<WriteStateResultView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -630,6 +669,14 @@ impl<'a> ElementImpl<'a> for WriteStateResultView<'a> {
         view::check_array::<PartitionResultView<'a>>(r, ver, "WriteStateResult.Partitions")?;
         r.fixed_struct_unknown_tagged_fields("WriteStateResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(16)?;
+        view::fast_array::<PartitionResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -687,6 +734,14 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         r.check_nullable_str(true, "PartitionResult.ErrorMessage")?;
         r.fixed_struct_unknown_tagged_fields("PartitionResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_take(6)?;
+        r.fast_nullable_str(true)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

@@ -143,7 +143,7 @@ pub struct WriteTxnMarkersRequestView<'a> {
     at: [u32; 1],
 }
 
-body_view!(WriteTxnMarkersRequestView, WriteTxnMarkersRequest, at);
+body_view!(fast WriteTxnMarkersRequestView, WriteTxnMarkersRequest, at);
 view_common!(WriteTxnMarkersRequestView { markers });
 
 impl<'a> WriteTxnMarkersRequestView<'a> {
@@ -167,6 +167,15 @@ impl<'a> WriteTxnMarkersRequestView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("WriteTxnMarkersRequest._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<WritableTxnMarkerView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -256,6 +265,18 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerView<'a> {
         Ok(())
     }
 
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(11)?;
+        view::fast_array::<WritableTxnMarkerTopicView<'a>>(r, true, false, ver)?;
+        r.fast_take(4)?;
+        if ver.version == 2 {
+            r.fast_take(1)?;
+        }
+        r.fast_no_tags()?;
+        Some(())
+    }
+
     #[inline]
     fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize) {
         let mut at = [0; 1];
@@ -308,6 +329,14 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
         view::check_array::<i32>(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?;
         r.fixed_struct_unknown_tagged_fields("WritableTxnMarkerTopic._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, _: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        r.fast_fixed_array(true, false, 4)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -467,7 +496,7 @@ pub struct WriteTxnMarkersResponseView<'a> {
     at: [u32; 1],
 }
 
-body_view!(WriteTxnMarkersResponseView, WriteTxnMarkersResponse, at);
+body_view!(fast WriteTxnMarkersResponseView, WriteTxnMarkersResponse, at);
 view_common!(WriteTxnMarkersResponseView { markers });
 
 impl<'a> WriteTxnMarkersResponseView<'a> {
@@ -491,6 +520,15 @@ impl<'a> WriteTxnMarkersResponseView<'a> {
         at[0] = (r.pos() - start) as u32;
         r.unknown_tagged_fields("WriteTxnMarkersResponse._tagged_fields")?;
         Ok(at)
+    }
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<[u32; 1]> {
+        let start = r.pos();
+        let mut at = [0; 1];
+        view::fast_array::<WritableTxnMarkerResultView<'a>>(r, true, false, ver)?;
+        at[0] = (r.pos() - start) as u32;
+        r.fast_no_tags()?;
+        Some(at)
     }
 }
 
@@ -532,6 +570,14 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerResultView<'a> {
         view::check_array::<WritableTxnMarkerTopicResultView<'a>>(r, ver, "WritableTxnMarkerResult.Topics")?;
         r.fixed_struct_unknown_tagged_fields("WritableTxnMarkerResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_take(8)?;
+        view::fast_array::<WritableTxnMarkerTopicResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]
@@ -589,6 +635,14 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicResultView<'a> {
         )?;
         r.fixed_struct_unknown_tagged_fields("WritableTxnMarkerTopicResult._tagged_fields")?;
         Ok(())
+    }
+
+    #[inline(always)]
+    fn fast(r: &mut Reader<'a>, ver: Ver) -> Option<()> {
+        r.fast_str(true)?;
+        view::fast_array::<WritableTxnMarkerPartitionResultView<'a>>(r, true, false, ver)?;
+        r.fast_no_tags()?;
+        Some(())
     }
 
     #[inline]

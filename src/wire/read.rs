@@ -492,9 +492,11 @@ impl<'a> Reader<'a> {
 
     /// An array count on the fast path: a one-byte compact count or a non-negative int32;
     /// null (as zero elements) only when `nullable`. Not checked against the bytes left:
-    /// every element takes at least one byte, so the elements' own reads fail first.
+    /// every element of a string or a fixed-width value takes at least one byte, so the
+    /// elements' own reads fail first (`view::fast_array`, whose elements may take none,
+    /// tests it).
     #[inline(always)]
-    fn fast_count(&mut self, flexible: bool, nullable: bool) -> Option<usize> {
+    pub(crate) fn fast_count(&mut self, flexible: bool, nullable: bool) -> Option<usize> {
         if flexible {
             let b = *self.buf.get(self.pos)?;
             if b >= 0x80 || (b == 0 && !nullable) {

@@ -305,6 +305,12 @@ impl FnBuilder {
         self
     }
 
+    /// `#[inline(always)]`, for a step of a pass that must make no call.
+    pub fn inline_always(mut self) -> Self {
+        self.attrs.push("#[inline(always)]".into());
+        self
+    }
+
     pub fn public(mut self) -> Self {
         self.vis = "pub ";
         self

@@ -219,7 +219,7 @@ fn view(cx: &Ctx, s: &Struct) -> String {
 
     let fields = F::all(s);
     if root {
-        let fast = if fast_eligible(s) { "fast " } else { "" };
+        let fast = if fast_eligible(cx, s) { "fast " } else { "" };
         writeln!(out, "body_view!({fast}{n}View, {n}{});", if k > 0 { ", at" } else { "" }).unwrap();
     }
     let names: Vec<&str> = fields.iter().map(|f| f.ident.as_str()).collect();
@@ -235,7 +235,7 @@ fn view(cx: &Ctx, s: &Struct) -> String {
     }
     if root {
         items.push(check_pass(cx, s, &lay, true));
-        items.extend(fast_pass(cx, s, &lay));
+        items.extend(fast_pass(cx, s, &lay, true));
     }
     if !items.is_empty() {
         writeln!(out, "impl<'a> {n}View<'a> {{").unwrap();
@@ -468,29 +468,90 @@ fn check_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> String {
     fb.finish(body)
 }
 
-/// Whether a body gets a fast pass (`body_view!(fast ..)`): all its fields are strings,
-/// fixed-width, or arrays of either, so that the pass makes no call.
-fn fast_eligible(s: &Struct) -> bool {
-    F::all(s).iter().all(|f| match &f.f.ty {
+/// Whether a struct gets a fast pass (a body's `fast`, an element's `ElementImpl::fast`):
+/// every field in place in some version is a string, fixed-width, an array of either or of
+/// such structs, or such a struct (never null), so that the pass makes no call. Tagged
+/// fields need nothing: only an empty tagged section is on the fast path.
+fn fast_eligible(cx: &Ctx, s: &Struct) -> bool {
+    let eligible = |ty: &Type| match ty {
         Type::String => true,
-        Type::Array(t) => matches!(**t, Type::String) || t.fixed_width().is_some(),
+        Type::Struct(n) => fast_eligible(cx, cx.msg.find(n)),
         t => t.fixed_width().is_some(),
+    };
+    F::all(s).iter().filter(|f| !f.inline.is_empty()).all(|f| match &f.f.ty {
+        Type::Array(t) => eligible(t),
+        Type::Struct(_) => !f.nullable && eligible(&f.f.ty),
+        t => eligible(t),
     })
 }
 
-/// A body's fast pass (`fast`): `checked` without errors, for the bodies `fast_eligible`
-/// takes. Its reads (`Reader::fast_*`) answer `None` for anything off the fast path (an
-/// error, a long or non-ASCII string, tagged fields), and `build` then runs `checked`.
-fn fast_pass(cx: &Ctx, s: &Struct, lay: &StructLayout) -> Option<String> {
-    if !fast_eligible(s) {
+/// Whether the fast pass of the body calls the `ElementImpl::fast` of `s`, an element:
+/// the body has a fast pass, and `s` is a field of a struct it reaches, or the element
+/// of an array of such a struct where `s` has variable length (elements of fixed-width
+/// fields are checked as one run, without their `fast`).
+fn fast_reached(cx: &Ctx, s: &Struct) -> bool {
+    fn reaches(cx: &Ctx, from: &Struct, to: &str) -> bool {
+        F::all(from).iter().filter(|f| !f.inline.is_empty()).any(|f| match &f.f.ty {
+            Type::Struct(n) => n == to || reaches(cx, cx.msg.find(n), to),
+            Type::Array(t) => match &**t {
+                Type::Struct(n) => (n == to && !all_fixed(cx.msg.find(n))) || reaches(cx, cx.msg.find(n), to),
+                _ => false,
+            },
+            _ => false,
+        })
+    }
+    let root = cx.msg.find(&cx.msg.name);
+    fast_eligible(cx, root) && reaches(cx, root, &s.name)
+}
+
+/// The fast step of field `f` (not fixed-width): its reads (`Reader::fast_*`,
+/// `view::fast_array`, an element's `fast`) answer `None` for anything off the fast path.
+fn fast_step(cx: &Ctx, f: &F, ver: &Ver) -> Stmt {
+    let flex = cx.flex_expr(f.s, ver);
+    // Asked only where used: asking records a use of the version.
+    let v = || ver.value();
+    let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
+    let (plain, nullable) = match &f.f.ty {
+        Type::Array(t) => {
+            let call = |n: bool| match (&**t, t.fixed_width()) {
+                (Type::Struct(_), _) => {
+                    format!("view::fast_array::<{}>(r, {flex}, {n}, {})?;", cx.view_elem_ty(t), v())
+                }
+                (_, Some(w)) => format!("r.fast_fixed_array({flex}, {n}, {w})?;"),
+                _ => format!("r.fast_str_array({flex}, {n})?;"),
+            };
+            (Stmt::line(call(false)), Stmt::line(call(true)))
+        }
+        // Never null (see `fast_eligible`).
+        Type::Struct(n) => return Stmt::line(format!("{n}View::fast(r, {})?;", v())),
+        _ => (
+            Stmt::line(format!("r.fast_str({flex})?;")),
+            Stmt::line(format!("r.fast_nullable_str({flex})?;")),
+        ),
+    };
+    match nullable_now {
+        Cond::Always => nullable,
+        Cond::Never => plain,
+        Cond::If(c) => {
+            Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) }
+        }
+    }
+}
+
+/// The fast pass of a struct `fast_eligible` takes: `checked` without errors for a body
+/// (`fast`, which also records the offsets), `ElementImpl::check` without errors for an
+/// element (`ElementImpl::fast`). `None` means anything off the fast path (an error, a
+/// long or non-ASCII string, tagged fields), and the body's `build` then runs `checked`.
+fn fast_pass(cx: &Ctx, s: &Struct, lay: &StructLayout, root: bool) -> Option<String> {
+    if !fast_eligible(cx, s) {
         return None;
     }
-    let k = lay.anchors;
+    let k = if root { lay.anchors } else { 0 };
     let fb = FnBuilder::new("fast")
-        .inline()
+        .inline_always()
         .param("r", "&mut Reader<'a>")
         .ver_param()
-        .returns(format!("Option<[u32; {k}]>"));
+        .returns(if root { format!("Option<[u32; {k}]>") } else { "Option<()>".to_string() });
     let ver = &fb.ver;
     let mut body = check_steps(
         s,
@@ -498,36 +559,17 @@ fn fast_pass(cx: &Ctx, s: &Struct, lay: &StructLayout) -> Option<String> {
         ver,
         k,
         |run| Stmt::line(format!("r.fast_take({})?;", run_width(run))),
-        |f| {
-            let flex = cx.flex_expr(f.s, ver);
-            let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
-            let (plain, nullable) = match f.f.ty {
-                Type::Array(ref t) => {
-                    let call = |n: bool| match t.fixed_width() {
-                        Some(w) => format!("r.fast_fixed_array({flex}, {n}, {w})?;"),
-                        None => format!("r.fast_str_array({flex}, {n})?;"),
-                    };
-                    (Stmt::line(call(false)), Stmt::line(call(true)))
-                }
-                _ => (
-                    Stmt::line(format!("r.fast_str({flex})?;")),
-                    Stmt::line(format!("r.fast_nullable_str({flex})?;")),
-                ),
-            };
-            match nullable_now {
-                Cond::Always => nullable,
-                Cond::Never => plain,
-                Cond::If(c) => {
-                    Stmt::If { cond: c, then: nullable.into(), otherwise: Some(Else::Block(plain.into())) }
-                }
-            }
-        },
+        |f| fast_step(cx, f, ver),
     );
     if cx.has_tags(s) && cx.flex(s) != Some(false) {
         // Known tags or not, only an empty section is on the fast path.
         body.extend(cx.if_flexible(s, ver, Stmt::line("r.fast_no_tags()?;").into()));
     }
-    body.line(if k > 0 { "Some(at)" } else { "Some([])" });
+    body.line(match (root, k > 0) {
+        (false, _) => "Some(())",
+        (true, true) => "Some(at)",
+        (true, false) => "Some([])",
+    });
     Some(fb.finish(body))
 }
 
@@ -569,6 +611,12 @@ fn element(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
     }
     out.push_str(&check_pass(cx, s, lay, false));
     out.push('\n');
+    if fast_reached(cx, s)
+        && let Some(fast) = fast_pass(cx, s, lay, false)
+    {
+        out.push_str(&fast);
+        out.push('\n');
+    }
     out.push_str(&at_fn(cx, s, lay));
     out.push_str("}\n\n");
     out
