@@ -12,8 +12,8 @@ pub(crate) const CRC_START: usize = 21;
 /// any entry shorter than this before it reads the magic byte.
 const MIN_ENTRY_LEN: i32 = 14;
 
-/// The 61-byte RecordBatch v2 header, its big-endian fields decoded (`RecordBatch::header`;
-/// the batch reads it once, when it is made).
+/// The 61-byte RecordBatch v2 header, its big-endian fields decoded
+/// ([`RecordBatch::header`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BatchHeader {
     /// Offset of the first record.
@@ -52,8 +52,13 @@ impl BatchHeader {
     /// derive brought `syn` into every build of the crate, and a clean `cargo check` spent
     /// half its time on them before it reached kwire: docs/design.md, "Build cost".)
     pub fn parse(bytes: &[u8]) -> Option<Self> {
-        let (h, _) = bytes.split_first_chunk::<BATCH_HEADER_LEN>()?;
-        Some(BatchHeader {
+        bytes.first_chunk().map(Self::from_array)
+    }
+
+    /// The header these bytes hold.
+    #[inline]
+    pub fn from_array(h: &[u8; BATCH_HEADER_LEN]) -> Self {
+        BatchHeader {
             base_offset: i64::from_be_bytes(field(h, 0)),
             batch_length: i32::from_be_bytes(field(h, 8)),
             partition_leader_epoch: i32::from_be_bytes(field(h, 12)),
@@ -67,7 +72,7 @@ impl BatchHeader {
             producer_epoch: i16::from_be_bytes(field(h, 51)),
             base_sequence: i32::from_be_bytes(field(h, 53)),
             records_count: i32::from_be_bytes(field(h, 57)),
-        })
+        }
     }
 }
 
@@ -288,11 +293,21 @@ impl<'a> Iterator for RecordBatches<'a> {
 impl core::iter::FusedIterator for RecordBatches<'_> {}
 
 /// A view of one RecordBatch v2.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct RecordBatch<'a> {
-    header: BatchHeader,
+    header: &'a [u8; BATCH_HEADER_LEN],
     bytes: &'a [u8],
     offset: usize,
+}
+
+impl core::fmt::Debug for RecordBatch<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RecordBatch")
+            .field("header", &self.header())
+            .field("bytes", &self.bytes)
+            .field("offset", &self.offset)
+            .finish()
+    }
 }
 
 impl<'a> RecordBatch<'a> {
@@ -321,7 +336,7 @@ impl<'a> RecordBatch<'a> {
 
     /// `bytes` is a whole magic-2 entry; `offset` its position in the field.
     fn parse(bytes: &'a [u8], offset: usize) -> Result<Self, Error> {
-        match BatchHeader::parse(bytes) {
+        match bytes.first_chunk() {
             Some(header) => Ok(RecordBatch { header, bytes, offset }),
             None => {
                 Err(Error::new(ErrorKind::BatchTooShort(sat32(bytes.len() - LOG_OVERHEAD) as i32), offset))
@@ -329,9 +344,10 @@ impl<'a> RecordBatch<'a> {
         }
     }
 
-    /// The header.
-    pub const fn header(&self) -> &BatchHeader {
-        &self.header
+    /// The header, decoded. (Each accessor below decodes its own field only.)
+    #[inline]
+    pub fn header(&self) -> BatchHeader {
+        BatchHeader::from_array(self.header)
     }
 
     /// The whole batch, header included.
@@ -351,27 +367,27 @@ impl<'a> RecordBatch<'a> {
 
     /// Offset of the first record.
     pub fn base_offset(&self) -> i64 {
-        self.header.base_offset
+        self.header().base_offset
     }
     /// The batch length field (the batch's size less 12).
     pub fn batch_length(&self) -> i32 {
-        self.header.batch_length
+        self.header().batch_length
     }
     /// Partition leader epoch.
     pub fn partition_leader_epoch(&self) -> i32 {
-        self.header.partition_leader_epoch
+        self.header().partition_leader_epoch
     }
     /// The magic byte (2).
     pub fn magic(&self) -> i8 {
-        self.header.magic
+        self.header().magic
     }
     /// The stored CRC-32C.
     pub fn crc(&self) -> u32 {
-        self.header.crc
+        self.header().crc
     }
     /// The attributes.
     pub fn attributes(&self) -> Attributes {
-        Attributes(self.header.attributes)
+        Attributes(self.header().attributes)
     }
     /// The compression codec (an error for ids 5-7).
     pub fn compression(&self) -> Result<Compression, Error> {
@@ -395,7 +411,7 @@ impl<'a> RecordBatch<'a> {
     }
     /// Last offset delta.
     pub fn last_offset_delta(&self) -> i32 {
-        self.header.last_offset_delta
+        self.header().last_offset_delta
     }
     /// Offset of the last record (base offset + last offset delta).
     pub fn last_offset(&self) -> i64 {
@@ -407,27 +423,27 @@ impl<'a> RecordBatch<'a> {
     }
     /// Base timestamp.
     pub fn base_timestamp(&self) -> i64 {
-        self.header.base_timestamp
+        self.header().base_timestamp
     }
     /// Max timestamp.
     pub fn max_timestamp(&self) -> i64 {
-        self.header.max_timestamp
+        self.header().max_timestamp
     }
     /// Producer id.
     pub fn producer_id(&self) -> i64 {
-        self.header.producer_id
+        self.header().producer_id
     }
     /// Producer epoch.
     pub fn producer_epoch(&self) -> i16 {
-        self.header.producer_epoch
+        self.header().producer_epoch
     }
     /// Base sequence.
     pub fn base_sequence(&self) -> i32 {
-        self.header.base_sequence
+        self.header().base_sequence
     }
     /// The declared record count (not checked until the records are read).
     pub fn records_count(&self) -> i32 {
-        self.header.records_count
+        self.header().records_count
     }
 
     /// CRC-32C of the bytes the CRC covers (attributes to the end).
