@@ -70,6 +70,12 @@ pub trait Body: private::Encode {
     /// The versions that use the flexible encoding.
     const FLEXIBLE_VERSIONS: Versions;
 
+    /// [`AnyBody::encoded_len`], out of line: what `encode` calls to say why a write did not
+    /// finish. (Through the body's own `encoded_len` rather than its `size`, so that each
+    /// body's size step is compiled once, not again in each body's error path.)
+    #[doc(hidden)]
+    fn encoded_len_out_of_line(&self, version: i16) -> Result<usize, EncodeError>;
+
     /// The version with its flexibility, if it exists.
     #[doc(hidden)]
     #[inline]
@@ -137,7 +143,7 @@ pub(crate) fn encode_body<B: Body>(body: &B, version: i16, buf: &mut [u8]) -> Re
 #[cold]
 #[inline(never)]
 fn refused<B: Body>(body: &B, ver: Ver, available: usize, written: usize) -> EncodeError {
-    match body.size(ver, B::NAME) {
+    match body.encoded_len_out_of_line(ver.version) {
         Err(e) => e,
         Ok(needed) if needed > available => EncodeError::BufferTooSmall { needed, available },
         Ok(sized) => EncodeError::SizeMismatch { message: B::NAME, sized, written },
@@ -270,6 +276,10 @@ macro_rules! impl_body {
             const IS_REQUEST: bool = $request;
             const VERSIONS: $crate::types::Versions = $crate::types::Versions::new($lo, $hi);
             const FLEXIBLE_VERSIONS: $crate::types::Versions = $crate::types::Versions::new($flo, $fhi);
+
+            fn encoded_len_out_of_line(&self, version: i16) -> Result<usize, $crate::error::EncodeError> {
+                self.encoded_len(version)
+            }
         }
 
         impl $name<'_> {

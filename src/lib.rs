@@ -114,8 +114,9 @@ mod prelude {
     pub(crate) use crate::records::RecordBatches;
     #[cfg(feature = "alloc")]
     pub(crate) use crate::reference::{
-        ReadOwned, list_from_view, owned_bytes, owned_str, raw_tagged_field, read_list, read_nullable_list,
-        read_owned_body, read_unknown_tagged_fields, reference_body, unknown_from_view,
+        ReadOwned, list_from_view, raw_tagged_field, read_bytes, read_list, read_nullable_bytes,
+        read_nullable_list, read_nullable_str, read_owned_body, read_str, read_unknown_tagged_fields,
+        reference_body, unknown_from_view,
     };
     #[cfg(feature = "testing")]
     pub(crate) use crate::testing::{AsVersion, as_version, tagged_as_version};

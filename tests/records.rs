@@ -85,7 +85,7 @@ fn client_frames_decode_to_their_records() {
                 let batch = batch.unwrap_or_else(|e| panic!("{name}: {e}"));
                 let want = &want_batches[bi];
                 let h = batch.header();
-                assert_eq!(h.base_offset.get(), want["base_offset"].as_i64().unwrap(), "{name}");
+                assert_eq!(h.base_offset, want["base_offset"].as_i64().unwrap(), "{name}");
                 assert_eq!(i64::from(batch.batch_length()), want["batch_length"].as_i64().unwrap(), "{name}");
                 assert_eq!(format!("{:08x}", batch.crc()), want["crc"].as_str().unwrap(), "{name}");
                 assert_eq!(batch.computed_crc(), batch.crc(), "{name}: CRC-32C");
@@ -1136,7 +1136,7 @@ fn walk(field: &[u8], scratch: &mut [u8]) -> u64 {
     let mut batches = RecordBatches::new(field);
     for batch in batches.by_ref() {
         let batch = batch.unwrap();
-        sum = sum.wrapping_add(batch.header().producer_id.get() as u64);
+        sum = sum.wrapping_add(batch.header().producer_id as u64);
         for r in batch.records_in(scratch).unwrap() {
             let r = r.unwrap();
             sum = sum.wrapping_add(r.offset() as u64 + r.timestamp() as u64);

@@ -1,8 +1,5 @@
 //! RecordBatch v2: the header, typed attributes, and iteration over a `records` field.
 
-use zerocopy::byteorder::big_endian::{I16, I32, I64, U32};
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
-
 use super::error::{Error, ErrorKind, sat32};
 use super::record::{BatchContext, Records};
 use super::{BATCH_HEADER_LEN, LOG_OVERHEAD, MIN_RECORD_LEN, compression, crc};
@@ -15,41 +12,75 @@ pub(crate) const CRC_START: usize = 21;
 /// any entry shorter than this before it reads the magic byte.
 const MIN_ENTRY_LEN: i32 = 14;
 
-/// The 61-byte RecordBatch v2 header, as it lies on the wire: unaligned big-endian
-/// fields, read in place (`RecordBatch::header` borrows it from the input).
-#[derive(FromBytes, KnownLayout, Immutable, Unaligned, Debug)]
-#[repr(C)]
+/// The 61-byte RecordBatch v2 header, its big-endian fields decoded
+/// ([`RecordBatch::header`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BatchHeader {
     /// Offset of the first record.
-    pub base_offset: I64,
+    pub base_offset: i64,
     /// Bytes after this field (the whole batch less 12).
-    pub batch_length: I32,
+    pub batch_length: i32,
     /// Leader epoch of the partition when the batch was appended.
-    pub partition_leader_epoch: I32,
+    pub partition_leader_epoch: i32,
     /// 2.
     pub magic: i8,
     /// CRC-32C of the bytes from `attributes` to the end of the batch.
-    pub crc: U32,
+    pub crc: u32,
     /// Codec, timestamp type and flags; see [`Attributes`].
-    pub attributes: I16,
+    pub attributes: i16,
     /// Offset of the last record less `base_offset`.
-    pub last_offset_delta: I32,
+    pub last_offset_delta: i32,
     /// Timestamp of the first record (or the delete horizon, see
     /// [`Attributes::has_delete_horizon`]).
-    pub base_timestamp: I64,
+    pub base_timestamp: i64,
     /// Largest timestamp in the batch.
-    pub max_timestamp: I64,
+    pub max_timestamp: i64,
     /// Idempotent or transactional producer id, or -1.
-    pub producer_id: I64,
+    pub producer_id: i64,
     /// The producer's epoch, or -1.
-    pub producer_epoch: I16,
+    pub producer_epoch: i16,
     /// Sequence number of the first record, or -1.
-    pub base_sequence: I32,
+    pub base_sequence: i32,
     /// Number of records.
-    pub records_count: I32,
+    pub records_count: i32,
 }
 
-const _: () = assert!(core::mem::size_of::<BatchHeader>() == BATCH_HEADER_LEN);
+impl BatchHeader {
+    /// The header at the front of `bytes`, if they hold one.
+    ///
+    /// (It was a `zerocopy` struct of unaligned big-endian fields, borrowed in place; its
+    /// derive brought `syn` into every build of the crate, and a clean `cargo check` spent
+    /// half its time on them before it reached kwire: docs/design.md, "Build cost".)
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        bytes.first_chunk().map(Self::from_array)
+    }
+
+    /// The header these bytes hold.
+    #[inline]
+    pub fn from_array(h: &[u8; BATCH_HEADER_LEN]) -> Self {
+        BatchHeader {
+            base_offset: i64::from_be_bytes(field(h, 0)),
+            batch_length: i32::from_be_bytes(field(h, 8)),
+            partition_leader_epoch: i32::from_be_bytes(field(h, 12)),
+            magic: i8::from_be_bytes(field(h, MAGIC_OFFSET)),
+            crc: u32::from_be_bytes(field(h, 17)),
+            attributes: i16::from_be_bytes(field(h, CRC_START)),
+            last_offset_delta: i32::from_be_bytes(field(h, 23)),
+            base_timestamp: i64::from_be_bytes(field(h, 27)),
+            max_timestamp: i64::from_be_bytes(field(h, 35)),
+            producer_id: i64::from_be_bytes(field(h, 43)),
+            producer_epoch: i16::from_be_bytes(field(h, 51)),
+            base_sequence: i32::from_be_bytes(field(h, 53)),
+            records_count: i32::from_be_bytes(field(h, 57)),
+        }
+    }
+}
+
+/// The `N` bytes of the header from `at` (a constant within it: the zeros are never used).
+#[inline(always)]
+fn field<const N: usize>(h: &[u8; BATCH_HEADER_LEN], at: usize) -> [u8; N] {
+    h.get(at..).and_then(<[u8]>::first_chunk).copied().unwrap_or([0; N])
+}
 
 /// A batch's compression codec (attribute bits 0-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -262,11 +293,21 @@ impl<'a> Iterator for RecordBatches<'a> {
 impl core::iter::FusedIterator for RecordBatches<'_> {}
 
 /// A view of one RecordBatch v2.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct RecordBatch<'a> {
-    header: &'a BatchHeader,
+    header: &'a [u8; BATCH_HEADER_LEN],
     bytes: &'a [u8],
     offset: usize,
+}
+
+impl core::fmt::Debug for RecordBatch<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RecordBatch")
+            .field("header", &self.header())
+            .field("bytes", &self.bytes)
+            .field("offset", &self.offset)
+            .finish()
+    }
 }
 
 impl<'a> RecordBatch<'a> {
@@ -295,17 +336,18 @@ impl<'a> RecordBatch<'a> {
 
     /// `bytes` is a whole magic-2 entry; `offset` its position in the field.
     fn parse(bytes: &'a [u8], offset: usize) -> Result<Self, Error> {
-        match BatchHeader::ref_from_prefix(bytes) {
-            Ok((header, _)) => Ok(RecordBatch { header, bytes, offset }),
-            Err(_) => {
+        match bytes.first_chunk() {
+            Some(header) => Ok(RecordBatch { header, bytes, offset }),
+            None => {
                 Err(Error::new(ErrorKind::BatchTooShort(sat32(bytes.len() - LOG_OVERHEAD) as i32), offset))
             }
         }
     }
 
-    /// The header, in place.
-    pub const fn header(&self) -> &'a BatchHeader {
-        self.header
+    /// The header, decoded. (Each accessor below decodes its own field only.)
+    #[inline]
+    pub fn header(&self) -> BatchHeader {
+        BatchHeader::from_array(self.header)
     }
 
     /// The whole batch, header included.
@@ -325,27 +367,27 @@ impl<'a> RecordBatch<'a> {
 
     /// Offset of the first record.
     pub fn base_offset(&self) -> i64 {
-        self.header.base_offset.get()
+        self.header().base_offset
     }
     /// The batch length field (the batch's size less 12).
     pub fn batch_length(&self) -> i32 {
-        self.header.batch_length.get()
+        self.header().batch_length
     }
     /// Partition leader epoch.
     pub fn partition_leader_epoch(&self) -> i32 {
-        self.header.partition_leader_epoch.get()
+        self.header().partition_leader_epoch
     }
     /// The magic byte (2).
     pub fn magic(&self) -> i8 {
-        self.header.magic
+        self.header().magic
     }
     /// The stored CRC-32C.
     pub fn crc(&self) -> u32 {
-        self.header.crc.get()
+        self.header().crc
     }
     /// The attributes.
     pub fn attributes(&self) -> Attributes {
-        Attributes(self.header.attributes.get())
+        Attributes(self.header().attributes)
     }
     /// The compression codec (an error for ids 5-7).
     pub fn compression(&self) -> Result<Compression, Error> {
@@ -369,7 +411,7 @@ impl<'a> RecordBatch<'a> {
     }
     /// Last offset delta.
     pub fn last_offset_delta(&self) -> i32 {
-        self.header.last_offset_delta.get()
+        self.header().last_offset_delta
     }
     /// Offset of the last record (base offset + last offset delta).
     pub fn last_offset(&self) -> i64 {
@@ -381,27 +423,27 @@ impl<'a> RecordBatch<'a> {
     }
     /// Base timestamp.
     pub fn base_timestamp(&self) -> i64 {
-        self.header.base_timestamp.get()
+        self.header().base_timestamp
     }
     /// Max timestamp.
     pub fn max_timestamp(&self) -> i64 {
-        self.header.max_timestamp.get()
+        self.header().max_timestamp
     }
     /// Producer id.
     pub fn producer_id(&self) -> i64 {
-        self.header.producer_id.get()
+        self.header().producer_id
     }
     /// Producer epoch.
     pub fn producer_epoch(&self) -> i16 {
-        self.header.producer_epoch.get()
+        self.header().producer_epoch
     }
     /// Base sequence.
     pub fn base_sequence(&self) -> i32 {
-        self.header.base_sequence.get()
+        self.header().base_sequence
     }
     /// The declared record count (not checked until the records are read).
     pub fn records_count(&self) -> i32 {
-        self.header.records_count.get()
+        self.header().records_count
     }
 
     /// CRC-32C of the bytes the CRC covers (attributes to the end).

@@ -11,10 +11,10 @@
 //!   only the 12-byte framing and the magic byte, in O(1). A last batch cut short (as a
 //!   Fetch response may end) is not an error: iteration stops and
 //!   [`RecordBatches::partial`] says so, as Kafka's clients do.
-//! - A [`RecordBatch`] reads its header through [`BatchHeader`], a `zerocopy` struct of
-//!   unaligned big-endian fields, without copying. Its payload is checked lazily, when its
-//!   records are asked for: [`RecordBatch::records`] checks the CRC-32C and the record
-//!   count, and [`Records`] checks each record as it is iterated.
+//! - A [`RecordBatch`] decodes its 61-byte header ([`BatchHeader`]) when it is made. Its
+//!   payload is checked lazily, when its records are asked for: [`RecordBatch::records`]
+//!   checks the CRC-32C and the record count, and [`Records`] checks each record as it is
+//!   iterated.
 //! - A [`Record`] borrows its key, value and headers from the batch (or from the caller's
 //!   decompression buffer); null stays distinct from empty; headers come in wire order,
 //!   duplicates kept.

@@ -16,10 +16,10 @@ use crate::prelude::*;
 impl ReadOwned for AddOffsetsToTxnRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddOffsetsToTxnRequest::default();
-        this.transactional_id = owned_str(r.str(ver.flexible, "AddOffsetsToTxnRequest.TransactionalId")?);
+        this.transactional_id = read_str(r, ver.flexible, "AddOffsetsToTxnRequest.TransactionalId")?;
         this.producer_id = r.i64("AddOffsetsToTxnRequest.ProducerId")?;
         this.producer_epoch = r.i16("AddOffsetsToTxnRequest.ProducerEpoch")?;
-        this.group_id = owned_str(r.str(ver.flexible, "AddOffsetsToTxnRequest.GroupId")?);
+        this.group_id = read_str(r, ver.flexible, "AddOffsetsToTxnRequest.GroupId")?;
         read_unknown_tagged_fields!(this, r, ver, "AddOffsetsToTxnRequest._tagged_fields");
         Ok(this)
     }
@@ -27,6 +27,7 @@ impl ReadOwned for AddOffsetsToTxnRequest<'static> {
 
 impl<'a> From<AddOffsetsToTxnRequestView<'a>> for AddOffsetsToTxnRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddOffsetsToTxnRequestView<'a>) -> Self {
         AddOffsetsToTxnRequest {
             transactional_id: Str::Borrowed(view.transactional_id()),
@@ -56,6 +57,7 @@ impl ReadOwned for AddOffsetsToTxnResponse<'static> {
 
 impl<'a> From<AddOffsetsToTxnResponseView<'a>> for AddOffsetsToTxnResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddOffsetsToTxnResponseView<'a>) -> Self {
         AddOffsetsToTxnResponse {
             throttle_time_ms: view.throttle_time_ms(),

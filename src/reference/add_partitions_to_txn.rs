@@ -21,7 +21,7 @@ impl ReadOwned for AddPartitionsToTxnRequest<'static> {
         }
         if ver.version <= 3 {
             this.v3_and_below_transactional_id =
-                owned_str(r.str(ver.flexible, "AddPartitionsToTxnRequest.V3AndBelowTransactionalId")?);
+                read_str(r, ver.flexible, "AddPartitionsToTxnRequest.V3AndBelowTransactionalId")?;
         }
         if ver.version <= 3 {
             this.v3_and_below_producer_id = r.i64("AddPartitionsToTxnRequest.V3AndBelowProducerId")?;
@@ -40,6 +40,7 @@ impl ReadOwned for AddPartitionsToTxnRequest<'static> {
 
 impl<'a> From<AddPartitionsToTxnRequestView<'a>> for AddPartitionsToTxnRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddPartitionsToTxnRequestView<'a>) -> Self {
         AddPartitionsToTxnRequest {
             transactions: list_from_view(view.transactions()),
@@ -73,7 +74,7 @@ reference_body!(AddPartitionsToTxnRequest);
 impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnTransaction::default();
-        this.transactional_id = owned_str(r.str(true, "AddPartitionsToTxnTransaction.TransactionalId")?);
+        this.transactional_id = read_str(r, true, "AddPartitionsToTxnTransaction.TransactionalId")?;
         this.producer_id = r.i64("AddPartitionsToTxnTransaction.ProducerId")?;
         this.producer_epoch = r.i16("AddPartitionsToTxnTransaction.ProducerEpoch")?;
         this.verify_only = r.bool("AddPartitionsToTxnTransaction.VerifyOnly")?;
@@ -85,6 +86,7 @@ impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
 
 impl<'a> From<AddPartitionsToTxnTransactionView<'a>> for AddPartitionsToTxnTransaction<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddPartitionsToTxnTransactionView<'a>) -> Self {
         AddPartitionsToTxnTransaction {
             transactional_id: Str::Borrowed(view.transactional_id()),
@@ -104,7 +106,7 @@ as_version!(AddPartitionsToTxnTransaction<'_>, |v, ver| {
 impl ReadOwned for AddPartitionsToTxnTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "AddPartitionsToTxnTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "AddPartitionsToTxnTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "AddPartitionsToTxnTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTopic._tagged_fields");
         Ok(this)
@@ -113,6 +115,7 @@ impl ReadOwned for AddPartitionsToTxnTopic<'static> {
 
 impl<'a> From<AddPartitionsToTxnTopicView<'a>> for AddPartitionsToTxnTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddPartitionsToTxnTopicView<'a>) -> Self {
         AddPartitionsToTxnTopic {
             name: Str::Borrowed(view.name()),
@@ -148,6 +151,7 @@ impl ReadOwned for AddPartitionsToTxnResponse<'static> {
 
 impl<'a> From<AddPartitionsToTxnResponseView<'a>> for AddPartitionsToTxnResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddPartitionsToTxnResponseView<'a>) -> Self {
         AddPartitionsToTxnResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -175,7 +179,7 @@ reference_body!(AddPartitionsToTxnResponse);
 impl ReadOwned for AddPartitionsToTxnResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnResult::default();
-        this.transactional_id = owned_str(r.str(true, "AddPartitionsToTxnResult.TransactionalId")?);
+        this.transactional_id = read_str(r, true, "AddPartitionsToTxnResult.TransactionalId")?;
         this.topic_results = List::Owned(read_list(r, ver, "AddPartitionsToTxnResult.TopicResults")?);
         read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnResult._tagged_fields");
         Ok(this)
@@ -184,6 +188,7 @@ impl ReadOwned for AddPartitionsToTxnResult<'static> {
 
 impl<'a> From<AddPartitionsToTxnResultView<'a>> for AddPartitionsToTxnResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddPartitionsToTxnResultView<'a>) -> Self {
         AddPartitionsToTxnResult {
             transactional_id: Str::Borrowed(view.transactional_id()),
@@ -200,7 +205,7 @@ as_version!(AddPartitionsToTxnResult<'_>, |v, ver| {
 impl ReadOwned for AddPartitionsToTxnTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnTopicResult::default();
-        this.name = owned_str(r.str(ver.flexible, "AddPartitionsToTxnTopicResult.Name")?);
+        this.name = read_str(r, ver.flexible, "AddPartitionsToTxnTopicResult.Name")?;
         this.results_by_partition =
             List::Owned(read_list(r, ver, "AddPartitionsToTxnTopicResult.ResultsByPartition")?);
         read_unknown_tagged_fields!(this, r, ver, "AddPartitionsToTxnTopicResult._tagged_fields");
@@ -210,6 +215,7 @@ impl ReadOwned for AddPartitionsToTxnTopicResult<'static> {
 
 impl<'a> From<AddPartitionsToTxnTopicResultView<'a>> for AddPartitionsToTxnTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddPartitionsToTxnTopicResultView<'a>) -> Self {
         AddPartitionsToTxnTopicResult {
             name: Str::Borrowed(view.name()),
@@ -236,6 +242,7 @@ impl ReadOwned for AddPartitionsToTxnPartitionResult<'static> {
 
 impl<'a> From<AddPartitionsToTxnPartitionResultView<'a>> for AddPartitionsToTxnPartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddPartitionsToTxnPartitionResultView<'a>) -> Self {
         AddPartitionsToTxnPartitionResult {
             partition_index: view.partition_index(),

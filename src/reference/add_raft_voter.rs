@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for AddRaftVoterRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddRaftVoterRequest::default();
-        this.cluster_id = r.nullable_str(true, "AddRaftVoterRequest.ClusterId")?.map(owned_str);
+        this.cluster_id = read_nullable_str(r, true, "AddRaftVoterRequest.ClusterId")?;
         this.timeout_ms = r.i32("AddRaftVoterRequest.TimeoutMs")?;
         this.voter_id = r.i32("AddRaftVoterRequest.VoterId")?;
         this.voter_directory_id = r.uuid("AddRaftVoterRequest.VoterDirectoryId")?;
@@ -31,6 +31,7 @@ impl ReadOwned for AddRaftVoterRequest<'static> {
 
 impl<'a> From<AddRaftVoterRequestView<'a>> for AddRaftVoterRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddRaftVoterRequestView<'a>) -> Self {
         AddRaftVoterRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -56,8 +57,8 @@ reference_body!(AddRaftVoterRequest);
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
-        this.name = owned_str(r.str(true, "Listener.Name")?);
-        this.host = owned_str(r.str(true, "Listener.Host")?);
+        this.name = read_str(r, true, "Listener.Name")?;
+        this.host = read_str(r, true, "Listener.Host")?;
         this.port = r.u16("Listener.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
@@ -66,6 +67,7 @@ impl ReadOwned for Listener<'static> {
 
 impl<'a> From<ListenerView<'a>> for Listener<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
@@ -83,7 +85,7 @@ impl ReadOwned for AddRaftVoterResponse<'static> {
         let mut this = AddRaftVoterResponse::default();
         this.throttle_time_ms = r.i32("AddRaftVoterResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AddRaftVoterResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "AddRaftVoterResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "AddRaftVoterResponse.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "AddRaftVoterResponse._tagged_fields");
         Ok(this)
     }
@@ -91,6 +93,7 @@ impl ReadOwned for AddRaftVoterResponse<'static> {
 
 impl<'a> From<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AddRaftVoterResponseView<'a>) -> Self {
         AddRaftVoterResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -25,6 +25,7 @@ impl ReadOwned for AllocateProducerIdsRequest<'static> {
 
 impl<'a> From<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AllocateProducerIdsRequestView<'a>) -> Self {
         AllocateProducerIdsRequest {
             broker_id: view.broker_id(),
@@ -52,6 +53,7 @@ impl ReadOwned for AllocateProducerIdsResponse<'static> {
 
 impl<'a> From<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AllocateProducerIdsResponseView<'a>) -> Self {
         AllocateProducerIdsResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -25,6 +25,7 @@ impl ReadOwned for AlterClientQuotasRequest<'static> {
 
 impl<'a> From<AlterClientQuotasRequestView<'a>> for AlterClientQuotasRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterClientQuotasRequestView<'a>) -> Self {
         AlterClientQuotasRequest {
             entries: list_from_view(view.entries()),
@@ -53,6 +54,7 @@ impl ReadOwned for AlterClientQuotasRequestEntryData<'static> {
 
 impl<'a> From<AlterClientQuotasRequestEntryDataView<'a>> for AlterClientQuotasRequestEntryData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterClientQuotasRequestEntryDataView<'a>) -> Self {
         AlterClientQuotasRequestEntryData {
             entity: list_from_view(view.entity()),
@@ -71,9 +73,9 @@ as_version!(AlterClientQuotasRequestEntryData<'_>, |v, ver| {
 impl ReadOwned for AlterClientQuotasRequestEntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasRequestEntityData::default();
-        this.entity_type = owned_str(r.str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?);
+        this.entity_type = read_str(r, ver.flexible, "AlterClientQuotasRequestEntityData.EntityType")?;
         this.entity_name =
-            r.nullable_str(ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "AlterClientQuotasRequestEntityData.EntityName")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasRequestEntityData._tagged_fields");
         Ok(this)
     }
@@ -81,6 +83,7 @@ impl ReadOwned for AlterClientQuotasRequestEntityData<'static> {
 
 impl<'a> From<AlterClientQuotasRequestEntityDataView<'a>> for AlterClientQuotasRequestEntityData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterClientQuotasRequestEntityDataView<'a>) -> Self {
         AlterClientQuotasRequestEntityData {
             entity_type: Str::Borrowed(view.entity_type()),
@@ -97,7 +100,7 @@ as_version!(AlterClientQuotasRequestEntityData<'_>, |v, ver| {
 impl ReadOwned for OpData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OpData::default();
-        this.key = owned_str(r.str(ver.flexible, "OpData.Key")?);
+        this.key = read_str(r, ver.flexible, "OpData.Key")?;
         this.value = r.f64("OpData.Value")?;
         this.remove = r.bool("OpData.Remove")?;
         read_unknown_tagged_fields!(this, r, ver, "OpData._tagged_fields");
@@ -107,6 +110,7 @@ impl ReadOwned for OpData<'static> {
 
 impl<'a> From<OpDataView<'a>> for OpData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OpDataView<'a>) -> Self {
         OpData {
             key: Str::Borrowed(view.key()),
@@ -133,6 +137,7 @@ impl ReadOwned for AlterClientQuotasResponse<'static> {
 
 impl<'a> From<AlterClientQuotasResponseView<'a>> for AlterClientQuotasResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterClientQuotasResponseView<'a>) -> Self {
         AlterClientQuotasResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -154,7 +159,7 @@ impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
         let mut this = AlterClientQuotasResponseEntryData::default();
         this.error_code = r.i16("AlterClientQuotasResponseEntryData.ErrorCode")?;
         this.error_message =
-            r.nullable_str(ver.flexible, "AlterClientQuotasResponseEntryData.ErrorMessage")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "AlterClientQuotasResponseEntryData.ErrorMessage")?;
         this.entity = List::Owned(read_list(r, ver, "AlterClientQuotasResponseEntryData.Entity")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponseEntryData._tagged_fields");
         Ok(this)
@@ -163,6 +168,7 @@ impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
 
 impl<'a> From<AlterClientQuotasResponseEntryDataView<'a>> for AlterClientQuotasResponseEntryData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterClientQuotasResponseEntryDataView<'a>) -> Self {
         AlterClientQuotasResponseEntryData {
             error_code: view.error_code(),
@@ -181,9 +187,9 @@ as_version!(AlterClientQuotasResponseEntryData<'_>, |v, ver| {
 impl ReadOwned for AlterClientQuotasResponseEntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasResponseEntityData::default();
-        this.entity_type = owned_str(r.str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?);
+        this.entity_type = read_str(r, ver.flexible, "AlterClientQuotasResponseEntityData.EntityType")?;
         this.entity_name =
-            r.nullable_str(ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "AlterClientQuotasResponseEntityData.EntityName")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterClientQuotasResponseEntityData._tagged_fields");
         Ok(this)
     }
@@ -191,6 +197,7 @@ impl ReadOwned for AlterClientQuotasResponseEntityData<'static> {
 
 impl<'a> From<AlterClientQuotasResponseEntityDataView<'a>> for AlterClientQuotasResponseEntityData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterClientQuotasResponseEntityDataView<'a>) -> Self {
         AlterClientQuotasResponseEntityData {
             entity_type: Str::Borrowed(view.entity_type()),

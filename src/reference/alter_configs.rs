@@ -25,6 +25,7 @@ impl ReadOwned for AlterConfigsRequest<'static> {
 
 impl<'a> From<AlterConfigsRequestView<'a>> for AlterConfigsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterConfigsRequestView<'a>) -> Self {
         AlterConfigsRequest {
             resources: list_from_view(view.resources()),
@@ -45,7 +46,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResource::default();
         this.resource_type = r.i8("AlterConfigsResource.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResource.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "AlterConfigsResource.ResourceName")?;
         this.configs = List::Owned(read_list(r, ver, "AlterConfigsResource.Configs")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResource._tagged_fields");
         Ok(this)
@@ -54,6 +55,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
 
 impl<'a> From<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterConfigsResourceView<'a>) -> Self {
         AlterConfigsResource {
             resource_type: view.resource_type(),
@@ -72,8 +74,8 @@ as_version!(AlterConfigsResource<'_>, |v, ver| {
 impl ReadOwned for AlterableConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterableConfig::default();
-        this.name = owned_str(r.str(ver.flexible, "AlterableConfig.Name")?);
-        this.value = r.nullable_str(ver.flexible, "AlterableConfig.Value")?.map(owned_str);
+        this.name = read_str(r, ver.flexible, "AlterableConfig.Name")?;
+        this.value = read_nullable_str(r, ver.flexible, "AlterableConfig.Value")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterableConfig._tagged_fields");
         Ok(this)
     }
@@ -81,6 +83,7 @@ impl ReadOwned for AlterableConfig<'static> {
 
 impl<'a> From<AlterableConfigView<'a>> for AlterableConfig<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterableConfigView<'a>) -> Self {
         AlterableConfig {
             name: Str::Borrowed(view.name()),
@@ -106,6 +109,7 @@ impl ReadOwned for AlterConfigsResponse<'static> {
 
 impl<'a> From<AlterConfigsResponseView<'a>> for AlterConfigsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterConfigsResponseView<'a>) -> Self {
         AlterConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -126,10 +130,9 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResourceResponse::default();
         this.error_code = r.i16("AlterConfigsResourceResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
         this.resource_type = r.i8("AlterConfigsResourceResponse.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResourceResponse._tagged_fields");
         Ok(this)
     }
@@ -137,6 +140,7 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
 
 impl<'a> From<AlterConfigsResourceResponseView<'a>> for AlterConfigsResourceResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterConfigsResourceResponseView<'a>) -> Self {
         AlterConfigsResourceResponse {
             error_code: view.error_code(),

@@ -26,6 +26,7 @@ impl ReadOwned for AlterPartitionRequest<'static> {
 
 impl<'a> From<AlterPartitionRequestView<'a>> for AlterPartitionRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionRequestView<'a>) -> Self {
         AlterPartitionRequest {
             broker_id: view.broker_id(),
@@ -54,6 +55,7 @@ impl ReadOwned for AlterPartitionRequestTopicData<'static> {
 
 impl<'a> From<AlterPartitionRequestTopicDataView<'a>> for AlterPartitionRequestTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionRequestTopicDataView<'a>) -> Self {
         AlterPartitionRequestTopicData {
             topic_id: view.topic_id(),
@@ -88,6 +90,7 @@ impl ReadOwned for AlterPartitionRequestPartitionData<'static> {
 
 impl<'a> From<AlterPartitionRequestPartitionDataView<'a>> for AlterPartitionRequestPartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionRequestPartitionDataView<'a>) -> Self {
         AlterPartitionRequestPartitionData {
             partition_index: view.partition_index(),
@@ -121,6 +124,7 @@ impl ReadOwned for BrokerState<'static> {
 
 impl<'a> From<BrokerStateView<'a>> for BrokerState<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BrokerStateView<'a>) -> Self {
         BrokerState {
             broker_id: view.broker_id(),
@@ -145,6 +149,7 @@ impl ReadOwned for AlterPartitionResponse<'static> {
 
 impl<'a> From<AlterPartitionResponseView<'a>> for AlterPartitionResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionResponseView<'a>) -> Self {
         AlterPartitionResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -173,6 +178,7 @@ impl ReadOwned for AlterPartitionResponseTopicData<'static> {
 
 impl<'a> From<AlterPartitionResponseTopicDataView<'a>> for AlterPartitionResponseTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionResponseTopicDataView<'a>) -> Self {
         AlterPartitionResponseTopicData {
             topic_id: view.topic_id(),
@@ -203,6 +209,7 @@ impl ReadOwned for AlterPartitionResponsePartitionData<'static> {
 
 impl<'a> From<AlterPartitionResponsePartitionDataView<'a>> for AlterPartitionResponsePartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionResponsePartitionDataView<'a>) -> Self {
         AlterPartitionResponsePartitionData {
             partition_index: view.partition_index(),

@@ -29,6 +29,7 @@ impl ReadOwned for AlterPartitionReassignmentsRequest<'static> {
 
 impl<'a> From<AlterPartitionReassignmentsRequestView<'a>> for AlterPartitionReassignmentsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionReassignmentsRequestView<'a>) -> Self {
         AlterPartitionReassignmentsRequest {
             timeout_ms: view.timeout_ms(),
@@ -51,7 +52,7 @@ reference_body!(AlterPartitionReassignmentsRequest);
 impl ReadOwned for ReassignableTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignableTopic::default();
-        this.name = owned_str(r.str(true, "ReassignableTopic.Name")?);
+        this.name = read_str(r, true, "ReassignableTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "ReassignableTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "ReassignableTopic._tagged_fields");
         Ok(this)
@@ -60,6 +61,7 @@ impl ReadOwned for ReassignableTopic<'static> {
 
 impl<'a> From<ReassignableTopicView<'a>> for ReassignableTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReassignableTopicView<'a>) -> Self {
         ReassignableTopic {
             name: Str::Borrowed(view.name()),
@@ -85,6 +87,7 @@ impl ReadOwned for ReassignablePartition<'static> {
 
 impl<'a> From<ReassignablePartitionView<'a>> for ReassignablePartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReassignablePartitionView<'a>) -> Self {
         ReassignablePartition {
             partition_index: view.partition_index(),
@@ -105,8 +108,7 @@ impl ReadOwned for AlterPartitionReassignmentsResponse<'static> {
                 r.bool("AlterPartitionReassignmentsResponse.AllowReplicationFactorChange")?;
         }
         this.error_code = r.i16("AlterPartitionReassignmentsResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "AlterPartitionReassignmentsResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "AlterPartitionReassignmentsResponse.ErrorMessage")?;
         this.responses = List::Owned(read_list(r, ver, "AlterPartitionReassignmentsResponse.Responses")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterPartitionReassignmentsResponse._tagged_fields");
         Ok(this)
@@ -115,6 +117,7 @@ impl ReadOwned for AlterPartitionReassignmentsResponse<'static> {
 
 impl<'a> From<AlterPartitionReassignmentsResponseView<'a>> for AlterPartitionReassignmentsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterPartitionReassignmentsResponseView<'a>) -> Self {
         AlterPartitionReassignmentsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -139,7 +142,7 @@ reference_body!(AlterPartitionReassignmentsResponse);
 impl ReadOwned for ReassignableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignableTopicResponse::default();
-        this.name = owned_str(r.str(true, "ReassignableTopicResponse.Name")?);
+        this.name = read_str(r, true, "ReassignableTopicResponse.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "ReassignableTopicResponse.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "ReassignableTopicResponse._tagged_fields");
         Ok(this)
@@ -148,6 +151,7 @@ impl ReadOwned for ReassignableTopicResponse<'static> {
 
 impl<'a> From<ReassignableTopicResponseView<'a>> for ReassignableTopicResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReassignableTopicResponseView<'a>) -> Self {
         ReassignableTopicResponse {
             name: Str::Borrowed(view.name()),
@@ -166,8 +170,7 @@ impl ReadOwned for ReassignablePartitionResponse<'static> {
         let mut this = ReassignablePartitionResponse::default();
         this.partition_index = r.i32("ReassignablePartitionResponse.PartitionIndex")?;
         this.error_code = r.i16("ReassignablePartitionResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "ReassignablePartitionResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "ReassignablePartitionResponse.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "ReassignablePartitionResponse._tagged_fields");
         Ok(this)
     }
@@ -175,6 +178,7 @@ impl ReadOwned for ReassignablePartitionResponse<'static> {
 
 impl<'a> From<ReassignablePartitionResponseView<'a>> for ReassignablePartitionResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReassignablePartitionResponseView<'a>) -> Self {
         ReassignablePartitionResponse {
             partition_index: view.partition_index(),

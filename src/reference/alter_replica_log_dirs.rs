@@ -24,6 +24,7 @@ impl ReadOwned for AlterReplicaLogDirsRequest<'static> {
 
 impl<'a> From<AlterReplicaLogDirsRequestView<'a>> for AlterReplicaLogDirsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterReplicaLogDirsRequestView<'a>) -> Self {
         AlterReplicaLogDirsRequest {
             dirs: list_from_view(view.dirs()),
@@ -42,7 +43,7 @@ reference_body!(AlterReplicaLogDirsRequest);
 impl ReadOwned for AlterReplicaLogDir<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDir::default();
-        this.path = owned_str(r.str(ver.flexible, "AlterReplicaLogDir.Path")?);
+        this.path = read_str(r, ver.flexible, "AlterReplicaLogDir.Path")?;
         this.topics = List::Owned(read_list(r, ver, "AlterReplicaLogDir.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDir._tagged_fields");
         Ok(this)
@@ -51,6 +52,7 @@ impl ReadOwned for AlterReplicaLogDir<'static> {
 
 impl<'a> From<AlterReplicaLogDirView<'a>> for AlterReplicaLogDir<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterReplicaLogDirView<'a>) -> Self {
         AlterReplicaLogDir {
             path: Str::Borrowed(view.path()),
@@ -68,7 +70,7 @@ as_version!(AlterReplicaLogDir<'_>, |v, ver| {
 impl ReadOwned for AlterReplicaLogDirTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "AlterReplicaLogDirTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "AlterReplicaLogDirTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterReplicaLogDirTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirTopic._tagged_fields");
         Ok(this)
@@ -77,6 +79,7 @@ impl ReadOwned for AlterReplicaLogDirTopic<'static> {
 
 impl<'a> From<AlterReplicaLogDirTopicView<'a>> for AlterReplicaLogDirTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterReplicaLogDirTopicView<'a>) -> Self {
         AlterReplicaLogDirTopic {
             name: Str::Borrowed(view.name()),
@@ -102,6 +105,7 @@ impl ReadOwned for AlterReplicaLogDirsResponse<'static> {
 
 impl<'a> From<AlterReplicaLogDirsResponseView<'a>> for AlterReplicaLogDirsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterReplicaLogDirsResponseView<'a>) -> Self {
         AlterReplicaLogDirsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -121,7 +125,7 @@ reference_body!(AlterReplicaLogDirsResponse);
 impl ReadOwned for AlterReplicaLogDirTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirTopicResult::default();
-        this.topic_name = owned_str(r.str(ver.flexible, "AlterReplicaLogDirTopicResult.TopicName")?);
+        this.topic_name = read_str(r, ver.flexible, "AlterReplicaLogDirTopicResult.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterReplicaLogDirTopicResult.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterReplicaLogDirTopicResult._tagged_fields");
         Ok(this)
@@ -130,6 +134,7 @@ impl ReadOwned for AlterReplicaLogDirTopicResult<'static> {
 
 impl<'a> From<AlterReplicaLogDirTopicResultView<'a>> for AlterReplicaLogDirTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterReplicaLogDirTopicResultView<'a>) -> Self {
         AlterReplicaLogDirTopicResult {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -156,6 +161,7 @@ impl ReadOwned for AlterReplicaLogDirPartitionResult<'static> {
 
 impl<'a> From<AlterReplicaLogDirPartitionResultView<'a>> for AlterReplicaLogDirPartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterReplicaLogDirPartitionResultView<'a>) -> Self {
         AlterReplicaLogDirPartitionResult {
             partition_index: view.partition_index(),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for AlterShareGroupOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsRequest::default();
-        this.group_id = owned_str(r.str(true, "AlterShareGroupOffsetsRequest.GroupId")?);
+        this.group_id = read_str(r, true, "AlterShareGroupOffsetsRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for AlterShareGroupOffsetsRequest<'static> {
 
 impl<'a> From<AlterShareGroupOffsetsRequestView<'a>> for AlterShareGroupOffsetsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterShareGroupOffsetsRequestView<'a>) -> Self {
         AlterShareGroupOffsetsRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -43,7 +44,7 @@ reference_body!(AlterShareGroupOffsetsRequest);
 impl ReadOwned for AlterShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsRequestTopic::default();
-        this.topic_name = owned_str(r.str(true, "AlterShareGroupOffsetsRequestTopic.TopicName")?);
+        this.topic_name = read_str(r, true, "AlterShareGroupOffsetsRequestTopic.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsRequestTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
@@ -52,6 +53,7 @@ impl ReadOwned for AlterShareGroupOffsetsRequestTopic<'static> {
 
 impl<'a> From<AlterShareGroupOffsetsRequestTopicView<'a>> for AlterShareGroupOffsetsRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterShareGroupOffsetsRequestTopicView<'a>) -> Self {
         AlterShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -77,6 +79,7 @@ impl ReadOwned for AlterShareGroupOffsetsRequestPartition<'static> {
 
 impl<'a> From<AlterShareGroupOffsetsRequestPartitionView<'a>> for AlterShareGroupOffsetsRequestPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterShareGroupOffsetsRequestPartitionView<'a>) -> Self {
         AlterShareGroupOffsetsRequestPartition {
             partition_index: view.partition_index(),
@@ -93,8 +96,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponse<'static> {
         let mut this = AlterShareGroupOffsetsResponse::default();
         this.throttle_time_ms = r.i32("AlterShareGroupOffsetsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("AlterShareGroupOffsetsResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "AlterShareGroupOffsetsResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "AlterShareGroupOffsetsResponse.ErrorMessage")?;
         this.responses = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsResponse.Responses")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
@@ -103,6 +105,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponse<'static> {
 
 impl<'a> From<AlterShareGroupOffsetsResponseView<'a>> for AlterShareGroupOffsetsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterShareGroupOffsetsResponseView<'a>) -> Self {
         AlterShareGroupOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -123,7 +126,7 @@ reference_body!(AlterShareGroupOffsetsResponse);
 impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsResponseTopic::default();
-        this.topic_name = owned_str(r.str(true, "AlterShareGroupOffsetsResponseTopic.TopicName")?);
+        this.topic_name = read_str(r, true, "AlterShareGroupOffsetsResponseTopic.TopicName")?;
         this.topic_id = r.uuid("AlterShareGroupOffsetsResponseTopic.TopicId")?;
         this.partitions = List::Owned(read_list(r, ver, "AlterShareGroupOffsetsResponseTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponseTopic._tagged_fields");
@@ -133,6 +136,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
 
 impl<'a> From<AlterShareGroupOffsetsResponseTopicView<'a>> for AlterShareGroupOffsetsResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterShareGroupOffsetsResponseTopicView<'a>) -> Self {
         AlterShareGroupOffsetsResponseTopic {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -153,7 +157,7 @@ impl ReadOwned for AlterShareGroupOffsetsResponsePartition<'static> {
         this.partition_index = r.i32("AlterShareGroupOffsetsResponsePartition.PartitionIndex")?;
         this.error_code = r.i16("AlterShareGroupOffsetsResponsePartition.ErrorCode")?;
         this.error_message =
-            r.nullable_str(true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?.map(owned_str);
+            read_nullable_str(r, true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterShareGroupOffsetsResponsePartition._tagged_fields");
         Ok(this)
     }
@@ -163,6 +167,7 @@ impl<'a> From<AlterShareGroupOffsetsResponsePartitionView<'a>>
     for AlterShareGroupOffsetsResponsePartition<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterShareGroupOffsetsResponsePartitionView<'a>) -> Self {
         AlterShareGroupOffsetsResponsePartition {
             partition_index: view.partition_index(),

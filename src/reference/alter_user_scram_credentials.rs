@@ -25,6 +25,7 @@ impl ReadOwned for AlterUserScramCredentialsRequest<'static> {
 
 impl<'a> From<AlterUserScramCredentialsRequestView<'a>> for AlterUserScramCredentialsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterUserScramCredentialsRequestView<'a>) -> Self {
         AlterUserScramCredentialsRequest {
             deletions: list_from_view(view.deletions()),
@@ -44,7 +45,7 @@ reference_body!(AlterUserScramCredentialsRequest);
 impl ReadOwned for ScramCredentialDeletion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ScramCredentialDeletion::default();
-        this.name = owned_str(r.str(true, "ScramCredentialDeletion.Name")?);
+        this.name = read_str(r, true, "ScramCredentialDeletion.Name")?;
         this.mechanism = r.i8("ScramCredentialDeletion.Mechanism")?;
         read_unknown_tagged_fields!(this, r, ver, "ScramCredentialDeletion._tagged_fields");
         Ok(this)
@@ -53,6 +54,7 @@ impl ReadOwned for ScramCredentialDeletion<'static> {
 
 impl<'a> From<ScramCredentialDeletionView<'a>> for ScramCredentialDeletion<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ScramCredentialDeletionView<'a>) -> Self {
         ScramCredentialDeletion {
             name: Str::Borrowed(view.name()),
@@ -67,11 +69,11 @@ as_version!(ScramCredentialDeletion<'_>);
 impl ReadOwned for ScramCredentialUpsertion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ScramCredentialUpsertion::default();
-        this.name = owned_str(r.str(true, "ScramCredentialUpsertion.Name")?);
+        this.name = read_str(r, true, "ScramCredentialUpsertion.Name")?;
         this.mechanism = r.i8("ScramCredentialUpsertion.Mechanism")?;
         this.iterations = r.i32("ScramCredentialUpsertion.Iterations")?;
-        this.salt = owned_bytes(r.bytes(true, "ScramCredentialUpsertion.Salt")?);
-        this.salted_password = owned_bytes(r.bytes(true, "ScramCredentialUpsertion.SaltedPassword")?);
+        this.salt = read_bytes(r, true, "ScramCredentialUpsertion.Salt")?;
+        this.salted_password = read_bytes(r, true, "ScramCredentialUpsertion.SaltedPassword")?;
         read_unknown_tagged_fields!(this, r, ver, "ScramCredentialUpsertion._tagged_fields");
         Ok(this)
     }
@@ -79,6 +81,7 @@ impl ReadOwned for ScramCredentialUpsertion<'static> {
 
 impl<'a> From<ScramCredentialUpsertionView<'a>> for ScramCredentialUpsertion<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ScramCredentialUpsertionView<'a>) -> Self {
         ScramCredentialUpsertion {
             name: Str::Borrowed(view.name()),
@@ -105,6 +108,7 @@ impl ReadOwned for AlterUserScramCredentialsResponse<'static> {
 
 impl<'a> From<AlterUserScramCredentialsResponseView<'a>> for AlterUserScramCredentialsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterUserScramCredentialsResponseView<'a>) -> Self {
         AlterUserScramCredentialsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -123,10 +127,9 @@ reference_body!(AlterUserScramCredentialsResponse);
 impl ReadOwned for AlterUserScramCredentialsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterUserScramCredentialsResult::default();
-        this.user = owned_str(r.str(true, "AlterUserScramCredentialsResult.User")?);
+        this.user = read_str(r, true, "AlterUserScramCredentialsResult.User")?;
         this.error_code = r.i16("AlterUserScramCredentialsResult.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "AlterUserScramCredentialsResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "AlterUserScramCredentialsResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterUserScramCredentialsResult._tagged_fields");
         Ok(this)
     }
@@ -134,6 +137,7 @@ impl ReadOwned for AlterUserScramCredentialsResult<'static> {
 
 impl<'a> From<AlterUserScramCredentialsResultView<'a>> for AlterUserScramCredentialsResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterUserScramCredentialsResultView<'a>) -> Self {
         AlterUserScramCredentialsResult {
             user: Str::Borrowed(view.user()),

@@ -17,15 +17,14 @@ impl ReadOwned for ApiVersionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ApiVersionsRequest::default();
         if ver.version >= 3 {
-            this.client_software_name =
-                owned_str(r.str(ver.flexible, "ApiVersionsRequest.ClientSoftwareName")?);
+            this.client_software_name = read_str(r, ver.flexible, "ApiVersionsRequest.ClientSoftwareName")?;
         }
         if ver.version >= 3 {
             this.client_software_version =
-                owned_str(r.str(ver.flexible, "ApiVersionsRequest.ClientSoftwareVersion")?);
+                read_str(r, ver.flexible, "ApiVersionsRequest.ClientSoftwareVersion")?;
         }
         if ver.version == 5 {
-            this.cluster_id = r.nullable_str(ver.flexible, "ApiVersionsRequest.ClusterId")?.map(owned_str);
+            this.cluster_id = read_nullable_str(r, ver.flexible, "ApiVersionsRequest.ClusterId")?;
         }
         if ver.version == 5 {
             this.node_id = r.i32("ApiVersionsRequest.NodeId")?;
@@ -37,6 +36,7 @@ impl ReadOwned for ApiVersionsRequest<'static> {
 
 impl<'a> From<ApiVersionsRequestView<'a>> for ApiVersionsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ApiVersionsRequestView<'a>) -> Self {
         ApiVersionsRequest {
             client_software_name: Str::Borrowed(view.client_software_name()),
@@ -106,6 +106,7 @@ impl ReadOwned for ApiVersionsResponse<'static> {
 
 impl<'a> From<ApiVersionsResponseView<'a>> for ApiVersionsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ApiVersionsResponseView<'a>) -> Self {
         ApiVersionsResponse {
             error_code: view.error_code(),
@@ -153,6 +154,7 @@ impl ReadOwned for ApiVersion<'static> {
 
 impl<'a> From<ApiVersionView<'a>> for ApiVersion<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ApiVersionView<'a>) -> Self {
         ApiVersion {
             api_key: view.api_key(),
@@ -170,7 +172,7 @@ as_version!(ApiVersion<'_>, |v, ver| {
 impl ReadOwned for SupportedFeatureKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SupportedFeatureKey::default();
-        this.name = owned_str(r.str(true, "SupportedFeatureKey.Name")?);
+        this.name = read_str(r, true, "SupportedFeatureKey.Name")?;
         this.min_version = r.i16("SupportedFeatureKey.MinVersion")?;
         this.max_version = r.i16("SupportedFeatureKey.MaxVersion")?;
         read_unknown_tagged_fields!(this, r, ver, "SupportedFeatureKey._tagged_fields");
@@ -180,6 +182,7 @@ impl ReadOwned for SupportedFeatureKey<'static> {
 
 impl<'a> From<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SupportedFeatureKeyView<'a>) -> Self {
         SupportedFeatureKey {
             name: Str::Borrowed(view.name()),
@@ -195,7 +198,7 @@ as_version!(SupportedFeatureKey<'_>);
 impl ReadOwned for FinalizedFeatureKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FinalizedFeatureKey::default();
-        this.name = owned_str(r.str(true, "FinalizedFeatureKey.Name")?);
+        this.name = read_str(r, true, "FinalizedFeatureKey.Name")?;
         this.max_version_level = r.i16("FinalizedFeatureKey.MaxVersionLevel")?;
         this.min_version_level = r.i16("FinalizedFeatureKey.MinVersionLevel")?;
         read_unknown_tagged_fields!(this, r, ver, "FinalizedFeatureKey._tagged_fields");
@@ -205,6 +208,7 @@ impl ReadOwned for FinalizedFeatureKey<'static> {
 
 impl<'a> From<FinalizedFeatureKeyView<'a>> for FinalizedFeatureKey<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FinalizedFeatureKeyView<'a>) -> Self {
         FinalizedFeatureKey {
             name: Str::Borrowed(view.name()),

@@ -26,6 +26,7 @@ impl ReadOwned for AssignReplicasToDirsRequest<'static> {
 
 impl<'a> From<AssignReplicasToDirsRequestView<'a>> for AssignReplicasToDirsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsRequestView<'a>) -> Self {
         AssignReplicasToDirsRequest {
             broker_id: view.broker_id(),
@@ -56,6 +57,7 @@ impl<'a> From<AssignReplicasToDirsRequestDirectoryDataView<'a>>
     for AssignReplicasToDirsRequestDirectoryData<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsRequestDirectoryDataView<'a>) -> Self {
         AssignReplicasToDirsRequestDirectoryData {
             id: view.id(),
@@ -81,6 +83,7 @@ impl ReadOwned for AssignReplicasToDirsRequestTopicData<'static> {
 
 impl<'a> From<AssignReplicasToDirsRequestTopicDataView<'a>> for AssignReplicasToDirsRequestTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsRequestTopicDataView<'a>) -> Self {
         AssignReplicasToDirsRequestTopicData {
             topic_id: view.topic_id(),
@@ -107,6 +110,7 @@ impl<'a> From<AssignReplicasToDirsRequestPartitionDataView<'a>>
     for AssignReplicasToDirsRequestPartitionData<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsRequestPartitionDataView<'a>) -> Self {
         AssignReplicasToDirsRequestPartitionData {
             partition_index: view.partition_index(),
@@ -130,6 +134,7 @@ impl ReadOwned for AssignReplicasToDirsResponse<'static> {
 
 impl<'a> From<AssignReplicasToDirsResponseView<'a>> for AssignReplicasToDirsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsResponseView<'a>) -> Self {
         AssignReplicasToDirsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -160,6 +165,7 @@ impl<'a> From<AssignReplicasToDirsResponseDirectoryDataView<'a>>
     for AssignReplicasToDirsResponseDirectoryData<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsResponseDirectoryDataView<'a>) -> Self {
         AssignReplicasToDirsResponseDirectoryData {
             id: view.id(),
@@ -185,6 +191,7 @@ impl ReadOwned for AssignReplicasToDirsResponseTopicData<'static> {
 
 impl<'a> From<AssignReplicasToDirsResponseTopicDataView<'a>> for AssignReplicasToDirsResponseTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsResponseTopicDataView<'a>) -> Self {
         AssignReplicasToDirsResponseTopicData {
             topic_id: view.topic_id(),
@@ -212,6 +219,7 @@ impl<'a> From<AssignReplicasToDirsResponsePartitionDataView<'a>>
     for AssignReplicasToDirsResponsePartitionData<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignReplicasToDirsResponsePartitionDataView<'a>) -> Self {
         AssignReplicasToDirsResponsePartitionData {
             partition_index: view.partition_index(),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for BeginQuorumEpochRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochRequest::default();
-        this.cluster_id = r.nullable_str(ver.flexible, "BeginQuorumEpochRequest.ClusterId")?.map(owned_str);
+        this.cluster_id = read_nullable_str(r, ver.flexible, "BeginQuorumEpochRequest.ClusterId")?;
         if ver.version == 1 {
             this.voter_id = r.i32("BeginQuorumEpochRequest.VoterId")?;
         }
@@ -32,6 +32,7 @@ impl ReadOwned for BeginQuorumEpochRequest<'static> {
 
 impl<'a> From<BeginQuorumEpochRequestView<'a>> for BeginQuorumEpochRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BeginQuorumEpochRequestView<'a>) -> Self {
         BeginQuorumEpochRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -58,7 +59,7 @@ reference_body!(BeginQuorumEpochRequest);
 impl ReadOwned for BeginQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochRequestTopicData::default();
-        this.topic_name = owned_str(r.str(ver.flexible, "BeginQuorumEpochRequestTopicData.TopicName")?);
+        this.topic_name = read_str(r, ver.flexible, "BeginQuorumEpochRequestTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "BeginQuorumEpochRequestTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochRequestTopicData._tagged_fields");
         Ok(this)
@@ -67,6 +68,7 @@ impl ReadOwned for BeginQuorumEpochRequestTopicData<'static> {
 
 impl<'a> From<BeginQuorumEpochRequestTopicDataView<'a>> for BeginQuorumEpochRequestTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BeginQuorumEpochRequestTopicDataView<'a>) -> Self {
         BeginQuorumEpochRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -97,6 +99,7 @@ impl ReadOwned for BeginQuorumEpochRequestPartitionData<'static> {
 
 impl<'a> From<BeginQuorumEpochRequestPartitionDataView<'a>> for BeginQuorumEpochRequestPartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BeginQuorumEpochRequestPartitionDataView<'a>) -> Self {
         BeginQuorumEpochRequestPartitionData {
             partition_index: view.partition_index(),
@@ -118,8 +121,8 @@ as_version!(BeginQuorumEpochRequestPartitionData<'_>, |v, ver| {
 impl ReadOwned for LeaderEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderEndpoint::default();
-        this.name = owned_str(r.str(true, "LeaderEndpoint.Name")?);
-        this.host = owned_str(r.str(true, "LeaderEndpoint.Host")?);
+        this.name = read_str(r, true, "LeaderEndpoint.Name")?;
+        this.host = read_str(r, true, "LeaderEndpoint.Host")?;
         this.port = r.u16("LeaderEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "LeaderEndpoint._tagged_fields");
         Ok(this)
@@ -128,6 +131,7 @@ impl ReadOwned for LeaderEndpoint<'static> {
 
 impl<'a> From<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaderEndpointView<'a>) -> Self {
         LeaderEndpoint {
             name: Str::Borrowed(view.name()),
@@ -168,6 +172,7 @@ impl ReadOwned for BeginQuorumEpochResponse<'static> {
 
 impl<'a> From<BeginQuorumEpochResponseView<'a>> for BeginQuorumEpochResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BeginQuorumEpochResponseView<'a>) -> Self {
         BeginQuorumEpochResponse {
             error_code: view.error_code(),
@@ -189,7 +194,7 @@ reference_body!(BeginQuorumEpochResponse);
 impl ReadOwned for BeginQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochResponseTopicData::default();
-        this.topic_name = owned_str(r.str(ver.flexible, "BeginQuorumEpochResponseTopicData.TopicName")?);
+        this.topic_name = read_str(r, ver.flexible, "BeginQuorumEpochResponseTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "BeginQuorumEpochResponseTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "BeginQuorumEpochResponseTopicData._tagged_fields");
         Ok(this)
@@ -198,6 +203,7 @@ impl ReadOwned for BeginQuorumEpochResponseTopicData<'static> {
 
 impl<'a> From<BeginQuorumEpochResponseTopicDataView<'a>> for BeginQuorumEpochResponseTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BeginQuorumEpochResponseTopicDataView<'a>) -> Self {
         BeginQuorumEpochResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -226,6 +232,7 @@ impl ReadOwned for BeginQuorumEpochResponsePartitionData<'static> {
 
 impl<'a> From<BeginQuorumEpochResponsePartitionDataView<'a>> for BeginQuorumEpochResponsePartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BeginQuorumEpochResponsePartitionDataView<'a>) -> Self {
         BeginQuorumEpochResponsePartitionData {
             partition_index: view.partition_index(),
@@ -245,7 +252,7 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.u16("NodeEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
@@ -254,6 +261,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

@@ -52,6 +52,7 @@ impl ReadOwned for BrokerHeartbeatRequest<'static> {
 
 impl<'a> From<BrokerHeartbeatRequestView<'a>> for BrokerHeartbeatRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BrokerHeartbeatRequestView<'a>) -> Self {
         BrokerHeartbeatRequest {
             broker_id: view.broker_id(),
@@ -92,6 +93,7 @@ impl ReadOwned for BrokerHeartbeatResponse<'static> {
 
 impl<'a> From<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BrokerHeartbeatResponseView<'a>) -> Self {
         BrokerHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),

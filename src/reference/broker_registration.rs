@@ -17,11 +17,11 @@ impl ReadOwned for BrokerRegistrationRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerRegistrationRequest::default();
         this.broker_id = r.i32("BrokerRegistrationRequest.BrokerId")?;
-        this.cluster_id = owned_str(r.str(true, "BrokerRegistrationRequest.ClusterId")?);
+        this.cluster_id = read_str(r, true, "BrokerRegistrationRequest.ClusterId")?;
         this.incarnation_id = r.uuid("BrokerRegistrationRequest.IncarnationId")?;
         this.listeners = List::Owned(read_list(r, ver, "BrokerRegistrationRequest.Listeners")?);
         this.features = List::Owned(read_list(r, ver, "BrokerRegistrationRequest.Features")?);
-        this.rack = r.nullable_str(true, "BrokerRegistrationRequest.Rack")?.map(owned_str);
+        this.rack = read_nullable_str(r, true, "BrokerRegistrationRequest.Rack")?;
         if ver.version >= 1 {
             this.is_migrating_zk_broker = r.bool("BrokerRegistrationRequest.IsMigratingZkBroker")?;
         }
@@ -38,6 +38,7 @@ impl ReadOwned for BrokerRegistrationRequest<'static> {
 
 impl<'a> From<BrokerRegistrationRequestView<'a>> for BrokerRegistrationRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BrokerRegistrationRequestView<'a>) -> Self {
         BrokerRegistrationRequest {
             broker_id: view.broker_id(),
@@ -73,8 +74,8 @@ reference_body!(BrokerRegistrationRequest);
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
-        this.name = owned_str(r.str(true, "Listener.Name")?);
-        this.host = owned_str(r.str(true, "Listener.Host")?);
+        this.name = read_str(r, true, "Listener.Name")?;
+        this.host = read_str(r, true, "Listener.Host")?;
         this.port = r.u16("Listener.Port")?;
         this.security_protocol = r.i16("Listener.SecurityProtocol")?;
         read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
@@ -84,6 +85,7 @@ impl ReadOwned for Listener<'static> {
 
 impl<'a> From<ListenerView<'a>> for Listener<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
@@ -100,7 +102,7 @@ as_version!(Listener<'_>);
 impl ReadOwned for Feature<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Feature::default();
-        this.name = owned_str(r.str(true, "Feature.Name")?);
+        this.name = read_str(r, true, "Feature.Name")?;
         this.min_supported_version = r.i16("Feature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("Feature.MaxSupportedVersion")?;
         read_unknown_tagged_fields!(this, r, ver, "Feature._tagged_fields");
@@ -110,6 +112,7 @@ impl ReadOwned for Feature<'static> {
 
 impl<'a> From<FeatureView<'a>> for Feature<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FeatureView<'a>) -> Self {
         Feature {
             name: Str::Borrowed(view.name()),
@@ -135,6 +138,7 @@ impl ReadOwned for BrokerRegistrationResponse<'static> {
 
 impl<'a> From<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BrokerRegistrationResponseView<'a>) -> Self {
         BrokerRegistrationResponse {
             throttle_time_ms: view.throttle_time_ms(),

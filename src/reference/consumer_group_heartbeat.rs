@@ -16,21 +16,20 @@ use crate::prelude::*;
 impl ReadOwned for ConsumerGroupHeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupHeartbeatRequest::default();
-        this.group_id = owned_str(r.str(true, "ConsumerGroupHeartbeatRequest.GroupId")?);
-        this.member_id = owned_str(r.str(true, "ConsumerGroupHeartbeatRequest.MemberId")?);
+        this.group_id = read_str(r, true, "ConsumerGroupHeartbeatRequest.GroupId")?;
+        this.member_id = read_str(r, true, "ConsumerGroupHeartbeatRequest.MemberId")?;
         this.member_epoch = r.i32("ConsumerGroupHeartbeatRequest.MemberEpoch")?;
-        this.instance_id = r.nullable_str(true, "ConsumerGroupHeartbeatRequest.InstanceId")?.map(owned_str);
-        this.rack_id = r.nullable_str(true, "ConsumerGroupHeartbeatRequest.RackId")?.map(owned_str);
+        this.instance_id = read_nullable_str(r, true, "ConsumerGroupHeartbeatRequest.InstanceId")?;
+        this.rack_id = read_nullable_str(r, true, "ConsumerGroupHeartbeatRequest.RackId")?;
         this.rebalance_timeout_ms = r.i32("ConsumerGroupHeartbeatRequest.RebalanceTimeoutMs")?;
         this.subscribed_topic_names =
             read_nullable_list(r, ver, "ConsumerGroupHeartbeatRequest.SubscribedTopicNames")?
                 .map(List::Owned);
         if ver.version == 1 {
             this.subscribed_topic_regex =
-                r.nullable_str(true, "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex")?.map(owned_str);
+                read_nullable_str(r, true, "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex")?;
         }
-        this.server_assignor =
-            r.nullable_str(true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?.map(owned_str);
+        this.server_assignor = read_nullable_str(r, true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?;
         this.topic_partitions =
             read_nullable_list(r, ver, "ConsumerGroupHeartbeatRequest.TopicPartitions")?.map(List::Owned);
         read_unknown_tagged_fields!(this, r, ver, "ConsumerGroupHeartbeatRequest._tagged_fields");
@@ -40,6 +39,7 @@ impl ReadOwned for ConsumerGroupHeartbeatRequest<'static> {
 
 impl<'a> From<ConsumerGroupHeartbeatRequestView<'a>> for ConsumerGroupHeartbeatRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ConsumerGroupHeartbeatRequestView<'a>) -> Self {
         ConsumerGroupHeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -86,6 +86,7 @@ impl<'a> From<ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>
     for ConsumerGroupHeartbeatRequestTopicPartitions<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>) -> Self {
         ConsumerGroupHeartbeatRequestTopicPartitions {
             topic_id: view.topic_id(),
@@ -102,9 +103,8 @@ impl ReadOwned for ConsumerGroupHeartbeatResponse<'static> {
         let mut this = ConsumerGroupHeartbeatResponse::default();
         this.throttle_time_ms = r.i32("ConsumerGroupHeartbeatResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("ConsumerGroupHeartbeatResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "ConsumerGroupHeartbeatResponse.ErrorMessage")?.map(owned_str);
-        this.member_id = r.nullable_str(true, "ConsumerGroupHeartbeatResponse.MemberId")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "ConsumerGroupHeartbeatResponse.ErrorMessage")?;
+        this.member_id = read_nullable_str(r, true, "ConsumerGroupHeartbeatResponse.MemberId")?;
         this.member_epoch = r.i32("ConsumerGroupHeartbeatResponse.MemberEpoch")?;
         this.heartbeat_interval_ms = r.i32("ConsumerGroupHeartbeatResponse.HeartbeatIntervalMs")?;
         this.assignment = if r.i8("ConsumerGroupHeartbeatResponse.Assignment")? < 0 {
@@ -119,6 +119,7 @@ impl ReadOwned for ConsumerGroupHeartbeatResponse<'static> {
 
 impl<'a> From<ConsumerGroupHeartbeatResponseView<'a>> for ConsumerGroupHeartbeatResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ConsumerGroupHeartbeatResponseView<'a>) -> Self {
         ConsumerGroupHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -150,6 +151,7 @@ impl ReadOwned for Assignment<'static> {
 
 impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
@@ -182,6 +184,7 @@ impl<'a> From<ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>>
     for ConsumerGroupHeartbeatResponseTopicPartitions<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ConsumerGroupHeartbeatResponseTopicPartitionsView<'a>) -> Self {
         ConsumerGroupHeartbeatResponseTopicPartitions {
             topic_id: view.topic_id(),

@@ -28,6 +28,7 @@ impl ReadOwned for ControllerRegistrationRequest<'static> {
 
 impl<'a> From<ControllerRegistrationRequestView<'a>> for ControllerRegistrationRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ControllerRegistrationRequestView<'a>) -> Self {
         ControllerRegistrationRequest {
             controller_id: view.controller_id(),
@@ -50,8 +51,8 @@ reference_body!(ControllerRegistrationRequest);
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
-        this.name = owned_str(r.str(true, "Listener.Name")?);
-        this.host = owned_str(r.str(true, "Listener.Host")?);
+        this.name = read_str(r, true, "Listener.Name")?;
+        this.host = read_str(r, true, "Listener.Host")?;
         this.port = r.u16("Listener.Port")?;
         this.security_protocol = r.i16("Listener.SecurityProtocol")?;
         read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
@@ -61,6 +62,7 @@ impl ReadOwned for Listener<'static> {
 
 impl<'a> From<ListenerView<'a>> for Listener<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
@@ -77,7 +79,7 @@ as_version!(Listener<'_>);
 impl ReadOwned for Feature<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Feature::default();
-        this.name = owned_str(r.str(true, "Feature.Name")?);
+        this.name = read_str(r, true, "Feature.Name")?;
         this.min_supported_version = r.i16("Feature.MinSupportedVersion")?;
         this.max_supported_version = r.i16("Feature.MaxSupportedVersion")?;
         read_unknown_tagged_fields!(this, r, ver, "Feature._tagged_fields");
@@ -87,6 +89,7 @@ impl ReadOwned for Feature<'static> {
 
 impl<'a> From<FeatureView<'a>> for Feature<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FeatureView<'a>) -> Self {
         Feature {
             name: Str::Borrowed(view.name()),
@@ -104,8 +107,7 @@ impl ReadOwned for ControllerRegistrationResponse<'static> {
         let mut this = ControllerRegistrationResponse::default();
         this.throttle_time_ms = r.i32("ControllerRegistrationResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("ControllerRegistrationResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "ControllerRegistrationResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "ControllerRegistrationResponse.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "ControllerRegistrationResponse._tagged_fields");
         Ok(this)
     }
@@ -113,6 +115,7 @@ impl ReadOwned for ControllerRegistrationResponse<'static> {
 
 impl<'a> From<ControllerRegistrationResponseView<'a>> for ControllerRegistrationResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ControllerRegistrationResponseView<'a>) -> Self {
         ControllerRegistrationResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -24,6 +24,7 @@ impl ReadOwned for CreateAclsRequest<'static> {
 
 impl<'a> From<CreateAclsRequestView<'a>> for CreateAclsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreateAclsRequestView<'a>) -> Self {
         CreateAclsRequest {
             creations: list_from_view(view.creations()),
@@ -43,10 +44,10 @@ impl ReadOwned for AclCreation<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AclCreation::default();
         this.resource_type = r.i8("AclCreation.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "AclCreation.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "AclCreation.ResourceName")?;
         this.resource_pattern_type = r.i8("AclCreation.ResourcePatternType")?;
-        this.principal = owned_str(r.str(ver.flexible, "AclCreation.Principal")?);
-        this.host = owned_str(r.str(ver.flexible, "AclCreation.Host")?);
+        this.principal = read_str(r, ver.flexible, "AclCreation.Principal")?;
+        this.host = read_str(r, ver.flexible, "AclCreation.Host")?;
         this.operation = r.i8("AclCreation.Operation")?;
         this.permission_type = r.i8("AclCreation.PermissionType")?;
         read_unknown_tagged_fields!(this, r, ver, "AclCreation._tagged_fields");
@@ -56,6 +57,7 @@ impl ReadOwned for AclCreation<'static> {
 
 impl<'a> From<AclCreationView<'a>> for AclCreation<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AclCreationView<'a>) -> Self {
         AclCreation {
             resource_type: view.resource_type(),
@@ -86,6 +88,7 @@ impl ReadOwned for CreateAclsResponse<'static> {
 
 impl<'a> From<CreateAclsResponseView<'a>> for CreateAclsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreateAclsResponseView<'a>) -> Self {
         CreateAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -106,7 +109,7 @@ impl ReadOwned for AclCreationResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AclCreationResult::default();
         this.error_code = r.i16("AclCreationResult.ErrorCode")?;
-        this.error_message = r.nullable_str(ver.flexible, "AclCreationResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "AclCreationResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "AclCreationResult._tagged_fields");
         Ok(this)
     }
@@ -114,6 +117,7 @@ impl ReadOwned for AclCreationResult<'static> {
 
 impl<'a> From<AclCreationResultView<'a>> for AclCreationResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AclCreationResultView<'a>) -> Self {
         AclCreationResult {
             error_code: view.error_code(),

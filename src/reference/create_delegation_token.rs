@@ -17,14 +17,12 @@ impl ReadOwned for CreateDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateDelegationTokenRequest::default();
         if ver.version == 3 {
-            this.owner_principal_type = r
-                .nullable_str(ver.flexible, "CreateDelegationTokenRequest.OwnerPrincipalType")?
-                .map(owned_str);
+            this.owner_principal_type =
+                read_nullable_str(r, ver.flexible, "CreateDelegationTokenRequest.OwnerPrincipalType")?;
         }
         if ver.version == 3 {
-            this.owner_principal_name = r
-                .nullable_str(ver.flexible, "CreateDelegationTokenRequest.OwnerPrincipalName")?
-                .map(owned_str);
+            this.owner_principal_name =
+                read_nullable_str(r, ver.flexible, "CreateDelegationTokenRequest.OwnerPrincipalName")?;
         }
         this.renewers = List::Owned(read_list(r, ver, "CreateDelegationTokenRequest.Renewers")?);
         this.max_lifetime_ms = r.i64("CreateDelegationTokenRequest.MaxLifetimeMs")?;
@@ -35,6 +33,7 @@ impl ReadOwned for CreateDelegationTokenRequest<'static> {
 
 impl<'a> From<CreateDelegationTokenRequestView<'a>> for CreateDelegationTokenRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreateDelegationTokenRequestView<'a>) -> Self {
         CreateDelegationTokenRequest {
             owner_principal_type: view.owner_principal_type().map(Str::Borrowed),
@@ -62,8 +61,8 @@ reference_body!(CreateDelegationTokenRequest);
 impl ReadOwned for CreatableRenewers<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableRenewers::default();
-        this.principal_type = owned_str(r.str(ver.flexible, "CreatableRenewers.PrincipalType")?);
-        this.principal_name = owned_str(r.str(ver.flexible, "CreatableRenewers.PrincipalName")?);
+        this.principal_type = read_str(r, ver.flexible, "CreatableRenewers.PrincipalType")?;
+        this.principal_name = read_str(r, ver.flexible, "CreatableRenewers.PrincipalName")?;
         read_unknown_tagged_fields!(this, r, ver, "CreatableRenewers._tagged_fields");
         Ok(this)
     }
@@ -71,6 +70,7 @@ impl ReadOwned for CreatableRenewers<'static> {
 
 impl<'a> From<CreatableRenewersView<'a>> for CreatableRenewers<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatableRenewersView<'a>) -> Self {
         CreatableRenewers {
             principal_type: Str::Borrowed(view.principal_type()),
@@ -88,21 +88,21 @@ impl ReadOwned for CreateDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateDelegationTokenResponse::default();
         this.error_code = r.i16("CreateDelegationTokenResponse.ErrorCode")?;
-        this.principal_type = owned_str(r.str(ver.flexible, "CreateDelegationTokenResponse.PrincipalType")?);
-        this.principal_name = owned_str(r.str(ver.flexible, "CreateDelegationTokenResponse.PrincipalName")?);
+        this.principal_type = read_str(r, ver.flexible, "CreateDelegationTokenResponse.PrincipalType")?;
+        this.principal_name = read_str(r, ver.flexible, "CreateDelegationTokenResponse.PrincipalName")?;
         if ver.version == 3 {
             this.token_requester_principal_type =
-                owned_str(r.str(ver.flexible, "CreateDelegationTokenResponse.TokenRequesterPrincipalType")?);
+                read_str(r, ver.flexible, "CreateDelegationTokenResponse.TokenRequesterPrincipalType")?;
         }
         if ver.version == 3 {
             this.token_requester_principal_name =
-                owned_str(r.str(ver.flexible, "CreateDelegationTokenResponse.TokenRequesterPrincipalName")?);
+                read_str(r, ver.flexible, "CreateDelegationTokenResponse.TokenRequesterPrincipalName")?;
         }
         this.issue_timestamp_ms = r.i64("CreateDelegationTokenResponse.IssueTimestampMs")?;
         this.expiry_timestamp_ms = r.i64("CreateDelegationTokenResponse.ExpiryTimestampMs")?;
         this.max_timestamp_ms = r.i64("CreateDelegationTokenResponse.MaxTimestampMs")?;
-        this.token_id = owned_str(r.str(ver.flexible, "CreateDelegationTokenResponse.TokenId")?);
-        this.hmac = owned_bytes(r.bytes(ver.flexible, "CreateDelegationTokenResponse.Hmac")?);
+        this.token_id = read_str(r, ver.flexible, "CreateDelegationTokenResponse.TokenId")?;
+        this.hmac = read_bytes(r, ver.flexible, "CreateDelegationTokenResponse.Hmac")?;
         this.throttle_time_ms = r.i32("CreateDelegationTokenResponse.ThrottleTimeMs")?;
         read_unknown_tagged_fields!(this, r, ver, "CreateDelegationTokenResponse._tagged_fields");
         Ok(this)
@@ -111,6 +111,7 @@ impl ReadOwned for CreateDelegationTokenResponse<'static> {
 
 impl<'a> From<CreateDelegationTokenResponseView<'a>> for CreateDelegationTokenResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreateDelegationTokenResponseView<'a>) -> Self {
         CreateDelegationTokenResponse {
             error_code: view.error_code(),

@@ -26,6 +26,7 @@ impl ReadOwned for CreatePartitionsRequest<'static> {
 
 impl<'a> From<CreatePartitionsRequestView<'a>> for CreatePartitionsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatePartitionsRequestView<'a>) -> Self {
         CreatePartitionsRequest {
             topics: list_from_view(view.topics()),
@@ -46,7 +47,7 @@ reference_body!(CreatePartitionsRequest);
 impl ReadOwned for CreatePartitionsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "CreatePartitionsTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "CreatePartitionsTopic.Name")?;
         this.count = r.i32("CreatePartitionsTopic.Count")?;
         this.assignments = read_nullable_list(r, ver, "CreatePartitionsTopic.Assignments")?.map(List::Owned);
         read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsTopic._tagged_fields");
@@ -56,6 +57,7 @@ impl ReadOwned for CreatePartitionsTopic<'static> {
 
 impl<'a> From<CreatePartitionsTopicView<'a>> for CreatePartitionsTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatePartitionsTopicView<'a>) -> Self {
         CreatePartitionsTopic {
             name: Str::Borrowed(view.name()),
@@ -82,6 +84,7 @@ impl ReadOwned for CreatePartitionsAssignment<'static> {
 
 impl<'a> From<CreatePartitionsAssignmentView<'a>> for CreatePartitionsAssignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatePartitionsAssignmentView<'a>) -> Self {
         CreatePartitionsAssignment {
             broker_ids: list_from_view(view.broker_ids()),
@@ -106,6 +109,7 @@ impl ReadOwned for CreatePartitionsResponse<'static> {
 
 impl<'a> From<CreatePartitionsResponseView<'a>> for CreatePartitionsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatePartitionsResponseView<'a>) -> Self {
         CreatePartitionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -125,10 +129,9 @@ reference_body!(CreatePartitionsResponse);
 impl ReadOwned for CreatePartitionsTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsTopicResult::default();
-        this.name = owned_str(r.str(ver.flexible, "CreatePartitionsTopicResult.Name")?);
+        this.name = read_str(r, ver.flexible, "CreatePartitionsTopicResult.Name")?;
         this.error_code = r.i16("CreatePartitionsTopicResult.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "CreatePartitionsTopicResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "CreatePartitionsTopicResult._tagged_fields");
         Ok(this)
     }
@@ -136,6 +139,7 @@ impl ReadOwned for CreatePartitionsTopicResult<'static> {
 
 impl<'a> From<CreatePartitionsTopicResultView<'a>> for CreatePartitionsTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatePartitionsTopicResultView<'a>) -> Self {
         CreatePartitionsTopicResult {
             name: Str::Borrowed(view.name()),

@@ -26,6 +26,7 @@ impl ReadOwned for CreateTopicsRequest<'static> {
 
 impl<'a> From<CreateTopicsRequestView<'a>> for CreateTopicsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreateTopicsRequestView<'a>) -> Self {
         CreateTopicsRequest {
             topics: list_from_view(view.topics()),
@@ -46,7 +47,7 @@ reference_body!(CreateTopicsRequest);
 impl ReadOwned for CreatableTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "CreatableTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "CreatableTopic.Name")?;
         this.num_partitions = r.i32("CreatableTopic.NumPartitions")?;
         this.replication_factor = r.i16("CreatableTopic.ReplicationFactor")?;
         this.assignments = List::Owned(read_list(r, ver, "CreatableTopic.Assignments")?);
@@ -58,6 +59,7 @@ impl ReadOwned for CreatableTopic<'static> {
 
 impl<'a> From<CreatableTopicView<'a>> for CreatableTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatableTopicView<'a>) -> Self {
         CreatableTopic {
             name: Str::Borrowed(view.name()),
@@ -88,6 +90,7 @@ impl ReadOwned for CreatableReplicaAssignment<'static> {
 
 impl<'a> From<CreatableReplicaAssignmentView<'a>> for CreatableReplicaAssignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatableReplicaAssignmentView<'a>) -> Self {
         CreatableReplicaAssignment {
             partition_index: view.partition_index(),
@@ -104,8 +107,8 @@ as_version!(CreatableReplicaAssignment<'_>, |v, ver| {
 impl ReadOwned for CreatableTopicConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableTopicConfig::default();
-        this.name = owned_str(r.str(ver.flexible, "CreatableTopicConfig.Name")?);
-        this.value = r.nullable_str(ver.flexible, "CreatableTopicConfig.Value")?.map(owned_str);
+        this.name = read_str(r, ver.flexible, "CreatableTopicConfig.Name")?;
+        this.value = read_nullable_str(r, ver.flexible, "CreatableTopicConfig.Value")?;
         read_unknown_tagged_fields!(this, r, ver, "CreatableTopicConfig._tagged_fields");
         Ok(this)
     }
@@ -113,6 +116,7 @@ impl ReadOwned for CreatableTopicConfig<'static> {
 
 impl<'a> From<CreatableTopicConfigView<'a>> for CreatableTopicConfig<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatableTopicConfigView<'a>) -> Self {
         CreatableTopicConfig {
             name: Str::Borrowed(view.name()),
@@ -138,6 +142,7 @@ impl ReadOwned for CreateTopicsResponse<'static> {
 
 impl<'a> From<CreateTopicsResponseView<'a>> for CreateTopicsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreateTopicsResponseView<'a>) -> Self {
         CreateTopicsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -157,13 +162,12 @@ reference_body!(CreateTopicsResponse);
 impl ReadOwned for CreatableTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableTopicResult::default();
-        this.name = owned_str(r.str(ver.flexible, "CreatableTopicResult.Name")?);
+        this.name = read_str(r, ver.flexible, "CreatableTopicResult.Name")?;
         if ver.version == 7 {
             this.topic_id = r.uuid("CreatableTopicResult.TopicId")?;
         }
         this.error_code = r.i16("CreatableTopicResult.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "CreatableTopicResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "CreatableTopicResult.ErrorMessage")?;
         if ver.version >= 5 {
             this.num_partitions = r.i32("CreatableTopicResult.NumPartitions")?;
         }
@@ -196,6 +200,7 @@ impl ReadOwned for CreatableTopicResult<'static> {
 
 impl<'a> From<CreatableTopicResultView<'a>> for CreatableTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatableTopicResultView<'a>) -> Self {
         CreatableTopicResult {
             name: Str::Borrowed(view.name()),
@@ -231,8 +236,8 @@ as_version!(CreatableTopicResult<'_>, |v, ver| {
 impl ReadOwned for CreatableTopicConfigs<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableTopicConfigs::default();
-        this.name = owned_str(r.str(true, "CreatableTopicConfigs.Name")?);
-        this.value = r.nullable_str(true, "CreatableTopicConfigs.Value")?.map(owned_str);
+        this.name = read_str(r, true, "CreatableTopicConfigs.Name")?;
+        this.value = read_nullable_str(r, true, "CreatableTopicConfigs.Value")?;
         this.read_only = r.bool("CreatableTopicConfigs.ReadOnly")?;
         this.config_source = r.i8("CreatableTopicConfigs.ConfigSource")?;
         this.is_sensitive = r.bool("CreatableTopicConfigs.IsSensitive")?;
@@ -243,6 +248,7 @@ impl ReadOwned for CreatableTopicConfigs<'static> {
 
 impl<'a> From<CreatableTopicConfigsView<'a>> for CreatableTopicConfigs<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CreatableTopicConfigsView<'a>) -> Self {
         CreatableTopicConfigs {
             name: Str::Borrowed(view.name()),

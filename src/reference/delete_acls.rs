@@ -24,6 +24,7 @@ impl ReadOwned for DeleteAclsRequest<'static> {
 
 impl<'a> From<DeleteAclsRequestView<'a>> for DeleteAclsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteAclsRequestView<'a>) -> Self {
         DeleteAclsRequest {
             filters: list_from_view(view.filters()),
@@ -44,11 +45,10 @@ impl ReadOwned for DeleteAclsFilter<'static> {
         let mut this = DeleteAclsFilter::default();
         this.resource_type_filter = r.i8("DeleteAclsFilter.ResourceTypeFilter")?;
         this.resource_name_filter =
-            r.nullable_str(ver.flexible, "DeleteAclsFilter.ResourceNameFilter")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "DeleteAclsFilter.ResourceNameFilter")?;
         this.pattern_type_filter = r.i8("DeleteAclsFilter.PatternTypeFilter")?;
-        this.principal_filter =
-            r.nullable_str(ver.flexible, "DeleteAclsFilter.PrincipalFilter")?.map(owned_str);
-        this.host_filter = r.nullable_str(ver.flexible, "DeleteAclsFilter.HostFilter")?.map(owned_str);
+        this.principal_filter = read_nullable_str(r, ver.flexible, "DeleteAclsFilter.PrincipalFilter")?;
+        this.host_filter = read_nullable_str(r, ver.flexible, "DeleteAclsFilter.HostFilter")?;
         this.operation = r.i8("DeleteAclsFilter.Operation")?;
         this.permission_type = r.i8("DeleteAclsFilter.PermissionType")?;
         read_unknown_tagged_fields!(this, r, ver, "DeleteAclsFilter._tagged_fields");
@@ -58,6 +58,7 @@ impl ReadOwned for DeleteAclsFilter<'static> {
 
 impl<'a> From<DeleteAclsFilterView<'a>> for DeleteAclsFilter<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteAclsFilterView<'a>) -> Self {
         DeleteAclsFilter {
             resource_type_filter: view.resource_type_filter(),
@@ -88,6 +89,7 @@ impl ReadOwned for DeleteAclsResponse<'static> {
 
 impl<'a> From<DeleteAclsResponseView<'a>> for DeleteAclsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteAclsResponseView<'a>) -> Self {
         DeleteAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -108,8 +110,7 @@ impl ReadOwned for DeleteAclsFilterResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteAclsFilterResult::default();
         this.error_code = r.i16("DeleteAclsFilterResult.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "DeleteAclsFilterResult.ErrorMessage")?;
         this.matching_acls = List::Owned(read_list(r, ver, "DeleteAclsFilterResult.MatchingAcls")?);
         read_unknown_tagged_fields!(this, r, ver, "DeleteAclsFilterResult._tagged_fields");
         Ok(this)
@@ -118,6 +119,7 @@ impl ReadOwned for DeleteAclsFilterResult<'static> {
 
 impl<'a> From<DeleteAclsFilterResultView<'a>> for DeleteAclsFilterResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteAclsFilterResultView<'a>) -> Self {
         DeleteAclsFilterResult {
             error_code: view.error_code(),
@@ -137,13 +139,12 @@ impl ReadOwned for DeleteAclsMatchingAcl<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteAclsMatchingAcl::default();
         this.error_code = r.i16("DeleteAclsMatchingAcl.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "DeleteAclsMatchingAcl.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "DeleteAclsMatchingAcl.ErrorMessage")?;
         this.resource_type = r.i8("DeleteAclsMatchingAcl.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?;
         this.pattern_type = r.i8("DeleteAclsMatchingAcl.PatternType")?;
-        this.principal = owned_str(r.str(ver.flexible, "DeleteAclsMatchingAcl.Principal")?);
-        this.host = owned_str(r.str(ver.flexible, "DeleteAclsMatchingAcl.Host")?);
+        this.principal = read_str(r, ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
+        this.host = read_str(r, ver.flexible, "DeleteAclsMatchingAcl.Host")?;
         this.operation = r.i8("DeleteAclsMatchingAcl.Operation")?;
         this.permission_type = r.i8("DeleteAclsMatchingAcl.PermissionType")?;
         read_unknown_tagged_fields!(this, r, ver, "DeleteAclsMatchingAcl._tagged_fields");
@@ -153,6 +154,7 @@ impl ReadOwned for DeleteAclsMatchingAcl<'static> {
 
 impl<'a> From<DeleteAclsMatchingAclView<'a>> for DeleteAclsMatchingAcl<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteAclsMatchingAclView<'a>) -> Self {
         DeleteAclsMatchingAcl {
             error_code: view.error_code(),

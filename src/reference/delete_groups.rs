@@ -24,6 +24,7 @@ impl ReadOwned for DeleteGroupsRequest<'static> {
 
 impl<'a> From<DeleteGroupsRequestView<'a>> for DeleteGroupsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteGroupsRequestView<'a>) -> Self {
         DeleteGroupsRequest {
             groups_names: list_from_view(view.groups_names()),
@@ -50,6 +51,7 @@ impl ReadOwned for DeleteGroupsResponse<'static> {
 
 impl<'a> From<DeleteGroupsResponseView<'a>> for DeleteGroupsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteGroupsResponseView<'a>) -> Self {
         DeleteGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -69,11 +71,10 @@ reference_body!(DeleteGroupsResponse);
 impl ReadOwned for DeletableGroupResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeletableGroupResult::default();
-        this.group_id = owned_str(r.str(ver.flexible, "DeletableGroupResult.GroupId")?);
+        this.group_id = read_str(r, ver.flexible, "DeletableGroupResult.GroupId")?;
         this.error_code = r.i16("DeletableGroupResult.ErrorCode")?;
         if ver.version == 3 {
-            this.error_message =
-                r.nullable_str(ver.flexible, "DeletableGroupResult.ErrorMessage")?.map(owned_str);
+            this.error_message = read_nullable_str(r, ver.flexible, "DeletableGroupResult.ErrorMessage")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "DeletableGroupResult._tagged_fields");
         Ok(this)
@@ -82,6 +83,7 @@ impl ReadOwned for DeletableGroupResult<'static> {
 
 impl<'a> From<DeletableGroupResultView<'a>> for DeletableGroupResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeletableGroupResultView<'a>) -> Self {
         DeletableGroupResult {
             group_id: Str::Borrowed(view.group_id()),

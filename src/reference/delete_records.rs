@@ -25,6 +25,7 @@ impl ReadOwned for DeleteRecordsRequest<'static> {
 
 impl<'a> From<DeleteRecordsRequestView<'a>> for DeleteRecordsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteRecordsRequestView<'a>) -> Self {
         DeleteRecordsRequest {
             topics: list_from_view(view.topics()),
@@ -44,7 +45,7 @@ reference_body!(DeleteRecordsRequest);
 impl ReadOwned for DeleteRecordsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteRecordsTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "DeleteRecordsTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "DeleteRecordsTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "DeleteRecordsTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsTopic._tagged_fields");
         Ok(this)
@@ -53,6 +54,7 @@ impl ReadOwned for DeleteRecordsTopic<'static> {
 
 impl<'a> From<DeleteRecordsTopicView<'a>> for DeleteRecordsTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteRecordsTopicView<'a>) -> Self {
         DeleteRecordsTopic {
             name: Str::Borrowed(view.name()),
@@ -79,6 +81,7 @@ impl ReadOwned for DeleteRecordsPartition<'static> {
 
 impl<'a> From<DeleteRecordsPartitionView<'a>> for DeleteRecordsPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteRecordsPartitionView<'a>) -> Self {
         DeleteRecordsPartition {
             partition_index: view.partition_index(),
@@ -104,6 +107,7 @@ impl ReadOwned for DeleteRecordsResponse<'static> {
 
 impl<'a> From<DeleteRecordsResponseView<'a>> for DeleteRecordsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteRecordsResponseView<'a>) -> Self {
         DeleteRecordsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -123,7 +127,7 @@ reference_body!(DeleteRecordsResponse);
 impl ReadOwned for DeleteRecordsTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteRecordsTopicResult::default();
-        this.name = owned_str(r.str(ver.flexible, "DeleteRecordsTopicResult.Name")?);
+        this.name = read_str(r, ver.flexible, "DeleteRecordsTopicResult.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "DeleteRecordsTopicResult.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "DeleteRecordsTopicResult._tagged_fields");
         Ok(this)
@@ -132,6 +136,7 @@ impl ReadOwned for DeleteRecordsTopicResult<'static> {
 
 impl<'a> From<DeleteRecordsTopicResultView<'a>> for DeleteRecordsTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteRecordsTopicResultView<'a>) -> Self {
         DeleteRecordsTopicResult {
             name: Str::Borrowed(view.name()),
@@ -159,6 +164,7 @@ impl ReadOwned for DeleteRecordsPartitionResult<'static> {
 
 impl<'a> From<DeleteRecordsPartitionResultView<'a>> for DeleteRecordsPartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteRecordsPartitionResultView<'a>) -> Self {
         DeleteRecordsPartitionResult {
             partition_index: view.partition_index(),

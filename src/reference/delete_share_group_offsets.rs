@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for DeleteShareGroupOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsRequest::default();
-        this.group_id = owned_str(r.str(true, "DeleteShareGroupOffsetsRequest.GroupId")?);
+        this.group_id = read_str(r, true, "DeleteShareGroupOffsetsRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "DeleteShareGroupOffsetsRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for DeleteShareGroupOffsetsRequest<'static> {
 
 impl<'a> From<DeleteShareGroupOffsetsRequestView<'a>> for DeleteShareGroupOffsetsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteShareGroupOffsetsRequestView<'a>) -> Self {
         DeleteShareGroupOffsetsRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -43,7 +44,7 @@ reference_body!(DeleteShareGroupOffsetsRequest);
 impl ReadOwned for DeleteShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsRequestTopic::default();
-        this.topic_name = owned_str(r.str(true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?);
+        this.topic_name = read_str(r, true, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
         read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
     }
@@ -51,6 +52,7 @@ impl ReadOwned for DeleteShareGroupOffsetsRequestTopic<'static> {
 
 impl<'a> From<DeleteShareGroupOffsetsRequestTopicView<'a>> for DeleteShareGroupOffsetsRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteShareGroupOffsetsRequestTopicView<'a>) -> Self {
         DeleteShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -66,8 +68,7 @@ impl ReadOwned for DeleteShareGroupOffsetsResponse<'static> {
         let mut this = DeleteShareGroupOffsetsResponse::default();
         this.throttle_time_ms = r.i32("DeleteShareGroupOffsetsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("DeleteShareGroupOffsetsResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "DeleteShareGroupOffsetsResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "DeleteShareGroupOffsetsResponse.ErrorMessage")?;
         this.responses = List::Owned(read_list(r, ver, "DeleteShareGroupOffsetsResponse.Responses")?);
         read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsResponse._tagged_fields");
         Ok(this)
@@ -76,6 +77,7 @@ impl ReadOwned for DeleteShareGroupOffsetsResponse<'static> {
 
 impl<'a> From<DeleteShareGroupOffsetsResponseView<'a>> for DeleteShareGroupOffsetsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteShareGroupOffsetsResponseView<'a>) -> Self {
         DeleteShareGroupOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -96,11 +98,10 @@ reference_body!(DeleteShareGroupOffsetsResponse);
 impl ReadOwned for DeleteShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsResponseTopic::default();
-        this.topic_name = owned_str(r.str(true, "DeleteShareGroupOffsetsResponseTopic.TopicName")?);
+        this.topic_name = read_str(r, true, "DeleteShareGroupOffsetsResponseTopic.TopicName")?;
         this.topic_id = r.uuid("DeleteShareGroupOffsetsResponseTopic.TopicId")?;
         this.error_code = r.i16("DeleteShareGroupOffsetsResponseTopic.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupOffsetsResponseTopic._tagged_fields");
         Ok(this)
     }
@@ -108,6 +109,7 @@ impl ReadOwned for DeleteShareGroupOffsetsResponseTopic<'static> {
 
 impl<'a> From<DeleteShareGroupOffsetsResponseTopicView<'a>> for DeleteShareGroupOffsetsResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteShareGroupOffsetsResponseTopicView<'a>) -> Self {
         DeleteShareGroupOffsetsResponseTopic {
             topic_name: Str::Borrowed(view.topic_name()),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for DeleteShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupStateRequest::default();
-        this.group_id = owned_str(r.str(true, "DeleteShareGroupStateRequest.GroupId")?);
+        this.group_id = read_str(r, true, "DeleteShareGroupStateRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "DeleteShareGroupStateRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "DeleteShareGroupStateRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for DeleteShareGroupStateRequest<'static> {
 
 impl<'a> From<DeleteShareGroupStateRequestView<'a>> for DeleteShareGroupStateRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteShareGroupStateRequestView<'a>) -> Self {
         DeleteShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -52,6 +53,7 @@ impl ReadOwned for DeleteStateData<'static> {
 
 impl<'a> From<DeleteStateDataView<'a>> for DeleteStateData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteStateDataView<'a>) -> Self {
         DeleteStateData {
             topic_id: view.topic_id(),
@@ -76,6 +78,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
@@ -97,6 +100,7 @@ impl ReadOwned for DeleteShareGroupStateResponse<'static> {
 
 impl<'a> From<DeleteShareGroupStateResponseView<'a>> for DeleteShareGroupStateResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteShareGroupStateResponseView<'a>) -> Self {
         DeleteShareGroupStateResponse {
             results: list_from_view(view.results()),
@@ -123,6 +127,7 @@ impl ReadOwned for DeleteStateResult<'static> {
 
 impl<'a> From<DeleteStateResultView<'a>> for DeleteStateResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteStateResultView<'a>) -> Self {
         DeleteStateResult {
             topic_id: view.topic_id(),
@@ -141,7 +146,7 @@ impl ReadOwned for PartitionResult<'static> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
@@ -149,6 +154,7 @@ impl ReadOwned for PartitionResult<'static> {
 
 impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),

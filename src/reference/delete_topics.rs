@@ -30,6 +30,7 @@ impl ReadOwned for DeleteTopicsRequest<'static> {
 
 impl<'a> From<DeleteTopicsRequestView<'a>> for DeleteTopicsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteTopicsRequestView<'a>) -> Self {
         DeleteTopicsRequest {
             topics: list_from_view(view.topics()),
@@ -53,7 +54,7 @@ reference_body!(DeleteTopicsRequest);
 impl ReadOwned for DeleteTopicState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteTopicState::default();
-        this.name = r.nullable_str(true, "DeleteTopicState.Name")?.map(owned_str);
+        this.name = read_nullable_str(r, true, "DeleteTopicState.Name")?;
         this.topic_id = r.uuid("DeleteTopicState.TopicId")?;
         read_unknown_tagged_fields!(this, r, ver, "DeleteTopicState._tagged_fields");
         Ok(this)
@@ -62,6 +63,7 @@ impl ReadOwned for DeleteTopicState<'static> {
 
 impl<'a> From<DeleteTopicStateView<'a>> for DeleteTopicState<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteTopicStateView<'a>) -> Self {
         DeleteTopicState {
             name: view.name().map(Str::Borrowed),
@@ -85,6 +87,7 @@ impl ReadOwned for DeleteTopicsResponse<'static> {
 
 impl<'a> From<DeleteTopicsResponseView<'a>> for DeleteTopicsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeleteTopicsResponseView<'a>) -> Self {
         DeleteTopicsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -105,17 +108,16 @@ impl ReadOwned for DeletableTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeletableTopicResult::default();
         this.name = if ver.version == 6 {
-            r.nullable_str(ver.flexible, "DeletableTopicResult.Name")?.map(owned_str)
+            read_nullable_str(r, ver.flexible, "DeletableTopicResult.Name")?
         } else {
-            Some(owned_str(r.str(ver.flexible, "DeletableTopicResult.Name")?))
+            Some(read_str(r, ver.flexible, "DeletableTopicResult.Name")?)
         };
         if ver.version == 6 {
             this.topic_id = r.uuid("DeletableTopicResult.TopicId")?;
         }
         this.error_code = r.i16("DeletableTopicResult.ErrorCode")?;
         if ver.version >= 5 {
-            this.error_message =
-                r.nullable_str(ver.flexible, "DeletableTopicResult.ErrorMessage")?.map(owned_str);
+            this.error_message = read_nullable_str(r, ver.flexible, "DeletableTopicResult.ErrorMessage")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "DeletableTopicResult._tagged_fields");
         Ok(this)
@@ -124,6 +126,7 @@ impl ReadOwned for DeletableTopicResult<'static> {
 
 impl<'a> From<DeletableTopicResultView<'a>> for DeletableTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DeletableTopicResultView<'a>) -> Self {
         DeletableTopicResult {
             name: view.name().map(Str::Borrowed),

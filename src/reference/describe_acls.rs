@@ -18,11 +18,10 @@ impl ReadOwned for DescribeAclsRequest<'static> {
         let mut this = DescribeAclsRequest::default();
         this.resource_type_filter = r.i8("DescribeAclsRequest.ResourceTypeFilter")?;
         this.resource_name_filter =
-            r.nullable_str(ver.flexible, "DescribeAclsRequest.ResourceNameFilter")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "DescribeAclsRequest.ResourceNameFilter")?;
         this.pattern_type_filter = r.i8("DescribeAclsRequest.PatternTypeFilter")?;
-        this.principal_filter =
-            r.nullable_str(ver.flexible, "DescribeAclsRequest.PrincipalFilter")?.map(owned_str);
-        this.host_filter = r.nullable_str(ver.flexible, "DescribeAclsRequest.HostFilter")?.map(owned_str);
+        this.principal_filter = read_nullable_str(r, ver.flexible, "DescribeAclsRequest.PrincipalFilter")?;
+        this.host_filter = read_nullable_str(r, ver.flexible, "DescribeAclsRequest.HostFilter")?;
         this.operation = r.i8("DescribeAclsRequest.Operation")?;
         this.permission_type = r.i8("DescribeAclsRequest.PermissionType")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribeAclsRequest._tagged_fields");
@@ -32,6 +31,7 @@ impl ReadOwned for DescribeAclsRequest<'static> {
 
 impl<'a> From<DescribeAclsRequestView<'a>> for DescribeAclsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeAclsRequestView<'a>) -> Self {
         DescribeAclsRequest {
             resource_type_filter: view.resource_type_filter(),
@@ -57,8 +57,7 @@ impl ReadOwned for DescribeAclsResponse<'static> {
         let mut this = DescribeAclsResponse::default();
         this.throttle_time_ms = r.i32("DescribeAclsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("DescribeAclsResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "DescribeAclsResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "DescribeAclsResponse.ErrorMessage")?;
         this.resources = List::Owned(read_list(r, ver, "DescribeAclsResponse.Resources")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeAclsResponse._tagged_fields");
         Ok(this)
@@ -67,6 +66,7 @@ impl ReadOwned for DescribeAclsResponse<'static> {
 
 impl<'a> From<DescribeAclsResponseView<'a>> for DescribeAclsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeAclsResponseView<'a>) -> Self {
         DescribeAclsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -89,7 +89,7 @@ impl ReadOwned for DescribeAclsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeAclsResource::default();
         this.resource_type = r.i8("DescribeAclsResource.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "DescribeAclsResource.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "DescribeAclsResource.ResourceName")?;
         this.pattern_type = r.i8("DescribeAclsResource.PatternType")?;
         this.acls = List::Owned(read_list(r, ver, "DescribeAclsResource.Acls")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeAclsResource._tagged_fields");
@@ -99,6 +99,7 @@ impl ReadOwned for DescribeAclsResource<'static> {
 
 impl<'a> From<DescribeAclsResourceView<'a>> for DescribeAclsResource<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeAclsResourceView<'a>) -> Self {
         DescribeAclsResource {
             resource_type: view.resource_type(),
@@ -118,8 +119,8 @@ as_version!(DescribeAclsResource<'_>, |v, ver| {
 impl ReadOwned for AclDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AclDescription::default();
-        this.principal = owned_str(r.str(ver.flexible, "AclDescription.Principal")?);
-        this.host = owned_str(r.str(ver.flexible, "AclDescription.Host")?);
+        this.principal = read_str(r, ver.flexible, "AclDescription.Principal")?;
+        this.host = read_str(r, ver.flexible, "AclDescription.Host")?;
         this.operation = r.i8("AclDescription.Operation")?;
         this.permission_type = r.i8("AclDescription.PermissionType")?;
         read_unknown_tagged_fields!(this, r, ver, "AclDescription._tagged_fields");
@@ -129,6 +130,7 @@ impl ReadOwned for AclDescription<'static> {
 
 impl<'a> From<AclDescriptionView<'a>> for AclDescription<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AclDescriptionView<'a>) -> Self {
         AclDescription {
             principal: Str::Borrowed(view.principal()),

@@ -25,6 +25,7 @@ impl ReadOwned for DescribeClientQuotasRequest<'static> {
 
 impl<'a> From<DescribeClientQuotasRequestView<'a>> for DescribeClientQuotasRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeClientQuotasRequestView<'a>) -> Self {
         DescribeClientQuotasRequest {
             components: list_from_view(view.components()),
@@ -44,9 +45,9 @@ reference_body!(DescribeClientQuotasRequest);
 impl ReadOwned for ComponentData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ComponentData::default();
-        this.entity_type = owned_str(r.str(ver.flexible, "ComponentData.EntityType")?);
+        this.entity_type = read_str(r, ver.flexible, "ComponentData.EntityType")?;
         this.match_type = r.i8("ComponentData.MatchType")?;
-        this.r#match = r.nullable_str(ver.flexible, "ComponentData.Match")?.map(owned_str);
+        this.r#match = read_nullable_str(r, ver.flexible, "ComponentData.Match")?;
         read_unknown_tagged_fields!(this, r, ver, "ComponentData._tagged_fields");
         Ok(this)
     }
@@ -54,6 +55,7 @@ impl ReadOwned for ComponentData<'static> {
 
 impl<'a> From<ComponentDataView<'a>> for ComponentData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ComponentDataView<'a>) -> Self {
         ComponentData {
             entity_type: Str::Borrowed(view.entity_type()),
@@ -73,8 +75,7 @@ impl ReadOwned for DescribeClientQuotasResponse<'static> {
         let mut this = DescribeClientQuotasResponse::default();
         this.throttle_time_ms = r.i32("DescribeClientQuotasResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("DescribeClientQuotasResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "DescribeClientQuotasResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "DescribeClientQuotasResponse.ErrorMessage")?;
         this.entries = read_nullable_list(r, ver, "DescribeClientQuotasResponse.Entries")?.map(List::Owned);
         read_unknown_tagged_fields!(this, r, ver, "DescribeClientQuotasResponse._tagged_fields");
         Ok(this)
@@ -83,6 +84,7 @@ impl ReadOwned for DescribeClientQuotasResponse<'static> {
 
 impl<'a> From<DescribeClientQuotasResponseView<'a>> for DescribeClientQuotasResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeClientQuotasResponseView<'a>) -> Self {
         DescribeClientQuotasResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -113,6 +115,7 @@ impl ReadOwned for EntryData<'static> {
 
 impl<'a> From<EntryDataView<'a>> for EntryData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EntryDataView<'a>) -> Self {
         EntryData {
             entity: list_from_view(view.entity()),
@@ -131,8 +134,8 @@ as_version!(EntryData<'_>, |v, ver| {
 impl ReadOwned for EntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EntityData::default();
-        this.entity_type = owned_str(r.str(ver.flexible, "EntityData.EntityType")?);
-        this.entity_name = r.nullable_str(ver.flexible, "EntityData.EntityName")?.map(owned_str);
+        this.entity_type = read_str(r, ver.flexible, "EntityData.EntityType")?;
+        this.entity_name = read_nullable_str(r, ver.flexible, "EntityData.EntityName")?;
         read_unknown_tagged_fields!(this, r, ver, "EntityData._tagged_fields");
         Ok(this)
     }
@@ -140,6 +143,7 @@ impl ReadOwned for EntityData<'static> {
 
 impl<'a> From<EntityDataView<'a>> for EntityData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EntityDataView<'a>) -> Self {
         EntityData {
             entity_type: Str::Borrowed(view.entity_type()),
@@ -156,7 +160,7 @@ as_version!(EntityData<'_>, |v, ver| {
 impl ReadOwned for ValueData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ValueData::default();
-        this.key = owned_str(r.str(ver.flexible, "ValueData.Key")?);
+        this.key = read_str(r, ver.flexible, "ValueData.Key")?;
         this.value = r.f64("ValueData.Value")?;
         read_unknown_tagged_fields!(this, r, ver, "ValueData._tagged_fields");
         Ok(this)
@@ -165,6 +169,7 @@ impl ReadOwned for ValueData<'static> {
 
 impl<'a> From<ValueDataView<'a>> for ValueData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ValueDataView<'a>) -> Self {
         ValueData {
             key: Str::Borrowed(view.key()),

@@ -31,6 +31,7 @@ impl ReadOwned for DescribeClusterRequest<'static> {
 
 impl<'a> From<DescribeClusterRequestView<'a>> for DescribeClusterRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeClusterRequestView<'a>) -> Self {
         DescribeClusterRequest {
             include_cluster_authorized_operations: view.include_cluster_authorized_operations(),
@@ -57,11 +58,11 @@ impl ReadOwned for DescribeClusterResponse<'static> {
         let mut this = DescribeClusterResponse::default();
         this.throttle_time_ms = r.i32("DescribeClusterResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("DescribeClusterResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "DescribeClusterResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "DescribeClusterResponse.ErrorMessage")?;
         if ver.version >= 1 {
             this.endpoint_type = r.i8("DescribeClusterResponse.EndpointType")?;
         }
-        this.cluster_id = owned_str(r.str(true, "DescribeClusterResponse.ClusterId")?);
+        this.cluster_id = read_str(r, true, "DescribeClusterResponse.ClusterId")?;
         this.controller_id = r.i32("DescribeClusterResponse.ControllerId")?;
         this.brokers = List::Owned(read_list(r, ver, "DescribeClusterResponse.Brokers")?);
         this.cluster_authorized_operations = r.i32("DescribeClusterResponse.ClusterAuthorizedOperations")?;
@@ -72,6 +73,7 @@ impl ReadOwned for DescribeClusterResponse<'static> {
 
 impl<'a> From<DescribeClusterResponseView<'a>> for DescribeClusterResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeClusterResponseView<'a>) -> Self {
         DescribeClusterResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -100,9 +102,9 @@ impl ReadOwned for DescribeClusterBroker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeClusterBroker::default();
         this.broker_id = r.i32("DescribeClusterBroker.BrokerId")?;
-        this.host = owned_str(r.str(true, "DescribeClusterBroker.Host")?);
+        this.host = read_str(r, true, "DescribeClusterBroker.Host")?;
         this.port = r.i32("DescribeClusterBroker.Port")?;
-        this.rack = r.nullable_str(true, "DescribeClusterBroker.Rack")?.map(owned_str);
+        this.rack = read_nullable_str(r, true, "DescribeClusterBroker.Rack")?;
         if ver.version == 2 {
             this.is_fenced = r.bool("DescribeClusterBroker.IsFenced")?;
         }
@@ -113,6 +115,7 @@ impl ReadOwned for DescribeClusterBroker<'static> {
 
 impl<'a> From<DescribeClusterBrokerView<'a>> for DescribeClusterBroker<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeClusterBrokerView<'a>) -> Self {
         DescribeClusterBroker {
             broker_id: view.broker_id(),

@@ -28,6 +28,7 @@ impl ReadOwned for DescribeConfigsRequest<'static> {
 
 impl<'a> From<DescribeConfigsRequestView<'a>> for DescribeConfigsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeConfigsRequestView<'a>) -> Self {
         DescribeConfigsRequest {
             resources: list_from_view(view.resources()),
@@ -52,7 +53,7 @@ impl ReadOwned for DescribeConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeConfigsResource::default();
         this.resource_type = r.i8("DescribeConfigsResource.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "DescribeConfigsResource.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "DescribeConfigsResource.ResourceName")?;
         this.configuration_keys =
             read_nullable_list(r, ver, "DescribeConfigsResource.ConfigurationKeys")?.map(List::Owned);
         read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResource._tagged_fields");
@@ -62,6 +63,7 @@ impl ReadOwned for DescribeConfigsResource<'static> {
 
 impl<'a> From<DescribeConfigsResourceView<'a>> for DescribeConfigsResource<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeConfigsResourceView<'a>) -> Self {
         DescribeConfigsResource {
             resource_type: view.resource_type(),
@@ -88,6 +90,7 @@ impl ReadOwned for DescribeConfigsResponse<'static> {
 
 impl<'a> From<DescribeConfigsResponseView<'a>> for DescribeConfigsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeConfigsResponseView<'a>) -> Self {
         DescribeConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -108,10 +111,9 @@ impl ReadOwned for DescribeConfigsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeConfigsResult::default();
         this.error_code = r.i16("DescribeConfigsResult.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "DescribeConfigsResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "DescribeConfigsResult.ErrorMessage")?;
         this.resource_type = r.i8("DescribeConfigsResult.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "DescribeConfigsResult.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "DescribeConfigsResult.ResourceName")?;
         this.configs = List::Owned(read_list(r, ver, "DescribeConfigsResult.Configs")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResult._tagged_fields");
         Ok(this)
@@ -120,6 +122,7 @@ impl ReadOwned for DescribeConfigsResult<'static> {
 
 impl<'a> From<DescribeConfigsResultView<'a>> for DescribeConfigsResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeConfigsResultView<'a>) -> Self {
         DescribeConfigsResult {
             error_code: view.error_code(),
@@ -140,8 +143,8 @@ as_version!(DescribeConfigsResult<'_>, |v, ver| {
 impl ReadOwned for DescribeConfigsResourceResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeConfigsResourceResult::default();
-        this.name = owned_str(r.str(ver.flexible, "DescribeConfigsResourceResult.Name")?);
-        this.value = r.nullable_str(ver.flexible, "DescribeConfigsResourceResult.Value")?.map(owned_str);
+        this.name = read_str(r, ver.flexible, "DescribeConfigsResourceResult.Name")?;
+        this.value = read_nullable_str(r, ver.flexible, "DescribeConfigsResourceResult.Value")?;
         this.read_only = r.bool("DescribeConfigsResourceResult.ReadOnly")?;
         this.config_source = r.i8("DescribeConfigsResourceResult.ConfigSource")?;
         this.is_sensitive = r.bool("DescribeConfigsResourceResult.IsSensitive")?;
@@ -151,7 +154,7 @@ impl ReadOwned for DescribeConfigsResourceResult<'static> {
         }
         if ver.version >= 3 {
             this.documentation =
-                r.nullable_str(ver.flexible, "DescribeConfigsResourceResult.Documentation")?.map(owned_str);
+                read_nullable_str(r, ver.flexible, "DescribeConfigsResourceResult.Documentation")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsResourceResult._tagged_fields");
         Ok(this)
@@ -160,6 +163,7 @@ impl ReadOwned for DescribeConfigsResourceResult<'static> {
 
 impl<'a> From<DescribeConfigsResourceResultView<'a>> for DescribeConfigsResourceResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeConfigsResourceResultView<'a>) -> Self {
         DescribeConfigsResourceResult {
             name: Str::Borrowed(view.name()),
@@ -189,8 +193,8 @@ as_version!(DescribeConfigsResourceResult<'_>, |v, ver| {
 impl ReadOwned for DescribeConfigsSynonym<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeConfigsSynonym::default();
-        this.name = owned_str(r.str(ver.flexible, "DescribeConfigsSynonym.Name")?);
-        this.value = r.nullable_str(ver.flexible, "DescribeConfigsSynonym.Value")?.map(owned_str);
+        this.name = read_str(r, ver.flexible, "DescribeConfigsSynonym.Name")?;
+        this.value = read_nullable_str(r, ver.flexible, "DescribeConfigsSynonym.Value")?;
         this.source = r.i8("DescribeConfigsSynonym.Source")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribeConfigsSynonym._tagged_fields");
         Ok(this)
@@ -199,6 +203,7 @@ impl ReadOwned for DescribeConfigsSynonym<'static> {
 
 impl<'a> From<DescribeConfigsSynonymView<'a>> for DescribeConfigsSynonym<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeConfigsSynonymView<'a>) -> Self {
         DescribeConfigsSynonym {
             name: Str::Borrowed(view.name()),

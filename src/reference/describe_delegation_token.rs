@@ -24,6 +24,7 @@ impl ReadOwned for DescribeDelegationTokenRequest<'static> {
 
 impl<'a> From<DescribeDelegationTokenRequestView<'a>> for DescribeDelegationTokenRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeDelegationTokenRequestView<'a>) -> Self {
         DescribeDelegationTokenRequest {
             owners: view.owners().map(list_from_view),
@@ -42,8 +43,8 @@ reference_body!(DescribeDelegationTokenRequest);
 impl ReadOwned for DescribeDelegationTokenOwner<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeDelegationTokenOwner::default();
-        this.principal_type = owned_str(r.str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?);
-        this.principal_name = owned_str(r.str(ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?);
+        this.principal_type = read_str(r, ver.flexible, "DescribeDelegationTokenOwner.PrincipalType")?;
+        this.principal_name = read_str(r, ver.flexible, "DescribeDelegationTokenOwner.PrincipalName")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribeDelegationTokenOwner._tagged_fields");
         Ok(this)
     }
@@ -51,6 +52,7 @@ impl ReadOwned for DescribeDelegationTokenOwner<'static> {
 
 impl<'a> From<DescribeDelegationTokenOwnerView<'a>> for DescribeDelegationTokenOwner<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeDelegationTokenOwnerView<'a>) -> Self {
         DescribeDelegationTokenOwner {
             principal_type: Str::Borrowed(view.principal_type()),
@@ -77,6 +79,7 @@ impl ReadOwned for DescribeDelegationTokenResponse<'static> {
 
 impl<'a> From<DescribeDelegationTokenResponseView<'a>> for DescribeDelegationTokenResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeDelegationTokenResponseView<'a>) -> Self {
         DescribeDelegationTokenResponse {
             error_code: view.error_code(),
@@ -97,21 +100,21 @@ reference_body!(DescribeDelegationTokenResponse);
 impl ReadOwned for DescribedDelegationToken<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedDelegationToken::default();
-        this.principal_type = owned_str(r.str(ver.flexible, "DescribedDelegationToken.PrincipalType")?);
-        this.principal_name = owned_str(r.str(ver.flexible, "DescribedDelegationToken.PrincipalName")?);
+        this.principal_type = read_str(r, ver.flexible, "DescribedDelegationToken.PrincipalType")?;
+        this.principal_name = read_str(r, ver.flexible, "DescribedDelegationToken.PrincipalName")?;
         if ver.version == 3 {
             this.token_requester_principal_type =
-                owned_str(r.str(ver.flexible, "DescribedDelegationToken.TokenRequesterPrincipalType")?);
+                read_str(r, ver.flexible, "DescribedDelegationToken.TokenRequesterPrincipalType")?;
         }
         if ver.version == 3 {
             this.token_requester_principal_name =
-                owned_str(r.str(ver.flexible, "DescribedDelegationToken.TokenRequesterPrincipalName")?);
+                read_str(r, ver.flexible, "DescribedDelegationToken.TokenRequesterPrincipalName")?;
         }
         this.issue_timestamp = r.i64("DescribedDelegationToken.IssueTimestamp")?;
         this.expiry_timestamp = r.i64("DescribedDelegationToken.ExpiryTimestamp")?;
         this.max_timestamp = r.i64("DescribedDelegationToken.MaxTimestamp")?;
-        this.token_id = owned_str(r.str(ver.flexible, "DescribedDelegationToken.TokenId")?);
-        this.hmac = owned_bytes(r.bytes(ver.flexible, "DescribedDelegationToken.Hmac")?);
+        this.token_id = read_str(r, ver.flexible, "DescribedDelegationToken.TokenId")?;
+        this.hmac = read_bytes(r, ver.flexible, "DescribedDelegationToken.Hmac")?;
         this.renewers = List::Owned(read_list(r, ver, "DescribedDelegationToken.Renewers")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribedDelegationToken._tagged_fields");
         Ok(this)
@@ -120,6 +123,7 @@ impl ReadOwned for DescribedDelegationToken<'static> {
 
 impl<'a> From<DescribedDelegationTokenView<'a>> for DescribedDelegationToken<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribedDelegationTokenView<'a>) -> Self {
         DescribedDelegationToken {
             principal_type: Str::Borrowed(view.principal_type()),
@@ -151,10 +155,8 @@ as_version!(DescribedDelegationToken<'_>, |v, ver| {
 impl ReadOwned for DescribedDelegationTokenRenewer<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedDelegationTokenRenewer::default();
-        this.principal_type =
-            owned_str(r.str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?);
-        this.principal_name =
-            owned_str(r.str(ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?);
+        this.principal_type = read_str(r, ver.flexible, "DescribedDelegationTokenRenewer.PrincipalType")?;
+        this.principal_name = read_str(r, ver.flexible, "DescribedDelegationTokenRenewer.PrincipalName")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribedDelegationTokenRenewer._tagged_fields");
         Ok(this)
     }
@@ -162,6 +164,7 @@ impl ReadOwned for DescribedDelegationTokenRenewer<'static> {
 
 impl<'a> From<DescribedDelegationTokenRenewerView<'a>> for DescribedDelegationTokenRenewer<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribedDelegationTokenRenewerView<'a>) -> Self {
         DescribedDelegationTokenRenewer {
             principal_type: Str::Borrowed(view.principal_type()),

@@ -28,6 +28,7 @@ impl ReadOwned for DescribeGroupsRequest<'static> {
 
 impl<'a> From<DescribeGroupsRequestView<'a>> for DescribeGroupsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeGroupsRequestView<'a>) -> Self {
         DescribeGroupsRequest {
             groups: list_from_view(view.groups()),
@@ -60,6 +61,7 @@ impl ReadOwned for DescribeGroupsResponse<'static> {
 
 impl<'a> From<DescribeGroupsResponseView<'a>> for DescribeGroupsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeGroupsResponseView<'a>) -> Self {
         DescribeGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -84,12 +86,12 @@ impl ReadOwned for DescribedGroup<'static> {
         let mut this = DescribedGroup::default();
         this.error_code = r.i16("DescribedGroup.ErrorCode")?;
         if ver.version == 6 {
-            this.error_message = r.nullable_str(ver.flexible, "DescribedGroup.ErrorMessage")?.map(owned_str);
+            this.error_message = read_nullable_str(r, ver.flexible, "DescribedGroup.ErrorMessage")?;
         }
-        this.group_id = owned_str(r.str(ver.flexible, "DescribedGroup.GroupId")?);
-        this.group_state = owned_str(r.str(ver.flexible, "DescribedGroup.GroupState")?);
-        this.protocol_type = owned_str(r.str(ver.flexible, "DescribedGroup.ProtocolType")?);
-        this.protocol_data = owned_str(r.str(ver.flexible, "DescribedGroup.ProtocolData")?);
+        this.group_id = read_str(r, ver.flexible, "DescribedGroup.GroupId")?;
+        this.group_state = read_str(r, ver.flexible, "DescribedGroup.GroupState")?;
+        this.protocol_type = read_str(r, ver.flexible, "DescribedGroup.ProtocolType")?;
+        this.protocol_data = read_str(r, ver.flexible, "DescribedGroup.ProtocolData")?;
         this.members = List::Owned(read_list(r, ver, "DescribedGroup.Members")?);
         if ver.version >= 3 {
             this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
@@ -101,6 +103,7 @@ impl ReadOwned for DescribedGroup<'static> {
 
 impl<'a> From<DescribedGroupView<'a>> for DescribedGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribedGroupView<'a>) -> Self {
         DescribedGroup {
             error_code: view.error_code(),
@@ -130,15 +133,15 @@ as_version!(DescribedGroup<'_>, |v, ver| {
 impl ReadOwned for DescribedGroupMember<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroupMember::default();
-        this.member_id = owned_str(r.str(ver.flexible, "DescribedGroupMember.MemberId")?);
+        this.member_id = read_str(r, ver.flexible, "DescribedGroupMember.MemberId")?;
         if ver.version >= 4 {
             this.group_instance_id =
-                r.nullable_str(ver.flexible, "DescribedGroupMember.GroupInstanceId")?.map(owned_str);
+                read_nullable_str(r, ver.flexible, "DescribedGroupMember.GroupInstanceId")?;
         }
-        this.client_id = owned_str(r.str(ver.flexible, "DescribedGroupMember.ClientId")?);
-        this.client_host = owned_str(r.str(ver.flexible, "DescribedGroupMember.ClientHost")?);
-        this.member_metadata = owned_bytes(r.bytes(ver.flexible, "DescribedGroupMember.MemberMetadata")?);
-        this.member_assignment = owned_bytes(r.bytes(ver.flexible, "DescribedGroupMember.MemberAssignment")?);
+        this.client_id = read_str(r, ver.flexible, "DescribedGroupMember.ClientId")?;
+        this.client_host = read_str(r, ver.flexible, "DescribedGroupMember.ClientHost")?;
+        this.member_metadata = read_bytes(r, ver.flexible, "DescribedGroupMember.MemberMetadata")?;
+        this.member_assignment = read_bytes(r, ver.flexible, "DescribedGroupMember.MemberAssignment")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribedGroupMember._tagged_fields");
         Ok(this)
     }
@@ -146,6 +149,7 @@ impl ReadOwned for DescribedGroupMember<'static> {
 
 impl<'a> From<DescribedGroupMemberView<'a>> for DescribedGroupMember<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribedGroupMemberView<'a>) -> Self {
         DescribedGroupMember {
             member_id: Str::Borrowed(view.member_id()),

@@ -24,6 +24,7 @@ impl ReadOwned for DescribeLogDirsRequest<'static> {
 
 impl<'a> From<DescribeLogDirsRequestView<'a>> for DescribeLogDirsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeLogDirsRequestView<'a>) -> Self {
         DescribeLogDirsRequest {
             topics: view.topics().map(list_from_view),
@@ -42,7 +43,7 @@ reference_body!(DescribeLogDirsRequest);
 impl ReadOwned for DescribableLogDirTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribableLogDirTopic::default();
-        this.topic = owned_str(r.str(ver.flexible, "DescribableLogDirTopic.Topic")?);
+        this.topic = read_str(r, ver.flexible, "DescribableLogDirTopic.Topic")?;
         this.partitions = List::Owned(read_list(r, ver, "DescribableLogDirTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribableLogDirTopic._tagged_fields");
         Ok(this)
@@ -51,6 +52,7 @@ impl ReadOwned for DescribableLogDirTopic<'static> {
 
 impl<'a> From<DescribableLogDirTopicView<'a>> for DescribableLogDirTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribableLogDirTopicView<'a>) -> Self {
         DescribableLogDirTopic {
             topic: Str::Borrowed(view.topic()),
@@ -79,6 +81,7 @@ impl ReadOwned for DescribeLogDirsResponse<'static> {
 
 impl<'a> From<DescribeLogDirsResponseView<'a>> for DescribeLogDirsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeLogDirsResponseView<'a>) -> Self {
         DescribeLogDirsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -103,7 +106,7 @@ impl ReadOwned for DescribeLogDirsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsResult::default();
         this.error_code = r.i16("DescribeLogDirsResult.ErrorCode")?;
-        this.log_dir = owned_str(r.str(ver.flexible, "DescribeLogDirsResult.LogDir")?);
+        this.log_dir = read_str(r, ver.flexible, "DescribeLogDirsResult.LogDir")?;
         this.topics = List::Owned(read_list(r, ver, "DescribeLogDirsResult.Topics")?);
         if ver.version >= 4 {
             this.total_bytes = r.i64("DescribeLogDirsResult.TotalBytes")?;
@@ -121,6 +124,7 @@ impl ReadOwned for DescribeLogDirsResult<'static> {
 
 impl<'a> From<DescribeLogDirsResultView<'a>> for DescribeLogDirsResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeLogDirsResultView<'a>) -> Self {
         DescribeLogDirsResult {
             error_code: view.error_code(),
@@ -151,7 +155,7 @@ as_version!(DescribeLogDirsResult<'_>, |v, ver| {
 impl ReadOwned for DescribeLogDirsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "DescribeLogDirsTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "DescribeLogDirsTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "DescribeLogDirsTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeLogDirsTopic._tagged_fields");
         Ok(this)
@@ -160,6 +164,7 @@ impl ReadOwned for DescribeLogDirsTopic<'static> {
 
 impl<'a> From<DescribeLogDirsTopicView<'a>> for DescribeLogDirsTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeLogDirsTopicView<'a>) -> Self {
         DescribeLogDirsTopic {
             name: Str::Borrowed(view.name()),
@@ -188,6 +193,7 @@ impl ReadOwned for DescribeLogDirsPartition<'static> {
 
 impl<'a> From<DescribeLogDirsPartitionView<'a>> for DescribeLogDirsPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeLogDirsPartitionView<'a>) -> Self {
         DescribeLogDirsPartition {
             partition_index: view.partition_index(),

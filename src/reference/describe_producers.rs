@@ -24,6 +24,7 @@ impl ReadOwned for DescribeProducersRequest<'static> {
 
 impl<'a> From<DescribeProducersRequestView<'a>> for DescribeProducersRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeProducersRequestView<'a>) -> Self {
         DescribeProducersRequest {
             topics: list_from_view(view.topics()),
@@ -41,7 +42,7 @@ reference_body!(DescribeProducersRequest);
 impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicRequest::default();
-        this.name = owned_str(r.str(true, "TopicRequest.Name")?);
+        this.name = read_str(r, true, "TopicRequest.Name")?;
         this.partition_indexes = List::Owned(read_list(r, ver, "TopicRequest.PartitionIndexes")?);
         read_unknown_tagged_fields!(this, r, ver, "TopicRequest._tagged_fields");
         Ok(this)
@@ -50,6 +51,7 @@ impl ReadOwned for TopicRequest<'static> {
 
 impl<'a> From<TopicRequestView<'a>> for TopicRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicRequestView<'a>) -> Self {
         TopicRequest {
             name: Str::Borrowed(view.name()),
@@ -73,6 +75,7 @@ impl ReadOwned for DescribeProducersResponse<'static> {
 
 impl<'a> From<DescribeProducersResponseView<'a>> for DescribeProducersResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeProducersResponseView<'a>) -> Self {
         DescribeProducersResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -91,7 +94,7 @@ reference_body!(DescribeProducersResponse);
 impl ReadOwned for TopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicResponse::default();
-        this.name = owned_str(r.str(true, "TopicResponse.Name")?);
+        this.name = read_str(r, true, "TopicResponse.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "TopicResponse.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "TopicResponse._tagged_fields");
         Ok(this)
@@ -100,6 +103,7 @@ impl ReadOwned for TopicResponse<'static> {
 
 impl<'a> From<TopicResponseView<'a>> for TopicResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicResponseView<'a>) -> Self {
         TopicResponse {
             name: Str::Borrowed(view.name()),
@@ -118,7 +122,7 @@ impl ReadOwned for PartitionResponse<'static> {
         let mut this = PartitionResponse::default();
         this.partition_index = r.i32("PartitionResponse.PartitionIndex")?;
         this.error_code = r.i16("PartitionResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionResponse.ErrorMessage")?;
         this.active_producers = List::Owned(read_list(r, ver, "PartitionResponse.ActiveProducers")?);
         read_unknown_tagged_fields!(this, r, ver, "PartitionResponse._tagged_fields");
         Ok(this)
@@ -127,6 +131,7 @@ impl ReadOwned for PartitionResponse<'static> {
 
 impl<'a> From<PartitionResponseView<'a>> for PartitionResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionResponseView<'a>) -> Self {
         PartitionResponse {
             partition_index: view.partition_index(),
@@ -158,6 +163,7 @@ impl ReadOwned for ProducerState<'static> {
 
 impl<'a> From<ProducerStateView<'a>> for ProducerState<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ProducerStateView<'a>) -> Self {
         ProducerState {
             producer_id: view.producer_id(),

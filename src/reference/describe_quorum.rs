@@ -24,6 +24,7 @@ impl ReadOwned for DescribeQuorumRequest<'static> {
 
 impl<'a> From<DescribeQuorumRequestView<'a>> for DescribeQuorumRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeQuorumRequestView<'a>) -> Self {
         DescribeQuorumRequest {
             topics: list_from_view(view.topics()),
@@ -41,7 +42,7 @@ reference_body!(DescribeQuorumRequest);
 impl ReadOwned for DescribeQuorumRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequestTopicData::default();
-        this.topic_name = owned_str(r.str(true, "DescribeQuorumRequestTopicData.TopicName")?);
+        this.topic_name = read_str(r, true, "DescribeQuorumRequestTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "DescribeQuorumRequestTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumRequestTopicData._tagged_fields");
         Ok(this)
@@ -50,6 +51,7 @@ impl ReadOwned for DescribeQuorumRequestTopicData<'static> {
 
 impl<'a> From<DescribeQuorumRequestTopicDataView<'a>> for DescribeQuorumRequestTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeQuorumRequestTopicDataView<'a>) -> Self {
         DescribeQuorumRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -74,6 +76,7 @@ impl ReadOwned for DescribeQuorumRequestPartitionData<'static> {
 
 impl<'a> From<DescribeQuorumRequestPartitionDataView<'a>> for DescribeQuorumRequestPartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeQuorumRequestPartitionDataView<'a>) -> Self {
         DescribeQuorumRequestPartitionData {
             partition_index: view.partition_index(),
@@ -89,7 +92,7 @@ impl ReadOwned for DescribeQuorumResponse<'static> {
         let mut this = DescribeQuorumResponse::default();
         this.error_code = r.i16("DescribeQuorumResponse.ErrorCode")?;
         if ver.version == 2 {
-            this.error_message = r.nullable_str(true, "DescribeQuorumResponse.ErrorMessage")?.map(owned_str);
+            this.error_message = read_nullable_str(r, true, "DescribeQuorumResponse.ErrorMessage")?;
         }
         this.topics = List::Owned(read_list(r, ver, "DescribeQuorumResponse.Topics")?);
         if ver.version == 2 {
@@ -102,6 +105,7 @@ impl ReadOwned for DescribeQuorumResponse<'static> {
 
 impl<'a> From<DescribeQuorumResponseView<'a>> for DescribeQuorumResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeQuorumResponseView<'a>) -> Self {
         DescribeQuorumResponse {
             error_code: view.error_code(),
@@ -126,7 +130,7 @@ reference_body!(DescribeQuorumResponse);
 impl ReadOwned for DescribeQuorumResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumResponseTopicData::default();
-        this.topic_name = owned_str(r.str(true, "DescribeQuorumResponseTopicData.TopicName")?);
+        this.topic_name = read_str(r, true, "DescribeQuorumResponseTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "DescribeQuorumResponseTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeQuorumResponseTopicData._tagged_fields");
         Ok(this)
@@ -135,6 +139,7 @@ impl ReadOwned for DescribeQuorumResponseTopicData<'static> {
 
 impl<'a> From<DescribeQuorumResponseTopicDataView<'a>> for DescribeQuorumResponseTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeQuorumResponseTopicDataView<'a>) -> Self {
         DescribeQuorumResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -155,7 +160,7 @@ impl ReadOwned for DescribeQuorumResponsePartitionData<'static> {
         this.error_code = r.i16("DescribeQuorumResponsePartitionData.ErrorCode")?;
         if ver.version == 2 {
             this.error_message =
-                r.nullable_str(true, "DescribeQuorumResponsePartitionData.ErrorMessage")?.map(owned_str);
+                read_nullable_str(r, true, "DescribeQuorumResponsePartitionData.ErrorMessage")?;
         }
         this.leader_id = r.i32("DescribeQuorumResponsePartitionData.LeaderId")?;
         this.leader_epoch = r.i32("DescribeQuorumResponsePartitionData.LeaderEpoch")?;
@@ -170,6 +175,7 @@ impl ReadOwned for DescribeQuorumResponsePartitionData<'static> {
 
 impl<'a> From<DescribeQuorumResponsePartitionDataView<'a>> for DescribeQuorumResponsePartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeQuorumResponsePartitionDataView<'a>) -> Self {
         DescribeQuorumResponsePartitionData {
             partition_index: view.partition_index(),
@@ -214,6 +220,7 @@ impl ReadOwned for ReplicaState<'static> {
 
 impl<'a> From<ReplicaStateView<'a>> for ReplicaState<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReplicaStateView<'a>) -> Self {
         ReplicaState {
             replica_id: view.replica_id(),
@@ -250,6 +257,7 @@ impl ReadOwned for Node<'static> {
 
 impl<'a> From<NodeView<'a>> for Node<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeView<'a>) -> Self {
         Node {
             node_id: view.node_id(),
@@ -266,8 +274,8 @@ as_version!(Node<'_>, |v, ver| {
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
-        this.name = owned_str(r.str(true, "Listener.Name")?);
-        this.host = owned_str(r.str(true, "Listener.Host")?);
+        this.name = read_str(r, true, "Listener.Name")?;
+        this.host = read_str(r, true, "Listener.Host")?;
         this.port = r.u16("Listener.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
@@ -276,6 +284,7 @@ impl ReadOwned for Listener<'static> {
 
 impl<'a> From<ListenerView<'a>> for Listener<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),

@@ -24,6 +24,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequest<'static> {
 
 impl<'a> From<DescribeShareGroupOffsetsRequestView<'a>> for DescribeShareGroupOffsetsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeShareGroupOffsetsRequestView<'a>) -> Self {
         DescribeShareGroupOffsetsRequest {
             groups: list_from_view(view.groups()),
@@ -41,7 +42,7 @@ reference_body!(DescribeShareGroupOffsetsRequest);
 impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequestGroup::default();
-        this.group_id = owned_str(r.str(true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?);
+        this.group_id = read_str(r, true, "DescribeShareGroupOffsetsRequestGroup.GroupId")?;
         this.topics =
             read_nullable_list(r, ver, "DescribeShareGroupOffsetsRequestGroup.Topics")?.map(List::Owned);
         read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequestGroup._tagged_fields");
@@ -51,6 +52,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
 
 impl<'a> From<DescribeShareGroupOffsetsRequestGroupView<'a>> for DescribeShareGroupOffsetsRequestGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeShareGroupOffsetsRequestGroupView<'a>) -> Self {
         DescribeShareGroupOffsetsRequestGroup {
             group_id: Str::Borrowed(view.group_id()),
@@ -67,7 +69,7 @@ as_version!(DescribeShareGroupOffsetsRequestGroup<'_>, |v, ver| {
 impl ReadOwned for DescribeShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequestTopic::default();
-        this.topic_name = owned_str(r.str(true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?);
+        this.topic_name = read_str(r, true, "DescribeShareGroupOffsetsRequestTopic.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsRequestTopic._tagged_fields");
         Ok(this)
@@ -76,6 +78,7 @@ impl ReadOwned for DescribeShareGroupOffsetsRequestTopic<'static> {
 
 impl<'a> From<DescribeShareGroupOffsetsRequestTopicView<'a>> for DescribeShareGroupOffsetsRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeShareGroupOffsetsRequestTopicView<'a>) -> Self {
         DescribeShareGroupOffsetsRequestTopic {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -99,6 +102,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponse<'static> {
 
 impl<'a> From<DescribeShareGroupOffsetsResponseView<'a>> for DescribeShareGroupOffsetsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeShareGroupOffsetsResponseView<'a>) -> Self {
         DescribeShareGroupOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -117,11 +121,11 @@ reference_body!(DescribeShareGroupOffsetsResponse);
 impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsResponseGroup::default();
-        this.group_id = owned_str(r.str(true, "DescribeShareGroupOffsetsResponseGroup.GroupId")?);
+        this.group_id = read_str(r, true, "DescribeShareGroupOffsetsResponseGroup.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsResponseGroup.Topics")?);
         this.error_code = r.i16("DescribeShareGroupOffsetsResponseGroup.ErrorCode")?;
         this.error_message =
-            r.nullable_str(true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?.map(owned_str);
+            read_nullable_str(r, true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribeShareGroupOffsetsResponseGroup._tagged_fields");
         Ok(this)
     }
@@ -129,6 +133,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
 
 impl<'a> From<DescribeShareGroupOffsetsResponseGroupView<'a>> for DescribeShareGroupOffsetsResponseGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeShareGroupOffsetsResponseGroupView<'a>) -> Self {
         DescribeShareGroupOffsetsResponseGroup {
             group_id: Str::Borrowed(view.group_id()),
@@ -147,7 +152,7 @@ as_version!(DescribeShareGroupOffsetsResponseGroup<'_>, |v, ver| {
 impl ReadOwned for DescribeShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsResponseTopic::default();
-        this.topic_name = owned_str(r.str(true, "DescribeShareGroupOffsetsResponseTopic.TopicName")?);
+        this.topic_name = read_str(r, true, "DescribeShareGroupOffsetsResponseTopic.TopicName")?;
         this.topic_id = r.uuid("DescribeShareGroupOffsetsResponseTopic.TopicId")?;
         this.partitions =
             List::Owned(read_list(r, ver, "DescribeShareGroupOffsetsResponseTopic.Partitions")?);
@@ -158,6 +163,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponseTopic<'static> {
 
 impl<'a> From<DescribeShareGroupOffsetsResponseTopicView<'a>> for DescribeShareGroupOffsetsResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeShareGroupOffsetsResponseTopicView<'a>) -> Self {
         DescribeShareGroupOffsetsResponseTopic {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -183,7 +189,7 @@ impl ReadOwned for DescribeShareGroupOffsetsResponsePartition<'static> {
         }
         this.error_code = r.i16("DescribeShareGroupOffsetsResponsePartition.ErrorCode")?;
         this.error_message =
-            r.nullable_str(true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?.map(owned_str);
+            read_nullable_str(r, true, "DescribeShareGroupOffsetsResponsePartition.ErrorMessage")?;
         read_unknown_tagged_fields!(
             this,
             r,
@@ -198,6 +204,7 @@ impl<'a> From<DescribeShareGroupOffsetsResponsePartitionView<'a>>
     for DescribeShareGroupOffsetsResponsePartition<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeShareGroupOffsetsResponsePartitionView<'a>) -> Self {
         DescribeShareGroupOffsetsResponsePartition {
             partition_index: view.partition_index(),

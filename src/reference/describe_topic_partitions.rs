@@ -34,6 +34,7 @@ impl ReadOwned for DescribeTopicPartitionsRequest<'static> {
 
 impl<'a> From<DescribeTopicPartitionsRequestView<'a>> for DescribeTopicPartitionsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTopicPartitionsRequestView<'a>) -> Self {
         DescribeTopicPartitionsRequest {
             topics: list_from_view(view.topics()),
@@ -54,7 +55,7 @@ reference_body!(DescribeTopicPartitionsRequest);
 impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicRequest::default();
-        this.name = owned_str(r.str(true, "TopicRequest.Name")?);
+        this.name = read_str(r, true, "TopicRequest.Name")?;
         read_unknown_tagged_fields!(this, r, ver, "TopicRequest._tagged_fields");
         Ok(this)
     }
@@ -62,6 +63,7 @@ impl ReadOwned for TopicRequest<'static> {
 
 impl<'a> From<TopicRequestView<'a>> for TopicRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicRequestView<'a>) -> Self {
         TopicRequest {
             name: Str::Borrowed(view.name()),
@@ -75,7 +77,7 @@ as_version!(TopicRequest<'_>);
 impl ReadOwned for DescribeTopicPartitionsRequestCursor<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsRequestCursor::default();
-        this.topic_name = owned_str(r.str(true, "DescribeTopicPartitionsRequestCursor.TopicName")?);
+        this.topic_name = read_str(r, true, "DescribeTopicPartitionsRequestCursor.TopicName")?;
         this.partition_index = r.i32("DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsRequestCursor._tagged_fields");
         Ok(this)
@@ -84,6 +86,7 @@ impl ReadOwned for DescribeTopicPartitionsRequestCursor<'static> {
 
 impl<'a> From<DescribeTopicPartitionsRequestCursorView<'a>> for DescribeTopicPartitionsRequestCursor<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTopicPartitionsRequestCursorView<'a>) -> Self {
         DescribeTopicPartitionsRequestCursor {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -116,6 +119,7 @@ impl ReadOwned for DescribeTopicPartitionsResponse<'static> {
 
 impl<'a> From<DescribeTopicPartitionsResponseView<'a>> for DescribeTopicPartitionsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTopicPartitionsResponseView<'a>) -> Self {
         DescribeTopicPartitionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -137,7 +141,7 @@ impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsResponseTopic::default();
         this.error_code = r.i16("DescribeTopicPartitionsResponseTopic.ErrorCode")?;
-        this.name = r.nullable_str(true, "DescribeTopicPartitionsResponseTopic.Name")?.map(owned_str);
+        this.name = read_nullable_str(r, true, "DescribeTopicPartitionsResponseTopic.Name")?;
         this.topic_id = r.uuid("DescribeTopicPartitionsResponseTopic.TopicId")?;
         this.is_internal = r.bool("DescribeTopicPartitionsResponseTopic.IsInternal")?;
         this.partitions = List::Owned(read_list(r, ver, "DescribeTopicPartitionsResponseTopic.Partitions")?);
@@ -150,6 +154,7 @@ impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
 
 impl<'a> From<DescribeTopicPartitionsResponseTopicView<'a>> for DescribeTopicPartitionsResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTopicPartitionsResponseTopicView<'a>) -> Self {
         DescribeTopicPartitionsResponseTopic {
             error_code: view.error_code(),
@@ -194,6 +199,7 @@ impl<'a> From<DescribeTopicPartitionsResponsePartitionView<'a>>
     for DescribeTopicPartitionsResponsePartition<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTopicPartitionsResponsePartitionView<'a>) -> Self {
         DescribeTopicPartitionsResponsePartition {
             error_code: view.error_code(),
@@ -215,7 +221,7 @@ as_version!(DescribeTopicPartitionsResponsePartition<'_>);
 impl ReadOwned for DescribeTopicPartitionsResponseCursor<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsResponseCursor::default();
-        this.topic_name = owned_str(r.str(true, "DescribeTopicPartitionsResponseCursor.TopicName")?);
+        this.topic_name = read_str(r, true, "DescribeTopicPartitionsResponseCursor.TopicName")?;
         this.partition_index = r.i32("DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribeTopicPartitionsResponseCursor._tagged_fields");
         Ok(this)
@@ -224,6 +230,7 @@ impl ReadOwned for DescribeTopicPartitionsResponseCursor<'static> {
 
 impl<'a> From<DescribeTopicPartitionsResponseCursorView<'a>> for DescribeTopicPartitionsResponseCursor<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTopicPartitionsResponseCursorView<'a>) -> Self {
         DescribeTopicPartitionsResponseCursor {
             topic_name: Str::Borrowed(view.topic_name()),

@@ -25,6 +25,7 @@ impl ReadOwned for DescribeTransactionsRequest<'static> {
 
 impl<'a> From<DescribeTransactionsRequestView<'a>> for DescribeTransactionsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTransactionsRequestView<'a>) -> Self {
         DescribeTransactionsRequest {
             transactional_ids: list_from_view(view.transactional_ids()),
@@ -50,6 +51,7 @@ impl ReadOwned for DescribeTransactionsResponse<'static> {
 
 impl<'a> From<DescribeTransactionsResponseView<'a>> for DescribeTransactionsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeTransactionsResponseView<'a>) -> Self {
         DescribeTransactionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -69,8 +71,8 @@ impl ReadOwned for TransactionState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TransactionState::default();
         this.error_code = r.i16("TransactionState.ErrorCode")?;
-        this.transactional_id = owned_str(r.str(true, "TransactionState.TransactionalId")?);
-        this.transaction_state = owned_str(r.str(true, "TransactionState.TransactionState")?);
+        this.transactional_id = read_str(r, true, "TransactionState.TransactionalId")?;
+        this.transaction_state = read_str(r, true, "TransactionState.TransactionState")?;
         this.transaction_timeout_ms = r.i32("TransactionState.TransactionTimeoutMs")?;
         this.transaction_start_time_ms = r.i64("TransactionState.TransactionStartTimeMs")?;
         this.producer_id = r.i64("TransactionState.ProducerId")?;
@@ -83,6 +85,7 @@ impl ReadOwned for TransactionState<'static> {
 
 impl<'a> From<TransactionStateView<'a>> for TransactionState<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TransactionStateView<'a>) -> Self {
         TransactionState {
             error_code: view.error_code(),
@@ -105,7 +108,7 @@ as_version!(TransactionState<'_>, |v, ver| {
 impl ReadOwned for TopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicData::default();
-        this.topic = owned_str(r.str(true, "TopicData.Topic")?);
+        this.topic = read_str(r, true, "TopicData.Topic")?;
         this.partitions = List::Owned(read_list(r, ver, "TopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "TopicData._tagged_fields");
         Ok(this)
@@ -114,6 +117,7 @@ impl ReadOwned for TopicData<'static> {
 
 impl<'a> From<TopicDataView<'a>> for TopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicDataView<'a>) -> Self {
         TopicData {
             topic: Str::Borrowed(view.topic()),

@@ -25,6 +25,7 @@ impl ReadOwned for DescribeUserScramCredentialsRequest<'static> {
 
 impl<'a> From<DescribeUserScramCredentialsRequestView<'a>> for DescribeUserScramCredentialsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeUserScramCredentialsRequestView<'a>) -> Self {
         DescribeUserScramCredentialsRequest {
             users: view.users().map(list_from_view),
@@ -42,7 +43,7 @@ reference_body!(DescribeUserScramCredentialsRequest);
 impl ReadOwned for UserName<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UserName::default();
-        this.name = owned_str(r.str(true, "UserName.Name")?);
+        this.name = read_str(r, true, "UserName.Name")?;
         read_unknown_tagged_fields!(this, r, ver, "UserName._tagged_fields");
         Ok(this)
     }
@@ -50,6 +51,7 @@ impl ReadOwned for UserName<'static> {
 
 impl<'a> From<UserNameView<'a>> for UserName<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UserNameView<'a>) -> Self {
         UserName {
             name: Str::Borrowed(view.name()),
@@ -65,8 +67,7 @@ impl ReadOwned for DescribeUserScramCredentialsResponse<'static> {
         let mut this = DescribeUserScramCredentialsResponse::default();
         this.throttle_time_ms = r.i32("DescribeUserScramCredentialsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("DescribeUserScramCredentialsResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "DescribeUserScramCredentialsResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "DescribeUserScramCredentialsResponse.ErrorMessage")?;
         this.results = List::Owned(read_list(r, ver, "DescribeUserScramCredentialsResponse.Results")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsResponse._tagged_fields");
         Ok(this)
@@ -75,6 +76,7 @@ impl ReadOwned for DescribeUserScramCredentialsResponse<'static> {
 
 impl<'a> From<DescribeUserScramCredentialsResponseView<'a>> for DescribeUserScramCredentialsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeUserScramCredentialsResponseView<'a>) -> Self {
         DescribeUserScramCredentialsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -95,10 +97,9 @@ reference_body!(DescribeUserScramCredentialsResponse);
 impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeUserScramCredentialsResult::default();
-        this.user = owned_str(r.str(true, "DescribeUserScramCredentialsResult.User")?);
+        this.user = read_str(r, true, "DescribeUserScramCredentialsResult.User")?;
         this.error_code = r.i16("DescribeUserScramCredentialsResult.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "DescribeUserScramCredentialsResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "DescribeUserScramCredentialsResult.ErrorMessage")?;
         this.credential_infos =
             List::Owned(read_list(r, ver, "DescribeUserScramCredentialsResult.CredentialInfos")?);
         read_unknown_tagged_fields!(this, r, ver, "DescribeUserScramCredentialsResult._tagged_fields");
@@ -108,6 +109,7 @@ impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
 
 impl<'a> From<DescribeUserScramCredentialsResultView<'a>> for DescribeUserScramCredentialsResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribeUserScramCredentialsResultView<'a>) -> Self {
         DescribeUserScramCredentialsResult {
             user: Str::Borrowed(view.user()),
@@ -135,6 +137,7 @@ impl ReadOwned for CredentialInfo<'static> {
 
 impl<'a> From<CredentialInfoView<'a>> for CredentialInfo<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CredentialInfoView<'a>) -> Self {
         CredentialInfo {
             mechanism: view.mechanism(),

@@ -29,6 +29,7 @@ impl ReadOwned for ElectLeadersRequest<'static> {
 
 impl<'a> From<ElectLeadersRequestView<'a>> for ElectLeadersRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ElectLeadersRequestView<'a>) -> Self {
         ElectLeadersRequest {
             election_type: view.election_type(),
@@ -52,7 +53,7 @@ reference_body!(ElectLeadersRequest);
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartitions::default();
-        this.topic = owned_str(r.str(ver.flexible, "TopicPartitions.Topic")?);
+        this.topic = read_str(r, ver.flexible, "TopicPartitions.Topic")?;
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
@@ -61,6 +62,7 @@ impl ReadOwned for TopicPartitions<'static> {
 
 impl<'a> From<TopicPartitionsView<'a>> for TopicPartitions<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicPartitionsView<'a>) -> Self {
         TopicPartitions {
             topic: Str::Borrowed(view.topic()),
@@ -90,6 +92,7 @@ impl ReadOwned for ElectLeadersResponse<'static> {
 
 impl<'a> From<ElectLeadersResponseView<'a>> for ElectLeadersResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ElectLeadersResponseView<'a>) -> Self {
         ElectLeadersResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -113,7 +116,7 @@ reference_body!(ElectLeadersResponse);
 impl ReadOwned for ReplicaElectionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReplicaElectionResult::default();
-        this.topic = owned_str(r.str(ver.flexible, "ReplicaElectionResult.Topic")?);
+        this.topic = read_str(r, ver.flexible, "ReplicaElectionResult.Topic")?;
         this.partition_result = List::Owned(read_list(r, ver, "ReplicaElectionResult.PartitionResult")?);
         read_unknown_tagged_fields!(this, r, ver, "ReplicaElectionResult._tagged_fields");
         Ok(this)
@@ -122,6 +125,7 @@ impl ReadOwned for ReplicaElectionResult<'static> {
 
 impl<'a> From<ReplicaElectionResultView<'a>> for ReplicaElectionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReplicaElectionResultView<'a>) -> Self {
         ReplicaElectionResult {
             topic: Str::Borrowed(view.topic()),
@@ -141,7 +145,7 @@ impl ReadOwned for PartitionResult<'static> {
         let mut this = PartitionResult::default();
         this.partition_id = r.i32("PartitionResult.PartitionId")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
-        this.error_message = r.nullable_str(ver.flexible, "PartitionResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "PartitionResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
@@ -149,6 +153,7 @@ impl ReadOwned for PartitionResult<'static> {
 
 impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition_id: view.partition_id(),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for EndQuorumEpochRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochRequest::default();
-        this.cluster_id = r.nullable_str(ver.flexible, "EndQuorumEpochRequest.ClusterId")?.map(owned_str);
+        this.cluster_id = read_nullable_str(r, ver.flexible, "EndQuorumEpochRequest.ClusterId")?;
         this.topics = List::Owned(read_list(r, ver, "EndQuorumEpochRequest.Topics")?);
         if ver.version == 1 {
             this.leader_endpoints = List::Owned(read_list(r, ver, "EndQuorumEpochRequest.LeaderEndpoints")?);
@@ -28,6 +28,7 @@ impl ReadOwned for EndQuorumEpochRequest<'static> {
 
 impl<'a> From<EndQuorumEpochRequestView<'a>> for EndQuorumEpochRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndQuorumEpochRequestView<'a>) -> Self {
         EndQuorumEpochRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -50,7 +51,7 @@ reference_body!(EndQuorumEpochRequest);
 impl ReadOwned for EndQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochRequestTopicData::default();
-        this.topic_name = owned_str(r.str(ver.flexible, "EndQuorumEpochRequestTopicData.TopicName")?);
+        this.topic_name = read_str(r, ver.flexible, "EndQuorumEpochRequestTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "EndQuorumEpochRequestTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochRequestTopicData._tagged_fields");
         Ok(this)
@@ -59,6 +60,7 @@ impl ReadOwned for EndQuorumEpochRequestTopicData<'static> {
 
 impl<'a> From<EndQuorumEpochRequestTopicDataView<'a>> for EndQuorumEpochRequestTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndQuorumEpochRequestTopicDataView<'a>) -> Self {
         EndQuorumEpochRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -94,6 +96,7 @@ impl ReadOwned for EndQuorumEpochRequestPartitionData<'static> {
 
 impl<'a> From<EndQuorumEpochRequestPartitionDataView<'a>> for EndQuorumEpochRequestPartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndQuorumEpochRequestPartitionDataView<'a>) -> Self {
         EndQuorumEpochRequestPartitionData {
             partition_index: view.partition_index(),
@@ -127,6 +130,7 @@ impl ReadOwned for ReplicaInfo<'static> {
 
 impl<'a> From<ReplicaInfoView<'a>> for ReplicaInfo<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReplicaInfoView<'a>) -> Self {
         ReplicaInfo {
             candidate_id: view.candidate_id(),
@@ -141,8 +145,8 @@ as_version!(ReplicaInfo<'_>);
 impl ReadOwned for LeaderEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderEndpoint::default();
-        this.name = owned_str(r.str(true, "LeaderEndpoint.Name")?);
-        this.host = owned_str(r.str(true, "LeaderEndpoint.Host")?);
+        this.name = read_str(r, true, "LeaderEndpoint.Name")?;
+        this.host = read_str(r, true, "LeaderEndpoint.Host")?;
         this.port = r.u16("LeaderEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "LeaderEndpoint._tagged_fields");
         Ok(this)
@@ -151,6 +155,7 @@ impl ReadOwned for LeaderEndpoint<'static> {
 
 impl<'a> From<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaderEndpointView<'a>) -> Self {
         LeaderEndpoint {
             name: Str::Borrowed(view.name()),
@@ -191,6 +196,7 @@ impl ReadOwned for EndQuorumEpochResponse<'static> {
 
 impl<'a> From<EndQuorumEpochResponseView<'a>> for EndQuorumEpochResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndQuorumEpochResponseView<'a>) -> Self {
         EndQuorumEpochResponse {
             error_code: view.error_code(),
@@ -212,7 +218,7 @@ reference_body!(EndQuorumEpochResponse);
 impl ReadOwned for EndQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochResponseTopicData::default();
-        this.topic_name = owned_str(r.str(ver.flexible, "EndQuorumEpochResponseTopicData.TopicName")?);
+        this.topic_name = read_str(r, ver.flexible, "EndQuorumEpochResponseTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "EndQuorumEpochResponseTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "EndQuorumEpochResponseTopicData._tagged_fields");
         Ok(this)
@@ -221,6 +227,7 @@ impl ReadOwned for EndQuorumEpochResponseTopicData<'static> {
 
 impl<'a> From<EndQuorumEpochResponseTopicDataView<'a>> for EndQuorumEpochResponseTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndQuorumEpochResponseTopicDataView<'a>) -> Self {
         EndQuorumEpochResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -249,6 +256,7 @@ impl ReadOwned for EndQuorumEpochResponsePartitionData<'static> {
 
 impl<'a> From<EndQuorumEpochResponsePartitionDataView<'a>> for EndQuorumEpochResponsePartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndQuorumEpochResponsePartitionDataView<'a>) -> Self {
         EndQuorumEpochResponsePartitionData {
             partition_index: view.partition_index(),
@@ -268,7 +276,7 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.u16("NodeEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
@@ -277,6 +285,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for EndTxnRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndTxnRequest::default();
-        this.transactional_id = owned_str(r.str(ver.flexible, "EndTxnRequest.TransactionalId")?);
+        this.transactional_id = read_str(r, ver.flexible, "EndTxnRequest.TransactionalId")?;
         this.producer_id = r.i64("EndTxnRequest.ProducerId")?;
         this.producer_epoch = r.i16("EndTxnRequest.ProducerEpoch")?;
         this.committed = r.bool("EndTxnRequest.Committed")?;
@@ -27,6 +27,7 @@ impl ReadOwned for EndTxnRequest<'static> {
 
 impl<'a> From<EndTxnRequestView<'a>> for EndTxnRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndTxnRequestView<'a>) -> Self {
         EndTxnRequest {
             transactional_id: Str::Borrowed(view.transactional_id()),
@@ -62,6 +63,7 @@ impl ReadOwned for EndTxnResponse<'static> {
 
 impl<'a> From<EndTxnResponseView<'a>> for EndTxnResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndTxnResponseView<'a>) -> Self {
         EndTxnResponse {
             throttle_time_ms: view.throttle_time_ms(),

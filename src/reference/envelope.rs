@@ -16,9 +16,9 @@ use crate::prelude::*;
 impl ReadOwned for EnvelopeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EnvelopeRequest::default();
-        this.request_data = owned_bytes(r.bytes(true, "EnvelopeRequest.RequestData")?);
-        this.request_principal = r.nullable_bytes(true, "EnvelopeRequest.RequestPrincipal")?.map(owned_bytes);
-        this.client_host_address = owned_bytes(r.bytes(true, "EnvelopeRequest.ClientHostAddress")?);
+        this.request_data = read_bytes(r, true, "EnvelopeRequest.RequestData")?;
+        this.request_principal = read_nullable_bytes(r, true, "EnvelopeRequest.RequestPrincipal")?;
+        this.client_host_address = read_bytes(r, true, "EnvelopeRequest.ClientHostAddress")?;
         read_unknown_tagged_fields!(this, r, ver, "EnvelopeRequest._tagged_fields");
         Ok(this)
     }
@@ -26,6 +26,7 @@ impl ReadOwned for EnvelopeRequest<'static> {
 
 impl<'a> From<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EnvelopeRequestView<'a>) -> Self {
         EnvelopeRequest {
             request_data: List::Borrowed(view.request_data()),
@@ -43,7 +44,7 @@ reference_body!(EnvelopeRequest);
 impl ReadOwned for EnvelopeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EnvelopeResponse::default();
-        this.response_data = r.nullable_bytes(true, "EnvelopeResponse.ResponseData")?.map(owned_bytes);
+        this.response_data = read_nullable_bytes(r, true, "EnvelopeResponse.ResponseData")?;
         this.error_code = r.i16("EnvelopeResponse.ErrorCode")?;
         read_unknown_tagged_fields!(this, r, ver, "EnvelopeResponse._tagged_fields");
         Ok(this)
@@ -52,6 +53,7 @@ impl ReadOwned for EnvelopeResponse<'static> {
 
 impl<'a> From<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EnvelopeResponseView<'a>) -> Self {
         EnvelopeResponse {
             response_data: view.response_data().map(List::Borrowed),

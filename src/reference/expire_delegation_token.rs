@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for ExpireDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ExpireDelegationTokenRequest::default();
-        this.hmac = owned_bytes(r.bytes(ver.flexible, "ExpireDelegationTokenRequest.Hmac")?);
+        this.hmac = read_bytes(r, ver.flexible, "ExpireDelegationTokenRequest.Hmac")?;
         this.expiry_time_period_ms = r.i64("ExpireDelegationTokenRequest.ExpiryTimePeriodMs")?;
         read_unknown_tagged_fields!(this, r, ver, "ExpireDelegationTokenRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for ExpireDelegationTokenRequest<'static> {
 
 impl<'a> From<ExpireDelegationTokenRequestView<'a>> for ExpireDelegationTokenRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ExpireDelegationTokenRequestView<'a>) -> Self {
         ExpireDelegationTokenRequest {
             hmac: List::Borrowed(view.hmac()),
@@ -53,6 +54,7 @@ impl ReadOwned for ExpireDelegationTokenResponse<'static> {
 
 impl<'a> From<ExpireDelegationTokenResponseView<'a>> for ExpireDelegationTokenResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ExpireDelegationTokenResponseView<'a>) -> Self {
         ExpireDelegationTokenResponse {
             error_code: view.error_code(),

@@ -34,15 +34,13 @@ impl ReadOwned for FetchRequest<'static> {
             this.forgotten_topics_data = List::Owned(read_list(r, ver, "FetchRequest.ForgottenTopicsData")?);
         }
         if ver.version >= 11 {
-            this.rack_id = owned_str(r.str(ver.flexible, "FetchRequest.RackId")?);
+            this.rack_id = read_str(r, ver.flexible, "FetchRequest.RackId")?;
         }
         if ver.flexible {
             let mut unknown = Vec::new();
             r.tagged_fields("FetchRequest._tagged_fields", |tag, value| {
                 match tag {
-                    0 => {
-                        this.cluster_id = Some(owned_str(value.str(ver.flexible, "FetchRequest.ClusterId")?))
-                    }
+                    0 => this.cluster_id = Some(read_str(value, ver.flexible, "FetchRequest.ClusterId")?),
                     1 if ver.version >= 15 => {
                         this.replica_state =
                             ReplicaState::read_owned(value, ver, "FetchRequest.ReplicaState")?
@@ -68,6 +66,7 @@ impl ReadOwned for FetchRequest<'static> {
 
 impl<'a> From<FetchRequestView<'a>> for FetchRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchRequestView<'a>) -> Self {
         FetchRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -125,6 +124,7 @@ impl ReadOwned for ReplicaState<'static> {
 
 impl<'a> From<ReplicaStateView<'a>> for ReplicaState<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReplicaStateView<'a>) -> Self {
         ReplicaState {
             replica_id: view.replica_id(),
@@ -140,7 +140,7 @@ impl ReadOwned for FetchTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchTopic::default();
         if ver.version <= 12 {
-            this.topic = owned_str(r.str(ver.flexible, "FetchTopic.Topic")?);
+            this.topic = read_str(r, ver.flexible, "FetchTopic.Topic")?;
         }
         if ver.version >= 13 {
             this.topic_id = r.uuid("FetchTopic.TopicId")?;
@@ -153,6 +153,7 @@ impl ReadOwned for FetchTopic<'static> {
 
 impl<'a> From<FetchTopicView<'a>> for FetchTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchTopicView<'a>) -> Self {
         FetchTopic {
             topic: Str::Borrowed(view.topic()),
@@ -220,6 +221,7 @@ impl ReadOwned for FetchPartition<'static> {
 
 impl<'a> From<FetchPartitionView<'a>> for FetchPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchPartitionView<'a>) -> Self {
         FetchPartition {
             partition: view.partition(),
@@ -258,7 +260,7 @@ impl ReadOwned for ForgottenTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ForgottenTopic::default();
         if ver.version <= 12 {
-            this.topic = owned_str(r.str(ver.flexible, "ForgottenTopic.Topic")?);
+            this.topic = read_str(r, ver.flexible, "ForgottenTopic.Topic")?;
         }
         if ver.version >= 13 {
             this.topic_id = r.uuid("ForgottenTopic.TopicId")?;
@@ -271,6 +273,7 @@ impl ReadOwned for ForgottenTopic<'static> {
 
 impl<'a> From<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ForgottenTopicView<'a>) -> Self {
         ForgottenTopic {
             topic: Str::Borrowed(view.topic()),
@@ -331,6 +334,7 @@ impl ReadOwned for FetchResponse<'static> {
 
 impl<'a> From<FetchResponseView<'a>> for FetchResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchResponseView<'a>) -> Self {
         FetchResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -361,7 +365,7 @@ impl ReadOwned for FetchableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchableTopicResponse::default();
         if ver.version <= 12 {
-            this.topic = owned_str(r.str(ver.flexible, "FetchableTopicResponse.Topic")?);
+            this.topic = read_str(r, ver.flexible, "FetchableTopicResponse.Topic")?;
         }
         if ver.version >= 13 {
             this.topic_id = r.uuid("FetchableTopicResponse.TopicId")?;
@@ -374,6 +378,7 @@ impl ReadOwned for FetchableTopicResponse<'static> {
 
 impl<'a> From<FetchableTopicResponseView<'a>> for FetchableTopicResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchableTopicResponseView<'a>) -> Self {
         FetchableTopicResponse {
             topic: Str::Borrowed(view.topic()),
@@ -410,7 +415,7 @@ impl ReadOwned for PartitionData<'static> {
         if ver.version >= 11 {
             this.preferred_read_replica = r.i32("PartitionData.PreferredReadReplica")?;
         }
-        this.records = r.nullable_bytes(ver.flexible, "PartitionData.Records")?.map(owned_bytes);
+        this.records = read_nullable_bytes(r, ver.flexible, "PartitionData.Records")?;
         if ver.flexible {
             let mut unknown = Vec::new();
             r.tagged_fields("PartitionData._tagged_fields", |tag, value| {
@@ -439,6 +444,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition_index: view.partition_index(),
@@ -485,6 +491,7 @@ impl ReadOwned for EpochEndOffset<'static> {
 
 impl<'a> From<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EpochEndOffsetView<'a>) -> Self {
         EpochEndOffset {
             epoch: view.epoch(),
@@ -508,6 +515,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
 
 impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
@@ -531,6 +539,7 @@ impl ReadOwned for SnapshotId<'static> {
 
 impl<'a> From<SnapshotIdView<'a>> for SnapshotId<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SnapshotIdView<'a>) -> Self {
         SnapshotId {
             end_offset: view.end_offset(),
@@ -554,6 +563,7 @@ impl ReadOwned for AbortedTransaction<'static> {
 
 impl<'a> From<AbortedTransactionView<'a>> for AbortedTransaction<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AbortedTransactionView<'a>) -> Self {
         AbortedTransaction {
             producer_id: view.producer_id(),
@@ -571,9 +581,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.i32("NodeEndpoint.Port")?;
-        this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
+        this.rack = read_nullable_str(r, true, "NodeEndpoint.Rack")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
@@ -581,6 +591,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

@@ -22,7 +22,7 @@ impl ReadOwned for FetchSnapshotRequest<'static> {
         let mut unknown = Vec::new();
         r.tagged_fields("FetchSnapshotRequest._tagged_fields", |tag, value| {
             match tag {
-                0 => this.cluster_id = Some(owned_str(value.str(true, "FetchSnapshotRequest.ClusterId")?)),
+                0 => this.cluster_id = Some(read_str(value, true, "FetchSnapshotRequest.ClusterId")?),
                 _ => {
                     unknown.push(raw_tagged_field(tag, value));
                     return Ok(false);
@@ -37,6 +37,7 @@ impl ReadOwned for FetchSnapshotRequest<'static> {
 
 impl<'a> From<FetchSnapshotRequestView<'a>> for FetchSnapshotRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotRequestView<'a>) -> Self {
         FetchSnapshotRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -57,7 +58,7 @@ reference_body!(FetchSnapshotRequest);
 impl ReadOwned for FetchSnapshotRequestTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotRequestTopicSnapshot::default();
-        this.name = owned_str(r.str(true, "FetchSnapshotRequestTopicSnapshot.Name")?);
+        this.name = read_str(r, true, "FetchSnapshotRequestTopicSnapshot.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "FetchSnapshotRequestTopicSnapshot.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotRequestTopicSnapshot._tagged_fields");
         Ok(this)
@@ -66,6 +67,7 @@ impl ReadOwned for FetchSnapshotRequestTopicSnapshot<'static> {
 
 impl<'a> From<FetchSnapshotRequestTopicSnapshotView<'a>> for FetchSnapshotRequestTopicSnapshot<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotRequestTopicSnapshotView<'a>) -> Self {
         FetchSnapshotRequestTopicSnapshot {
             name: Str::Borrowed(view.name()),
@@ -117,6 +119,7 @@ impl ReadOwned for FetchSnapshotRequestPartitionSnapshot<'static> {
 
 impl<'a> From<FetchSnapshotRequestPartitionSnapshotView<'a>> for FetchSnapshotRequestPartitionSnapshot<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotRequestPartitionSnapshotView<'a>) -> Self {
         FetchSnapshotRequestPartitionSnapshot {
             partition: view.partition(),
@@ -148,6 +151,7 @@ impl ReadOwned for FetchSnapshotRequestSnapshotId<'static> {
 
 impl<'a> From<FetchSnapshotRequestSnapshotIdView<'a>> for FetchSnapshotRequestSnapshotId<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotRequestSnapshotIdView<'a>) -> Self {
         FetchSnapshotRequestSnapshotId {
             end_offset: view.end_offset(),
@@ -192,6 +196,7 @@ impl ReadOwned for FetchSnapshotResponse<'static> {
 
 impl<'a> From<FetchSnapshotResponseView<'a>> for FetchSnapshotResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotResponseView<'a>) -> Self {
         FetchSnapshotResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -213,7 +218,7 @@ reference_body!(FetchSnapshotResponse);
 impl ReadOwned for FetchSnapshotResponseTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotResponseTopicSnapshot::default();
-        this.name = owned_str(r.str(true, "FetchSnapshotResponseTopicSnapshot.Name")?);
+        this.name = read_str(r, true, "FetchSnapshotResponseTopicSnapshot.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "FetchSnapshotResponseTopicSnapshot.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "FetchSnapshotResponseTopicSnapshot._tagged_fields");
         Ok(this)
@@ -222,6 +227,7 @@ impl ReadOwned for FetchSnapshotResponseTopicSnapshot<'static> {
 
 impl<'a> From<FetchSnapshotResponseTopicSnapshotView<'a>> for FetchSnapshotResponseTopicSnapshot<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotResponseTopicSnapshotView<'a>) -> Self {
         FetchSnapshotResponseTopicSnapshot {
             name: Str::Borrowed(view.name()),
@@ -248,7 +254,7 @@ impl ReadOwned for FetchSnapshotResponsePartitionSnapshot<'static> {
         this.size = r.i64("FetchSnapshotResponsePartitionSnapshot.Size")?;
         this.position = r.i64("FetchSnapshotResponsePartitionSnapshot.Position")?;
         this.unaligned_records =
-            owned_bytes(r.bytes(true, "FetchSnapshotResponsePartitionSnapshot.UnalignedRecords")?);
+            read_bytes(r, true, "FetchSnapshotResponsePartitionSnapshot.UnalignedRecords")?;
         let mut unknown = Vec::new();
         r.tagged_fields("FetchSnapshotResponsePartitionSnapshot._tagged_fields", |tag, value| {
             match tag {
@@ -273,6 +279,7 @@ impl ReadOwned for FetchSnapshotResponsePartitionSnapshot<'static> {
 
 impl<'a> From<FetchSnapshotResponsePartitionSnapshotView<'a>> for FetchSnapshotResponsePartitionSnapshot<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotResponsePartitionSnapshotView<'a>) -> Self {
         FetchSnapshotResponsePartitionSnapshot {
             index: view.index(),
@@ -304,6 +311,7 @@ impl ReadOwned for FetchSnapshotResponseSnapshotId<'static> {
 
 impl<'a> From<FetchSnapshotResponseSnapshotIdView<'a>> for FetchSnapshotResponseSnapshotId<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchSnapshotResponseSnapshotIdView<'a>) -> Self {
         FetchSnapshotResponseSnapshotId {
             end_offset: view.end_offset(),
@@ -327,6 +335,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
 
 impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
@@ -342,7 +351,7 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.u16("NodeEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
@@ -351,6 +360,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

@@ -17,7 +17,7 @@ impl ReadOwned for FindCoordinatorRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FindCoordinatorRequest::default();
         if ver.version <= 3 {
-            this.key = owned_str(r.str(ver.flexible, "FindCoordinatorRequest.Key")?);
+            this.key = read_str(r, ver.flexible, "FindCoordinatorRequest.Key")?;
         }
         if ver.version >= 1 {
             this.key_type = r.i8("FindCoordinatorRequest.KeyType")?;
@@ -32,6 +32,7 @@ impl ReadOwned for FindCoordinatorRequest<'static> {
 
 impl<'a> From<FindCoordinatorRequestView<'a>> for FindCoordinatorRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FindCoordinatorRequestView<'a>) -> Self {
         FindCoordinatorRequest {
             key: Str::Borrowed(view.key()),
@@ -67,14 +68,13 @@ impl ReadOwned for FindCoordinatorResponse<'static> {
             this.error_code = r.i16("FindCoordinatorResponse.ErrorCode")?;
         }
         if ver.version >= 1 && ver.version <= 3 {
-            this.error_message =
-                r.nullable_str(ver.flexible, "FindCoordinatorResponse.ErrorMessage")?.map(owned_str);
+            this.error_message = read_nullable_str(r, ver.flexible, "FindCoordinatorResponse.ErrorMessage")?;
         }
         if ver.version <= 3 {
             this.node_id = r.i32("FindCoordinatorResponse.NodeId")?;
         }
         if ver.version <= 3 {
-            this.host = owned_str(r.str(ver.flexible, "FindCoordinatorResponse.Host")?);
+            this.host = read_str(r, ver.flexible, "FindCoordinatorResponse.Host")?;
         }
         if ver.version <= 3 {
             this.port = r.i32("FindCoordinatorResponse.Port")?;
@@ -89,6 +89,7 @@ impl ReadOwned for FindCoordinatorResponse<'static> {
 
 impl<'a> From<FindCoordinatorResponseView<'a>> for FindCoordinatorResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FindCoordinatorResponseView<'a>) -> Self {
         FindCoordinatorResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -131,12 +132,12 @@ reference_body!(FindCoordinatorResponse);
 impl ReadOwned for Coordinator<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Coordinator::default();
-        this.key = owned_str(r.str(true, "Coordinator.Key")?);
+        this.key = read_str(r, true, "Coordinator.Key")?;
         this.node_id = r.i32("Coordinator.NodeId")?;
-        this.host = owned_str(r.str(true, "Coordinator.Host")?);
+        this.host = read_str(r, true, "Coordinator.Host")?;
         this.port = r.i32("Coordinator.Port")?;
         this.error_code = r.i16("Coordinator.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "Coordinator.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "Coordinator.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "Coordinator._tagged_fields");
         Ok(this)
     }
@@ -144,6 +145,7 @@ impl ReadOwned for Coordinator<'static> {
 
 impl<'a> From<CoordinatorView<'a>> for Coordinator<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CoordinatorView<'a>) -> Self {
         Coordinator {
             key: Str::Borrowed(view.key()),

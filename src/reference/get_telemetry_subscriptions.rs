@@ -24,6 +24,7 @@ impl ReadOwned for GetTelemetrySubscriptionsRequest<'static> {
 
 impl<'a> From<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubscriptionsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: GetTelemetrySubscriptionsRequestView<'a>) -> Self {
         GetTelemetrySubscriptionsRequest {
             client_instance_id: view.client_instance_id(),
@@ -57,6 +58,7 @@ impl ReadOwned for GetTelemetrySubscriptionsResponse<'static> {
 
 impl<'a> From<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySubscriptionsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: GetTelemetrySubscriptionsResponseView<'a>) -> Self {
         GetTelemetrySubscriptionsResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -16,12 +16,11 @@ use crate::prelude::*;
 impl ReadOwned for HeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = HeartbeatRequest::default();
-        this.group_id = owned_str(r.str(ver.flexible, "HeartbeatRequest.GroupId")?);
+        this.group_id = read_str(r, ver.flexible, "HeartbeatRequest.GroupId")?;
         this.generation_id = r.i32("HeartbeatRequest.GenerationId")?;
-        this.member_id = owned_str(r.str(ver.flexible, "HeartbeatRequest.MemberId")?);
+        this.member_id = read_str(r, ver.flexible, "HeartbeatRequest.MemberId")?;
         if ver.version >= 3 {
-            this.group_instance_id =
-                r.nullable_str(ver.flexible, "HeartbeatRequest.GroupInstanceId")?.map(owned_str);
+            this.group_instance_id = read_nullable_str(r, ver.flexible, "HeartbeatRequest.GroupInstanceId")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "HeartbeatRequest._tagged_fields");
         Ok(this)
@@ -30,6 +29,7 @@ impl ReadOwned for HeartbeatRequest<'static> {
 
 impl<'a> From<HeartbeatRequestView<'a>> for HeartbeatRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: HeartbeatRequestView<'a>) -> Self {
         HeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -64,6 +64,7 @@ impl ReadOwned for HeartbeatResponse<'static> {
 
 impl<'a> From<HeartbeatResponseView<'a>> for HeartbeatResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: HeartbeatResponseView<'a>) -> Self {
         HeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -25,6 +25,7 @@ impl ReadOwned for IncrementalAlterConfigsRequest<'static> {
 
 impl<'a> From<IncrementalAlterConfigsRequestView<'a>> for IncrementalAlterConfigsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: IncrementalAlterConfigsRequestView<'a>) -> Self {
         IncrementalAlterConfigsRequest {
             resources: list_from_view(view.resources()),
@@ -45,7 +46,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResource::default();
         this.resource_type = r.i8("AlterConfigsResource.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResource.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "AlterConfigsResource.ResourceName")?;
         this.configs = List::Owned(read_list(r, ver, "AlterConfigsResource.Configs")?);
         read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResource._tagged_fields");
         Ok(this)
@@ -54,6 +55,7 @@ impl ReadOwned for AlterConfigsResource<'static> {
 
 impl<'a> From<AlterConfigsResourceView<'a>> for AlterConfigsResource<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterConfigsResourceView<'a>) -> Self {
         AlterConfigsResource {
             resource_type: view.resource_type(),
@@ -72,9 +74,9 @@ as_version!(AlterConfigsResource<'_>, |v, ver| {
 impl ReadOwned for AlterableConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterableConfig::default();
-        this.name = owned_str(r.str(ver.flexible, "AlterableConfig.Name")?);
+        this.name = read_str(r, ver.flexible, "AlterableConfig.Name")?;
         this.config_operation = r.i8("AlterableConfig.ConfigOperation")?;
-        this.value = r.nullable_str(ver.flexible, "AlterableConfig.Value")?.map(owned_str);
+        this.value = read_nullable_str(r, ver.flexible, "AlterableConfig.Value")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterableConfig._tagged_fields");
         Ok(this)
     }
@@ -82,6 +84,7 @@ impl ReadOwned for AlterableConfig<'static> {
 
 impl<'a> From<AlterableConfigView<'a>> for AlterableConfig<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterableConfigView<'a>) -> Self {
         AlterableConfig {
             name: Str::Borrowed(view.name()),
@@ -108,6 +111,7 @@ impl ReadOwned for IncrementalAlterConfigsResponse<'static> {
 
 impl<'a> From<IncrementalAlterConfigsResponseView<'a>> for IncrementalAlterConfigsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: IncrementalAlterConfigsResponseView<'a>) -> Self {
         IncrementalAlterConfigsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -128,10 +132,9 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResourceResponse::default();
         this.error_code = r.i16("AlterConfigsResourceResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, ver.flexible, "AlterConfigsResourceResponse.ErrorMessage")?;
         this.resource_type = r.i8("AlterConfigsResourceResponse.ResourceType")?;
-        this.resource_name = owned_str(r.str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?);
+        this.resource_name = read_str(r, ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
         read_unknown_tagged_fields!(this, r, ver, "AlterConfigsResourceResponse._tagged_fields");
         Ok(this)
     }
@@ -139,6 +142,7 @@ impl ReadOwned for AlterConfigsResourceResponse<'static> {
 
 impl<'a> From<AlterConfigsResourceResponseView<'a>> for AlterConfigsResourceResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AlterConfigsResourceResponseView<'a>) -> Self {
         AlterConfigsResourceResponse {
             error_code: view.error_code(),

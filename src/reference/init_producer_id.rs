@@ -16,8 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for InitProducerIdRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitProducerIdRequest::default();
-        this.transactional_id =
-            r.nullable_str(ver.flexible, "InitProducerIdRequest.TransactionalId")?.map(owned_str);
+        this.transactional_id = read_nullable_str(r, ver.flexible, "InitProducerIdRequest.TransactionalId")?;
         this.transaction_timeout_ms = r.i32("InitProducerIdRequest.TransactionTimeoutMs")?;
         if ver.version >= 3 {
             this.producer_id = r.i64("InitProducerIdRequest.ProducerId")?;
@@ -32,6 +31,7 @@ impl ReadOwned for InitProducerIdRequest<'static> {
 
 impl<'a> From<InitProducerIdRequestView<'a>> for InitProducerIdRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: InitProducerIdRequestView<'a>) -> Self {
         InitProducerIdRequest {
             transactional_id: view.transactional_id().map(Str::Borrowed),
@@ -73,6 +73,7 @@ impl ReadOwned for InitProducerIdResponse<'static> {
 
 impl<'a> From<InitProducerIdResponseView<'a>> for InitProducerIdResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: InitProducerIdResponseView<'a>) -> Self {
         InitProducerIdResponse {
             throttle_time_ms: view.throttle_time_ms(),

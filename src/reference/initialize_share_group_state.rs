@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for InitializeShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeShareGroupStateRequest::default();
-        this.group_id = owned_str(r.str(true, "InitializeShareGroupStateRequest.GroupId")?);
+        this.group_id = read_str(r, true, "InitializeShareGroupStateRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "InitializeShareGroupStateRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "InitializeShareGroupStateRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for InitializeShareGroupStateRequest<'static> {
 
 impl<'a> From<InitializeShareGroupStateRequestView<'a>> for InitializeShareGroupStateRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: InitializeShareGroupStateRequestView<'a>) -> Self {
         InitializeShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -52,6 +53,7 @@ impl ReadOwned for InitializeStateData<'static> {
 
 impl<'a> From<InitializeStateDataView<'a>> for InitializeStateData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: InitializeStateDataView<'a>) -> Self {
         InitializeStateData {
             topic_id: view.topic_id(),
@@ -78,6 +80,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
@@ -101,6 +104,7 @@ impl ReadOwned for InitializeShareGroupStateResponse<'static> {
 
 impl<'a> From<InitializeShareGroupStateResponseView<'a>> for InitializeShareGroupStateResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: InitializeShareGroupStateResponseView<'a>) -> Self {
         InitializeShareGroupStateResponse {
             results: list_from_view(view.results()),
@@ -127,6 +131,7 @@ impl ReadOwned for InitializeStateResult<'static> {
 
 impl<'a> From<InitializeStateResultView<'a>> for InitializeStateResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: InitializeStateResultView<'a>) -> Self {
         InitializeStateResult {
             topic_id: view.topic_id(),
@@ -145,7 +150,7 @@ impl ReadOwned for PartitionResult<'static> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
@@ -153,6 +158,7 @@ impl ReadOwned for PartitionResult<'static> {
 
 impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),

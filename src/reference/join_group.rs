@@ -16,20 +16,19 @@ use crate::prelude::*;
 impl ReadOwned for JoinGroupRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupRequest::default();
-        this.group_id = owned_str(r.str(ver.flexible, "JoinGroupRequest.GroupId")?);
+        this.group_id = read_str(r, ver.flexible, "JoinGroupRequest.GroupId")?;
         this.session_timeout_ms = r.i32("JoinGroupRequest.SessionTimeoutMs")?;
         if ver.version >= 1 {
             this.rebalance_timeout_ms = r.i32("JoinGroupRequest.RebalanceTimeoutMs")?;
         }
-        this.member_id = owned_str(r.str(ver.flexible, "JoinGroupRequest.MemberId")?);
+        this.member_id = read_str(r, ver.flexible, "JoinGroupRequest.MemberId")?;
         if ver.version >= 5 {
-            this.group_instance_id =
-                r.nullable_str(ver.flexible, "JoinGroupRequest.GroupInstanceId")?.map(owned_str);
+            this.group_instance_id = read_nullable_str(r, ver.flexible, "JoinGroupRequest.GroupInstanceId")?;
         }
-        this.protocol_type = owned_str(r.str(ver.flexible, "JoinGroupRequest.ProtocolType")?);
+        this.protocol_type = read_str(r, ver.flexible, "JoinGroupRequest.ProtocolType")?;
         this.protocols = List::Owned(read_list(r, ver, "JoinGroupRequest.Protocols")?);
         if ver.version >= 8 {
-            this.reason = r.nullable_str(ver.flexible, "JoinGroupRequest.Reason")?.map(owned_str);
+            this.reason = read_nullable_str(r, ver.flexible, "JoinGroupRequest.Reason")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "JoinGroupRequest._tagged_fields");
         Ok(this)
@@ -38,6 +37,7 @@ impl ReadOwned for JoinGroupRequest<'static> {
 
 impl<'a> From<JoinGroupRequestView<'a>> for JoinGroupRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: JoinGroupRequestView<'a>) -> Self {
         JoinGroupRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -72,8 +72,8 @@ reference_body!(JoinGroupRequest);
 impl ReadOwned for JoinGroupRequestProtocol<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupRequestProtocol::default();
-        this.name = owned_str(r.str(ver.flexible, "JoinGroupRequestProtocol.Name")?);
-        this.metadata = owned_bytes(r.bytes(ver.flexible, "JoinGroupRequestProtocol.Metadata")?);
+        this.name = read_str(r, ver.flexible, "JoinGroupRequestProtocol.Name")?;
+        this.metadata = read_bytes(r, ver.flexible, "JoinGroupRequestProtocol.Metadata")?;
         read_unknown_tagged_fields!(this, r, ver, "JoinGroupRequestProtocol._tagged_fields");
         Ok(this)
     }
@@ -81,6 +81,7 @@ impl ReadOwned for JoinGroupRequestProtocol<'static> {
 
 impl<'a> From<JoinGroupRequestProtocolView<'a>> for JoinGroupRequestProtocol<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: JoinGroupRequestProtocolView<'a>) -> Self {
         JoinGroupRequestProtocol {
             name: Str::Borrowed(view.name()),
@@ -103,19 +104,18 @@ impl ReadOwned for JoinGroupResponse<'static> {
         this.error_code = r.i16("JoinGroupResponse.ErrorCode")?;
         this.generation_id = r.i32("JoinGroupResponse.GenerationId")?;
         if ver.version >= 7 {
-            this.protocol_type =
-                r.nullable_str(ver.flexible, "JoinGroupResponse.ProtocolType")?.map(owned_str);
+            this.protocol_type = read_nullable_str(r, ver.flexible, "JoinGroupResponse.ProtocolType")?;
         }
         this.protocol_name = if ver.version >= 7 {
-            r.nullable_str(ver.flexible, "JoinGroupResponse.ProtocolName")?.map(owned_str)
+            read_nullable_str(r, ver.flexible, "JoinGroupResponse.ProtocolName")?
         } else {
-            Some(owned_str(r.str(ver.flexible, "JoinGroupResponse.ProtocolName")?))
+            Some(read_str(r, ver.flexible, "JoinGroupResponse.ProtocolName")?)
         };
-        this.leader = owned_str(r.str(ver.flexible, "JoinGroupResponse.Leader")?);
+        this.leader = read_str(r, ver.flexible, "JoinGroupResponse.Leader")?;
         if ver.version == 9 {
             this.skip_assignment = r.bool("JoinGroupResponse.SkipAssignment")?;
         }
-        this.member_id = owned_str(r.str(ver.flexible, "JoinGroupResponse.MemberId")?);
+        this.member_id = read_str(r, ver.flexible, "JoinGroupResponse.MemberId")?;
         this.members = List::Owned(read_list(r, ver, "JoinGroupResponse.Members")?);
         read_unknown_tagged_fields!(this, r, ver, "JoinGroupResponse._tagged_fields");
         Ok(this)
@@ -124,6 +124,7 @@ impl ReadOwned for JoinGroupResponse<'static> {
 
 impl<'a> From<JoinGroupResponseView<'a>> for JoinGroupResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: JoinGroupResponseView<'a>) -> Self {
         JoinGroupResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -159,12 +160,12 @@ reference_body!(JoinGroupResponse);
 impl ReadOwned for JoinGroupResponseMember<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupResponseMember::default();
-        this.member_id = owned_str(r.str(ver.flexible, "JoinGroupResponseMember.MemberId")?);
+        this.member_id = read_str(r, ver.flexible, "JoinGroupResponseMember.MemberId")?;
         if ver.version >= 5 {
             this.group_instance_id =
-                r.nullable_str(ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?.map(owned_str);
+                read_nullable_str(r, ver.flexible, "JoinGroupResponseMember.GroupInstanceId")?;
         }
-        this.metadata = owned_bytes(r.bytes(ver.flexible, "JoinGroupResponseMember.Metadata")?);
+        this.metadata = read_bytes(r, ver.flexible, "JoinGroupResponseMember.Metadata")?;
         read_unknown_tagged_fields!(this, r, ver, "JoinGroupResponseMember._tagged_fields");
         Ok(this)
     }
@@ -172,6 +173,7 @@ impl ReadOwned for JoinGroupResponseMember<'static> {
 
 impl<'a> From<JoinGroupResponseMemberView<'a>> for JoinGroupResponseMember<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: JoinGroupResponseMemberView<'a>) -> Self {
         JoinGroupResponseMember {
             member_id: Str::Borrowed(view.member_id()),

@@ -16,9 +16,9 @@ use crate::prelude::*;
 impl ReadOwned for LeaveGroupRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaveGroupRequest::default();
-        this.group_id = owned_str(r.str(ver.flexible, "LeaveGroupRequest.GroupId")?);
+        this.group_id = read_str(r, ver.flexible, "LeaveGroupRequest.GroupId")?;
         if ver.version <= 2 {
-            this.member_id = owned_str(r.str(ver.flexible, "LeaveGroupRequest.MemberId")?);
+            this.member_id = read_str(r, ver.flexible, "LeaveGroupRequest.MemberId")?;
         }
         if ver.version >= 3 {
             this.members = List::Owned(read_list(r, ver, "LeaveGroupRequest.Members")?);
@@ -30,6 +30,7 @@ impl ReadOwned for LeaveGroupRequest<'static> {
 
 impl<'a> From<LeaveGroupRequestView<'a>> for LeaveGroupRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaveGroupRequestView<'a>) -> Self {
         LeaveGroupRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -53,11 +54,10 @@ reference_body!(LeaveGroupRequest);
 impl ReadOwned for MemberIdentity<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = MemberIdentity::default();
-        this.member_id = owned_str(r.str(ver.flexible, "MemberIdentity.MemberId")?);
-        this.group_instance_id =
-            r.nullable_str(ver.flexible, "MemberIdentity.GroupInstanceId")?.map(owned_str);
+        this.member_id = read_str(r, ver.flexible, "MemberIdentity.MemberId")?;
+        this.group_instance_id = read_nullable_str(r, ver.flexible, "MemberIdentity.GroupInstanceId")?;
         if ver.version == 5 {
-            this.reason = r.nullable_str(ver.flexible, "MemberIdentity.Reason")?.map(owned_str);
+            this.reason = read_nullable_str(r, ver.flexible, "MemberIdentity.Reason")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "MemberIdentity._tagged_fields");
         Ok(this)
@@ -66,6 +66,7 @@ impl ReadOwned for MemberIdentity<'static> {
 
 impl<'a> From<MemberIdentityView<'a>> for MemberIdentity<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MemberIdentityView<'a>) -> Self {
         MemberIdentity {
             member_id: Str::Borrowed(view.member_id()),
@@ -100,6 +101,7 @@ impl ReadOwned for LeaveGroupResponse<'static> {
 
 impl<'a> From<LeaveGroupResponseView<'a>> for LeaveGroupResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaveGroupResponseView<'a>) -> Self {
         LeaveGroupResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -123,9 +125,8 @@ reference_body!(LeaveGroupResponse);
 impl ReadOwned for MemberResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = MemberResponse::default();
-        this.member_id = owned_str(r.str(ver.flexible, "MemberResponse.MemberId")?);
-        this.group_instance_id =
-            r.nullable_str(ver.flexible, "MemberResponse.GroupInstanceId")?.map(owned_str);
+        this.member_id = read_str(r, ver.flexible, "MemberResponse.MemberId")?;
+        this.group_instance_id = read_nullable_str(r, ver.flexible, "MemberResponse.GroupInstanceId")?;
         this.error_code = r.i16("MemberResponse.ErrorCode")?;
         read_unknown_tagged_fields!(this, r, ver, "MemberResponse._tagged_fields");
         Ok(this)
@@ -134,6 +135,7 @@ impl ReadOwned for MemberResponse<'static> {
 
 impl<'a> From<MemberResponseView<'a>> for MemberResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MemberResponseView<'a>) -> Self {
         MemberResponse {
             member_id: Str::Borrowed(view.member_id()),

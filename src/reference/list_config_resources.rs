@@ -26,6 +26,7 @@ impl ReadOwned for ListConfigResourcesRequest<'static> {
 
 impl<'a> From<ListConfigResourcesRequestView<'a>> for ListConfigResourcesRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListConfigResourcesRequestView<'a>) -> Self {
         ListConfigResourcesRequest {
             resource_types: list_from_view(view.resource_types()),
@@ -56,6 +57,7 @@ impl ReadOwned for ListConfigResourcesResponse<'static> {
 
 impl<'a> From<ListConfigResourcesResponseView<'a>> for ListConfigResourcesResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListConfigResourcesResponseView<'a>) -> Self {
         ListConfigResourcesResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -75,7 +77,7 @@ reference_body!(ListConfigResourcesResponse);
 impl ReadOwned for ConfigResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConfigResource::default();
-        this.resource_name = owned_str(r.str(true, "ConfigResource.ResourceName")?);
+        this.resource_name = read_str(r, true, "ConfigResource.ResourceName")?;
         if ver.version == 1 {
             this.resource_type = r.i8("ConfigResource.ResourceType")?;
         }
@@ -86,6 +88,7 @@ impl ReadOwned for ConfigResource<'static> {
 
 impl<'a> From<ConfigResourceView<'a>> for ConfigResource<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ConfigResourceView<'a>) -> Self {
         ConfigResource {
             resource_name: Str::Borrowed(view.resource_name()),

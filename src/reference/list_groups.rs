@@ -29,6 +29,7 @@ impl ReadOwned for ListGroupsRequest<'static> {
 
 impl<'a> From<ListGroupsRequestView<'a>> for ListGroupsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListGroupsRequestView<'a>) -> Self {
         ListGroupsRequest {
             states_filter: list_from_view(view.states_filter()),
@@ -65,6 +66,7 @@ impl ReadOwned for ListGroupsResponse<'static> {
 
 impl<'a> From<ListGroupsResponseView<'a>> for ListGroupsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListGroupsResponseView<'a>) -> Self {
         ListGroupsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -88,13 +90,13 @@ reference_body!(ListGroupsResponse);
 impl ReadOwned for ListedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListedGroup::default();
-        this.group_id = owned_str(r.str(ver.flexible, "ListedGroup.GroupId")?);
-        this.protocol_type = owned_str(r.str(ver.flexible, "ListedGroup.ProtocolType")?);
+        this.group_id = read_str(r, ver.flexible, "ListedGroup.GroupId")?;
+        this.protocol_type = read_str(r, ver.flexible, "ListedGroup.ProtocolType")?;
         if ver.version >= 4 {
-            this.group_state = owned_str(r.str(ver.flexible, "ListedGroup.GroupState")?);
+            this.group_state = read_str(r, ver.flexible, "ListedGroup.GroupState")?;
         }
         if ver.version == 5 {
-            this.group_type = owned_str(r.str(ver.flexible, "ListedGroup.GroupType")?);
+            this.group_type = read_str(r, ver.flexible, "ListedGroup.GroupType")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "ListedGroup._tagged_fields");
         Ok(this)
@@ -103,6 +105,7 @@ impl ReadOwned for ListedGroup<'static> {
 
 impl<'a> From<ListedGroupView<'a>> for ListedGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListedGroupView<'a>) -> Self {
         ListedGroup {
             group_id: Str::Borrowed(view.group_id()),

@@ -31,6 +31,7 @@ impl ReadOwned for ListOffsetsRequest<'static> {
 
 impl<'a> From<ListOffsetsRequestView<'a>> for ListOffsetsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListOffsetsRequestView<'a>) -> Self {
         ListOffsetsRequest {
             replica_id: view.replica_id(),
@@ -58,7 +59,7 @@ reference_body!(ListOffsetsRequest);
 impl ReadOwned for ListOffsetsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "ListOffsetsTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "ListOffsetsTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "ListOffsetsTopic._tagged_fields");
         Ok(this)
@@ -67,6 +68,7 @@ impl ReadOwned for ListOffsetsTopic<'static> {
 
 impl<'a> From<ListOffsetsTopicView<'a>> for ListOffsetsTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListOffsetsTopicView<'a>) -> Self {
         ListOffsetsTopic {
             name: Str::Borrowed(view.name()),
@@ -96,6 +98,7 @@ impl ReadOwned for ListOffsetsPartition<'static> {
 
 impl<'a> From<ListOffsetsPartitionView<'a>> for ListOffsetsPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListOffsetsPartitionView<'a>) -> Self {
         ListOffsetsPartition {
             partition_index: view.partition_index(),
@@ -127,6 +130,7 @@ impl ReadOwned for ListOffsetsResponse<'static> {
 
 impl<'a> From<ListOffsetsResponseView<'a>> for ListOffsetsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListOffsetsResponseView<'a>) -> Self {
         ListOffsetsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -149,7 +153,7 @@ reference_body!(ListOffsetsResponse);
 impl ReadOwned for ListOffsetsTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsTopicResponse::default();
-        this.name = owned_str(r.str(ver.flexible, "ListOffsetsTopicResponse.Name")?);
+        this.name = read_str(r, ver.flexible, "ListOffsetsTopicResponse.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "ListOffsetsTopicResponse.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "ListOffsetsTopicResponse._tagged_fields");
         Ok(this)
@@ -158,6 +162,7 @@ impl ReadOwned for ListOffsetsTopicResponse<'static> {
 
 impl<'a> From<ListOffsetsTopicResponseView<'a>> for ListOffsetsTopicResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListOffsetsTopicResponseView<'a>) -> Self {
         ListOffsetsTopicResponse {
             name: Str::Borrowed(view.name()),
@@ -189,6 +194,7 @@ impl ReadOwned for ListOffsetsPartitionResponse<'static> {
 
 impl<'a> From<ListOffsetsPartitionResponseView<'a>> for ListOffsetsPartitionResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListOffsetsPartitionResponseView<'a>) -> Self {
         ListOffsetsPartitionResponse {
             partition_index: view.partition_index(),

@@ -26,6 +26,7 @@ impl ReadOwned for ListPartitionReassignmentsRequest<'static> {
 
 impl<'a> From<ListPartitionReassignmentsRequestView<'a>> for ListPartitionReassignmentsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListPartitionReassignmentsRequestView<'a>) -> Self {
         ListPartitionReassignmentsRequest {
             timeout_ms: view.timeout_ms(),
@@ -44,7 +45,7 @@ reference_body!(ListPartitionReassignmentsRequest);
 impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListPartitionReassignmentsTopics::default();
-        this.name = owned_str(r.str(true, "ListPartitionReassignmentsTopics.Name")?);
+        this.name = read_str(r, true, "ListPartitionReassignmentsTopics.Name")?;
         this.partition_indexes =
             List::Owned(read_list(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?);
         read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsTopics._tagged_fields");
@@ -54,6 +55,7 @@ impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
 
 impl<'a> From<ListPartitionReassignmentsTopicsView<'a>> for ListPartitionReassignmentsTopics<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListPartitionReassignmentsTopicsView<'a>) -> Self {
         ListPartitionReassignmentsTopics {
             name: Str::Borrowed(view.name()),
@@ -70,8 +72,7 @@ impl ReadOwned for ListPartitionReassignmentsResponse<'static> {
         let mut this = ListPartitionReassignmentsResponse::default();
         this.throttle_time_ms = r.i32("ListPartitionReassignmentsResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("ListPartitionReassignmentsResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "ListPartitionReassignmentsResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "ListPartitionReassignmentsResponse.ErrorMessage")?;
         this.topics = List::Owned(read_list(r, ver, "ListPartitionReassignmentsResponse.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "ListPartitionReassignmentsResponse._tagged_fields");
         Ok(this)
@@ -80,6 +81,7 @@ impl ReadOwned for ListPartitionReassignmentsResponse<'static> {
 
 impl<'a> From<ListPartitionReassignmentsResponseView<'a>> for ListPartitionReassignmentsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListPartitionReassignmentsResponseView<'a>) -> Self {
         ListPartitionReassignmentsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -100,7 +102,7 @@ reference_body!(ListPartitionReassignmentsResponse);
 impl ReadOwned for OngoingTopicReassignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OngoingTopicReassignment::default();
-        this.name = owned_str(r.str(true, "OngoingTopicReassignment.Name")?);
+        this.name = read_str(r, true, "OngoingTopicReassignment.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "OngoingTopicReassignment.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "OngoingTopicReassignment._tagged_fields");
         Ok(this)
@@ -109,6 +111,7 @@ impl ReadOwned for OngoingTopicReassignment<'static> {
 
 impl<'a> From<OngoingTopicReassignmentView<'a>> for OngoingTopicReassignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OngoingTopicReassignmentView<'a>) -> Self {
         OngoingTopicReassignment {
             name: Str::Borrowed(view.name()),
@@ -137,6 +140,7 @@ impl ReadOwned for OngoingPartitionReassignment<'static> {
 
 impl<'a> From<OngoingPartitionReassignmentView<'a>> for OngoingPartitionReassignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OngoingPartitionReassignmentView<'a>) -> Self {
         OngoingPartitionReassignment {
             partition_index: view.partition_index(),

@@ -24,7 +24,7 @@ impl ReadOwned for ListTransactionsRequest<'static> {
         }
         if ver.version == 2 {
             this.transactional_id_pattern =
-                r.nullable_str(true, "ListTransactionsRequest.TransactionalIdPattern")?.map(owned_str);
+                read_nullable_str(r, true, "ListTransactionsRequest.TransactionalIdPattern")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "ListTransactionsRequest._tagged_fields");
         Ok(this)
@@ -33,6 +33,7 @@ impl ReadOwned for ListTransactionsRequest<'static> {
 
 impl<'a> From<ListTransactionsRequestView<'a>> for ListTransactionsRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListTransactionsRequestView<'a>) -> Self {
         ListTransactionsRequest {
             state_filters: list_from_view(view.state_filters()),
@@ -71,6 +72,7 @@ impl ReadOwned for ListTransactionsResponse<'static> {
 
 impl<'a> From<ListTransactionsResponseView<'a>> for ListTransactionsResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListTransactionsResponseView<'a>) -> Self {
         ListTransactionsResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -91,9 +93,9 @@ reference_body!(ListTransactionsResponse);
 impl ReadOwned for TransactionState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TransactionState::default();
-        this.transactional_id = owned_str(r.str(true, "TransactionState.TransactionalId")?);
+        this.transactional_id = read_str(r, true, "TransactionState.TransactionalId")?;
         this.producer_id = r.i64("TransactionState.ProducerId")?;
-        this.transaction_state = owned_str(r.str(true, "TransactionState.TransactionState")?);
+        this.transaction_state = read_str(r, true, "TransactionState.TransactionState")?;
         read_unknown_tagged_fields!(this, r, ver, "TransactionState._tagged_fields");
         Ok(this)
     }
@@ -101,6 +103,7 @@ impl ReadOwned for TransactionState<'static> {
 
 impl<'a> From<TransactionStateView<'a>> for TransactionState<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TransactionStateView<'a>) -> Self {
         TransactionState {
             transactional_id: Str::Borrowed(view.transactional_id()),

@@ -39,6 +39,7 @@ impl ReadOwned for MetadataRequest<'static> {
 
 impl<'a> From<MetadataRequestView<'a>> for MetadataRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MetadataRequestView<'a>) -> Self {
         MetadataRequest {
             topics: view.topics().map(list_from_view),
@@ -73,9 +74,9 @@ impl ReadOwned for MetadataRequestTopic<'static> {
             this.topic_id = r.uuid("MetadataRequestTopic.TopicId")?;
         }
         this.name = if ver.version >= 10 {
-            r.nullable_str(ver.flexible, "MetadataRequestTopic.Name")?.map(owned_str)
+            read_nullable_str(r, ver.flexible, "MetadataRequestTopic.Name")?
         } else {
-            Some(owned_str(r.str(ver.flexible, "MetadataRequestTopic.Name")?))
+            Some(read_str(r, ver.flexible, "MetadataRequestTopic.Name")?)
         };
         read_unknown_tagged_fields!(this, r, ver, "MetadataRequestTopic._tagged_fields");
         Ok(this)
@@ -84,6 +85,7 @@ impl ReadOwned for MetadataRequestTopic<'static> {
 
 impl<'a> From<MetadataRequestTopicView<'a>> for MetadataRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MetadataRequestTopicView<'a>) -> Self {
         MetadataRequestTopic {
             topic_id: view.topic_id(),
@@ -108,7 +110,7 @@ impl ReadOwned for MetadataResponse<'static> {
         }
         this.brokers = List::Owned(read_list(r, ver, "MetadataResponse.Brokers")?);
         if ver.version >= 2 {
-            this.cluster_id = r.nullable_str(ver.flexible, "MetadataResponse.ClusterId")?.map(owned_str);
+            this.cluster_id = read_nullable_str(r, ver.flexible, "MetadataResponse.ClusterId")?;
         }
         if ver.version >= 1 {
             this.controller_id = r.i32("MetadataResponse.ControllerId")?;
@@ -127,6 +129,7 @@ impl ReadOwned for MetadataResponse<'static> {
 
 impl<'a> From<MetadataResponseView<'a>> for MetadataResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MetadataResponseView<'a>) -> Self {
         MetadataResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -168,10 +171,10 @@ impl ReadOwned for MetadataResponseBroker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = MetadataResponseBroker::default();
         this.node_id = r.i32("MetadataResponseBroker.NodeId")?;
-        this.host = owned_str(r.str(ver.flexible, "MetadataResponseBroker.Host")?);
+        this.host = read_str(r, ver.flexible, "MetadataResponseBroker.Host")?;
         this.port = r.i32("MetadataResponseBroker.Port")?;
         if ver.version >= 1 {
-            this.rack = r.nullable_str(ver.flexible, "MetadataResponseBroker.Rack")?.map(owned_str);
+            this.rack = read_nullable_str(r, ver.flexible, "MetadataResponseBroker.Rack")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "MetadataResponseBroker._tagged_fields");
         Ok(this)
@@ -180,6 +183,7 @@ impl ReadOwned for MetadataResponseBroker<'static> {
 
 impl<'a> From<MetadataResponseBrokerView<'a>> for MetadataResponseBroker<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MetadataResponseBrokerView<'a>) -> Self {
         MetadataResponseBroker {
             node_id: view.node_id(),
@@ -203,9 +207,9 @@ impl ReadOwned for MetadataResponseTopic<'static> {
         let mut this = MetadataResponseTopic::default();
         this.error_code = r.i16("MetadataResponseTopic.ErrorCode")?;
         this.name = if ver.version >= 12 {
-            r.nullable_str(ver.flexible, "MetadataResponseTopic.Name")?.map(owned_str)
+            read_nullable_str(r, ver.flexible, "MetadataResponseTopic.Name")?
         } else {
-            Some(owned_str(r.str(ver.flexible, "MetadataResponseTopic.Name")?))
+            Some(read_str(r, ver.flexible, "MetadataResponseTopic.Name")?)
         };
         if ver.version >= 10 {
             this.topic_id = r.uuid("MetadataResponseTopic.TopicId")?;
@@ -224,6 +228,7 @@ impl ReadOwned for MetadataResponseTopic<'static> {
 
 impl<'a> From<MetadataResponseTopicView<'a>> for MetadataResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MetadataResponseTopicView<'a>) -> Self {
         MetadataResponseTopic {
             error_code: view.error_code(),
@@ -273,6 +278,7 @@ impl ReadOwned for MetadataResponsePartition<'static> {
 
 impl<'a> From<MetadataResponsePartitionView<'a>> for MetadataResponsePartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MetadataResponsePartitionView<'a>) -> Self {
         MetadataResponsePartition {
             error_code: view.error_code(),

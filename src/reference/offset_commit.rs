@@ -16,12 +16,12 @@ use crate::prelude::*;
 impl ReadOwned for OffsetCommitRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitRequest::default();
-        this.group_id = owned_str(r.str(ver.flexible, "OffsetCommitRequest.GroupId")?);
+        this.group_id = read_str(r, ver.flexible, "OffsetCommitRequest.GroupId")?;
         this.generation_id_or_member_epoch = r.i32("OffsetCommitRequest.GenerationIdOrMemberEpoch")?;
-        this.member_id = owned_str(r.str(ver.flexible, "OffsetCommitRequest.MemberId")?);
+        this.member_id = read_str(r, ver.flexible, "OffsetCommitRequest.MemberId")?;
         if ver.version >= 7 {
             this.group_instance_id =
-                r.nullable_str(ver.flexible, "OffsetCommitRequest.GroupInstanceId")?.map(owned_str);
+                read_nullable_str(r, ver.flexible, "OffsetCommitRequest.GroupInstanceId")?;
         }
         if ver.version <= 4 {
             this.retention_time_ms = r.i64("OffsetCommitRequest.RetentionTimeMs")?;
@@ -34,6 +34,7 @@ impl ReadOwned for OffsetCommitRequest<'static> {
 
 impl<'a> From<OffsetCommitRequestView<'a>> for OffsetCommitRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetCommitRequestView<'a>) -> Self {
         OffsetCommitRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -64,7 +65,7 @@ impl ReadOwned for OffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitRequestTopic::default();
         if ver.version <= 9 {
-            this.name = owned_str(r.str(ver.flexible, "OffsetCommitRequestTopic.Name")?);
+            this.name = read_str(r, ver.flexible, "OffsetCommitRequestTopic.Name")?;
         }
         if ver.version == 10 {
             this.topic_id = r.uuid("OffsetCommitRequestTopic.TopicId")?;
@@ -77,6 +78,7 @@ impl ReadOwned for OffsetCommitRequestTopic<'static> {
 
 impl<'a> From<OffsetCommitRequestTopicView<'a>> for OffsetCommitRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetCommitRequestTopicView<'a>) -> Self {
         OffsetCommitRequestTopic {
             name: Str::Borrowed(view.name()),
@@ -107,7 +109,7 @@ impl ReadOwned for OffsetCommitRequestPartition<'static> {
             this.committed_leader_epoch = r.i32("OffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         this.committed_metadata =
-            r.nullable_str(ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "OffsetCommitRequestPartition.CommittedMetadata")?;
         read_unknown_tagged_fields!(this, r, ver, "OffsetCommitRequestPartition._tagged_fields");
         Ok(this)
     }
@@ -115,6 +117,7 @@ impl ReadOwned for OffsetCommitRequestPartition<'static> {
 
 impl<'a> From<OffsetCommitRequestPartitionView<'a>> for OffsetCommitRequestPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetCommitRequestPartitionView<'a>) -> Self {
         OffsetCommitRequestPartition {
             partition_index: view.partition_index(),
@@ -147,6 +150,7 @@ impl ReadOwned for OffsetCommitResponse<'static> {
 
 impl<'a> From<OffsetCommitResponseView<'a>> for OffsetCommitResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetCommitResponseView<'a>) -> Self {
         OffsetCommitResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -170,7 +174,7 @@ impl ReadOwned for OffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitResponseTopic::default();
         if ver.version <= 9 {
-            this.name = owned_str(r.str(ver.flexible, "OffsetCommitResponseTopic.Name")?);
+            this.name = read_str(r, ver.flexible, "OffsetCommitResponseTopic.Name")?;
         }
         if ver.version == 10 {
             this.topic_id = r.uuid("OffsetCommitResponseTopic.TopicId")?;
@@ -183,6 +187,7 @@ impl ReadOwned for OffsetCommitResponseTopic<'static> {
 
 impl<'a> From<OffsetCommitResponseTopicView<'a>> for OffsetCommitResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetCommitResponseTopicView<'a>) -> Self {
         OffsetCommitResponseTopic {
             name: Str::Borrowed(view.name()),
@@ -216,6 +221,7 @@ impl ReadOwned for OffsetCommitResponsePartition<'static> {
 
 impl<'a> From<OffsetCommitResponsePartitionView<'a>> for OffsetCommitResponsePartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetCommitResponsePartitionView<'a>) -> Self {
         OffsetCommitResponsePartition {
             partition_index: view.partition_index(),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for OffsetDeleteRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteRequest::default();
-        this.group_id = owned_str(r.str(false, "OffsetDeleteRequest.GroupId")?);
+        this.group_id = read_str(r, false, "OffsetDeleteRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "OffsetDeleteRequest.Topics")?);
         Ok(this)
     }
@@ -24,6 +24,7 @@ impl ReadOwned for OffsetDeleteRequest<'static> {
 
 impl<'a> From<OffsetDeleteRequestView<'a>> for OffsetDeleteRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetDeleteRequestView<'a>) -> Self {
         OffsetDeleteRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -41,7 +42,7 @@ reference_body!(OffsetDeleteRequest);
 impl ReadOwned for OffsetDeleteRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteRequestTopic::default();
-        this.name = owned_str(r.str(false, "OffsetDeleteRequestTopic.Name")?);
+        this.name = read_str(r, false, "OffsetDeleteRequestTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "OffsetDeleteRequestTopic.Partitions")?);
         Ok(this)
     }
@@ -49,6 +50,7 @@ impl ReadOwned for OffsetDeleteRequestTopic<'static> {
 
 impl<'a> From<OffsetDeleteRequestTopicView<'a>> for OffsetDeleteRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetDeleteRequestTopicView<'a>) -> Self {
         OffsetDeleteRequestTopic {
             name: Str::Borrowed(view.name()),
@@ -71,6 +73,7 @@ impl ReadOwned for OffsetDeleteRequestPartition {
 
 impl<'a> From<OffsetDeleteRequestPartitionView<'a>> for OffsetDeleteRequestPartition {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetDeleteRequestPartitionView<'a>) -> Self {
         OffsetDeleteRequestPartition { partition_index: view.partition_index() }
     }
@@ -90,6 +93,7 @@ impl ReadOwned for OffsetDeleteResponse<'static> {
 
 impl<'a> From<OffsetDeleteResponseView<'a>> for OffsetDeleteResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetDeleteResponseView<'a>) -> Self {
         OffsetDeleteResponse {
             error_code: view.error_code(),
@@ -108,7 +112,7 @@ reference_body!(OffsetDeleteResponse);
 impl ReadOwned for OffsetDeleteResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteResponseTopic::default();
-        this.name = owned_str(r.str(false, "OffsetDeleteResponseTopic.Name")?);
+        this.name = read_str(r, false, "OffsetDeleteResponseTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "OffsetDeleteResponseTopic.Partitions")?);
         Ok(this)
     }
@@ -116,6 +120,7 @@ impl ReadOwned for OffsetDeleteResponseTopic<'static> {
 
 impl<'a> From<OffsetDeleteResponseTopicView<'a>> for OffsetDeleteResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetDeleteResponseTopicView<'a>) -> Self {
         OffsetDeleteResponseTopic {
             name: Str::Borrowed(view.name()),
@@ -139,6 +144,7 @@ impl ReadOwned for OffsetDeleteResponsePartition {
 
 impl<'a> From<OffsetDeleteResponsePartitionView<'a>> for OffsetDeleteResponsePartition {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetDeleteResponsePartitionView<'a>) -> Self {
         OffsetDeleteResponsePartition {
             partition_index: view.partition_index(),

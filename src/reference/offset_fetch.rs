@@ -17,7 +17,7 @@ impl ReadOwned for OffsetFetchRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequest::default();
         if ver.version <= 7 {
-            this.group_id = owned_str(r.str(ver.flexible, "OffsetFetchRequest.GroupId")?);
+            this.group_id = read_str(r, ver.flexible, "OffsetFetchRequest.GroupId")?;
         }
         if ver.version <= 7 {
             this.topics = if ver.version >= 2 {
@@ -39,6 +39,7 @@ impl ReadOwned for OffsetFetchRequest<'static> {
 
 impl<'a> From<OffsetFetchRequestView<'a>> for OffsetFetchRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchRequestView<'a>) -> Self {
         OffsetFetchRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -67,7 +68,7 @@ reference_body!(OffsetFetchRequest);
 impl ReadOwned for OffsetFetchRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequestTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "OffsetFetchRequestTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "OffsetFetchRequestTopic.Name")?;
         this.partition_indexes = List::Owned(read_list(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?);
         read_unknown_tagged_fields!(this, r, ver, "OffsetFetchRequestTopic._tagged_fields");
         Ok(this)
@@ -76,6 +77,7 @@ impl ReadOwned for OffsetFetchRequestTopic<'static> {
 
 impl<'a> From<OffsetFetchRequestTopicView<'a>> for OffsetFetchRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchRequestTopicView<'a>) -> Self {
         OffsetFetchRequestTopic {
             name: Str::Borrowed(view.name()),
@@ -92,9 +94,9 @@ as_version!(OffsetFetchRequestTopic<'_>, |v, ver| {
 impl ReadOwned for OffsetFetchRequestGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequestGroup::default();
-        this.group_id = owned_str(r.str(true, "OffsetFetchRequestGroup.GroupId")?);
+        this.group_id = read_str(r, true, "OffsetFetchRequestGroup.GroupId")?;
         if ver.version >= 9 {
-            this.member_id = r.nullable_str(true, "OffsetFetchRequestGroup.MemberId")?.map(owned_str);
+            this.member_id = read_nullable_str(r, true, "OffsetFetchRequestGroup.MemberId")?;
         }
         if ver.version >= 9 {
             this.member_epoch = r.i32("OffsetFetchRequestGroup.MemberEpoch")?;
@@ -107,6 +109,7 @@ impl ReadOwned for OffsetFetchRequestGroup<'static> {
 
 impl<'a> From<OffsetFetchRequestGroupView<'a>> for OffsetFetchRequestGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchRequestGroupView<'a>) -> Self {
         OffsetFetchRequestGroup {
             group_id: Str::Borrowed(view.group_id()),
@@ -132,7 +135,7 @@ impl ReadOwned for OffsetFetchRequestTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequestTopics::default();
         if ver.version <= 9 {
-            this.name = owned_str(r.str(true, "OffsetFetchRequestTopics.Name")?);
+            this.name = read_str(r, true, "OffsetFetchRequestTopics.Name")?;
         }
         if ver.version == 10 {
             this.topic_id = r.uuid("OffsetFetchRequestTopics.TopicId")?;
@@ -145,6 +148,7 @@ impl ReadOwned for OffsetFetchRequestTopics<'static> {
 
 impl<'a> From<OffsetFetchRequestTopicsView<'a>> for OffsetFetchRequestTopics<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchRequestTopicsView<'a>) -> Self {
         OffsetFetchRequestTopics {
             name: Str::Borrowed(view.name()),
@@ -186,6 +190,7 @@ impl ReadOwned for OffsetFetchResponse<'static> {
 
 impl<'a> From<OffsetFetchResponseView<'a>> for OffsetFetchResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchResponseView<'a>) -> Self {
         OffsetFetchResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -214,7 +219,7 @@ reference_body!(OffsetFetchResponse);
 impl ReadOwned for OffsetFetchResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponseTopic::default();
-        this.name = owned_str(r.str(ver.flexible, "OffsetFetchResponseTopic.Name")?);
+        this.name = read_str(r, ver.flexible, "OffsetFetchResponseTopic.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "OffsetFetchResponseTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseTopic._tagged_fields");
         Ok(this)
@@ -223,6 +228,7 @@ impl ReadOwned for OffsetFetchResponseTopic<'static> {
 
 impl<'a> From<OffsetFetchResponseTopicView<'a>> for OffsetFetchResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchResponseTopicView<'a>) -> Self {
         OffsetFetchResponseTopic {
             name: Str::Borrowed(view.name()),
@@ -245,7 +251,7 @@ impl ReadOwned for OffsetFetchResponsePartition<'static> {
         if ver.version >= 5 {
             this.committed_leader_epoch = r.i32("OffsetFetchResponsePartition.CommittedLeaderEpoch")?;
         }
-        this.metadata = r.nullable_str(ver.flexible, "OffsetFetchResponsePartition.Metadata")?.map(owned_str);
+        this.metadata = read_nullable_str(r, ver.flexible, "OffsetFetchResponsePartition.Metadata")?;
         this.error_code = r.i16("OffsetFetchResponsePartition.ErrorCode")?;
         read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponsePartition._tagged_fields");
         Ok(this)
@@ -254,6 +260,7 @@ impl ReadOwned for OffsetFetchResponsePartition<'static> {
 
 impl<'a> From<OffsetFetchResponsePartitionView<'a>> for OffsetFetchResponsePartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchResponsePartitionView<'a>) -> Self {
         OffsetFetchResponsePartition {
             partition_index: view.partition_index(),
@@ -276,7 +283,7 @@ as_version!(OffsetFetchResponsePartition<'_>, |v, ver| {
 impl ReadOwned for OffsetFetchResponseGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponseGroup::default();
-        this.group_id = owned_str(r.str(true, "OffsetFetchResponseGroup.GroupId")?);
+        this.group_id = read_str(r, true, "OffsetFetchResponseGroup.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "OffsetFetchResponseGroup.Topics")?);
         this.error_code = r.i16("OffsetFetchResponseGroup.ErrorCode")?;
         read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponseGroup._tagged_fields");
@@ -286,6 +293,7 @@ impl ReadOwned for OffsetFetchResponseGroup<'static> {
 
 impl<'a> From<OffsetFetchResponseGroupView<'a>> for OffsetFetchResponseGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchResponseGroupView<'a>) -> Self {
         OffsetFetchResponseGroup {
             group_id: Str::Borrowed(view.group_id()),
@@ -304,7 +312,7 @@ impl ReadOwned for OffsetFetchResponseTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponseTopics::default();
         if ver.version <= 9 {
-            this.name = owned_str(r.str(true, "OffsetFetchResponseTopics.Name")?);
+            this.name = read_str(r, true, "OffsetFetchResponseTopics.Name")?;
         }
         if ver.version == 10 {
             this.topic_id = r.uuid("OffsetFetchResponseTopics.TopicId")?;
@@ -317,6 +325,7 @@ impl ReadOwned for OffsetFetchResponseTopics<'static> {
 
 impl<'a> From<OffsetFetchResponseTopicsView<'a>> for OffsetFetchResponseTopics<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchResponseTopicsView<'a>) -> Self {
         OffsetFetchResponseTopics {
             name: Str::Borrowed(view.name()),
@@ -343,7 +352,7 @@ impl ReadOwned for OffsetFetchResponsePartitions<'static> {
         this.partition_index = r.i32("OffsetFetchResponsePartitions.PartitionIndex")?;
         this.committed_offset = r.i64("OffsetFetchResponsePartitions.CommittedOffset")?;
         this.committed_leader_epoch = r.i32("OffsetFetchResponsePartitions.CommittedLeaderEpoch")?;
-        this.metadata = r.nullable_str(true, "OffsetFetchResponsePartitions.Metadata")?.map(owned_str);
+        this.metadata = read_nullable_str(r, true, "OffsetFetchResponsePartitions.Metadata")?;
         this.error_code = r.i16("OffsetFetchResponsePartitions.ErrorCode")?;
         read_unknown_tagged_fields!(this, r, ver, "OffsetFetchResponsePartitions._tagged_fields");
         Ok(this)
@@ -352,6 +361,7 @@ impl ReadOwned for OffsetFetchResponsePartitions<'static> {
 
 impl<'a> From<OffsetFetchResponsePartitionsView<'a>> for OffsetFetchResponsePartitions<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetFetchResponsePartitionsView<'a>) -> Self {
         OffsetFetchResponsePartitions {
             partition_index: view.partition_index(),

@@ -27,6 +27,7 @@ impl ReadOwned for OffsetForLeaderEpochRequest<'static> {
 
 impl<'a> From<OffsetForLeaderEpochRequestView<'a>> for OffsetForLeaderEpochRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetForLeaderEpochRequestView<'a>) -> Self {
         OffsetForLeaderEpochRequest {
             replica_id: view.replica_id(),
@@ -49,7 +50,7 @@ reference_body!(OffsetForLeaderEpochRequest);
 impl ReadOwned for OffsetForLeaderTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderTopic::default();
-        this.topic = owned_str(r.str(ver.flexible, "OffsetForLeaderTopic.Topic")?);
+        this.topic = read_str(r, ver.flexible, "OffsetForLeaderTopic.Topic")?;
         this.partitions = List::Owned(read_list(r, ver, "OffsetForLeaderTopic.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderTopic._tagged_fields");
         Ok(this)
@@ -58,6 +59,7 @@ impl ReadOwned for OffsetForLeaderTopic<'static> {
 
 impl<'a> From<OffsetForLeaderTopicView<'a>> for OffsetForLeaderTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetForLeaderTopicView<'a>) -> Self {
         OffsetForLeaderTopic {
             topic: Str::Borrowed(view.topic()),
@@ -85,6 +87,7 @@ impl ReadOwned for OffsetForLeaderPartition<'static> {
 
 impl<'a> From<OffsetForLeaderPartitionView<'a>> for OffsetForLeaderPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetForLeaderPartitionView<'a>) -> Self {
         OffsetForLeaderPartition {
             partition: view.partition(),
@@ -111,6 +114,7 @@ impl ReadOwned for OffsetForLeaderEpochResponse<'static> {
 
 impl<'a> From<OffsetForLeaderEpochResponseView<'a>> for OffsetForLeaderEpochResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetForLeaderEpochResponseView<'a>) -> Self {
         OffsetForLeaderEpochResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -130,7 +134,7 @@ reference_body!(OffsetForLeaderEpochResponse);
 impl ReadOwned for OffsetForLeaderTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderTopicResult::default();
-        this.topic = owned_str(r.str(ver.flexible, "OffsetForLeaderTopicResult.Topic")?);
+        this.topic = read_str(r, ver.flexible, "OffsetForLeaderTopicResult.Topic")?;
         this.partitions = List::Owned(read_list(r, ver, "OffsetForLeaderTopicResult.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "OffsetForLeaderTopicResult._tagged_fields");
         Ok(this)
@@ -139,6 +143,7 @@ impl ReadOwned for OffsetForLeaderTopicResult<'static> {
 
 impl<'a> From<OffsetForLeaderTopicResultView<'a>> for OffsetForLeaderTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: OffsetForLeaderTopicResultView<'a>) -> Self {
         OffsetForLeaderTopicResult {
             topic: Str::Borrowed(view.topic()),
@@ -167,6 +172,7 @@ impl ReadOwned for EpochEndOffset<'static> {
 
 impl<'a> From<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EpochEndOffsetView<'a>) -> Self {
         EpochEndOffset {
             error_code: view.error_code(),

@@ -16,8 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for ProduceRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ProduceRequest::default();
-        this.transactional_id =
-            r.nullable_str(ver.flexible, "ProduceRequest.TransactionalId")?.map(owned_str);
+        this.transactional_id = read_nullable_str(r, ver.flexible, "ProduceRequest.TransactionalId")?;
         this.acks = r.i16("ProduceRequest.Acks")?;
         this.timeout_ms = r.i32("ProduceRequest.TimeoutMs")?;
         this.topic_data = List::Owned(read_list(r, ver, "ProduceRequest.TopicData")?);
@@ -28,6 +27,7 @@ impl ReadOwned for ProduceRequest<'static> {
 
 impl<'a> From<ProduceRequestView<'a>> for ProduceRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ProduceRequestView<'a>) -> Self {
         ProduceRequest {
             transactional_id: view.transactional_id().map(Str::Borrowed),
@@ -50,7 +50,7 @@ impl ReadOwned for TopicProduceData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicProduceData::default();
         if ver.version <= 12 {
-            this.name = owned_str(r.str(ver.flexible, "TopicProduceData.Name")?);
+            this.name = read_str(r, ver.flexible, "TopicProduceData.Name")?;
         }
         if ver.version == 13 {
             this.topic_id = r.uuid("TopicProduceData.TopicId")?;
@@ -63,6 +63,7 @@ impl ReadOwned for TopicProduceData<'static> {
 
 impl<'a> From<TopicProduceDataView<'a>> for TopicProduceData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicProduceDataView<'a>) -> Self {
         TopicProduceData {
             name: Str::Borrowed(view.name()),
@@ -88,7 +89,7 @@ impl ReadOwned for PartitionProduceData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionProduceData::default();
         this.index = r.i32("PartitionProduceData.Index")?;
-        this.records = r.nullable_bytes(ver.flexible, "PartitionProduceData.Records")?.map(owned_bytes);
+        this.records = read_nullable_bytes(r, ver.flexible, "PartitionProduceData.Records")?;
         read_unknown_tagged_fields!(this, r, ver, "PartitionProduceData._tagged_fields");
         Ok(this)
     }
@@ -96,6 +97,7 @@ impl ReadOwned for PartitionProduceData<'static> {
 
 impl<'a> From<PartitionProduceDataView<'a>> for PartitionProduceData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionProduceDataView<'a>) -> Self {
         PartitionProduceData {
             index: view.index(),
@@ -143,6 +145,7 @@ impl ReadOwned for ProduceResponse<'static> {
 
 impl<'a> From<ProduceResponseView<'a>> for ProduceResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ProduceResponseView<'a>) -> Self {
         ProduceResponse {
             responses: list_from_view(view.responses()),
@@ -165,7 +168,7 @@ impl ReadOwned for TopicProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicProduceResponse::default();
         if ver.version <= 12 {
-            this.name = owned_str(r.str(ver.flexible, "TopicProduceResponse.Name")?);
+            this.name = read_str(r, ver.flexible, "TopicProduceResponse.Name")?;
         }
         if ver.version == 13 {
             this.topic_id = r.uuid("TopicProduceResponse.TopicId")?;
@@ -178,6 +181,7 @@ impl ReadOwned for TopicProduceResponse<'static> {
 
 impl<'a> From<TopicProduceResponseView<'a>> for TopicProduceResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicProduceResponseView<'a>) -> Self {
         TopicProduceResponse {
             name: Str::Borrowed(view.name()),
@@ -213,8 +217,7 @@ impl ReadOwned for PartitionProduceResponse<'static> {
             this.record_errors = List::Owned(read_list(r, ver, "PartitionProduceResponse.RecordErrors")?);
         }
         if ver.version >= 8 {
-            this.error_message =
-                r.nullable_str(ver.flexible, "PartitionProduceResponse.ErrorMessage")?.map(owned_str);
+            this.error_message = read_nullable_str(r, ver.flexible, "PartitionProduceResponse.ErrorMessage")?;
         }
         if ver.flexible {
             let mut unknown = Vec::new();
@@ -248,6 +251,7 @@ impl ReadOwned for PartitionProduceResponse<'static> {
 
 impl<'a> From<PartitionProduceResponseView<'a>> for PartitionProduceResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionProduceResponseView<'a>) -> Self {
         PartitionProduceResponse {
             index: view.index(),
@@ -281,7 +285,7 @@ impl ReadOwned for BatchIndexAndErrorMessage<'static> {
         let mut this = BatchIndexAndErrorMessage::default();
         this.batch_index = r.i32("BatchIndexAndErrorMessage.BatchIndex")?;
         this.batch_index_error_message =
-            r.nullable_str(ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "BatchIndexAndErrorMessage.BatchIndexErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "BatchIndexAndErrorMessage._tagged_fields");
         Ok(this)
     }
@@ -289,6 +293,7 @@ impl ReadOwned for BatchIndexAndErrorMessage<'static> {
 
 impl<'a> From<BatchIndexAndErrorMessageView<'a>> for BatchIndexAndErrorMessage<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: BatchIndexAndErrorMessageView<'a>) -> Self {
         BatchIndexAndErrorMessage {
             batch_index: view.batch_index(),
@@ -314,6 +319,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
 
 impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
@@ -329,9 +335,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.i32("NodeEndpoint.Port")?;
-        this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
+        this.rack = read_nullable_str(r, true, "NodeEndpoint.Rack")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
@@ -339,6 +345,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

@@ -20,7 +20,7 @@ impl ReadOwned for PushTelemetryRequest<'static> {
         this.subscription_id = r.i32("PushTelemetryRequest.SubscriptionId")?;
         this.terminating = r.bool("PushTelemetryRequest.Terminating")?;
         this.compression_type = r.i8("PushTelemetryRequest.CompressionType")?;
-        this.metrics = owned_bytes(r.bytes(true, "PushTelemetryRequest.Metrics")?);
+        this.metrics = read_bytes(r, true, "PushTelemetryRequest.Metrics")?;
         read_unknown_tagged_fields!(this, r, ver, "PushTelemetryRequest._tagged_fields");
         Ok(this)
     }
@@ -28,6 +28,7 @@ impl ReadOwned for PushTelemetryRequest<'static> {
 
 impl<'a> From<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PushTelemetryRequestView<'a>) -> Self {
         PushTelemetryRequest {
             client_instance_id: view.client_instance_id(),
@@ -56,6 +57,7 @@ impl ReadOwned for PushTelemetryResponse<'static> {
 
 impl<'a> From<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PushTelemetryResponseView<'a>) -> Self {
         PushTelemetryResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for ReadShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateRequest::default();
-        this.group_id = owned_str(r.str(true, "ReadShareGroupStateRequest.GroupId")?);
+        this.group_id = read_str(r, true, "ReadShareGroupStateRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "ReadShareGroupStateRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for ReadShareGroupStateRequest<'static> {
 
 impl<'a> From<ReadShareGroupStateRequestView<'a>> for ReadShareGroupStateRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadShareGroupStateRequestView<'a>) -> Self {
         ReadShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -52,6 +53,7 @@ impl ReadOwned for ReadStateData<'static> {
 
 impl<'a> From<ReadStateDataView<'a>> for ReadStateData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadStateDataView<'a>) -> Self {
         ReadStateData {
             topic_id: view.topic_id(),
@@ -77,6 +79,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
@@ -99,6 +102,7 @@ impl ReadOwned for ReadShareGroupStateResponse<'static> {
 
 impl<'a> From<ReadShareGroupStateResponseView<'a>> for ReadShareGroupStateResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadShareGroupStateResponseView<'a>) -> Self {
         ReadShareGroupStateResponse {
             results: list_from_view(view.results()),
@@ -125,6 +129,7 @@ impl ReadOwned for ReadStateResult<'static> {
 
 impl<'a> From<ReadStateResultView<'a>> for ReadStateResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadStateResultView<'a>) -> Self {
         ReadStateResult {
             topic_id: view.topic_id(),
@@ -143,7 +148,7 @@ impl ReadOwned for PartitionResult<'static> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionResult.ErrorMessage")?;
         this.state_epoch = r.i32("PartitionResult.StateEpoch")?;
         this.start_offset = r.i64("PartitionResult.StartOffset")?;
         this.state_batches = List::Owned(read_list(r, ver, "PartitionResult.StateBatches")?);
@@ -154,6 +159,7 @@ impl ReadOwned for PartitionResult<'static> {
 
 impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),
@@ -185,6 +191,7 @@ impl ReadOwned for StateBatch<'static> {
 
 impl<'a> From<StateBatchView<'a>> for StateBatch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StateBatchView<'a>) -> Self {
         StateBatch {
             first_offset: view.first_offset(),

@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for ReadShareGroupStateSummaryRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateSummaryRequest::default();
-        this.group_id = owned_str(r.str(true, "ReadShareGroupStateSummaryRequest.GroupId")?);
+        this.group_id = read_str(r, true, "ReadShareGroupStateSummaryRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "ReadShareGroupStateSummaryRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "ReadShareGroupStateSummaryRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for ReadShareGroupStateSummaryRequest<'static> {
 
 impl<'a> From<ReadShareGroupStateSummaryRequestView<'a>> for ReadShareGroupStateSummaryRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadShareGroupStateSummaryRequestView<'a>) -> Self {
         ReadShareGroupStateSummaryRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -52,6 +53,7 @@ impl ReadOwned for ReadStateSummaryData<'static> {
 
 impl<'a> From<ReadStateSummaryDataView<'a>> for ReadStateSummaryData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadStateSummaryDataView<'a>) -> Self {
         ReadStateSummaryData {
             topic_id: view.topic_id(),
@@ -77,6 +79,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
@@ -99,6 +102,7 @@ impl ReadOwned for ReadShareGroupStateSummaryResponse<'static> {
 
 impl<'a> From<ReadShareGroupStateSummaryResponseView<'a>> for ReadShareGroupStateSummaryResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadShareGroupStateSummaryResponseView<'a>) -> Self {
         ReadShareGroupStateSummaryResponse {
             results: list_from_view(view.results()),
@@ -125,6 +129,7 @@ impl ReadOwned for ReadStateSummaryResult<'static> {
 
 impl<'a> From<ReadStateSummaryResultView<'a>> for ReadStateSummaryResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ReadStateSummaryResultView<'a>) -> Self {
         ReadStateSummaryResult {
             topic_id: view.topic_id(),
@@ -143,7 +148,7 @@ impl ReadOwned for PartitionResult<'static> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionResult.ErrorMessage")?;
         this.state_epoch = r.i32("PartitionResult.StateEpoch")?;
         this.leader_epoch = r.i32("PartitionResult.LeaderEpoch")?;
         this.start_offset = r.i64("PartitionResult.StartOffset")?;
@@ -157,6 +162,7 @@ impl ReadOwned for PartitionResult<'static> {
 
 impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),

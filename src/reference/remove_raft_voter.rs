@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for RemoveRaftVoterRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RemoveRaftVoterRequest::default();
-        this.cluster_id = r.nullable_str(true, "RemoveRaftVoterRequest.ClusterId")?.map(owned_str);
+        this.cluster_id = read_nullable_str(r, true, "RemoveRaftVoterRequest.ClusterId")?;
         this.voter_id = r.i32("RemoveRaftVoterRequest.VoterId")?;
         this.voter_directory_id = r.uuid("RemoveRaftVoterRequest.VoterDirectoryId")?;
         read_unknown_tagged_fields!(this, r, ver, "RemoveRaftVoterRequest._tagged_fields");
@@ -26,6 +26,7 @@ impl ReadOwned for RemoveRaftVoterRequest<'static> {
 
 impl<'a> From<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: RemoveRaftVoterRequestView<'a>) -> Self {
         RemoveRaftVoterRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -45,7 +46,7 @@ impl ReadOwned for RemoveRaftVoterResponse<'static> {
         let mut this = RemoveRaftVoterResponse::default();
         this.throttle_time_ms = r.i32("RemoveRaftVoterResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("RemoveRaftVoterResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "RemoveRaftVoterResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "RemoveRaftVoterResponse.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "RemoveRaftVoterResponse._tagged_fields");
         Ok(this)
     }
@@ -53,6 +54,7 @@ impl ReadOwned for RemoveRaftVoterResponse<'static> {
 
 impl<'a> From<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: RemoveRaftVoterResponseView<'a>) -> Self {
         RemoveRaftVoterResponse {
             throttle_time_ms: view.throttle_time_ms(),

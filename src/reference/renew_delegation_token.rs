@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for RenewDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RenewDelegationTokenRequest::default();
-        this.hmac = owned_bytes(r.bytes(ver.flexible, "RenewDelegationTokenRequest.Hmac")?);
+        this.hmac = read_bytes(r, ver.flexible, "RenewDelegationTokenRequest.Hmac")?;
         this.renew_period_ms = r.i64("RenewDelegationTokenRequest.RenewPeriodMs")?;
         read_unknown_tagged_fields!(this, r, ver, "RenewDelegationTokenRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for RenewDelegationTokenRequest<'static> {
 
 impl<'a> From<RenewDelegationTokenRequestView<'a>> for RenewDelegationTokenRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: RenewDelegationTokenRequestView<'a>) -> Self {
         RenewDelegationTokenRequest {
             hmac: List::Borrowed(view.hmac()),
@@ -53,6 +54,7 @@ impl ReadOwned for RenewDelegationTokenResponse<'static> {
 
 impl<'a> From<RenewDelegationTokenResponseView<'a>> for RenewDelegationTokenResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: RenewDelegationTokenResponseView<'a>) -> Self {
         RenewDelegationTokenResponse {
             error_code: view.error_code(),

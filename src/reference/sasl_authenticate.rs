@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for SaslAuthenticateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslAuthenticateRequest::default();
-        this.auth_bytes = owned_bytes(r.bytes(ver.flexible, "SaslAuthenticateRequest.AuthBytes")?);
+        this.auth_bytes = read_bytes(r, ver.flexible, "SaslAuthenticateRequest.AuthBytes")?;
         read_unknown_tagged_fields!(this, r, ver, "SaslAuthenticateRequest._tagged_fields");
         Ok(this)
     }
@@ -24,6 +24,7 @@ impl ReadOwned for SaslAuthenticateRequest<'static> {
 
 impl<'a> From<SaslAuthenticateRequestView<'a>> for SaslAuthenticateRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SaslAuthenticateRequestView<'a>) -> Self {
         SaslAuthenticateRequest {
             auth_bytes: List::Borrowed(view.auth_bytes()),
@@ -42,9 +43,8 @@ impl ReadOwned for SaslAuthenticateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslAuthenticateResponse::default();
         this.error_code = r.i16("SaslAuthenticateResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(ver.flexible, "SaslAuthenticateResponse.ErrorMessage")?.map(owned_str);
-        this.auth_bytes = owned_bytes(r.bytes(ver.flexible, "SaslAuthenticateResponse.AuthBytes")?);
+        this.error_message = read_nullable_str(r, ver.flexible, "SaslAuthenticateResponse.ErrorMessage")?;
+        this.auth_bytes = read_bytes(r, ver.flexible, "SaslAuthenticateResponse.AuthBytes")?;
         if ver.version >= 1 {
             this.session_lifetime_ms = r.i64("SaslAuthenticateResponse.SessionLifetimeMs")?;
         }
@@ -55,6 +55,7 @@ impl ReadOwned for SaslAuthenticateResponse<'static> {
 
 impl<'a> From<SaslAuthenticateResponseView<'a>> for SaslAuthenticateResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SaslAuthenticateResponseView<'a>) -> Self {
         SaslAuthenticateResponse {
             error_code: view.error_code(),

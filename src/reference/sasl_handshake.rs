@@ -16,13 +16,14 @@ use crate::prelude::*;
 impl ReadOwned for SaslHandshakeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslHandshakeRequest::default();
-        this.mechanism = owned_str(r.str(false, "SaslHandshakeRequest.Mechanism")?);
+        this.mechanism = read_str(r, false, "SaslHandshakeRequest.Mechanism")?;
         Ok(this)
     }
 }
 
 impl<'a> From<SaslHandshakeRequestView<'a>> for SaslHandshakeRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SaslHandshakeRequestView<'a>) -> Self {
         SaslHandshakeRequest { mechanism: Str::Borrowed(view.mechanism()) }
     }
@@ -43,6 +44,7 @@ impl ReadOwned for SaslHandshakeResponse<'static> {
 
 impl<'a> From<SaslHandshakeResponseView<'a>> for SaslHandshakeResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SaslHandshakeResponseView<'a>) -> Self {
         SaslHandshakeResponse { error_code: view.error_code(), mechanisms: list_from_view(view.mechanisms()) }
     }

@@ -16,8 +16,8 @@ use crate::prelude::*;
 impl ReadOwned for ShareAcknowledgeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareAcknowledgeRequest::default();
-        this.group_id = r.nullable_str(true, "ShareAcknowledgeRequest.GroupId")?.map(owned_str);
-        this.member_id = r.nullable_str(true, "ShareAcknowledgeRequest.MemberId")?.map(owned_str);
+        this.group_id = read_nullable_str(r, true, "ShareAcknowledgeRequest.GroupId")?;
+        this.member_id = read_nullable_str(r, true, "ShareAcknowledgeRequest.MemberId")?;
         this.share_session_epoch = r.i32("ShareAcknowledgeRequest.ShareSessionEpoch")?;
         if ver.version == 2 {
             this.is_renew_ack = r.bool("ShareAcknowledgeRequest.IsRenewAck")?;
@@ -30,6 +30,7 @@ impl ReadOwned for ShareAcknowledgeRequest<'static> {
 
 impl<'a> From<ShareAcknowledgeRequestView<'a>> for ShareAcknowledgeRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareAcknowledgeRequestView<'a>) -> Self {
         ShareAcknowledgeRequest {
             group_id: view.group_id().map(Str::Borrowed),
@@ -63,6 +64,7 @@ impl ReadOwned for AcknowledgeTopic<'static> {
 
 impl<'a> From<AcknowledgeTopicView<'a>> for AcknowledgeTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AcknowledgeTopicView<'a>) -> Self {
         AcknowledgeTopic {
             topic_id: view.topic_id(),
@@ -89,6 +91,7 @@ impl ReadOwned for AcknowledgePartition<'static> {
 
 impl<'a> From<AcknowledgePartitionView<'a>> for AcknowledgePartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AcknowledgePartitionView<'a>) -> Self {
         AcknowledgePartition {
             partition_index: view.partition_index(),
@@ -115,6 +118,7 @@ impl ReadOwned for AcknowledgementBatch<'static> {
 
 impl<'a> From<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AcknowledgementBatchView<'a>) -> Self {
         AcknowledgementBatch {
             first_offset: view.first_offset(),
@@ -132,7 +136,7 @@ impl ReadOwned for ShareAcknowledgeResponse<'static> {
         let mut this = ShareAcknowledgeResponse::default();
         this.throttle_time_ms = r.i32("ShareAcknowledgeResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("ShareAcknowledgeResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "ShareAcknowledgeResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "ShareAcknowledgeResponse.ErrorMessage")?;
         if ver.version == 2 {
             this.acquisition_lock_timeout_ms = r.i32("ShareAcknowledgeResponse.AcquisitionLockTimeoutMs")?;
         }
@@ -145,6 +149,7 @@ impl ReadOwned for ShareAcknowledgeResponse<'static> {
 
 impl<'a> From<ShareAcknowledgeResponseView<'a>> for ShareAcknowledgeResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareAcknowledgeResponseView<'a>) -> Self {
         ShareAcknowledgeResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -180,6 +185,7 @@ impl ReadOwned for ShareAcknowledgeTopicResponse<'static> {
 
 impl<'a> From<ShareAcknowledgeTopicResponseView<'a>> for ShareAcknowledgeTopicResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareAcknowledgeTopicResponseView<'a>) -> Self {
         ShareAcknowledgeTopicResponse {
             topic_id: view.topic_id(),
@@ -198,7 +204,7 @@ impl ReadOwned for PartitionData<'static> {
         let mut this = PartitionData::default();
         this.partition_index = r.i32("PartitionData.PartitionIndex")?;
         this.error_code = r.i16("PartitionData.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionData.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionData.ErrorMessage")?;
         this.current_leader = LeaderIdAndEpoch::read_owned(r, ver, "PartitionData.CurrentLeader")?;
         read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
@@ -207,6 +213,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition_index: view.partition_index(),
@@ -234,6 +241,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
 
 impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
@@ -249,9 +257,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.i32("NodeEndpoint.Port")?;
-        this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
+        this.rack = read_nullable_str(r, true, "NodeEndpoint.Rack")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
@@ -259,6 +267,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

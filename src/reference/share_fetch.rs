@@ -16,8 +16,8 @@ use crate::prelude::*;
 impl ReadOwned for ShareFetchRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareFetchRequest::default();
-        this.group_id = r.nullable_str(true, "ShareFetchRequest.GroupId")?.map(owned_str);
-        this.member_id = r.nullable_str(true, "ShareFetchRequest.MemberId")?.map(owned_str);
+        this.group_id = read_nullable_str(r, true, "ShareFetchRequest.GroupId")?;
+        this.member_id = read_nullable_str(r, true, "ShareFetchRequest.MemberId")?;
         this.share_session_epoch = r.i32("ShareFetchRequest.ShareSessionEpoch")?;
         this.max_wait_ms = r.i32("ShareFetchRequest.MaxWaitMs")?;
         this.min_bytes = r.i32("ShareFetchRequest.MinBytes")?;
@@ -39,6 +39,7 @@ impl ReadOwned for ShareFetchRequest<'static> {
 
 impl<'a> From<ShareFetchRequestView<'a>> for ShareFetchRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareFetchRequestView<'a>) -> Self {
         ShareFetchRequest {
             group_id: view.group_id().map(Str::Borrowed),
@@ -83,6 +84,7 @@ impl ReadOwned for FetchTopic<'static> {
 
 impl<'a> From<FetchTopicView<'a>> for FetchTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchTopicView<'a>) -> Self {
         FetchTopic {
             topic_id: view.topic_id(),
@@ -109,6 +111,7 @@ impl ReadOwned for FetchPartition<'static> {
 
 impl<'a> From<FetchPartitionView<'a>> for FetchPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FetchPartitionView<'a>) -> Self {
         FetchPartition {
             partition_index: view.partition_index(),
@@ -137,6 +140,7 @@ impl ReadOwned for AcknowledgementBatch<'static> {
 
 impl<'a> From<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AcknowledgementBatchView<'a>) -> Self {
         AcknowledgementBatch {
             first_offset: view.first_offset(),
@@ -161,6 +165,7 @@ impl ReadOwned for ForgottenTopic<'static> {
 
 impl<'a> From<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ForgottenTopicView<'a>) -> Self {
         ForgottenTopic {
             topic_id: view.topic_id(),
@@ -177,7 +182,7 @@ impl ReadOwned for ShareFetchResponse<'static> {
         let mut this = ShareFetchResponse::default();
         this.throttle_time_ms = r.i32("ShareFetchResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("ShareFetchResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "ShareFetchResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "ShareFetchResponse.ErrorMessage")?;
         this.acquisition_lock_timeout_ms = r.i32("ShareFetchResponse.AcquisitionLockTimeoutMs")?;
         this.responses = List::Owned(read_list(r, ver, "ShareFetchResponse.Responses")?);
         this.node_endpoints = List::Owned(read_list(r, ver, "ShareFetchResponse.NodeEndpoints")?);
@@ -188,6 +193,7 @@ impl ReadOwned for ShareFetchResponse<'static> {
 
 impl<'a> From<ShareFetchResponseView<'a>> for ShareFetchResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareFetchResponseView<'a>) -> Self {
         ShareFetchResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -220,6 +226,7 @@ impl ReadOwned for ShareFetchableTopicResponse<'static> {
 
 impl<'a> From<ShareFetchableTopicResponseView<'a>> for ShareFetchableTopicResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareFetchableTopicResponseView<'a>) -> Self {
         ShareFetchableTopicResponse {
             topic_id: view.topic_id(),
@@ -238,12 +245,11 @@ impl ReadOwned for PartitionData<'static> {
         let mut this = PartitionData::default();
         this.partition_index = r.i32("PartitionData.PartitionIndex")?;
         this.error_code = r.i16("PartitionData.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionData.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionData.ErrorMessage")?;
         this.acknowledge_error_code = r.i16("PartitionData.AcknowledgeErrorCode")?;
-        this.acknowledge_error_message =
-            r.nullable_str(true, "PartitionData.AcknowledgeErrorMessage")?.map(owned_str);
+        this.acknowledge_error_message = read_nullable_str(r, true, "PartitionData.AcknowledgeErrorMessage")?;
         this.current_leader = LeaderIdAndEpoch::read_owned(r, ver, "PartitionData.CurrentLeader")?;
-        this.records = owned_bytes(r.bytes(true, "PartitionData.Records")?);
+        this.records = read_bytes(r, true, "PartitionData.Records")?;
         this.acquired_records = List::Owned(read_list(r, ver, "PartitionData.AcquiredRecords")?);
         read_unknown_tagged_fields!(this, r, ver, "PartitionData._tagged_fields");
         Ok(this)
@@ -252,6 +258,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition_index: view.partition_index(),
@@ -284,6 +291,7 @@ impl ReadOwned for LeaderIdAndEpoch<'static> {
 
 impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: LeaderIdAndEpochView<'a>) -> Self {
         LeaderIdAndEpoch {
             leader_id: view.leader_id(),
@@ -308,6 +316,7 @@ impl ReadOwned for AcquiredRecords<'static> {
 
 impl<'a> From<AcquiredRecordsView<'a>> for AcquiredRecords<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AcquiredRecordsView<'a>) -> Self {
         AcquiredRecords {
             first_offset: view.first_offset(),
@@ -324,9 +333,9 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.i32("NodeEndpoint.Port")?;
-        this.rack = r.nullable_str(true, "NodeEndpoint.Rack")?.map(owned_str);
+        this.rack = read_nullable_str(r, true, "NodeEndpoint.Rack")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
     }
@@ -334,6 +343,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

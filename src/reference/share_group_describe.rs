@@ -26,6 +26,7 @@ impl ReadOwned for ShareGroupDescribeRequest<'static> {
 
 impl<'a> From<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareGroupDescribeRequestView<'a>) -> Self {
         ShareGroupDescribeRequest {
             group_ids: list_from_view(view.group_ids()),
@@ -51,6 +52,7 @@ impl ReadOwned for ShareGroupDescribeResponse<'static> {
 
 impl<'a> From<ShareGroupDescribeResponseView<'a>> for ShareGroupDescribeResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareGroupDescribeResponseView<'a>) -> Self {
         ShareGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -70,12 +72,12 @@ impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroup::default();
         this.error_code = r.i16("DescribedGroup.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "DescribedGroup.ErrorMessage")?.map(owned_str);
-        this.group_id = owned_str(r.str(true, "DescribedGroup.GroupId")?);
-        this.group_state = owned_str(r.str(true, "DescribedGroup.GroupState")?);
+        this.error_message = read_nullable_str(r, true, "DescribedGroup.ErrorMessage")?;
+        this.group_id = read_str(r, true, "DescribedGroup.GroupId")?;
+        this.group_state = read_str(r, true, "DescribedGroup.GroupState")?;
         this.group_epoch = r.i32("DescribedGroup.GroupEpoch")?;
         this.assignment_epoch = r.i32("DescribedGroup.AssignmentEpoch")?;
-        this.assignor_name = owned_str(r.str(true, "DescribedGroup.AssignorName")?);
+        this.assignor_name = read_str(r, true, "DescribedGroup.AssignorName")?;
         this.members = List::Owned(read_list(r, ver, "DescribedGroup.Members")?);
         this.authorized_operations = r.i32("DescribedGroup.AuthorizedOperations")?;
         read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
@@ -85,6 +87,7 @@ impl ReadOwned for DescribedGroup<'static> {
 
 impl<'a> From<DescribedGroupView<'a>> for DescribedGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribedGroupView<'a>) -> Self {
         DescribedGroup {
             error_code: view.error_code(),
@@ -108,11 +111,11 @@ as_version!(DescribedGroup<'_>, |v, ver| {
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Member::default();
-        this.member_id = owned_str(r.str(true, "Member.MemberId")?);
-        this.rack_id = r.nullable_str(true, "Member.RackId")?.map(owned_str);
+        this.member_id = read_str(r, true, "Member.MemberId")?;
+        this.rack_id = read_nullable_str(r, true, "Member.RackId")?;
         this.member_epoch = r.i32("Member.MemberEpoch")?;
-        this.client_id = owned_str(r.str(true, "Member.ClientId")?);
-        this.client_host = owned_str(r.str(true, "Member.ClientHost")?);
+        this.client_id = read_str(r, true, "Member.ClientId")?;
+        this.client_host = read_str(r, true, "Member.ClientHost")?;
         this.subscribed_topic_names = List::Owned(read_list(r, ver, "Member.SubscribedTopicNames")?);
         this.assignment = Assignment::read_owned(r, ver, "Member.Assignment")?;
         read_unknown_tagged_fields!(this, r, ver, "Member._tagged_fields");
@@ -122,6 +125,7 @@ impl ReadOwned for Member<'static> {
 
 impl<'a> From<MemberView<'a>> for Member<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MemberView<'a>) -> Self {
         Member {
             member_id: Str::Borrowed(view.member_id()),
@@ -151,6 +155,7 @@ impl ReadOwned for Assignment<'static> {
 
 impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
@@ -167,7 +172,7 @@ impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartitions::default();
         this.topic_id = r.uuid("TopicPartitions.TopicId")?;
-        this.topic_name = owned_str(r.str(true, "TopicPartitions.TopicName")?);
+        this.topic_name = read_str(r, true, "TopicPartitions.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "TopicPartitions.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "TopicPartitions._tagged_fields");
         Ok(this)
@@ -176,6 +181,7 @@ impl ReadOwned for TopicPartitions<'static> {
 
 impl<'a> From<TopicPartitionsView<'a>> for TopicPartitions<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicPartitionsView<'a>) -> Self {
         TopicPartitions {
             topic_id: view.topic_id(),

@@ -16,10 +16,10 @@ use crate::prelude::*;
 impl ReadOwned for ShareGroupHeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareGroupHeartbeatRequest::default();
-        this.group_id = owned_str(r.str(true, "ShareGroupHeartbeatRequest.GroupId")?);
-        this.member_id = owned_str(r.str(true, "ShareGroupHeartbeatRequest.MemberId")?);
+        this.group_id = read_str(r, true, "ShareGroupHeartbeatRequest.GroupId")?;
+        this.member_id = read_str(r, true, "ShareGroupHeartbeatRequest.MemberId")?;
         this.member_epoch = r.i32("ShareGroupHeartbeatRequest.MemberEpoch")?;
-        this.rack_id = r.nullable_str(true, "ShareGroupHeartbeatRequest.RackId")?.map(owned_str);
+        this.rack_id = read_nullable_str(r, true, "ShareGroupHeartbeatRequest.RackId")?;
         this.subscribed_topic_names =
             read_nullable_list(r, ver, "ShareGroupHeartbeatRequest.SubscribedTopicNames")?.map(List::Owned);
         read_unknown_tagged_fields!(this, r, ver, "ShareGroupHeartbeatRequest._tagged_fields");
@@ -29,6 +29,7 @@ impl ReadOwned for ShareGroupHeartbeatRequest<'static> {
 
 impl<'a> From<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareGroupHeartbeatRequestView<'a>) -> Self {
         ShareGroupHeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -50,8 +51,8 @@ impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
         let mut this = ShareGroupHeartbeatResponse::default();
         this.throttle_time_ms = r.i32("ShareGroupHeartbeatResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("ShareGroupHeartbeatResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "ShareGroupHeartbeatResponse.ErrorMessage")?.map(owned_str);
-        this.member_id = r.nullable_str(true, "ShareGroupHeartbeatResponse.MemberId")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "ShareGroupHeartbeatResponse.ErrorMessage")?;
+        this.member_id = read_nullable_str(r, true, "ShareGroupHeartbeatResponse.MemberId")?;
         this.member_epoch = r.i32("ShareGroupHeartbeatResponse.MemberEpoch")?;
         this.heartbeat_interval_ms = r.i32("ShareGroupHeartbeatResponse.HeartbeatIntervalMs")?;
         this.assignment = if r.i8("ShareGroupHeartbeatResponse.Assignment")? < 0 {
@@ -66,6 +67,7 @@ impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
 
 impl<'a> From<ShareGroupHeartbeatResponseView<'a>> for ShareGroupHeartbeatResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ShareGroupHeartbeatResponseView<'a>) -> Self {
         ShareGroupHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -97,6 +99,7 @@ impl ReadOwned for Assignment<'static> {
 
 impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             topic_partitions: list_from_view(view.topic_partitions()),
@@ -121,6 +124,7 @@ impl ReadOwned for TopicPartitions<'static> {
 
 impl<'a> From<TopicPartitionsView<'a>> for TopicPartitions<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicPartitionsView<'a>) -> Self {
         TopicPartitions {
             topic_id: view.topic_id(),

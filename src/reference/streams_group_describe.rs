@@ -30,6 +30,7 @@ impl ReadOwned for StreamsGroupDescribeRequest<'static> {
 
 impl<'a> From<StreamsGroupDescribeRequestView<'a>> for StreamsGroupDescribeRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupDescribeRequestView<'a>) -> Self {
         StreamsGroupDescribeRequest {
             group_ids: list_from_view(view.group_ids()),
@@ -60,6 +61,7 @@ impl ReadOwned for StreamsGroupDescribeResponse<'static> {
 
 impl<'a> From<StreamsGroupDescribeResponseView<'a>> for StreamsGroupDescribeResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupDescribeResponseView<'a>) -> Self {
         StreamsGroupDescribeResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -79,9 +81,9 @@ impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroup::default();
         this.error_code = r.i16("DescribedGroup.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "DescribedGroup.ErrorMessage")?.map(owned_str);
-        this.group_id = owned_str(r.str(true, "DescribedGroup.GroupId")?);
-        this.group_state = owned_str(r.str(true, "DescribedGroup.GroupState")?);
+        this.error_message = read_nullable_str(r, true, "DescribedGroup.ErrorMessage")?;
+        this.group_id = read_str(r, true, "DescribedGroup.GroupId")?;
+        this.group_state = read_str(r, true, "DescribedGroup.GroupState")?;
         this.group_epoch = r.i32("DescribedGroup.GroupEpoch")?;
         this.assignment_epoch = r.i32("DescribedGroup.AssignmentEpoch")?;
         this.topology = if r.i8("DescribedGroup.Topology")? < 0 {
@@ -102,7 +104,7 @@ impl ReadOwned for DescribedGroup<'static> {
             this.topology_description_status = r.i8("DescribedGroup.TopologyDescriptionStatus")?;
         }
         if ver.version == 1 {
-            this.assignor_name = r.nullable_str(true, "DescribedGroup.AssignorName")?.map(owned_str);
+            this.assignor_name = read_nullable_str(r, true, "DescribedGroup.AssignorName")?;
         }
         read_unknown_tagged_fields!(this, r, ver, "DescribedGroup._tagged_fields");
         Ok(this)
@@ -111,6 +113,7 @@ impl ReadOwned for DescribedGroup<'static> {
 
 impl<'a> From<DescribedGroupView<'a>> for DescribedGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: DescribedGroupView<'a>) -> Self {
         DescribedGroup {
             error_code: view.error_code(),
@@ -154,6 +157,7 @@ impl ReadOwned for Topology<'static> {
 
 impl<'a> From<TopologyView<'a>> for Topology<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyView<'a>) -> Self {
         Topology {
             epoch: view.epoch(),
@@ -170,7 +174,7 @@ as_version!(Topology<'_>, |v, ver| {
 impl ReadOwned for Subtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Subtopology::default();
-        this.subtopology_id = owned_str(r.str(true, "Subtopology.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "Subtopology.SubtopologyId")?;
         this.source_topics = List::Owned(read_list(r, ver, "Subtopology.SourceTopics")?);
         this.repartition_sink_topics = List::Owned(read_list(r, ver, "Subtopology.RepartitionSinkTopics")?);
         this.state_changelog_topics = List::Owned(read_list(r, ver, "Subtopology.StateChangelogTopics")?);
@@ -183,6 +187,7 @@ impl ReadOwned for Subtopology<'static> {
 
 impl<'a> From<SubtopologyView<'a>> for Subtopology<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SubtopologyView<'a>) -> Self {
         Subtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -203,7 +208,7 @@ as_version!(Subtopology<'_>, |v, ver| {
 impl ReadOwned for TopicInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicInfo::default();
-        this.name = owned_str(r.str(true, "TopicInfo.Name")?);
+        this.name = read_str(r, true, "TopicInfo.Name")?;
         this.partitions = r.i32("TopicInfo.Partitions")?;
         this.replication_factor = r.i16("TopicInfo.ReplicationFactor")?;
         this.topic_configs = List::Owned(read_list(r, ver, "TopicInfo.TopicConfigs")?);
@@ -214,6 +219,7 @@ impl ReadOwned for TopicInfo<'static> {
 
 impl<'a> From<TopicInfoView<'a>> for TopicInfo<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicInfoView<'a>) -> Self {
         TopicInfo {
             name: Str::Borrowed(view.name()),
@@ -232,8 +238,8 @@ as_version!(TopicInfo<'_>, |v, ver| {
 impl ReadOwned for KeyValue<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KeyValue::default();
-        this.key = owned_str(r.str(true, "KeyValue.Key")?);
-        this.value = owned_str(r.str(true, "KeyValue.Value")?);
+        this.key = read_str(r, true, "KeyValue.Key")?;
+        this.value = read_str(r, true, "KeyValue.Value")?;
         read_unknown_tagged_fields!(this, r, ver, "KeyValue._tagged_fields");
         Ok(this)
     }
@@ -241,6 +247,7 @@ impl ReadOwned for KeyValue<'static> {
 
 impl<'a> From<KeyValueView<'a>> for KeyValue<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: KeyValueView<'a>) -> Self {
         KeyValue {
             key: Str::Borrowed(view.key()),
@@ -255,14 +262,14 @@ as_version!(KeyValue<'_>);
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Member::default();
-        this.member_id = owned_str(r.str(true, "Member.MemberId")?);
+        this.member_id = read_str(r, true, "Member.MemberId")?;
         this.member_epoch = r.i32("Member.MemberEpoch")?;
-        this.instance_id = r.nullable_str(true, "Member.InstanceId")?.map(owned_str);
-        this.rack_id = r.nullable_str(true, "Member.RackId")?.map(owned_str);
-        this.client_id = owned_str(r.str(true, "Member.ClientId")?);
-        this.client_host = owned_str(r.str(true, "Member.ClientHost")?);
+        this.instance_id = read_nullable_str(r, true, "Member.InstanceId")?;
+        this.rack_id = read_nullable_str(r, true, "Member.RackId")?;
+        this.client_id = read_str(r, true, "Member.ClientId")?;
+        this.client_host = read_str(r, true, "Member.ClientHost")?;
         this.topology_epoch = r.i32("Member.TopologyEpoch")?;
-        this.process_id = owned_str(r.str(true, "Member.ProcessId")?);
+        this.process_id = read_str(r, true, "Member.ProcessId")?;
         this.user_endpoint = if r.i8("Member.UserEndpoint")? < 0 {
             None
         } else {
@@ -281,6 +288,7 @@ impl ReadOwned for Member<'static> {
 
 impl<'a> From<MemberView<'a>> for Member<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: MemberView<'a>) -> Self {
         Member {
             member_id: Str::Borrowed(view.member_id()),
@@ -315,7 +323,7 @@ as_version!(Member<'_>, |v, ver| {
 impl ReadOwned for Endpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Endpoint::default();
-        this.host = owned_str(r.str(true, "Endpoint.Host")?);
+        this.host = read_str(r, true, "Endpoint.Host")?;
         this.port = r.u16("Endpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "Endpoint._tagged_fields");
         Ok(this)
@@ -324,6 +332,7 @@ impl ReadOwned for Endpoint<'static> {
 
 impl<'a> From<EndpointView<'a>> for Endpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndpointView<'a>) -> Self {
         Endpoint {
             host: Str::Borrowed(view.host()),
@@ -338,7 +347,7 @@ as_version!(Endpoint<'_>);
 impl ReadOwned for TaskOffset<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskOffset::default();
-        this.subtopology_id = owned_str(r.str(true, "TaskOffset.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "TaskOffset.SubtopologyId")?;
         this.partition = r.i32("TaskOffset.Partition")?;
         this.offset = r.i64("TaskOffset.Offset")?;
         read_unknown_tagged_fields!(this, r, ver, "TaskOffset._tagged_fields");
@@ -348,6 +357,7 @@ impl ReadOwned for TaskOffset<'static> {
 
 impl<'a> From<TaskOffsetView<'a>> for TaskOffset<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TaskOffsetView<'a>) -> Self {
         TaskOffset {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -373,6 +383,7 @@ impl ReadOwned for Assignment<'static> {
 
 impl<'a> From<AssignmentView<'a>> for Assignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: AssignmentView<'a>) -> Self {
         Assignment {
             active_tasks: list_from_view(view.active_tasks()),
@@ -392,7 +403,7 @@ as_version!(Assignment<'_>, |v, ver| {
 impl ReadOwned for TaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskIds::default();
-        this.subtopology_id = owned_str(r.str(true, "TaskIds.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "TaskIds.SubtopologyId")?;
         this.partitions = List::Owned(read_list(r, ver, "TaskIds.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "TaskIds._tagged_fields");
         Ok(this)
@@ -401,6 +412,7 @@ impl ReadOwned for TaskIds<'static> {
 
 impl<'a> From<TaskIdsView<'a>> for TaskIds<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TaskIdsView<'a>) -> Self {
         TaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -424,6 +436,7 @@ impl ReadOwned for TopologyDescription<'static> {
 
 impl<'a> From<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionView<'a>) -> Self {
         TopologyDescription {
             subtopologies: list_from_view(view.subtopologies()),
@@ -441,7 +454,7 @@ as_version!(TopologyDescription<'_>, |v, ver| {
 impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionSubtopology::default();
-        this.subtopology_id = owned_str(r.str(true, "TopologyDescriptionSubtopology.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "TopologyDescriptionSubtopology.SubtopologyId")?;
         this.nodes = List::Owned(read_list(r, ver, "TopologyDescriptionSubtopology.Nodes")?);
         read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionSubtopology._tagged_fields");
         Ok(this)
@@ -450,6 +463,7 @@ impl ReadOwned for TopologyDescriptionSubtopology<'static> {
 
 impl<'a> From<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptionSubtopology<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionSubtopologyView<'a>) -> Self {
         TopologyDescriptionSubtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -466,10 +480,10 @@ as_version!(TopologyDescriptionSubtopology<'_>, |v, ver| {
 impl ReadOwned for TopologyDescriptionNode<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionNode::default();
-        this.name = owned_str(r.str(true, "TopologyDescriptionNode.Name")?);
+        this.name = read_str(r, true, "TopologyDescriptionNode.Name")?;
         this.node_type = r.i8("TopologyDescriptionNode.NodeType")?;
         this.source_topics = List::Owned(read_list(r, ver, "TopologyDescriptionNode.SourceTopics")?);
-        this.sink_topic = r.nullable_str(true, "TopologyDescriptionNode.SinkTopic")?.map(owned_str);
+        this.sink_topic = read_nullable_str(r, true, "TopologyDescriptionNode.SinkTopic")?;
         this.stores = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Stores")?);
         this.successors = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Successors")?);
         read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionNode._tagged_fields");
@@ -479,6 +493,7 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
 
 impl<'a> From<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionNodeView<'a>) -> Self {
         TopologyDescriptionNode {
             name: Str::Borrowed(view.name()),
@@ -507,6 +522,7 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
 
 impl<'a> From<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptionGlobalStore<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionGlobalStoreView<'a>) -> Self {
         TopologyDescriptionGlobalStore {
             source: view.source().into(),

@@ -16,12 +16,12 @@ use crate::prelude::*;
 impl ReadOwned for StreamsGroupHeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequest::default();
-        this.group_id = owned_str(r.str(true, "StreamsGroupHeartbeatRequest.GroupId")?);
-        this.member_id = owned_str(r.str(true, "StreamsGroupHeartbeatRequest.MemberId")?);
+        this.group_id = read_str(r, true, "StreamsGroupHeartbeatRequest.GroupId")?;
+        this.member_id = read_str(r, true, "StreamsGroupHeartbeatRequest.MemberId")?;
         this.member_epoch = r.i32("StreamsGroupHeartbeatRequest.MemberEpoch")?;
         this.endpoint_information_epoch = r.i32("StreamsGroupHeartbeatRequest.EndpointInformationEpoch")?;
-        this.instance_id = r.nullable_str(true, "StreamsGroupHeartbeatRequest.InstanceId")?.map(owned_str);
-        this.rack_id = r.nullable_str(true, "StreamsGroupHeartbeatRequest.RackId")?.map(owned_str);
+        this.instance_id = read_nullable_str(r, true, "StreamsGroupHeartbeatRequest.InstanceId")?;
+        this.rack_id = read_nullable_str(r, true, "StreamsGroupHeartbeatRequest.RackId")?;
         this.rebalance_timeout_ms = r.i32("StreamsGroupHeartbeatRequest.RebalanceTimeoutMs")?;
         this.topology = if r.i8("StreamsGroupHeartbeatRequest.Topology")? < 0 {
             None
@@ -34,7 +34,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequest<'static> {
             read_nullable_list(r, ver, "StreamsGroupHeartbeatRequest.StandbyTasks")?.map(List::Owned);
         this.warmup_tasks =
             read_nullable_list(r, ver, "StreamsGroupHeartbeatRequest.WarmupTasks")?.map(List::Owned);
-        this.process_id = r.nullable_str(true, "StreamsGroupHeartbeatRequest.ProcessId")?.map(owned_str);
+        this.process_id = read_nullable_str(r, true, "StreamsGroupHeartbeatRequest.ProcessId")?;
         this.user_endpoint = if r.i8("StreamsGroupHeartbeatRequest.UserEndpoint")? < 0 {
             None
         } else {
@@ -58,6 +58,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequest<'static> {
 
 impl<'a> From<StreamsGroupHeartbeatRequestView<'a>> for StreamsGroupHeartbeatRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupHeartbeatRequestView<'a>) -> Self {
         StreamsGroupHeartbeatRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -107,6 +108,7 @@ impl ReadOwned for Topology<'static> {
 
 impl<'a> From<TopologyView<'a>> for Topology<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyView<'a>) -> Self {
         Topology {
             epoch: view.epoch(),
@@ -123,7 +125,7 @@ as_version!(Topology<'_>, |v, ver| {
 impl ReadOwned for Subtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Subtopology::default();
-        this.subtopology_id = owned_str(r.str(true, "Subtopology.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "Subtopology.SubtopologyId")?;
         this.source_topics = List::Owned(read_list(r, ver, "Subtopology.SourceTopics")?);
         this.source_topic_regex = List::Owned(read_list(r, ver, "Subtopology.SourceTopicRegex")?);
         this.state_changelog_topics = List::Owned(read_list(r, ver, "Subtopology.StateChangelogTopics")?);
@@ -138,6 +140,7 @@ impl ReadOwned for Subtopology<'static> {
 
 impl<'a> From<SubtopologyView<'a>> for Subtopology<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SubtopologyView<'a>) -> Self {
         Subtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -161,7 +164,7 @@ as_version!(Subtopology<'_>, |v, ver| {
 impl ReadOwned for TopicInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicInfo::default();
-        this.name = owned_str(r.str(true, "TopicInfo.Name")?);
+        this.name = read_str(r, true, "TopicInfo.Name")?;
         this.partitions = r.i32("TopicInfo.Partitions")?;
         this.replication_factor = r.i16("TopicInfo.ReplicationFactor")?;
         this.topic_configs = List::Owned(read_list(r, ver, "TopicInfo.TopicConfigs")?);
@@ -172,6 +175,7 @@ impl ReadOwned for TopicInfo<'static> {
 
 impl<'a> From<TopicInfoView<'a>> for TopicInfo<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicInfoView<'a>) -> Self {
         TopicInfo {
             name: Str::Borrowed(view.name()),
@@ -190,8 +194,8 @@ as_version!(TopicInfo<'_>, |v, ver| {
 impl ReadOwned for KeyValue<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KeyValue::default();
-        this.key = owned_str(r.str(true, "KeyValue.Key")?);
-        this.value = owned_str(r.str(true, "KeyValue.Value")?);
+        this.key = read_str(r, true, "KeyValue.Key")?;
+        this.value = read_str(r, true, "KeyValue.Value")?;
         read_unknown_tagged_fields!(this, r, ver, "KeyValue._tagged_fields");
         Ok(this)
     }
@@ -199,6 +203,7 @@ impl ReadOwned for KeyValue<'static> {
 
 impl<'a> From<KeyValueView<'a>> for KeyValue<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: KeyValueView<'a>) -> Self {
         KeyValue {
             key: Str::Borrowed(view.key()),
@@ -224,6 +229,7 @@ impl ReadOwned for CopartitionGroup<'static> {
 
 impl<'a> From<CopartitionGroupView<'a>> for CopartitionGroup<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CopartitionGroupView<'a>) -> Self {
         CopartitionGroup {
             source_topics: list_from_view(view.source_topics()),
@@ -239,7 +245,7 @@ as_version!(CopartitionGroup<'_>);
 impl ReadOwned for StreamsGroupHeartbeatRequestTaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequestTaskIds::default();
-        this.subtopology_id = owned_str(r.str(true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "StreamsGroupHeartbeatRequestTaskIds.SubtopologyId")?;
         this.partitions = List::Owned(read_list(r, ver, "StreamsGroupHeartbeatRequestTaskIds.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequestTaskIds._tagged_fields");
         Ok(this)
@@ -248,6 +254,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequestTaskIds<'static> {
 
 impl<'a> From<StreamsGroupHeartbeatRequestTaskIdsView<'a>> for StreamsGroupHeartbeatRequestTaskIds<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupHeartbeatRequestTaskIdsView<'a>) -> Self {
         StreamsGroupHeartbeatRequestTaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -262,7 +269,7 @@ as_version!(StreamsGroupHeartbeatRequestTaskIds<'_>);
 impl ReadOwned for StreamsGroupHeartbeatRequestEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequestEndpoint::default();
-        this.host = owned_str(r.str(true, "StreamsGroupHeartbeatRequestEndpoint.Host")?);
+        this.host = read_str(r, true, "StreamsGroupHeartbeatRequestEndpoint.Host")?;
         this.port = r.u16("StreamsGroupHeartbeatRequestEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatRequestEndpoint._tagged_fields");
         Ok(this)
@@ -271,6 +278,7 @@ impl ReadOwned for StreamsGroupHeartbeatRequestEndpoint<'static> {
 
 impl<'a> From<StreamsGroupHeartbeatRequestEndpointView<'a>> for StreamsGroupHeartbeatRequestEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupHeartbeatRequestEndpointView<'a>) -> Self {
         StreamsGroupHeartbeatRequestEndpoint {
             host: Str::Borrowed(view.host()),
@@ -285,7 +293,7 @@ as_version!(StreamsGroupHeartbeatRequestEndpoint<'_>);
 impl ReadOwned for TaskOffset<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskOffset::default();
-        this.subtopology_id = owned_str(r.str(true, "TaskOffset.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "TaskOffset.SubtopologyId")?;
         this.partition = r.i32("TaskOffset.Partition")?;
         this.offset = r.i64("TaskOffset.Offset")?;
         read_unknown_tagged_fields!(this, r, ver, "TaskOffset._tagged_fields");
@@ -295,6 +303,7 @@ impl ReadOwned for TaskOffset<'static> {
 
 impl<'a> From<TaskOffsetView<'a>> for TaskOffset<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TaskOffsetView<'a>) -> Self {
         TaskOffset {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -312,9 +321,8 @@ impl ReadOwned for StreamsGroupHeartbeatResponse<'static> {
         let mut this = StreamsGroupHeartbeatResponse::default();
         this.throttle_time_ms = r.i32("StreamsGroupHeartbeatResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("StreamsGroupHeartbeatResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "StreamsGroupHeartbeatResponse.ErrorMessage")?.map(owned_str);
-        this.member_id = owned_str(r.str(true, "StreamsGroupHeartbeatResponse.MemberId")?);
+        this.error_message = read_nullable_str(r, true, "StreamsGroupHeartbeatResponse.ErrorMessage")?;
+        this.member_id = read_str(r, true, "StreamsGroupHeartbeatResponse.MemberId")?;
         this.member_epoch = r.i32("StreamsGroupHeartbeatResponse.MemberEpoch")?;
         this.heartbeat_interval_ms = r.i32("StreamsGroupHeartbeatResponse.HeartbeatIntervalMs")?;
         if ver.version == 0 {
@@ -347,6 +355,7 @@ impl ReadOwned for StreamsGroupHeartbeatResponse<'static> {
 
 impl<'a> From<StreamsGroupHeartbeatResponseView<'a>> for StreamsGroupHeartbeatResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupHeartbeatResponseView<'a>) -> Self {
         StreamsGroupHeartbeatResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -393,7 +402,7 @@ impl ReadOwned for Status<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Status::default();
         this.status_code = r.i8("Status.StatusCode")?;
-        this.status_detail = owned_str(r.str(true, "Status.StatusDetail")?);
+        this.status_detail = read_str(r, true, "Status.StatusDetail")?;
         read_unknown_tagged_fields!(this, r, ver, "Status._tagged_fields");
         Ok(this)
     }
@@ -401,6 +410,7 @@ impl ReadOwned for Status<'static> {
 
 impl<'a> From<StatusView<'a>> for Status<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StatusView<'a>) -> Self {
         Status {
             status_code: view.status_code(),
@@ -415,7 +425,7 @@ as_version!(Status<'_>);
 impl ReadOwned for StreamsGroupHeartbeatResponseTaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatResponseTaskIds::default();
-        this.subtopology_id = owned_str(r.str(true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "StreamsGroupHeartbeatResponseTaskIds.SubtopologyId")?;
         this.partitions = List::Owned(read_list(r, ver, "StreamsGroupHeartbeatResponseTaskIds.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponseTaskIds._tagged_fields");
         Ok(this)
@@ -424,6 +434,7 @@ impl ReadOwned for StreamsGroupHeartbeatResponseTaskIds<'static> {
 
 impl<'a> From<StreamsGroupHeartbeatResponseTaskIdsView<'a>> for StreamsGroupHeartbeatResponseTaskIds<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupHeartbeatResponseTaskIdsView<'a>) -> Self {
         StreamsGroupHeartbeatResponseTaskIds {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -449,6 +460,7 @@ impl ReadOwned for EndpointToPartitions<'static> {
 
 impl<'a> From<EndpointToPartitionsView<'a>> for EndpointToPartitions<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: EndpointToPartitionsView<'a>) -> Self {
         EndpointToPartitions {
             user_endpoint: view.user_endpoint().into(),
@@ -468,7 +480,7 @@ as_version!(EndpointToPartitions<'_>, |v, ver| {
 impl ReadOwned for StreamsGroupHeartbeatResponseEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatResponseEndpoint::default();
-        this.host = owned_str(r.str(true, "StreamsGroupHeartbeatResponseEndpoint.Host")?);
+        this.host = read_str(r, true, "StreamsGroupHeartbeatResponseEndpoint.Host")?;
         this.port = r.u16("StreamsGroupHeartbeatResponseEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "StreamsGroupHeartbeatResponseEndpoint._tagged_fields");
         Ok(this)
@@ -477,6 +489,7 @@ impl ReadOwned for StreamsGroupHeartbeatResponseEndpoint<'static> {
 
 impl<'a> From<StreamsGroupHeartbeatResponseEndpointView<'a>> for StreamsGroupHeartbeatResponseEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupHeartbeatResponseEndpointView<'a>) -> Self {
         StreamsGroupHeartbeatResponseEndpoint {
             host: Str::Borrowed(view.host()),
@@ -491,7 +504,7 @@ as_version!(StreamsGroupHeartbeatResponseEndpoint<'_>);
 impl ReadOwned for TopicPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartition::default();
-        this.topic = owned_str(r.str(true, "TopicPartition.Topic")?);
+        this.topic = read_str(r, true, "TopicPartition.Topic")?;
         this.partitions = List::Owned(read_list(r, ver, "TopicPartition.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "TopicPartition._tagged_fields");
         Ok(this)
@@ -500,6 +513,7 @@ impl ReadOwned for TopicPartition<'static> {
 
 impl<'a> From<TopicPartitionView<'a>> for TopicPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopicPartitionView<'a>) -> Self {
         TopicPartition {
             topic: Str::Borrowed(view.topic()),

@@ -16,8 +16,8 @@ use crate::prelude::*;
 impl ReadOwned for StreamsGroupTopologyDescriptionUpdateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupTopologyDescriptionUpdateRequest::default();
-        this.group_id = owned_str(r.str(true, "StreamsGroupTopologyDescriptionUpdateRequest.GroupId")?);
-        this.member_id = owned_str(r.str(true, "StreamsGroupTopologyDescriptionUpdateRequest.MemberId")?);
+        this.group_id = read_str(r, true, "StreamsGroupTopologyDescriptionUpdateRequest.GroupId")?;
+        this.member_id = read_str(r, true, "StreamsGroupTopologyDescriptionUpdateRequest.MemberId")?;
         this.topology_epoch = r.i32("StreamsGroupTopologyDescriptionUpdateRequest.TopologyEpoch")?;
         this.topology_description = TopologyDescription::read_owned(
             r,
@@ -38,6 +38,7 @@ impl<'a> From<StreamsGroupTopologyDescriptionUpdateRequestView<'a>>
     for StreamsGroupTopologyDescriptionUpdateRequest<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupTopologyDescriptionUpdateRequestView<'a>) -> Self {
         StreamsGroupTopologyDescriptionUpdateRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -67,6 +68,7 @@ impl ReadOwned for TopologyDescription<'static> {
 
 impl<'a> From<TopologyDescriptionView<'a>> for TopologyDescription<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionView<'a>) -> Self {
         TopologyDescription {
             subtopologies: list_from_view(view.subtopologies()),
@@ -84,7 +86,7 @@ as_version!(TopologyDescription<'_>, |v, ver| {
 impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionSubtopology::default();
-        this.subtopology_id = owned_str(r.str(true, "TopologyDescriptionSubtopology.SubtopologyId")?);
+        this.subtopology_id = read_str(r, true, "TopologyDescriptionSubtopology.SubtopologyId")?;
         this.nodes = List::Owned(read_list(r, ver, "TopologyDescriptionSubtopology.Nodes")?);
         read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionSubtopology._tagged_fields");
         Ok(this)
@@ -93,6 +95,7 @@ impl ReadOwned for TopologyDescriptionSubtopology<'static> {
 
 impl<'a> From<TopologyDescriptionSubtopologyView<'a>> for TopologyDescriptionSubtopology<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionSubtopologyView<'a>) -> Self {
         TopologyDescriptionSubtopology {
             subtopology_id: Str::Borrowed(view.subtopology_id()),
@@ -109,10 +112,10 @@ as_version!(TopologyDescriptionSubtopology<'_>, |v, ver| {
 impl ReadOwned for TopologyDescriptionNode<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionNode::default();
-        this.name = owned_str(r.str(true, "TopologyDescriptionNode.Name")?);
+        this.name = read_str(r, true, "TopologyDescriptionNode.Name")?;
         this.node_type = r.i8("TopologyDescriptionNode.NodeType")?;
         this.source_topics = List::Owned(read_list(r, ver, "TopologyDescriptionNode.SourceTopics")?);
-        this.sink_topic = r.nullable_str(true, "TopologyDescriptionNode.SinkTopic")?.map(owned_str);
+        this.sink_topic = read_nullable_str(r, true, "TopologyDescriptionNode.SinkTopic")?;
         this.stores = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Stores")?);
         this.successors = List::Owned(read_list(r, ver, "TopologyDescriptionNode.Successors")?);
         read_unknown_tagged_fields!(this, r, ver, "TopologyDescriptionNode._tagged_fields");
@@ -122,6 +125,7 @@ impl ReadOwned for TopologyDescriptionNode<'static> {
 
 impl<'a> From<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionNodeView<'a>) -> Self {
         TopologyDescriptionNode {
             name: Str::Borrowed(view.name()),
@@ -150,6 +154,7 @@ impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
 
 impl<'a> From<TopologyDescriptionGlobalStoreView<'a>> for TopologyDescriptionGlobalStore<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TopologyDescriptionGlobalStoreView<'a>) -> Self {
         TopologyDescriptionGlobalStore {
             source: view.source().into(),
@@ -169,9 +174,8 @@ impl ReadOwned for StreamsGroupTopologyDescriptionUpdateResponse<'static> {
         let mut this = StreamsGroupTopologyDescriptionUpdateResponse::default();
         this.throttle_time_ms = r.i32("StreamsGroupTopologyDescriptionUpdateResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("StreamsGroupTopologyDescriptionUpdateResponse.ErrorCode")?;
-        this.error_message = r
-            .nullable_str(true, "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage")?
-            .map(owned_str);
+        this.error_message =
+            read_nullable_str(r, true, "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage")?;
         read_unknown_tagged_fields!(
             this,
             r,
@@ -186,6 +190,7 @@ impl<'a> From<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
     for StreamsGroupTopologyDescriptionUpdateResponse<'a>
 {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StreamsGroupTopologyDescriptionUpdateResponseView<'a>) -> Self {
         StreamsGroupTopologyDescriptionUpdateResponse {
             throttle_time_ms: view.throttle_time_ms(),

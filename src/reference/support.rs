@@ -30,7 +30,7 @@ scalar!(i8 => i8, i16 => i16, i32 => i32, i64 => i64, u16 => u16, u32 => u32, f6
 
 impl ReadOwned for Str<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, field: &'static str) -> Result<Self, DecodeError> {
-        r.str(ver.flexible, field).map(owned_str)
+        read_str(r, ver.flexible, field)
     }
 }
 
@@ -41,7 +41,7 @@ pub(crate) fn read_list<T: ReadOwned>(
     ver: Ver,
     field: &'static str,
 ) -> Result<Vec<T>, DecodeError> {
-    let count = r.array_len_non_null(ver.flexible, field)?;
+    let count = array_count(r, ver.flexible, field)?;
     read_elements(r, count, ver, field)
 }
 
@@ -51,10 +51,31 @@ pub(crate) fn read_nullable_list<T: ReadOwned>(
     ver: Ver,
     field: &'static str,
 ) -> Result<Option<Vec<T>>, DecodeError> {
-    match r.array_len(ver.flexible, field)? {
+    match nullable_array_count(r, ver.flexible, field)? {
         Some(count) => read_elements(r, count, ver, field).map(Some),
         None => Ok(None),
     }
+}
+
+// The reads below are out of line, and the array counts' are not generic: the reader's
+// methods are inlined for the views, and inlined into each of the 484 structs' `read_owned`
+// and 282 element types' `read_list` they made most of the reference decoder's machine code
+// (docs/design.md, "Build cost"). The reference decoder is the tests' oracle, not a hot path.
+
+/// The count of a non-nullable array.
+#[inline(never)]
+fn array_count(r: &mut Reader<'_>, flexible: bool, field: &'static str) -> Result<usize, DecodeError> {
+    r.array_len_non_null(flexible, field)
+}
+
+/// The count of a nullable array (`None` for null).
+#[inline(never)]
+fn nullable_array_count(
+    r: &mut Reader<'_>,
+    flexible: bool,
+    field: &'static str,
+) -> Result<Option<usize>, DecodeError> {
+    r.array_len(flexible, field)
 }
 
 /// The most the reference decoder reserves for an array before reading its elements.
@@ -77,14 +98,56 @@ fn read_elements<T: ReadOwned>(
     Ok(items)
 }
 
+/// A non-nullable string, copied.
+#[inline(never)]
+pub(crate) fn read_str(
+    r: &mut Reader<'_>,
+    flexible: bool,
+    field: &'static str,
+) -> Result<Str<'static>, DecodeError> {
+    r.str(flexible, field).map(owned_str)
+}
+
+/// A nullable string, copied (`None` for null).
+#[inline(never)]
+pub(crate) fn read_nullable_str(
+    r: &mut Reader<'_>,
+    flexible: bool,
+    field: &'static str,
+) -> Result<Option<Str<'static>>, DecodeError> {
+    Ok(r.nullable_str(flexible, field)?.map(owned_str))
+}
+
+/// A non-nullable byte array (`bytes` or `records`), copied.
+#[allow(dead_code)]
+#[inline(never)]
+pub(crate) fn read_bytes(
+    r: &mut Reader<'_>,
+    flexible: bool,
+    field: &'static str,
+) -> Result<Bytes<'static>, DecodeError> {
+    r.bytes(flexible, field).map(owned_bytes)
+}
+
+/// A nullable byte array (`bytes` or `records`), copied (`None` for null).
+#[allow(dead_code)]
+#[inline(never)]
+pub(crate) fn read_nullable_bytes(
+    r: &mut Reader<'_>,
+    flexible: bool,
+    field: &'static str,
+) -> Result<Option<Bytes<'static>>, DecodeError> {
+    Ok(r.nullable_bytes(flexible, field)?.map(owned_bytes))
+}
+
 /// An owned copy of a string.
-pub(crate) fn owned_str(s: &str) -> Str<'static> {
+fn owned_str(s: &str) -> Str<'static> {
     Str::Owned(String::from(s))
 }
 
 /// An owned copy of a byte array (for messages with `bytes` fields).
 #[allow(dead_code)]
-pub(crate) fn owned_bytes(b: &[u8]) -> Bytes<'static> {
+fn owned_bytes(b: &[u8]) -> Bytes<'static> {
     List::Owned(b.to_vec())
 }
 
@@ -108,8 +171,16 @@ pub(crate) fn read_owned_body<B: Body + ReadOwned>(bytes: &[u8], version: i16) -
 
 /// Converts every element of an array view (the generated `From` of each struct's view,
 /// or the identity for scalars, or `Str::from` for strings).
+/// (A loop rather than `collect`, which reads the first element apart from the others and so
+/// inlines the array's iteration twice. The element's `From` is `#[inline(never)]`: it is
+/// public, so it is compiled on its own anyway, and inlined here it was compiled again into
+/// every struct that holds an array of it.)
 pub(crate) fn list_from_view<'a, V: Element<'a>, T: From<V>>(view: ArrayView<'a, V>) -> List<'a, T> {
-    List::Owned(view.iter().map(T::from).collect())
+    let mut items = Vec::with_capacity(view.len());
+    for item in view.iter() {
+        items.push(T::from(item));
+    }
+    List::Owned(items)
 }
 
 /// Reads the tagged section of a struct that knows no tagged fields into

@@ -16,20 +16,17 @@ use crate::prelude::*;
 impl ReadOwned for SyncGroupRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SyncGroupRequest::default();
-        this.group_id = owned_str(r.str(ver.flexible, "SyncGroupRequest.GroupId")?);
+        this.group_id = read_str(r, ver.flexible, "SyncGroupRequest.GroupId")?;
         this.generation_id = r.i32("SyncGroupRequest.GenerationId")?;
-        this.member_id = owned_str(r.str(ver.flexible, "SyncGroupRequest.MemberId")?);
+        this.member_id = read_str(r, ver.flexible, "SyncGroupRequest.MemberId")?;
         if ver.version >= 3 {
-            this.group_instance_id =
-                r.nullable_str(ver.flexible, "SyncGroupRequest.GroupInstanceId")?.map(owned_str);
+            this.group_instance_id = read_nullable_str(r, ver.flexible, "SyncGroupRequest.GroupInstanceId")?;
         }
         if ver.version == 5 {
-            this.protocol_type =
-                r.nullable_str(ver.flexible, "SyncGroupRequest.ProtocolType")?.map(owned_str);
+            this.protocol_type = read_nullable_str(r, ver.flexible, "SyncGroupRequest.ProtocolType")?;
         }
         if ver.version == 5 {
-            this.protocol_name =
-                r.nullable_str(ver.flexible, "SyncGroupRequest.ProtocolName")?.map(owned_str);
+            this.protocol_name = read_nullable_str(r, ver.flexible, "SyncGroupRequest.ProtocolName")?;
         }
         this.assignments = List::Owned(read_list(r, ver, "SyncGroupRequest.Assignments")?);
         read_unknown_tagged_fields!(this, r, ver, "SyncGroupRequest._tagged_fields");
@@ -39,6 +36,7 @@ impl ReadOwned for SyncGroupRequest<'static> {
 
 impl<'a> From<SyncGroupRequestView<'a>> for SyncGroupRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SyncGroupRequestView<'a>) -> Self {
         SyncGroupRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -72,8 +70,8 @@ reference_body!(SyncGroupRequest);
 impl ReadOwned for SyncGroupRequestAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SyncGroupRequestAssignment::default();
-        this.member_id = owned_str(r.str(ver.flexible, "SyncGroupRequestAssignment.MemberId")?);
-        this.assignment = owned_bytes(r.bytes(ver.flexible, "SyncGroupRequestAssignment.Assignment")?);
+        this.member_id = read_str(r, ver.flexible, "SyncGroupRequestAssignment.MemberId")?;
+        this.assignment = read_bytes(r, ver.flexible, "SyncGroupRequestAssignment.Assignment")?;
         read_unknown_tagged_fields!(this, r, ver, "SyncGroupRequestAssignment._tagged_fields");
         Ok(this)
     }
@@ -81,6 +79,7 @@ impl ReadOwned for SyncGroupRequestAssignment<'static> {
 
 impl<'a> From<SyncGroupRequestAssignmentView<'a>> for SyncGroupRequestAssignment<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SyncGroupRequestAssignmentView<'a>) -> Self {
         SyncGroupRequestAssignment {
             member_id: Str::Borrowed(view.member_id()),
@@ -102,14 +101,12 @@ impl ReadOwned for SyncGroupResponse<'static> {
         }
         this.error_code = r.i16("SyncGroupResponse.ErrorCode")?;
         if ver.version == 5 {
-            this.protocol_type =
-                r.nullable_str(ver.flexible, "SyncGroupResponse.ProtocolType")?.map(owned_str);
+            this.protocol_type = read_nullable_str(r, ver.flexible, "SyncGroupResponse.ProtocolType")?;
         }
         if ver.version == 5 {
-            this.protocol_name =
-                r.nullable_str(ver.flexible, "SyncGroupResponse.ProtocolName")?.map(owned_str);
+            this.protocol_name = read_nullable_str(r, ver.flexible, "SyncGroupResponse.ProtocolName")?;
         }
-        this.assignment = owned_bytes(r.bytes(ver.flexible, "SyncGroupResponse.Assignment")?);
+        this.assignment = read_bytes(r, ver.flexible, "SyncGroupResponse.Assignment")?;
         read_unknown_tagged_fields!(this, r, ver, "SyncGroupResponse._tagged_fields");
         Ok(this)
     }
@@ -117,6 +114,7 @@ impl ReadOwned for SyncGroupResponse<'static> {
 
 impl<'a> From<SyncGroupResponseView<'a>> for SyncGroupResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: SyncGroupResponseView<'a>) -> Self {
         SyncGroupResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -16,19 +16,19 @@ use crate::prelude::*;
 impl ReadOwned for TxnOffsetCommitRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitRequest::default();
-        this.transactional_id = owned_str(r.str(ver.flexible, "TxnOffsetCommitRequest.TransactionalId")?);
-        this.group_id = owned_str(r.str(ver.flexible, "TxnOffsetCommitRequest.GroupId")?);
+        this.transactional_id = read_str(r, ver.flexible, "TxnOffsetCommitRequest.TransactionalId")?;
+        this.group_id = read_str(r, ver.flexible, "TxnOffsetCommitRequest.GroupId")?;
         this.producer_id = r.i64("TxnOffsetCommitRequest.ProducerId")?;
         this.producer_epoch = r.i16("TxnOffsetCommitRequest.ProducerEpoch")?;
         if ver.version >= 3 {
             this.generation_id_or_member_epoch = r.i32("TxnOffsetCommitRequest.GenerationIdOrMemberEpoch")?;
         }
         if ver.version >= 3 {
-            this.member_id = owned_str(r.str(ver.flexible, "TxnOffsetCommitRequest.MemberId")?);
+            this.member_id = read_str(r, ver.flexible, "TxnOffsetCommitRequest.MemberId")?;
         }
         if ver.version >= 3 {
             this.group_instance_id =
-                r.nullable_str(ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?.map(owned_str);
+                read_nullable_str(r, ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?;
         }
         this.topics = List::Owned(read_list(r, ver, "TxnOffsetCommitRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequest._tagged_fields");
@@ -38,6 +38,7 @@ impl ReadOwned for TxnOffsetCommitRequest<'static> {
 
 impl<'a> From<TxnOffsetCommitRequestView<'a>> for TxnOffsetCommitRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TxnOffsetCommitRequestView<'a>) -> Self {
         TxnOffsetCommitRequest {
             transactional_id: Str::Borrowed(view.transactional_id()),
@@ -73,7 +74,7 @@ impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitRequestTopic::default();
         if ver.version <= 5 {
-            this.name = owned_str(r.str(ver.flexible, "TxnOffsetCommitRequestTopic.Name")?);
+            this.name = read_str(r, ver.flexible, "TxnOffsetCommitRequestTopic.Name")?;
         }
         if ver.version == 6 {
             this.topic_id = r.uuid("TxnOffsetCommitRequestTopic.TopicId")?;
@@ -86,6 +87,7 @@ impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
 
 impl<'a> From<TxnOffsetCommitRequestTopicView<'a>> for TxnOffsetCommitRequestTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TxnOffsetCommitRequestTopicView<'a>) -> Self {
         TxnOffsetCommitRequestTopic {
             name: Str::Borrowed(view.name()),
@@ -116,7 +118,7 @@ impl ReadOwned for TxnOffsetCommitRequestPartition<'static> {
             this.committed_leader_epoch = r.i32("TxnOffsetCommitRequestPartition.CommittedLeaderEpoch")?;
         }
         this.committed_metadata =
-            r.nullable_str(ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?.map(owned_str);
+            read_nullable_str(r, ver.flexible, "TxnOffsetCommitRequestPartition.CommittedMetadata")?;
         read_unknown_tagged_fields!(this, r, ver, "TxnOffsetCommitRequestPartition._tagged_fields");
         Ok(this)
     }
@@ -124,6 +126,7 @@ impl ReadOwned for TxnOffsetCommitRequestPartition<'static> {
 
 impl<'a> From<TxnOffsetCommitRequestPartitionView<'a>> for TxnOffsetCommitRequestPartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TxnOffsetCommitRequestPartitionView<'a>) -> Self {
         TxnOffsetCommitRequestPartition {
             partition_index: view.partition_index(),
@@ -154,6 +157,7 @@ impl ReadOwned for TxnOffsetCommitResponse<'static> {
 
 impl<'a> From<TxnOffsetCommitResponseView<'a>> for TxnOffsetCommitResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TxnOffsetCommitResponseView<'a>) -> Self {
         TxnOffsetCommitResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -174,7 +178,7 @@ impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitResponseTopic::default();
         if ver.version <= 5 {
-            this.name = owned_str(r.str(ver.flexible, "TxnOffsetCommitResponseTopic.Name")?);
+            this.name = read_str(r, ver.flexible, "TxnOffsetCommitResponseTopic.Name")?;
         }
         if ver.version == 6 {
             this.topic_id = r.uuid("TxnOffsetCommitResponseTopic.TopicId")?;
@@ -187,6 +191,7 @@ impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
 
 impl<'a> From<TxnOffsetCommitResponseTopicView<'a>> for TxnOffsetCommitResponseTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TxnOffsetCommitResponseTopicView<'a>) -> Self {
         TxnOffsetCommitResponseTopic {
             name: Str::Borrowed(view.name()),
@@ -220,6 +225,7 @@ impl ReadOwned for TxnOffsetCommitResponsePartition<'static> {
 
 impl<'a> From<TxnOffsetCommitResponsePartitionView<'a>> for TxnOffsetCommitResponsePartition<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: TxnOffsetCommitResponsePartitionView<'a>) -> Self {
         TxnOffsetCommitResponsePartition {
             partition_index: view.partition_index(),

@@ -24,6 +24,7 @@ impl ReadOwned for UnregisterBrokerRequest<'static> {
 
 impl<'a> From<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UnregisterBrokerRequestView<'a>) -> Self {
         UnregisterBrokerRequest {
             broker_id: view.broker_id(),
@@ -41,7 +42,7 @@ impl ReadOwned for UnregisterBrokerResponse<'static> {
         let mut this = UnregisterBrokerResponse::default();
         this.throttle_time_ms = r.i32("UnregisterBrokerResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("UnregisterBrokerResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "UnregisterBrokerResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "UnregisterBrokerResponse.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "UnregisterBrokerResponse._tagged_fields");
         Ok(this)
     }
@@ -49,6 +50,7 @@ impl ReadOwned for UnregisterBrokerResponse<'static> {
 
 impl<'a> From<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UnregisterBrokerResponseView<'a>) -> Self {
         UnregisterBrokerResponse {
             throttle_time_ms: view.throttle_time_ms(),

@@ -24,6 +24,7 @@ impl ReadOwned for UnregisterControllerRequest<'static> {
 
 impl<'a> From<UnregisterControllerRequestView<'a>> for UnregisterControllerRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UnregisterControllerRequestView<'a>) -> Self {
         UnregisterControllerRequest {
             controller_id: view.controller_id(),
@@ -41,8 +42,7 @@ impl ReadOwned for UnregisterControllerResponse<'static> {
         let mut this = UnregisterControllerResponse::default();
         this.throttle_time_ms = r.i32("UnregisterControllerResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("UnregisterControllerResponse.ErrorCode")?;
-        this.error_message =
-            r.nullable_str(true, "UnregisterControllerResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "UnregisterControllerResponse.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "UnregisterControllerResponse._tagged_fields");
         Ok(this)
     }
@@ -50,6 +50,7 @@ impl ReadOwned for UnregisterControllerResponse<'static> {
 
 impl<'a> From<UnregisterControllerResponseView<'a>> for UnregisterControllerResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UnregisterControllerResponseView<'a>) -> Self {
         UnregisterControllerResponse {
             throttle_time_ms: view.throttle_time_ms(),

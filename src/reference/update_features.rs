@@ -28,6 +28,7 @@ impl ReadOwned for UpdateFeaturesRequest<'static> {
 
 impl<'a> From<UpdateFeaturesRequestView<'a>> for UpdateFeaturesRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UpdateFeaturesRequestView<'a>) -> Self {
         UpdateFeaturesRequest {
             timeout_ms: view.timeout_ms(),
@@ -50,7 +51,7 @@ reference_body!(UpdateFeaturesRequest);
 impl ReadOwned for FeatureUpdateKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FeatureUpdateKey::default();
-        this.feature = owned_str(r.str(true, "FeatureUpdateKey.Feature")?);
+        this.feature = read_str(r, true, "FeatureUpdateKey.Feature")?;
         this.max_version_level = r.i16("FeatureUpdateKey.MaxVersionLevel")?;
         if ver.version == 0 {
             this.allow_downgrade = r.bool("FeatureUpdateKey.AllowDowngrade")?;
@@ -65,6 +66,7 @@ impl ReadOwned for FeatureUpdateKey<'static> {
 
 impl<'a> From<FeatureUpdateKeyView<'a>> for FeatureUpdateKey<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: FeatureUpdateKeyView<'a>) -> Self {
         FeatureUpdateKey {
             feature: Str::Borrowed(view.feature()),
@@ -90,7 +92,7 @@ impl ReadOwned for UpdateFeaturesResponse<'static> {
         let mut this = UpdateFeaturesResponse::default();
         this.throttle_time_ms = r.i32("UpdateFeaturesResponse.ThrottleTimeMs")?;
         this.error_code = r.i16("UpdateFeaturesResponse.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "UpdateFeaturesResponse.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "UpdateFeaturesResponse.ErrorMessage")?;
         if ver.version <= 1 {
             this.results = List::Owned(read_list(r, ver, "UpdateFeaturesResponse.Results")?);
         }
@@ -101,6 +103,7 @@ impl ReadOwned for UpdateFeaturesResponse<'static> {
 
 impl<'a> From<UpdateFeaturesResponseView<'a>> for UpdateFeaturesResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UpdateFeaturesResponseView<'a>) -> Self {
         UpdateFeaturesResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -121,9 +124,9 @@ reference_body!(UpdateFeaturesResponse);
 impl ReadOwned for UpdatableFeatureResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdatableFeatureResult::default();
-        this.feature = owned_str(r.str(true, "UpdatableFeatureResult.Feature")?);
+        this.feature = read_str(r, true, "UpdatableFeatureResult.Feature")?;
         this.error_code = r.i16("UpdatableFeatureResult.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "UpdatableFeatureResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "UpdatableFeatureResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "UpdatableFeatureResult._tagged_fields");
         Ok(this)
     }
@@ -131,6 +134,7 @@ impl ReadOwned for UpdatableFeatureResult<'static> {
 
 impl<'a> From<UpdatableFeatureResultView<'a>> for UpdatableFeatureResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UpdatableFeatureResultView<'a>) -> Self {
         UpdatableFeatureResult {
             feature: Str::Borrowed(view.feature()),

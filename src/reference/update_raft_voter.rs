@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for UpdateRaftVoterRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdateRaftVoterRequest::default();
-        this.cluster_id = r.nullable_str(true, "UpdateRaftVoterRequest.ClusterId")?.map(owned_str);
+        this.cluster_id = read_nullable_str(r, true, "UpdateRaftVoterRequest.ClusterId")?;
         this.current_leader_epoch = r.i32("UpdateRaftVoterRequest.CurrentLeaderEpoch")?;
         this.voter_id = r.i32("UpdateRaftVoterRequest.VoterId")?;
         this.voter_directory_id = r.uuid("UpdateRaftVoterRequest.VoterDirectoryId")?;
@@ -30,6 +30,7 @@ impl ReadOwned for UpdateRaftVoterRequest<'static> {
 
 impl<'a> From<UpdateRaftVoterRequestView<'a>> for UpdateRaftVoterRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UpdateRaftVoterRequestView<'a>) -> Self {
         UpdateRaftVoterRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -53,8 +54,8 @@ reference_body!(UpdateRaftVoterRequest);
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
-        this.name = owned_str(r.str(true, "Listener.Name")?);
-        this.host = owned_str(r.str(true, "Listener.Host")?);
+        this.name = read_str(r, true, "Listener.Name")?;
+        this.host = read_str(r, true, "Listener.Host")?;
         this.port = r.u16("Listener.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "Listener._tagged_fields");
         Ok(this)
@@ -63,6 +64,7 @@ impl ReadOwned for Listener<'static> {
 
 impl<'a> From<ListenerView<'a>> for Listener<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: ListenerView<'a>) -> Self {
         Listener {
             name: Str::Borrowed(view.name()),
@@ -87,6 +89,7 @@ impl ReadOwned for KRaftVersionFeature<'static> {
 
 impl<'a> From<KRaftVersionFeatureView<'a>> for KRaftVersionFeature<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: KRaftVersionFeatureView<'a>) -> Self {
         KRaftVersionFeature {
             min_supported_version: view.min_supported_version(),
@@ -124,6 +127,7 @@ impl ReadOwned for UpdateRaftVoterResponse<'static> {
 
 impl<'a> From<UpdateRaftVoterResponseView<'a>> for UpdateRaftVoterResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: UpdateRaftVoterResponseView<'a>) -> Self {
         UpdateRaftVoterResponse {
             throttle_time_ms: view.throttle_time_ms(),
@@ -145,7 +149,7 @@ impl ReadOwned for CurrentLeader<'static> {
         let mut this = CurrentLeader::default();
         this.leader_id = r.i32("CurrentLeader.LeaderId")?;
         this.leader_epoch = r.i32("CurrentLeader.LeaderEpoch")?;
-        this.host = owned_str(r.str(true, "CurrentLeader.Host")?);
+        this.host = read_str(r, true, "CurrentLeader.Host")?;
         this.port = r.i32("CurrentLeader.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "CurrentLeader._tagged_fields");
         Ok(this)
@@ -154,6 +158,7 @@ impl ReadOwned for CurrentLeader<'static> {
 
 impl<'a> From<CurrentLeaderView<'a>> for CurrentLeader<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: CurrentLeaderView<'a>) -> Self {
         CurrentLeader {
             leader_id: view.leader_id(),

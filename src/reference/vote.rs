@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for VoteRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteRequest::default();
-        this.cluster_id = r.nullable_str(true, "VoteRequest.ClusterId")?.map(owned_str);
+        this.cluster_id = read_nullable_str(r, true, "VoteRequest.ClusterId")?;
         if ver.version >= 1 {
             this.voter_id = r.i32("VoteRequest.VoterId")?;
         }
@@ -28,6 +28,7 @@ impl ReadOwned for VoteRequest<'static> {
 
 impl<'a> From<VoteRequestView<'a>> for VoteRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: VoteRequestView<'a>) -> Self {
         VoteRequest {
             cluster_id: view.cluster_id().map(Str::Borrowed),
@@ -50,7 +51,7 @@ reference_body!(VoteRequest);
 impl ReadOwned for VoteRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteRequestTopicData::default();
-        this.topic_name = owned_str(r.str(true, "VoteRequestTopicData.TopicName")?);
+        this.topic_name = read_str(r, true, "VoteRequestTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "VoteRequestTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "VoteRequestTopicData._tagged_fields");
         Ok(this)
@@ -59,6 +60,7 @@ impl ReadOwned for VoteRequestTopicData<'static> {
 
 impl<'a> From<VoteRequestTopicDataView<'a>> for VoteRequestTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: VoteRequestTopicDataView<'a>) -> Self {
         VoteRequestTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -96,6 +98,7 @@ impl ReadOwned for VoteRequestPartitionData<'static> {
 
 impl<'a> From<VoteRequestPartitionDataView<'a>> for VoteRequestPartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: VoteRequestPartitionDataView<'a>) -> Self {
         VoteRequestPartitionData {
             partition_index: view.partition_index(),
@@ -152,6 +155,7 @@ impl ReadOwned for VoteResponse<'static> {
 
 impl<'a> From<VoteResponseView<'a>> for VoteResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: VoteResponseView<'a>) -> Self {
         VoteResponse {
             error_code: view.error_code(),
@@ -172,7 +176,7 @@ reference_body!(VoteResponse);
 impl ReadOwned for VoteResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteResponseTopicData::default();
-        this.topic_name = owned_str(r.str(true, "VoteResponseTopicData.TopicName")?);
+        this.topic_name = read_str(r, true, "VoteResponseTopicData.TopicName")?;
         this.partitions = List::Owned(read_list(r, ver, "VoteResponseTopicData.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "VoteResponseTopicData._tagged_fields");
         Ok(this)
@@ -181,6 +185,7 @@ impl ReadOwned for VoteResponseTopicData<'static> {
 
 impl<'a> From<VoteResponseTopicDataView<'a>> for VoteResponseTopicData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: VoteResponseTopicDataView<'a>) -> Self {
         VoteResponseTopicData {
             topic_name: Str::Borrowed(view.topic_name()),
@@ -209,6 +214,7 @@ impl ReadOwned for VoteResponsePartitionData<'static> {
 
 impl<'a> From<VoteResponsePartitionDataView<'a>> for VoteResponsePartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: VoteResponsePartitionDataView<'a>) -> Self {
         VoteResponsePartitionData {
             partition_index: view.partition_index(),
@@ -227,7 +233,7 @@ impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();
         this.node_id = r.i32("NodeEndpoint.NodeId")?;
-        this.host = owned_str(r.str(true, "NodeEndpoint.Host")?);
+        this.host = read_str(r, true, "NodeEndpoint.Host")?;
         this.port = r.u16("NodeEndpoint.Port")?;
         read_unknown_tagged_fields!(this, r, ver, "NodeEndpoint._tagged_fields");
         Ok(this)
@@ -236,6 +242,7 @@ impl ReadOwned for NodeEndpoint<'static> {
 
 impl<'a> From<NodeEndpointView<'a>> for NodeEndpoint<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: NodeEndpointView<'a>) -> Self {
         NodeEndpoint {
             node_id: view.node_id(),

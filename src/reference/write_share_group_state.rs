@@ -16,7 +16,7 @@ use crate::prelude::*;
 impl ReadOwned for WriteShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteShareGroupStateRequest::default();
-        this.group_id = owned_str(r.str(true, "WriteShareGroupStateRequest.GroupId")?);
+        this.group_id = read_str(r, true, "WriteShareGroupStateRequest.GroupId")?;
         this.topics = List::Owned(read_list(r, ver, "WriteShareGroupStateRequest.Topics")?);
         read_unknown_tagged_fields!(this, r, ver, "WriteShareGroupStateRequest._tagged_fields");
         Ok(this)
@@ -25,6 +25,7 @@ impl ReadOwned for WriteShareGroupStateRequest<'static> {
 
 impl<'a> From<WriteShareGroupStateRequestView<'a>> for WriteShareGroupStateRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WriteShareGroupStateRequestView<'a>) -> Self {
         WriteShareGroupStateRequest {
             group_id: Str::Borrowed(view.group_id()),
@@ -52,6 +53,7 @@ impl ReadOwned for WriteStateData<'static> {
 
 impl<'a> From<WriteStateDataView<'a>> for WriteStateData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WriteStateDataView<'a>) -> Self {
         WriteStateData {
             topic_id: view.topic_id(),
@@ -83,6 +85,7 @@ impl ReadOwned for PartitionData<'static> {
 
 impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionDataView<'a>) -> Self {
         PartitionData {
             partition: view.partition(),
@@ -117,6 +120,7 @@ impl ReadOwned for StateBatch<'static> {
 
 impl<'a> From<StateBatchView<'a>> for StateBatch<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: StateBatchView<'a>) -> Self {
         StateBatch {
             first_offset: view.first_offset(),
@@ -141,6 +145,7 @@ impl ReadOwned for WriteShareGroupStateResponse<'static> {
 
 impl<'a> From<WriteShareGroupStateResponseView<'a>> for WriteShareGroupStateResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WriteShareGroupStateResponseView<'a>) -> Self {
         WriteShareGroupStateResponse {
             results: list_from_view(view.results()),
@@ -167,6 +172,7 @@ impl ReadOwned for WriteStateResult<'static> {
 
 impl<'a> From<WriteStateResultView<'a>> for WriteStateResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WriteStateResultView<'a>) -> Self {
         WriteStateResult {
             topic_id: view.topic_id(),
@@ -185,7 +191,7 @@ impl ReadOwned for PartitionResult<'static> {
         let mut this = PartitionResult::default();
         this.partition = r.i32("PartitionResult.Partition")?;
         this.error_code = r.i16("PartitionResult.ErrorCode")?;
-        this.error_message = r.nullable_str(true, "PartitionResult.ErrorMessage")?.map(owned_str);
+        this.error_message = read_nullable_str(r, true, "PartitionResult.ErrorMessage")?;
         read_unknown_tagged_fields!(this, r, ver, "PartitionResult._tagged_fields");
         Ok(this)
     }
@@ -193,6 +199,7 @@ impl ReadOwned for PartitionResult<'static> {
 
 impl<'a> From<PartitionResultView<'a>> for PartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: PartitionResultView<'a>) -> Self {
         PartitionResult {
             partition: view.partition(),

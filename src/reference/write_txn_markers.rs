@@ -24,6 +24,7 @@ impl ReadOwned for WriteTxnMarkersRequest<'static> {
 
 impl<'a> From<WriteTxnMarkersRequestView<'a>> for WriteTxnMarkersRequest<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WriteTxnMarkersRequestView<'a>) -> Self {
         WriteTxnMarkersRequest {
             markers: list_from_view(view.markers()),
@@ -56,6 +57,7 @@ impl ReadOwned for WritableTxnMarker<'static> {
 
 impl<'a> From<WritableTxnMarkerView<'a>> for WritableTxnMarker<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WritableTxnMarkerView<'a>) -> Self {
         WritableTxnMarker {
             producer_id: view.producer_id(),
@@ -79,7 +81,7 @@ as_version!(WritableTxnMarker<'_>, |v, ver| {
 impl ReadOwned for WritableTxnMarkerTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerTopic::default();
-        this.name = owned_str(r.str(true, "WritableTxnMarkerTopic.Name")?);
+        this.name = read_str(r, true, "WritableTxnMarkerTopic.Name")?;
         this.partition_indexes = List::Owned(read_list(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?);
         read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerTopic._tagged_fields");
         Ok(this)
@@ -88,6 +90,7 @@ impl ReadOwned for WritableTxnMarkerTopic<'static> {
 
 impl<'a> From<WritableTxnMarkerTopicView<'a>> for WritableTxnMarkerTopic<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WritableTxnMarkerTopicView<'a>) -> Self {
         WritableTxnMarkerTopic {
             name: Str::Borrowed(view.name()),
@@ -110,6 +113,7 @@ impl ReadOwned for WriteTxnMarkersResponse<'static> {
 
 impl<'a> From<WriteTxnMarkersResponseView<'a>> for WriteTxnMarkersResponse<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WriteTxnMarkersResponseView<'a>) -> Self {
         WriteTxnMarkersResponse {
             markers: list_from_view(view.markers()),
@@ -136,6 +140,7 @@ impl ReadOwned for WritableTxnMarkerResult<'static> {
 
 impl<'a> From<WritableTxnMarkerResultView<'a>> for WritableTxnMarkerResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WritableTxnMarkerResultView<'a>) -> Self {
         WritableTxnMarkerResult {
             producer_id: view.producer_id(),
@@ -152,7 +157,7 @@ as_version!(WritableTxnMarkerResult<'_>, |v, ver| {
 impl ReadOwned for WritableTxnMarkerTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerTopicResult::default();
-        this.name = owned_str(r.str(true, "WritableTxnMarkerTopicResult.Name")?);
+        this.name = read_str(r, true, "WritableTxnMarkerTopicResult.Name")?;
         this.partitions = List::Owned(read_list(r, ver, "WritableTxnMarkerTopicResult.Partitions")?);
         read_unknown_tagged_fields!(this, r, ver, "WritableTxnMarkerTopicResult._tagged_fields");
         Ok(this)
@@ -161,6 +166,7 @@ impl ReadOwned for WritableTxnMarkerTopicResult<'static> {
 
 impl<'a> From<WritableTxnMarkerTopicResultView<'a>> for WritableTxnMarkerTopicResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WritableTxnMarkerTopicResultView<'a>) -> Self {
         WritableTxnMarkerTopicResult {
             name: Str::Borrowed(view.name()),
@@ -186,6 +192,7 @@ impl ReadOwned for WritableTxnMarkerPartitionResult<'static> {
 
 impl<'a> From<WritableTxnMarkerPartitionResultView<'a>> for WritableTxnMarkerPartitionResult<'a> {
     /// Borrows the view's strings and bytes, and collects its arrays.
+    #[inline(never)]
     fn from(view: WritableTxnMarkerPartitionResultView<'a>) -> Self {
         WritableTxnMarkerPartitionResult {
             partition_index: view.partition_index(),

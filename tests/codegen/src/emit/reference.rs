@@ -39,17 +39,11 @@ fn read_expr(cx: &Ctx, f: &F, r: &str, ver: &Ver) -> String {
     match &f.f.ty {
         Type::String => {
             let flex = cx.flex_expr(f.s, ver);
-            pick(
-                format!("owned_str({r}.str({flex}, {p})?)"),
-                format!("{r}.nullable_str({flex}, {p})?.map(owned_str)"),
-            )
+            pick(format!("read_str({r}, {flex}, {p})?"), format!("read_nullable_str({r}, {flex}, {p})?"))
         }
         Type::Bytes | Type::Records => {
             let flex = cx.flex_expr(f.s, ver);
-            pick(
-                format!("owned_bytes({r}.bytes({flex}, {p})?)"),
-                format!("{r}.nullable_bytes({flex}, {p})?.map(owned_bytes)"),
-            )
+            pick(format!("read_bytes({r}, {flex}, {p})?"), format!("read_nullable_bytes({r}, {flex}, {p})?"))
         }
         Type::Array(_) => {
             let v = ver.value();
@@ -113,6 +107,9 @@ fn from_view(cx: &Ctx, s: &Struct) -> String {
     let n = &s.name;
     let mut out = format!("impl<'a> From<{n}View<'a>> for {n}{} {{\n", cx.generics(s, "'a"));
     out.push_str("    /// Borrows the view's strings and bytes, and collects its arrays.\n");
+    // Public, so compiled once in any case: inlined into the conversion of the struct that
+    // holds it, it was compiled again there (see `list_from_view`).
+    out.push_str("    #[inline(never)]\n");
     writeln!(out, "    fn from(view: {n}View<'a>) -> Self {{\n        {n} {{").unwrap();
     for f in F::all(s) {
         let x = format!("view.{}()", f.ident);
