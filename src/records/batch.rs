@@ -47,10 +47,6 @@ pub struct BatchHeader {
 
 impl BatchHeader {
     /// The header at the front of `bytes`, if they hold one.
-    ///
-    /// (It was a `zerocopy` struct of unaligned big-endian fields, borrowed in place; its
-    /// derive brought `syn` into every build of the crate, and a clean `cargo check` spent
-    /// half its time on them before it reached kwire: docs/design.md, "Build cost".)
     pub fn parse(bytes: &[u8]) -> Option<Self> {
         bytes.first_chunk().map(Self::from_array)
     }
