@@ -78,6 +78,9 @@ pub mod conn;
 #[cfg(feature = "broker")]
 pub mod broker;
 
+#[cfg(feature = "proxy")]
+pub mod proxy;
+
 #[cfg(feature = "alloc")]
 mod reference;
 

@@ -1,28 +1,30 @@
-//! TLS for `kwire proxy`, with rustls over ring: termination (clients connect to the proxy
-//! with TLS, `--tls-cert`/`--tls-key`, client certificates with `--tls-client-ca`),
-//! origination (the proxy connects to brokers with TLS, `--upstream-tls`), and SNI routing
-//! (`--sni-pattern`/`--sni-bootstrap`: one listener for the whole cluster, each connection
+//! TLS for the proxy, with rustls over ring: termination ([`ServerTls`]: clients connect
+//! with TLS, client certificates optional), origination ([`UpstreamTls`]: the proxy connects
+//! to brokers with TLS) and SNI routing (one listener for the whole cluster, each connection
 //! sent to the broker whose name the client asked for).
 //!
-//! The names are `kwire::filter::BrokerNames`' (a pure function of the pattern, so two
-//! proxies with the same flags agree); the addresses behind them are learned from the
-//! responses the proxy rewrites (`kwire::filter::ByName`), or, for a name no response has
-//! named yet, from a Metadata request of the proxy's own to the bootstrap broker.
+//! The names are [`BrokerNames`]' (a pure function of the pattern, so two proxies with the
+//! same settings agree); the addresses behind them are learned from the responses the proxy
+//! rewrites ([`crate::filter::ByName`]), or, for a name no response has named yet, from a
+//! Metadata request of the proxy's own to the bootstrap broker.
 //!
 //! Every failure (a client that does not speak TLS, a handshake cut short or of garbage, a
-//! name that is no broker's, a certificate refused either way) ends that one connection with
-//! a log line; the listener and the other connections go on. Failed client handshakes are
-//! counted by [`Failure`] for `--metrics` (`kwire_proxy_tls_handshake_failures_total`).
+//! name that is no broker's, a certificate refused either way) ends that one connection; the
+//! listener and the other connections go on. Failed client handshakes are counted by
+//! [`Failure`] (`kwire_proxy_tls_handshake_failures_total`).
+
+#[allow(unused_imports)]
+use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kwire::filter::{BrokerNames, NameTarget};
+use crate::filter::{BrokerNames, NameTarget};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -32,71 +34,142 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{LazyConfigAcceptor, TlsConnector};
 
-/// The TLS flags of `kwire proxy` (see docs/proxy.md, "TLS and SNI").
-#[derive(clap::Args, Debug, Default)]
-pub struct TlsArgs {
-    /// Terminate TLS: clients connect to every listener of the proxy with TLS, and are shown
-    /// this certificate chain (PEM, the server's certificate first). Its names (SAN) must
-    /// cover what clients connect to: the --advertise host, or the SNI names.
-    #[arg(long, value_name = "FILE", requires = "tls_key", help_heading = "TLS")]
-    tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(long, value_name = "FILE", requires = "tls_cert", help_heading = "TLS")]
-    tls_key: Option<PathBuf>,
-    /// Require clients to present a certificate signed by a CA of FILE (PEM): mutual TLS.
-    #[arg(long, value_name = "FILE", requires = "tls_cert", help_heading = "TLS")]
-    tls_client_ca: Option<PathBuf>,
-    /// Close a client connection whose TLS handshake has not finished in this many seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10, help_heading = "TLS")]
-    tls_handshake_timeout: u64,
-    /// Connect to the brokers with TLS (their SSL listener), checking each broker's
-    /// certificate against --upstream-ca and the host name it is reached by.
-    #[arg(long, help_heading = "TLS")]
-    upstream_tls: bool,
-    /// The CA certificates (PEM) that brokers' certificates must be signed by.
-    #[arg(long, value_name = "FILE", requires = "upstream_tls", help_heading = "TLS")]
-    upstream_ca: Option<PathBuf>,
-    /// A client certificate chain (PEM) shown to brokers that ask for one (mutual TLS).
-    #[arg(long, value_name = "FILE", requires_all = ["upstream_tls", "upstream_key"], help_heading = "TLS")]
-    upstream_cert: Option<PathBuf>,
-    /// The private key of --upstream-cert (PEM).
-    #[arg(long, value_name = "FILE", requires = "upstream_cert", help_heading = "TLS")]
-    upstream_key: Option<PathBuf>,
-    /// DANGEROUS, for tests only: accept any certificate from brokers, of any CA and for any
-    /// name (logged at start-up). Anyone between the proxy and the brokers can then read and
-    /// change the traffic.
-    #[arg(long, requires = "upstream_tls", conflicts_with = "upstream_ca", help_heading = "TLS")]
-    upstream_insecure_skip_verify: bool,
-    /// SNI routing: serve every broker on the --listen port, telling them apart by the TLS
-    /// server name clients ask for. Broker N is named by PATTERN with {id} replaced by N
-    /// (e.g. 'broker-{id}.kafka.example'), and broker addresses in responses are rewritten
-    /// to NAME:PORT (PORT the --listen port). Needs --tls-cert and --sni-bootstrap.
-    #[arg(long, value_name = "PATTERN", requires_all = ["tls_cert", "sni_bootstrap"], help_heading = "TLS")]
-    sni_pattern: Option<String>,
-    /// With --sni-pattern: the name clients bootstrap with; its connections go to --upstream.
-    #[arg(long, value_name = "NAME", requires = "sni_pattern", help_heading = "TLS")]
-    sni_bootstrap: Option<String>,
+/// TLS termination: the server side of client connections.
+#[derive(Clone, Debug)]
+pub struct ServerTls {
+    config: Arc<ServerConfig>,
+    client_auth: bool,
 }
 
+impl ServerTls {
+    /// From a certificate chain and its key (PEM files: the server's certificate first; the
+    /// key PKCS#8, PKCS#1 or SEC1), with client certificates required and checked against
+    /// the CAs of `client_ca` when given (mutual TLS).
+    pub fn from_pem_files(
+        cert: &Path,
+        key_file: &Path,
+        client_ca: Option<&Path>,
+    ) -> Result<ServerTls, TlsError> {
+        let chain = certs(cert, "certificate")?;
+        let key = key(key_file, "key")?;
+        let builder = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError(e.to_string()))?;
+        let builder = match client_ca {
+            Some(ca) => {
+                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    roots(ca, "client CA")?,
+                    provider(),
+                )
+                .build()
+                .map_err(|e| TlsError(format!("client CA {}: {e}", ca.display())))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+            None => builder.with_no_client_auth(),
+        };
+        let config = builder
+            .with_single_cert(chain, key)
+            .map_err(|e| TlsError(format!("certificate and key: {e}")))?;
+        Ok(ServerTls { config: Arc::new(config), client_auth: client_ca.is_some() })
+    }
+
+    /// From a rustls configuration of your own; `client_auth` says whether it asks clients
+    /// for certificates (for the start-up words only).
+    pub fn from_config(config: Arc<ServerConfig>, client_auth: bool) -> ServerTls {
+        ServerTls { config, client_auth }
+    }
+}
+
+/// TLS origination: the client side of broker connections.
+#[derive(Clone)]
+pub struct UpstreamTls {
+    connector: TlsConnector,
+    insecure: bool,
+}
+
+impl core::fmt::Debug for UpstreamTls {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("UpstreamTls").field("insecure", &self.insecure).finish()
+    }
+}
+
+impl UpstreamTls {
+    /// Brokers' certificates checked against the CAs of `ca` (PEM) and the host name each
+    /// broker is reached by; `client` is a certificate chain and key (PEM) shown to brokers
+    /// that ask for one.
+    pub fn from_pem_files(ca: &Path, client: Option<(&Path, &Path)>) -> Result<UpstreamTls, TlsError> {
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError(e.to_string()))?
+            .with_root_certificates(roots(ca, "upstream CA")?);
+        Self::finish(builder, client, false)
+    }
+
+    /// DANGEROUS, for tests only: accepts any certificate from brokers, of any CA and for any
+    /// name. Anyone between the proxy and the brokers can then read and change the traffic.
+    pub fn insecure_skip_verify(client: Option<(&Path, &Path)>) -> Result<UpstreamTls, TlsError> {
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError(e.to_string()))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(SkipVerify(provider())));
+        Self::finish(builder, client, true)
+    }
+
+    fn finish(
+        builder: rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>,
+        client: Option<(&Path, &Path)>,
+        insecure: bool,
+    ) -> Result<UpstreamTls, TlsError> {
+        let config = match client {
+            Some((cert, key_file)) => builder
+                .with_client_auth_cert(certs(cert, "client certificate")?, key(key_file, "client key")?)
+                .map_err(|e| TlsError(format!("client certificate and key: {e}")))?,
+            None => builder.with_no_client_auth(),
+        };
+        Ok(UpstreamTls { connector: TlsConnector::from(Arc::new(config)), insecure })
+    }
+
+    /// From a rustls configuration of your own.
+    pub fn from_config(config: Arc<ClientConfig>) -> UpstreamTls {
+        UpstreamTls { connector: TlsConnector::from(config), insecure: false }
+    }
+
+    /// Whether brokers' certificates go unchecked ([`UpstreamTls::insecure_skip_verify`]).
+    pub fn is_insecure(&self) -> bool {
+        self.insecure
+    }
+}
+
+/// A TLS set-up that could not be made: which file, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsError(String);
+
+impl core::fmt::Display for TlsError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TlsError {}
+
 /// The TLS set-up every connection shares.
-pub struct Tls {
+pub(super) struct Tls {
     /// Termination: the server side of client connections.
-    server: Option<Arc<ServerConfig>>,
-    /// `--tls-client-ca`: clients show certificates.
-    client_auth: bool,
+    server: Option<ServerTls>,
     handshake_timeout: Duration,
     /// Origination: the client side of broker connections.
-    upstream: Option<TlsConnector>,
+    upstream: Option<UpstreamTls>,
     /// SNI routing.
-    pub sni: Option<Sni>,
+    pub(super) sni: Option<Sni>,
     /// Client handshakes that failed, by reason.
-    pub failures: Failures,
+    pub(super) failures: Failures,
 }
 
 /// Why a client's TLS handshake failed: the `reason` label of
 /// `kwire_proxy_tls_handshake_failures_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
+pub(super) enum Failure {
     /// The first byte is not a TLS handshake record's (a plaintext client on a TLS port).
     Plaintext,
     /// A ClientHello that does not parse (garbage).
@@ -158,7 +231,7 @@ impl Failure {
 
 /// Counts of failed client handshakes, one per [`Failure`].
 #[derive(Default)]
-pub struct Failures([AtomicU64; Failure::ALL.len()]);
+pub(super) struct Failures([AtomicU64; Failure::ALL.len()]);
 
 impl Failures {
     /// Counts one failure.
@@ -191,12 +264,12 @@ impl Failures {
 }
 
 /// SNI routing's state: the names, and the brokers' own addresses learned so far.
-pub struct Sni {
-    pub names: BrokerNames,
+pub(super) struct Sni {
+    pub(super) names: BrokerNames,
     /// `--sni-pattern` as given, for the log.
     pattern: String,
     /// The port written into rewritten addresses (the --listen port).
-    pub port: i32,
+    pub(super) port: i32,
     /// Node id to the broker's own `host:port`.
     brokers: Mutex<HashMap<i32, String>>,
 }
@@ -216,24 +289,27 @@ impl Sni {
     }
 }
 
-fn certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+        .map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(format!("{flag} {}: no certificate (PEM \"CERTIFICATE\") in the file", path.display()));
+        return Err(TlsError(format!(
+            "{what} {}: no certificate (PEM \"CERTIFICATE\") in the file",
+            path.display()
+        )));
     }
     Ok(certs)
 }
 
-fn key(path: &Path, flag: &str) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+fn key(path: &Path, what: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))
 }
 
-fn roots(path: &Path, flag: &str) -> Result<Arc<RootCertStore>, String> {
+fn roots(path: &Path, what: &str) -> Result<Arc<RootCertStore>, TlsError> {
     let mut roots = RootCertStore::empty();
-    for cert in certs(path, flag)? {
-        roots.add(cert).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    for cert in certs(path, what)? {
+        roots.add(cert).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
     }
     Ok(Arc::new(roots))
 }
@@ -283,97 +359,48 @@ impl ServerCertVerifier for SkipVerify {
 }
 
 impl Tls {
-    /// The set-up the flags ask for (files read and checked now); `listen_port` is the port
-    /// SNI routing writes into addresses. Returns warnings to print as well.
-    pub fn new(args: &TlsArgs, listen_port: u16) -> Result<(Tls, Vec<String>), String> {
-        let mut warnings = Vec::new();
-        let server = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key_file)) => {
-                let chain = certs(cert, "--tls-cert")?;
-                let key = key(key_file, "--tls-key")?;
-                let builder = ServerConfig::builder_with_provider(provider())
-                    .with_safe_default_protocol_versions()
-                    .map_err(|e| e.to_string())?;
-                let builder = match &args.tls_client_ca {
-                    Some(ca) => {
-                        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                            roots(ca, "--tls-client-ca")?,
-                            provider(),
-                        )
-                        .build()
-                        .map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?;
-                        builder.with_client_cert_verifier(verifier)
-                    }
-                    None => builder.with_no_client_auth(),
-                };
-                let config =
-                    builder.with_single_cert(chain, key).map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
-                Some(Arc::new(config))
+    /// The set-up; `listen_port` is the port SNI routing writes into addresses.
+    pub(super) fn new(
+        server: Option<ServerTls>,
+        upstream: Option<UpstreamTls>,
+        sni: Option<&super::SniRouting>,
+        handshake_timeout: Duration,
+        listen_port: u16,
+    ) -> Result<Tls, String> {
+        let sni = match sni {
+            Some(routing) => {
+                if server.is_none() {
+                    return Err("SNI routing needs TLS termination (server TLS)".into());
+                }
+                Some(Sni {
+                    pattern: routing.pattern.clone(),
+                    names: BrokerNames::new(&routing.pattern, &routing.bootstrap)
+                        .map_err(|e| format!("SNI pattern and bootstrap name: {e}"))?,
+                    port: i32::from(listen_port),
+                    brokers: Mutex::new(HashMap::new()),
+                })
             }
-            _ => None,
+            None => None,
         };
-        let upstream = if args.upstream_tls {
-            let builder = ClientConfig::builder_with_provider(provider())
-                .with_safe_default_protocol_versions()
-                .map_err(|e| e.to_string())?;
-            let builder = if args.upstream_insecure_skip_verify {
-                warnings.push(
-                    "WARNING: --upstream-insecure-skip-verify: brokers' certificates are not verified (any CA, any \
-                     name); anyone between the proxy and the brokers can read and change the traffic"
-                        .to_string(),
-                );
-                builder.dangerous().with_custom_certificate_verifier(Arc::new(SkipVerify(provider())))
-            } else {
-                let Some(ca) = &args.upstream_ca else {
-                    return Err(
-                        "--upstream-tls needs --upstream-ca FILE (the CA certificates that brokers' \
-                                certificates are signed by)"
-                            .into(),
-                    );
-                };
-                builder.with_root_certificates(roots(ca, "--upstream-ca")?)
-            };
-            let config = match (&args.upstream_cert, &args.upstream_key) {
-                (Some(cert), Some(key_file)) => builder
-                    .with_client_auth_cert(certs(cert, "--upstream-cert")?, key(key_file, "--upstream-key")?)
-                    .map_err(|e| format!("--upstream-cert/--upstream-key: {e}"))?,
-                _ => builder.with_no_client_auth(),
-            };
-            Some(TlsConnector::from(Arc::new(config)))
-        } else {
-            None
-        };
-        let sni = match (&args.sni_pattern, &args.sni_bootstrap) {
-            (Some(pattern), Some(bootstrap)) => Some(Sni {
-                pattern: pattern.clone(),
-                names: BrokerNames::new(pattern, bootstrap)
-                    .map_err(|e| format!("--sni-pattern/--sni-bootstrap: {e}"))?,
-                port: i32::from(listen_port),
-                brokers: Mutex::new(HashMap::new()),
-            }),
-            _ => None,
-        };
-        let client_auth = server.is_some() && args.tls_client_ca.is_some();
-        let tls = Tls {
-            server,
-            client_auth,
-            handshake_timeout: Duration::from_secs(args.tls_handshake_timeout.max(1)),
-            upstream,
-            sni,
-            failures: Failures::default(),
-        };
-        Ok((tls, warnings))
+        Ok(Tls { server, handshake_timeout, upstream, sni, failures: Failures::default() })
     }
 
     /// What the start-up log says of TLS, if any is on.
-    pub fn describe(&self) -> Option<String> {
+    pub(super) fn describe(&self) -> Option<String> {
         let mut parts = Vec::new();
-        if self.server.is_some() {
-            let mtls = if self.client_auth { ", client certificates required" } else { "" };
+        if let Some(server) = &self.server {
+            let mtls = if server.client_auth { ", client certificates required" } else { "" };
             parts.push(format!("TLS from clients{mtls}"));
         }
-        if self.upstream.is_some() {
+        if let Some(upstream) = &self.upstream {
             parts.push("TLS to brokers".to_string());
+            if upstream.insecure {
+                parts.push(
+                    "WARNING: brokers' certificates are not verified (any CA, any name); anyone between the \
+                     proxy and the brokers can read and change the traffic"
+                        .to_string(),
+                );
+            }
         }
         if let Some(sni) = &self.sni {
             parts.push(format!(
@@ -387,21 +414,23 @@ impl Tls {
     }
 
     /// Whether clients connect with TLS.
-    pub fn terminates(&self) -> bool {
+    pub(super) fn terminates(&self) -> bool {
         self.server.is_some()
     }
 
     /// Whether brokers are reached with TLS.
-    pub fn originates(&self) -> bool {
+    pub(super) fn originates(&self) -> bool {
         self.upstream.is_some()
     }
 }
 
 /// A client's TLS connection, with the server name it asked for and the broker it goes to.
-pub struct Accepted {
-    pub stream: tokio_rustls::server::TlsStream<TcpStream>,
-    pub server_name: Option<String>,
-    pub upstream: String,
+pub(super) struct Accepted {
+    pub(super) stream: tokio_rustls::server::TlsStream<TcpStream>,
+    pub(super) server_name: Option<String>,
+    pub(super) upstream: String,
+    /// The client's certificate chain (DER), if it showed one.
+    pub(super) certificates: Vec<Vec<u8>>,
 }
 
 /// The server side of a client's handshake, within `--tls-handshake-timeout`. The first
@@ -410,13 +439,13 @@ pub struct Accepted {
 /// ClientHello chooses the broker ([`route`]) before the handshake goes on, so that a name
 /// that is no broker's is refused before any certificate is shown. `Err` is the log line's
 /// reason.
-pub async fn accept(
+pub(super) async fn accept(
     tls: &Tls,
     stream: TcpStream,
     bootstrap: &str,
     max_frame: usize,
 ) -> Result<Accepted, String> {
-    let Some(config) = &tls.server else { return Err("TLS is not configured".into()) };
+    let Some(server) = &tls.server else { return Err("TLS is not configured".into()) };
     let handshake = async {
         let mut first = [0u8; 1];
         match stream.peek(&mut first).await {
@@ -445,19 +474,22 @@ pub async fn accept(
             })?;
         let server_name = start.client_hello().server_name().map(str::to_ascii_lowercase);
         let upstream = route(tls, server_name.as_deref(), bootstrap, max_frame).await?;
-        let stream = start.into_stream(config.clone()).await.map_err(|e| {
+        let stream = start.into_stream(server.config.clone()).await.map_err(|e| {
             (Failure::of(&e, Failure::Other), format!("TLS handshake failed: {}", reason(&e)))
         })?;
-        Ok(Accepted { stream, server_name, upstream })
+        let certificates = stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .map(|chain| chain.iter().map(|c| c.as_ref().to_vec()).collect())
+            .unwrap_or_default();
+        Ok(Accepted { stream, server_name, upstream, certificates })
     };
     let result = match tokio::time::timeout(tls.handshake_timeout, handshake).await {
         Ok(r) => r,
         Err(_) => Err((
             Failure::Timeout,
-            format!(
-                "the TLS handshake did not finish within {}s (--tls-handshake-timeout)",
-                tls.handshake_timeout.as_secs()
-            ),
+            format!("the TLS handshake did not finish within {}s", tls.handshake_timeout.as_secs()),
         )),
     };
     result.map_err(|(why, line)| {
@@ -482,15 +514,15 @@ fn host_of(addr: &str) -> &str {
 
 /// The client side of a handshake with broker `addr` (`host:port`), checking its
 /// certificate against the host name (or IP address) it is reached by.
-pub async fn connect(
+pub(super) async fn connect(
     tls: &Tls,
     tcp: TcpStream,
     addr: &str,
 ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
-    let Some(connector) = &tls.upstream else { return Err("TLS to brokers is not configured".into()) };
+    let Some(upstream) = &tls.upstream else { return Err("TLS to brokers is not configured".into()) };
     let name = ServerName::try_from(host_of(addr).to_string())
         .map_err(|e| format!("{}: not a server name for TLS: {e}", host_of(addr)))?;
-    match tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp)).await {
+    match tokio::time::timeout(Duration::from_secs(10), upstream.connector.connect(name, tcp)).await {
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => Err(format!("TLS handshake with the broker failed: {}", reason(&e))),
         Err(_) => Err("the TLS handshake with the broker did not finish within 10s".into()),
@@ -547,21 +579,20 @@ async fn route(
 async fn learn_brokers(tls: &Tls, sni: &Sni, bootstrap: &str, max_frame: usize) -> Result<(), String> {
     const VERSION: i16 = 12;
     let mut request = vec![0u8; 64];
-    let body = kwire::messages::MetadataRequest::default();
-    let n = kwire::dispatch::encode_request(&body, VERSION, 1, Some("kwire-proxy"), &mut request)
+    let body = crate::messages::MetadataRequest::default();
+    let n = crate::dispatch::encode_request(&body, VERSION, 1, Some("kwire-proxy"), &mut request)
         .map_err(|e| e.to_string())?;
     request.truncate(n);
-    let (tcp, reached) =
-        super::tokio_io::connect(bootstrap).await.map_err(|e| format!("cannot connect: {e}"))?;
+    let (tcp, reached) = super::io::connect(bootstrap).await.map_err(|e| format!("cannot connect: {e}"))?;
     let ask = async {
         let frame = if tls.upstream.is_some() {
             exchange(connect(tls, tcp, &reached).await?, &request, max_frame).await
         } else {
             exchange(tcp, &request, max_frame).await
         }?;
-        let response = kwire::dispatch::parse_response(&frame, kwire::ApiKey::Metadata, VERSION)
+        let response = crate::dispatch::parse_response(&frame, crate::ApiKey::Metadata, VERSION)
             .map_err(|e| format!("its Metadata response does not decode: {e}"))?;
-        let kwire::messages::ResponseBodyView::Metadata(view) = response.body else {
+        let crate::messages::ResponseBodyView::Metadata(view) = response.body else {
             return Err("not a Metadata response".to_string());
         };
         for b in view.brokers().iter() {
