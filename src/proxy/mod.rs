@@ -306,9 +306,6 @@ impl<H: Hooks> core::fmt::Debug for ProxyBuilder<H> {
     }
 }
 
-/// Kafka's `socket.request.max.bytes`, the default frame size limit.
-pub const DEFAULT_MAX_FRAME: usize = 100 << 20;
-
 impl ProxyBuilder<NoHooks> {
     fn new(listen: SocketAddr, upstream: Vec<String>) -> Self {
         ProxyBuilder {
@@ -316,7 +313,7 @@ impl ProxyBuilder<NoHooks> {
             upstream,
             broker_ports: None,
             advertise: None,
-            max_frame: DEFAULT_MAX_FRAME,
+            max_frame: crate::frame::DEFAULT_MAX_FRAME_SIZE,
             max_connections: 10_000,
             idle_timeout: None,
             handshake_timeout: Duration::from_secs(10),
@@ -347,7 +344,7 @@ impl<H: Hooks> ProxyBuilder<H> {
     }
 
     /// Closes a connection that announces a frame larger than this (default
-    /// [`DEFAULT_MAX_FRAME`]).
+    /// [`crate::frame::DEFAULT_MAX_FRAME_SIZE`], Kafka's `socket.request.max.bytes`).
     pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
         self.max_frame = bytes;
         self
@@ -435,11 +432,17 @@ impl<H: Hooks> ProxyBuilder<H> {
     }
 }
 
-/// A running proxy: dropping it leaves it running on its runtime; [`Proxy::shutdown`] stops
-/// it.
+/// A running proxy (a handle: clones share it). Dropping it leaves it running on its
+/// runtime; [`Proxy::shutdown`] stops it.
 pub struct Proxy<H: Hooks = NoHooks> {
     runtime: Arc<listeners::Runtime<H>>,
     addr: SocketAddr,
+}
+
+impl<H: Hooks> Clone for Proxy<H> {
+    fn clone(&self) -> Self {
+        Proxy { runtime: self.runtime.clone(), addr: self.addr }
+    }
 }
 
 impl<H: Hooks> core::fmt::Debug for Proxy<H> {

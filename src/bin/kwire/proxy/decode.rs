@@ -6,7 +6,6 @@
 //! `kwire::frame::split_frame` returns them), except where a function says otherwise.
 
 use kwire::frame::{self, FrameError};
-use kwire::messages::ResponseBodyView;
 use kwire::messages::{ApiKey, RequestBody, ResponseBody};
 use kwire::secrets::{self, Redaction};
 use kwire::{AnyBody, List, RawTaggedField, dispatch};
@@ -14,9 +13,6 @@ use kwire::{AnyBody, List, RawTaggedField, dispatch};
 use kwire::reflect::StructSchema;
 
 use kwire::reflect::addresses;
-
-/// Apache Kafka's default limit on a request's size (`socket.request.max.bytes`).
-pub const DEFAULT_MAX_FRAME: usize = frame::DEFAULT_MAX_FRAME_SIZE;
 
 /// The name of a Kafka error code (`UNKNOWN_TOPIC_OR_PARTITION`), or the number.
 pub fn error_name(code: i16) -> String {
@@ -205,29 +201,6 @@ pub fn frame_json(frame_with_prefix: &[u8], response: Option<(i16, i16)>) -> Opt
     Some(explained.to_json().to_string())
 }
 
-/// The mechanism of a SaslHandshake **v0** request (`Some(None)` if it cannot be read),
-/// or `None` for any other frame: after a v0 handshake, raw SASL tokens follow.
-pub fn sasl_handshake_v0(frame: &[u8]) -> Option<Option<String>> {
-    let peek = kwire::frame::RequestHeaderView::peek(frame).ok()?;
-    if peek.api_key != ApiKey::SaslHandshake.key() || peek.api_version != 0 {
-        return None;
-    }
-    Some(match dispatch::parse_request_prefix(frame) {
-        Ok((dispatch::Request { body: kwire::messages::RequestBodyView::SaslHandshake(v), .. }, _)) => {
-            Some(v.mechanism().to_string())
-        }
-        _ => None,
-    })
-}
-
-/// The error code of a SaslHandshake response at `version` (-1 if it cannot be read).
-pub fn sasl_handshake_error(frame: &[u8], version: i16) -> i16 {
-    match dispatch::parse_response(frame, ApiKey::SaslHandshake, version) {
-        Ok(dispatch::Response { body: ResponseBodyView::SaslHandshake(v), .. }) => v.error_code(),
-        _ => -1,
-    }
-}
-
 /// A copy of `frame_with_prefix` for logs and recordings, with its secrets masked
 /// (`kwire::secrets`): `response_to` is `Some((api_key, version))` for a response, `None`
 /// for a request; `Some((-1, -1))` for a response that answers no known request (masked
@@ -396,15 +369,5 @@ mod tests {
         // ApiVersions v3 with a truncated body.
         let frame = [0, 18, 0, 3, 0, 0, 0, 1, 0, 1, b'c', 0, 5, b'a'];
         assert!(matches!(decode_request(&frame), Decoded::Malformed(_)));
-    }
-
-    #[test]
-    fn sasl_handshake_v0_is_seen() {
-        let body = kwire::messages::SaslHandshakeRequest { mechanism: Str::Borrowed("SCRAM-SHA-512") };
-        let mut buf = [0u8; 64];
-        let n = dispatch::encode_request(&body, 0, 1, None, &mut buf).unwrap();
-        assert_eq!(sasl_handshake_v0(&buf[4..n]), Some(Some("SCRAM-SHA-512".to_string())));
-        let n = dispatch::encode_request(&body, 1, 1, None, &mut buf).unwrap();
-        assert_eq!(sasl_handshake_v0(&buf[4..n]), None);
     }
 }
