@@ -26,7 +26,8 @@
 use crate::encode::AnyBody;
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{FrameError, RequestHeader, RequestHeaderView, ResponseHeader, ResponseHeaderView};
-use crate::messages::{ApiKey, RequestBodyView, ResponseBodyView};
+use crate::messages::{RequestBodyView, ResponseBodyView};
+use crate::ApiKey;
 use crate::wire::Writer;
 
 /// A request frame split into its header and a typed body view.
@@ -139,7 +140,7 @@ pub fn encode_request_with(
     let (total, out) = encode_frame_body(body, version, header_len, buf)?;
     let mut w = Writer::new(out);
     w.i32((total - 4) as i32);
-    header.write(&mut w, api_key.key(), version, header_version);
+    header.write(&mut w, api_key.to_i16(), version, header_version);
     Ok(total)
 }
 

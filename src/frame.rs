@@ -102,7 +102,7 @@ impl fmt::Display for FrameError {
                 f,
                 "unsupported version {api_version} of {} (API key {}, correlation id {correlation_id})",
                 api_key.name(),
-                api_key.key()
+                api_key.to_i16()
             ),
             FrameError::Decode(e) => e.fmt(f),
         }

@@ -12,7 +12,7 @@ use super::Config;
 use super::groups::Groups;
 use super::log::Log;
 use crate::error_code::ErrorCode;
-use crate::messages::ApiKey;
+use crate::ApiKey;
 use crate::records::validate::{TopicCompression, ValidateConfig};
 use crate::records::{Compression, TimestampType};
 use crate::types::{Uuid, Versions};

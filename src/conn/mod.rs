@@ -68,7 +68,8 @@ use core::fmt;
 
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{FrameError, RequestHeaderView};
-use crate::messages::{ApiKey, RequestBodyView};
+use crate::messages::{RequestBodyView};
+use crate::ApiKey;
 use crate::wire::Reader;
 
 /// Why a connection's state machine refused input or a call: the one error type of `conn`.
@@ -173,7 +174,7 @@ pub fn expects_response(body: &RequestBodyView<'_>) -> bool {
 /// else, `true` without reading more than the API key.
 pub fn frame_expects_response(frame: &[u8]) -> Result<bool, DecodeError> {
     let peek = RequestHeaderView::peek(frame)?;
-    if peek.api_key != ApiKey::Produce.key() {
+    if peek.api_key != ApiKey::Produce.to_i16() {
         return Ok(true);
     }
     let key = ApiKey::Produce;

@@ -84,7 +84,7 @@ use crate::dispatch::{self, Response};
 use crate::encode::AnyBody;
 use crate::frame::{self, DEFAULT_MAX_FRAME_SIZE, FrameError, FrameStatus};
 use crate::frame::{RequestHeader, ResponseHeaderView};
-use crate::messages::ApiKey;
+use crate::ApiKey;
 use crate::types::Versions;
 
 /// The error of the codecs: framing, encoding, or the I/O below them.

@@ -15,7 +15,7 @@ use core::fmt;
 
 use super::{FieldSchema, FieldType, StructSchema};
 use crate::error::{DecodeError, DecodeErrorKind};
-use crate::messages::ApiKey;
+use crate::ApiKey;
 use crate::types::{Uuid, Versions};
 use crate::wire::Reader;
 

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use kwire::broker::{Broker, Config};
-use kwire::messages::ApiKey;
+use kwire::ApiKey;
 
 /// Run a single-node, in-memory Kafka broker for tests and demos (records are kept in
 /// memory only, and lost when it stops).

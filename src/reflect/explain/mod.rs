@@ -50,7 +50,7 @@ use super::walk::{
 use super::{Builder, FieldSchema, FieldType, StructSchema, StructValue, Value};
 use crate::error::DecodeErrorKind;
 use crate::error_code::ErrorCode;
-use crate::messages::ApiKey;
+use crate::ApiKey;
 
 /// Which part of a frame a byte belongs to, for colouring the hex dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,7 +226,7 @@ impl Explained {
         use super::json::to_json;
         let mut top = serde_json::Map::new();
         if let (FrameKind::Response(..), Some((key, version))) = (self.kind, self.api) {
-            top.insert("apiKey".into(), key.key().into());
+            top.insert("apiKey".into(), key.to_i16().into());
             top.insert("apiVersion".into(), version.into());
         }
         if let Some((value, encoding)) = &self.header {
@@ -812,7 +812,7 @@ fn prefix_note(len: Option<usize>, flexible: bool, classic: &str) -> String {
 
 /// An error code with Kafka's name for it when it is not 0.
 fn error_code(code: i64) -> String {
-    match i16::try_from(code).ok().filter(|c| *c != 0).and_then(ErrorCode::from_code) {
+    match i16::try_from(code).ok().filter(|c| *c != 0).and_then(ErrorCode::from_i16) {
         Some(e) => format!("{code} ({})", e.name()),
         None => code.to_string(),
     }

@@ -7,7 +7,8 @@
 
 use kwire::frame::{self, FrameError};
 use kwire::messages::ResponseBodyView;
-use kwire::messages::{ApiKey, RequestBody, ResponseBody};
+use kwire::messages::{RequestBody, ResponseBody};
+use kwire::ApiKey;
 use kwire::secrets::{self, Redaction};
 use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
@@ -20,7 +21,7 @@ pub const DEFAULT_MAX_FRAME: usize = frame::DEFAULT_MAX_FRAME_SIZE;
 
 /// The name of a Kafka error code (`UNKNOWN_TOPIC_OR_PARTITION`), or the number.
 pub fn error_name(code: i16) -> String {
-    match kwire::ErrorCode::from_code(code) {
+    match kwire::ErrorCode::from_i16(code) {
         Some(e) => e.name().to_string(),
         None => code.to_string(),
     }
@@ -266,7 +267,8 @@ mod tests {
     use kwire::messages::metadata::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
-    use kwire::messages::{ApiKey, MetadataResponse};
+    use kwire::messages::{MetadataResponse};
+    use kwire::ApiKey;
     use kwire::{List, Str};
 
     use super::*;
