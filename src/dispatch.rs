@@ -64,12 +64,6 @@ pub fn parse_request_prefix(frame: &[u8]) -> Result<(Request<'_>, usize), FrameE
     Ok((request, ignored))
 }
 
-/// The former name of [`parse_request_prefix`].
-#[deprecated(since = "0.1.0", note = "renamed to `parse_request_prefix` (one `_prefix` convention)")]
-pub fn parse_request_lenient(frame: &[u8]) -> Result<(Request<'_>, usize), FrameError> {
-    parse_request_prefix(frame)
-}
-
 fn parse_request_with<'a>(
     frame: &'a [u8],
     body_view: impl FnOnce(&'a [u8], ApiKey, i16) -> Result<RequestBodyView<'a>, DecodeError>,

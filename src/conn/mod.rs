@@ -157,7 +157,15 @@ impl fmt::Display for ConnError {
     }
 }
 
-impl core::error::Error for ConnError {}
+impl core::error::Error for ConnError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            ConnError::Frame(e) => Some(e),
+            ConnError::Encode(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Whether a request gets a response: every request does except Produce with `acks = 0`.
 pub fn expects_response(body: &RequestBodyView<'_>) -> bool {

@@ -45,7 +45,7 @@ pub use render::{hex_legend, render_hex, render_tree};
 
 use super::json::{json_key, type_name, uuid_string};
 use super::walk::{
-    self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedSection, Visitor,
+    self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedFraming, Visitor,
 };
 use super::{Builder, FieldSchema, FieldType, StructSchema, StructValue, Value};
 use crate::error::DecodeErrorKind;
@@ -491,10 +491,10 @@ impl<'a> Visitor<'a> for Both<'_> {
         self.tree.leave_array(field, count);
         self.value.leave_array(field, count);
     }
-    fn enter_tagged_fields(&mut self, section: &TaggedSection<'_>) {
+    fn enter_tagged_fields(&mut self, section: &TaggedFraming<'_>) {
         self.tree.enter_tagged_fields(section);
     }
-    fn leave_tagged_fields(&mut self, section: &TaggedSection<'_>, end: usize) {
+    fn leave_tagged_fields(&mut self, section: &TaggedFraming<'_>, end: usize) {
         self.tree.leave_tagged_fields(section, end);
     }
     fn tagged_field(&mut self, field: &TaggedField) {
@@ -694,7 +694,7 @@ impl<'a> Visitor<'a> for TreeBuilder<'_> {
         }
     }
 
-    fn enter_tagged_fields(&mut self, section: &TaggedSection<'_>) {
+    fn enter_tagged_fields(&mut self, section: &TaggedFraming<'_>) {
         let about = if self.region == Region::Header {
             "number of tagged fields in the header"
         } else {
@@ -708,7 +708,7 @@ impl<'a> Visitor<'a> for TreeBuilder<'_> {
         self.stack.push(node);
     }
 
-    fn leave_tagged_fields(&mut self, _: &TaggedSection<'_>, end: usize) {
+    fn leave_tagged_fields(&mut self, _: &TaggedFraming<'_>, end: usize) {
         if let Some(node) = self.stack.pop() {
             self.push(node.end(end));
         }
