@@ -8,8 +8,8 @@
 //! [`EncodeError::BufferTooSmall`] with the exact size). A successful write is not sized
 //! again; debug builds check it against the size step.
 
+use crate::ApiKey;
 use crate::error::EncodeError;
-use crate::messages::ApiKey;
 use crate::types::{Str, Uuid, Ver, Versions};
 use crate::wire::{self, Writer};
 
@@ -269,7 +269,7 @@ macro_rules! impl_body {
     }) => {
         impl $crate::encode::Body for $name<'_> {
             const NAME: &'static str = stringify!($name);
-            const API_KEY: $crate::messages::ApiKey = match $crate::messages::ApiKey::from_i16($key) {
+            const API_KEY: $crate::ApiKey = match $crate::ApiKey::from_i16($key) {
                 Some(key) => key,
                 None => panic!("impl_body!: an API key the table does not have"),
             };

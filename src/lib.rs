@@ -54,8 +54,10 @@ extern crate std;
 
 // The layers, bottom up: the vocabulary and the wire primitives; views and encoders built
 // on them; the generated messages; framing and dispatch; the reference decoder.
+mod api_key;
+mod direction;
 pub mod error;
-pub mod error_code;
+mod error_code;
 pub mod types;
 pub mod wire;
 
@@ -97,10 +99,11 @@ macro_rules! as_version {
     ($($any:tt)*) => {};
 }
 
+pub use api_key::{ApiKey, UnknownApiKey};
+pub use direction::Direction;
 pub use encode::{AnyBody, Body};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
-pub use error_code::ErrorCode;
-pub use messages::ApiKey;
+pub use error_code::{ErrorCode, UnknownErrorCode};
 pub use types::{Bytes, List, RawTaggedField, Str, Uuid, Versions};
 pub use view::{ArrayIter, ArrayView};
 

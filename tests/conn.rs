@@ -466,14 +466,13 @@ fn response_header_value_type_with_tagged_fields() {
 }
 
 #[test]
-#[allow(deprecated)]
-fn parse_request_prefix_and_its_deprecated_alias() {
+fn parse_request_prefix_counts_what_follows() {
     let mut frame = unframe(&vector("seed/listgroups_v5_request.hex")).to_vec();
     frame.extend_from_slice(&[1, 2, 3]);
     let (a, ignored) = dispatch::parse_request_prefix(&frame).unwrap();
     assert_eq!(ignored, 3);
-    let (b, ignored_b) = dispatch::parse_request_lenient(&frame).unwrap();
-    assert_eq!((a.body.as_bytes(), ignored), (b.body.as_bytes(), ignored_b));
+    let strict = dispatch::parse_request(&frame[..frame.len() - 3]).unwrap();
+    assert_eq!(a.body.as_bytes(), strict.body.as_bytes());
     assert_eq!(dispatch::parse_request(&frame).unwrap_err(), {
         let at = frame.len() - 3;
         FrameError::Decode(DecodeError::new(K::TrailingBytes(3), at, "ListGroupsRequest"))

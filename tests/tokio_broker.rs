@@ -578,14 +578,14 @@ fn frame_codec_limits_errors_and_reservation() {
 #[test]
 fn client_codec_pairs_responses_and_skips_acks_zero() {
     use kwire::conn::ConnError;
-    use kwire::conn::tokio::{ClientCodec, Request};
+    use kwire::conn::tokio::{ClientCodec, ClientRequest};
     use kwire::messages::api_versions::ApiVersionsRequest;
     use kwire::messages::produce::ProduceRequest;
     let mut client: ClientCodec<&str> = ClientCodec::new(Some("c"));
     let mut server = ServerCodec::new();
     let (mut to_server, mut to_client) = (BytesMut::new(), BytesMut::new());
     let produce = ProduceRequest { acks: 0, ..Default::default() };
-    client.encode(Request { body: &produce, version: 9, payload: "produce" }, &mut to_server).unwrap();
+    client.encode(ClientRequest { body: &produce, version: 9, payload: "produce" }, &mut to_server).unwrap();
     client
         .encode(
             Request { body: &ApiVersionsRequest::default(), version: 3, payload: "versions" },

@@ -9,9 +9,10 @@ use super::conn::Outbox;
 use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
 use super::state::{Shared, valid_topic_name};
+use crate::ApiKey;
 use crate::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
 use crate::error_code::ErrorCode;
-use crate::messages::{ApiKey, RequestBodyView};
+use crate::messages::RequestBodyView;
 use crate::types::{List, Uuid};
 use crate::vectored::Part;
 
@@ -118,7 +119,7 @@ impl<'s> Handler<'s> {
                     .served()
                     .iter()
                     .map(|&(k, r)| ApiVersion {
-                        api_key: k.key(),
+                        api_key: k.to_i16(),
                         min_version: r.min,
                         max_version: r.max,
                         ..Default::default()
@@ -152,7 +153,7 @@ impl<'s> Handler<'s> {
                                 None => match self.shared.topics.name_of(id) {
                                     Some(n) => n,
                                     None => {
-                                        answers.push((ErrorCode::UnknownTopicId.code(), None, id, 0));
+                                        answers.push((ErrorCode::UnknownTopicId.to_i16(), None, id, 0));
                                         continue;
                                     }
                                 },
@@ -164,7 +165,7 @@ impl<'s> Handler<'s> {
                             match found {
                                 Some((id, n)) => answers.push((0, Some(name), id, n as i32)),
                                 None if valid_topic_name(&name).is_err() => answers.push((
-                                    ErrorCode::InvalidTopicException.code(),
+                                    ErrorCode::InvalidTopicException.to_i16(),
                                     Some(name),
                                     Uuid::ZERO,
                                     0,
@@ -185,7 +186,7 @@ impl<'s> Handler<'s> {
                                             match again {
                                                 Some((id, n)) => answers.push((0, Some(name), id, n)),
                                                 None => answers.push((
-                                                    ErrorCode::UnknownTopicOrPartition.code(),
+                                                    ErrorCode::UnknownTopicOrPartition.to_i16(),
                                                     Some(name),
                                                     Uuid::ZERO,
                                                     0,
@@ -195,7 +196,7 @@ impl<'s> Handler<'s> {
                                     }
                                 }
                                 None => answers.push((
-                                    ErrorCode::UnknownTopicOrPartition.code(),
+                                    ErrorCode::UnknownTopicOrPartition.to_i16(),
                                     Some(name),
                                     Uuid::ZERO,
                                     0,
@@ -283,7 +284,7 @@ impl<'s> Handler<'s> {
                 use crate::messages::init_producer_id::InitProducerIdResponse;
                 let body = if i.transactional_id().is_some_and(|t| !t.is_empty()) {
                     InitProducerIdResponse {
-                        error_code: ErrorCode::TransactionalIdAuthorizationFailed.code(),
+                        error_code: ErrorCode::TransactionalIdAuthorizationFailed.to_i16(),
                         producer_id: -1,
                         producer_epoch: -1,
                         ..Default::default()
@@ -323,7 +324,7 @@ impl<'s> Handler<'s> {
                     });
                     results.push(CreatePartitionsTopicResult {
                         name: t.name().into(),
-                        error_code: code.code(),
+                        error_code: code.to_i16(),
                         error_message: message.map(Into::into),
                         ..Default::default()
                     });
@@ -354,7 +355,7 @@ impl<'s> Handler<'s> {
                     results.push(DeletableTopicResult {
                         name: name.map(Into::into),
                         topic_id: if v >= 6 { topic_id } else { Uuid::ZERO },
-                        error_code: code.code(),
+                        error_code: code.to_i16(),
                         ..Default::default()
                     });
                 }
@@ -368,7 +369,7 @@ impl<'s> Handler<'s> {
                 let host = self.shared.host.as_str();
                 let port = self.shared.port;
                 let bad_type = !(0..=1).contains(&f.key_type());
-                let code = if bad_type { ErrorCode::InvalidRequest.code() } else { 0 };
+                let code = if bad_type { ErrorCode::InvalidRequest.to_i16() } else { 0 };
                 let body = if v >= 4 {
                     let coordinators: Vec<Coordinator<'_>> = f
                         .coordinator_keys()
@@ -435,7 +436,7 @@ impl<'s> Handler<'s> {
                     (None, false) => Some("".into()),
                 };
                 let body = JoinGroupResponse {
-                    error_code: result.error.map_or(0, |e| e.code()),
+                    error_code: result.error.map_or(0, |e| e.to_i16()),
                     generation_id: result.generation,
                     protocol_type: result.protocol_type.as_deref().filter(|_| v >= 7).map(Into::into),
                     protocol_name,
@@ -463,7 +464,7 @@ impl<'s> Handler<'s> {
                     assignments,
                 );
                 let body = SyncGroupResponse {
-                    error_code: code.code(),
+                    error_code: code.to_i16(),
                     protocol_type: ptype.filter(|_| v >= 5).map(Into::into),
                     protocol_name: pname.filter(|_| v >= 5).map(Into::into),
                     assignment: assignment.into(),
@@ -474,7 +475,7 @@ impl<'s> Handler<'s> {
             RequestBodyView::Heartbeat(h) => {
                 use crate::messages::heartbeat::HeartbeatResponse;
                 let code = self.shared.groups.heartbeat(h.group_id(), h.generation_id(), h.member_id());
-                let body = HeartbeatResponse { error_code: code.code(), ..Default::default() };
+                let body = HeartbeatResponse { error_code: code.to_i16(), ..Default::default() };
                 ServerConn::encode_response(reply, &body, out)?;
             }
             RequestBodyView::LeaveGroup(l) => {
@@ -490,14 +491,14 @@ impl<'s> Handler<'s> {
                                 .shared
                                 .groups
                                 .leave(self.shared, l.group_id(), m.member_id(), m.group_instance_id())
-                                .code(),
+                                .to_i16(),
                             ..Default::default()
                         })
                         .collect();
                     LeaveGroupResponse { members: members.into(), ..Default::default() }
                 } else {
                     let code = self.shared.groups.leave(self.shared, l.group_id(), l.member_id(), None);
-                    LeaveGroupResponse { error_code: code.code(), ..Default::default() }
+                    LeaveGroupResponse { error_code: code.to_i16(), ..Default::default() }
                 };
                 ServerConn::encode_response(reply, &body, out)?;
             }
@@ -546,7 +547,7 @@ impl<'s> Handler<'s> {
                         };
                         parts.push(OffsetCommitResponsePartition {
                             partition_index: i,
-                            error_code: code.code(),
+                            error_code: code.to_i16(),
                             ..Default::default()
                         });
                     }
@@ -602,7 +603,7 @@ impl<'s> Handler<'s> {
                 for id in d.groups() {
                     let Some(group) = g.get(id) else {
                         groups.push(DescribedGroup {
-                            error_code: if v >= 6 { ErrorCode::GroupIdNotFound.code() } else { 0 },
+                            error_code: if v >= 6 { ErrorCode::GroupIdNotFound.to_i16() } else { 0 },
                             error_message: (v >= 6).then(|| std::format!("Group {id} not found.").into()),
                             group_id: id.into(),
                             group_state: "Dead".into(),
@@ -653,7 +654,7 @@ impl<'s> Handler<'s> {
                 let accepted = h.mechanism() == "PLAIN";
                 self.raw_sasl = accepted && v == 0;
                 let mechanisms = ["PLAIN".into()];
-                let code = if accepted { 0 } else { ErrorCode::UnsupportedSaslMechanism.code() };
+                let code = if accepted { 0 } else { ErrorCode::UnsupportedSaslMechanism.to_i16() };
                 let body = SaslHandshakeResponse { error_code: code, mechanisms: (&mechanisms).into() };
                 ServerConn::encode_response(reply, &body, out)?;
             }
@@ -663,7 +664,7 @@ impl<'s> Handler<'s> {
                     SaslAuthenticateResponse::default()
                 } else {
                     SaslAuthenticateResponse {
-                        error_code: ErrorCode::SaslAuthenticationFailed.code(),
+                        error_code: ErrorCode::SaslAuthenticationFailed.to_i16(),
                         error_message: Some("Authentication failed: invalid username or password".into()),
                         ..Default::default()
                     }
@@ -762,7 +763,7 @@ impl<'s> Handler<'s> {
                             first_error =
                                 Some(std::format!("{}/{index}: {:?} {}", t.name(), r.code, r.message));
                         }
-                        (r.code.code(), (-1, -1), Some(r.message).filter(|m| !m.is_empty() && v >= 8))
+                        (r.code.to_i16(), (-1, -1), Some(r.message).filter(|m| !m.is_empty() && v >= 8))
                     }
                 };
                 let record_errors: Vec<BatchIndexAndErrorMessage<'_>> = if v >= 8 {
@@ -821,7 +822,7 @@ impl<'s> Handler<'s> {
         let v = reply.api_version;
         if v >= 7 && f.session_id() != 0 {
             let body = FetchResponse {
-                error_code: ErrorCode::FetchSessionIdNotFound.code(),
+                error_code: ErrorCode::FetchSessionIdNotFound.to_i16(),
                 session_id: 0,
                 ..Default::default()
             };
@@ -858,12 +859,12 @@ impl<'s> Handler<'s> {
                         } else {
                             ErrorCode::UnknownTopicOrPartition
                         };
-                        parts.push((index, code.code(), -1, None));
+                        parts.push((index, code.to_i16(), -1, None));
                         continue;
                     };
                     if v >= 9 && p.current_leader_epoch() > 0 {
                         errors = true;
-                        parts.push((index, ErrorCode::UnknownLeaderEpoch.code(), -1, None));
+                        parts.push((index, ErrorCode::UnknownLeaderEpoch.to_i16(), -1, None));
                         continue;
                     }
                     let log = partition.lock();
@@ -871,7 +872,7 @@ impl<'s> Handler<'s> {
                     let offset = p.fetch_offset();
                     if offset < 0 || offset > hw {
                         errors = true;
-                        parts.push((index, ErrorCode::OffsetOutOfRange.code(), hw, None));
+                        parts.push((index, ErrorCode::OffsetOutOfRange.to_i16(), hw, None));
                         continue;
                     }
                     let limit = usize::try_from(p.partition_max_bytes())
@@ -964,9 +965,9 @@ impl<'s> Handler<'s> {
                     ..Default::default()
                 };
                 match self.shared.topics.partition(t.name(), index) {
-                    None => r.error_code = ErrorCode::UnknownTopicOrPartition.code(),
+                    None => r.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
                     Some(_) if v >= 4 && p.current_leader_epoch() > 0 => {
-                        r.error_code = ErrorCode::UnknownLeaderEpoch.code()
+                        r.error_code = ErrorCode::UnknownLeaderEpoch.to_i16()
                     }
                     Some(partition) => {
                         let log = partition.lock();
@@ -1114,7 +1115,7 @@ impl<'s> Handler<'s> {
                 }
                 Err((code, message)) => CreatableTopicResult {
                     name: name.into(),
-                    error_code: code.code(),
+                    error_code: code.to_i16(),
                     error_message: Some(message.into()),
                     num_partitions: -1,
                     replication_factor: -1,
@@ -1169,7 +1170,7 @@ impl<'s> Handler<'s> {
                         let parts = parts
                             .into_iter()
                             .map(|p| match (&name, committed) {
-                                (None, _) => (p, -1, -1, None, ErrorCode::UnknownTopicId.code()),
+                                (None, _) => (p, -1, -1, None, ErrorCode::UnknownTopicId.to_i16()),
                                 (Some(n), Some(c)) => match c.get(&(n.clone(), p)) {
                                     Some(o) => (p, o.offset, o.leader_epoch, o.metadata.clone(), 0),
                                     None => (p, -1, -1, Some(String::new()), 0),
@@ -1327,7 +1328,7 @@ impl<'s> Handler<'s> {
         let results: Vec<DescribeConfigsResult<'_>> = results
             .iter()
             .map(|(code, message, ty, name, entries)| DescribeConfigsResult {
-                error_code: code.code(),
+                error_code: code.to_i16(),
                 error_message: message.as_deref().map(Into::into),
                 resource_type: *ty,
                 resource_name: name.as_str().into(),
@@ -1363,7 +1364,7 @@ pub(crate) fn unsupported(reply: ReplyTo, out: &mut Outbox) -> Result<(), ConnEr
     }
     let schema = crate::reflect::response_schema(reply.api_key);
     let mut body = StructValue::new(schema.body);
-    let _ = body.set("ErrorCode", Value::Int16(ErrorCode::UnsupportedVersion.code()));
+    let _ = body.set("ErrorCode", Value::Int16(ErrorCode::UnsupportedVersion.to_i16()));
     let encoding = Encoding::body(schema, reply.api_version);
     let len = body.encoded_len(encoding).map_err(|_| {
         ConnError::Encode(crate::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })

@@ -65,7 +65,7 @@ use std::string::{String, ToString};
 
 pub use handle::SERVED;
 
-use crate::messages::ApiKey;
+use crate::ApiKey;
 
 /// A line the broker logs: connections always, every request when [`Config::verbose`].
 pub type Logger = Arc<dyn Fn(&str) + Send + Sync>;

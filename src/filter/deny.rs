@@ -3,8 +3,8 @@
 use alloc::vec::Vec;
 
 use super::{Filter, RequestAction};
+use crate::ApiKey;
 use crate::dispatch::Request;
-use crate::messages::ApiKey;
 use crate::types::Versions;
 
 /// Refuses some APIs: a request of one closes the connection, and ApiVersions answers no
@@ -17,7 +17,8 @@ use crate::types::Versions;
 ///
 /// ```
 /// use kwire::filter::{DenyApis, FilterChain, Verdict};
-/// use kwire::messages::{ApiKey, DeleteTopicsRequest};
+/// use kwire::messages::DeleteTopicsRequest;
+/// use kwire::ApiKey;
 ///
 /// let mut chain = FilterChain::new();
 /// chain.push(DenyApis::new([ApiKey::DeleteTopics]));

@@ -11,9 +11,8 @@
 //!
 //! Built in: [`DenyApis`] (an API deny-list), [`RewriteAddresses`] (broker addresses in
 //! responses replaced, so that clients keep talking through a proxy; [`BrokerPorts`] is the
-//! rule of a port per broker by node id, the same in every proxy instance), and
-//! [`redact_request`] / [`redact_response`], the masking of secrets in copies of frames
-//! for logs and recordings (see [`crate::secrets`]).
+//! rule of a port per broker by node id, the same in every proxy instance). The masking of
+//! secrets in copies of frames for logs and recordings is [`crate::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
 //!
@@ -21,7 +20,8 @@
 //! use std::collections::BTreeMap;
 //! use kwire::dispatch::Request;
 //! use kwire::filter::{Filter, FilterChain, RequestAction, Verdict};
-//! use kwire::messages::{ApiKey, ApiVersionsRequest, RequestBody};
+//! use kwire::messages::{ApiVersionsRequest, RequestBody};
+//! use kwire::ApiKey;
 //!
 //! #[derive(Default)]
 //! struct CountAndRename {
@@ -65,21 +65,19 @@
 //!   connection instead. Answering a Produce request with `acks = 0`, which expects none,
 //!   drops it instead.
 
-use alloc::borrow::Cow;
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
+use crate::ApiKey;
 use crate::conn::expects_response;
 use crate::dispatch::{self, Request, Response};
 use crate::encode::AnyBody;
 use crate::frame::{RequestHeader, RequestHeaderView};
-use crate::messages::{ApiKey, RequestBody, ResponseBody, ResponseBodyView};
+use crate::messages::{RequestBody, ResponseBody, ResponseBodyView};
 use crate::types::{List, RawTaggedField, Versions};
-
-pub use crate::secrets::{redact_request, redact_response};
 
 /// What a response answers: the request's API, the version the response is read at (the
 /// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),
@@ -260,7 +258,7 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
                 Ok(len) => {
                     let mut out = vec![0u8; len + frame.len() - header.as_bytes().len()];
                     let mut w = crate::wire::Writer::new(&mut out[..len]);
-                    new.write(&mut w, key.key(), version, header_version);
+                    new.write(&mut w, key.to_i16(), version, header_version);
                     // The body's bytes as they came (trailing bytes included).
                     out[len..].copy_from_slice(&frame[header.as_bytes().len()..]);
                     Step::New(out)
@@ -453,18 +451,6 @@ impl FilterChain {
             }
         }
         None
-    }
-}
-
-/// Masks the secrets of a frame copy for a log or a recording: [`redact_request`] or
-/// [`redact_response`] by direction (`response_to` is the request's API key and version).
-pub fn redact<'f>(
-    frame: &'f [u8],
-    response_to: Option<(i16, i16)>,
-) -> (Cow<'f, [u8]>, crate::secrets::Redaction) {
-    match response_to {
-        None => redact_request(frame),
-        Some((key, version)) => redact_response(frame, key, version),
     }
 }
 

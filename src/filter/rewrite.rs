@@ -5,8 +5,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::{Exchange, Filter, ResponseAction};
+use crate::ApiKey;
 use crate::dispatch::Response;
-use crate::messages::{ApiKey, ResponseBody, ResponseBodyView};
+use crate::messages::{ResponseBody, ResponseBodyView};
 use crate::types::List;
 
 /// Replaces broker addresses in responses, so that clients keep connecting through a
@@ -21,7 +22,8 @@ use crate::types::List;
 ///
 /// ```
 /// use kwire::filter::{FilterChain, RewriteAddresses, Verdict};
-/// use kwire::messages::{ApiKey, MetadataResponse, metadata::MetadataResponseBroker};
+/// use kwire::messages::{MetadataResponse, metadata::MetadataResponseBroker};
+/// use kwire::ApiKey;
 ///
 /// let mut chain = FilterChain::new();
 /// chain.push(RewriteAddresses::new(|host: &str, port: i32| Some(("proxy.local".to_string(), port + 10000))));
@@ -294,7 +296,8 @@ impl BrokerNames {
 ///
 /// ```
 /// use kwire::filter::{BrokerNames, ByName, FilterChain, RewriteAddresses, Verdict};
-/// use kwire::messages::{ApiKey, MetadataResponse, metadata::MetadataResponseBroker};
+/// use kwire::messages::{MetadataResponse, metadata::MetadataResponseBroker};
+/// use kwire::ApiKey;
 ///
 /// let names = BrokerNames::new("b{id}.kafka.example", "kafka.example")?;
 /// let mut chain = FilterChain::new();

@@ -443,7 +443,7 @@ fn api_versions_at_a_version_kwire_does_not_read_is_answered_as_a_broker_does() 
     let response = dispatch::parse_response(&answer, ApiKey::ApiVersions, 0).unwrap();
     assert_eq!(response.header.correlation_id(), 77);
     let ResponseBodyView::ApiVersions(v) = response.body else { panic!() };
-    assert_eq!(v.error_code(), crate::ErrorCode::UnsupportedVersion.code());
+    assert_eq!(v.error_code(), crate::ErrorCode::UnsupportedVersion.to_i16());
     let listed: Vec<_> =
         v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
     assert_eq!(listed, [(18, ours.min, ours.max)]);

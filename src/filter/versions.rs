@@ -5,9 +5,10 @@
 use alloc::vec::Vec;
 
 use super::Filter;
-use crate::error_code::ErrorCode;
+use crate::ApiKey;
+use crate::ErrorCode;
 use crate::messages::api_versions::ApiVersion;
-use crate::messages::{ApiKey, ApiVersionsResponse, ApiVersionsResponseView};
+use crate::messages::{ApiVersionsResponse, ApiVersionsResponseView};
 use crate::types::{List, Versions};
 
 /// The versions of `api_key` a client may use through the chain, `None` for none: the
@@ -71,15 +72,15 @@ pub(super) fn unsupported_answer(
     filters: &[alloc::boxed::Box<dyn Filter + Send>],
 ) -> ApiVersionsResponse<'static> {
     let ours = ApiKey::ApiVersions.request_versions();
-    let range = allowed(ApiKey::ApiVersions.key(), ours.min, ours.max, filters).unwrap_or(ours);
+    let range = allowed(ApiKey::ApiVersions.to_i16(), ours.min, ours.max, filters).unwrap_or(ours);
     let entry = ApiVersion {
-        api_key: ApiKey::ApiVersions.key(),
+        api_key: ApiKey::ApiVersions.to_i16(),
         min_version: range.min,
         max_version: range.max,
         ..Default::default()
     };
     ApiVersionsResponse {
-        error_code: ErrorCode::UnsupportedVersion.code(),
+        error_code: ErrorCode::UnsupportedVersion.to_i16(),
         api_keys: List::Owned(alloc::vec![entry]),
         ..Default::default()
     }

@@ -34,8 +34,9 @@ use tokio::net::tcp::OwnedReadHalf;
 use super::listeners::Runtime;
 use super::session::{Action, Answer, Answered, FromClient, RequestHead, Session};
 use super::{ConnInfo, Event, Hooks, tls};
+use crate::Direction;
 use crate::conn::FrameBuf;
-use crate::conn::metrics::{Direction, Upstream};
+use crate::conn::metrics::Upstream;
 
 /// The frame buffers' base size (`kwire::conn`'s default): they grow as a larger frame's
 /// bytes arrive.
@@ -158,7 +159,7 @@ async fn serve<C: Split, S: Split, H: Hooks>(
     };
     let left: Vec<_> = lock(&conn).drain().collect();
     for e in left {
-        runtime.hooks.no_response(&info, e.api_key.key(), e.api_version, e.request);
+        runtime.hooks.no_response(&info, e.api_key.to_i16(), e.api_version, e.request);
     }
     runtime.hooks.event(Some(&info), Event::Closed { why: &why });
 }
@@ -454,7 +455,10 @@ impl<H: Hooks> Side for Requests<'_, H> {
                 hooks.event(Some(&info), Event::BadRequest { frame, why });
             }
             head @ RequestHead::Request { api_key, api_version, expects, client_id, .. } => {
-                metrics.request(*api_key, *api_version, frame.len() + 4);
+                match crate::ApiKey::from_i16(*api_key) {
+                    Some(key) => metrics.request(key, *api_version, frame.len() + 4),
+                    None => metrics.unknown_request(frame.len() + 4),
+                }
                 let Some(tag) = meta.tag else { return };
                 hooks.request(&info, frame, head, &tag);
                 if !expects {

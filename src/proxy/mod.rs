@@ -25,7 +25,8 @@
 //! use kwire::dispatch::Request;
 //! use kwire::filter::{Filter, FilterChain, RequestAction};
 //! use kwire::messages::produce::{PartitionProduceResponse, TopicProduceResponse};
-//! use kwire::messages::{ApiKey, ProduceResponse, RequestBodyView, ResponseBody};
+//! use kwire::messages::{ProduceResponse, RequestBodyView, ResponseBody};
+//! use kwire::ApiKey;
 //! use kwire::proxy::{ConnInfo, Proxy};
 //! use kwire::ErrorCode;
 //!
@@ -41,7 +42,7 @@
 //!             return RequestAction::Pass;
 //!         }
 //!         let refused = |p: u32| PartitionProduceResponse {
-//!             index: p as i32, error_code: ErrorCode::TopicAuthorizationFailed.code(), ..Default::default()
+//!             index: p as i32, error_code: ErrorCode::TopicAuthorizationFailed.to_i16(), ..Default::default()
 //!         };
 //!         let responses = produce.topic_data().iter().map(|t| TopicProduceResponse {
 //!             name: t.name().into(), topic_id: t.topic_id(),

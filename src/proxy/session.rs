@@ -225,10 +225,10 @@ impl<T> Session<T> {
                 };
             }
         };
-        let auth = if peek.api_key == ApiKey::SaslHandshake.key()
-            || peek.api_key == ApiKey::SaslAuthenticate.key()
+        let auth = if peek.api_key == ApiKey::SaslHandshake.to_i16()
+            || peek.api_key == ApiKey::SaslAuthenticate.to_i16()
         {
-            self.sasl_request(frame, peek.api_key, peek.api_version)
+            self.sasl_request(frame, peek.api_version)
         } else {
             None
         };
@@ -335,13 +335,13 @@ impl<T> Session<T> {
 
     /// What a SaslHandshake or SaslAuthenticate request says of authentication; a v0
     /// handshake also starts the raw token phase.
-    fn sasl_request(&mut self, frame: &[u8], api_key: i16, api_version: i16) -> Option<AuthNote> {
+    fn sasl_request(&mut self, frame: &[u8], api_version: i16) -> Option<AuthNote> {
         let request = dispatch::parse_request(frame).ok()?;
         match request.body {
             RequestBodyView::SaslHandshake(v) => {
                 let mechanism = v.mechanism().to_string();
                 if api_version == 0 {
-                    self.sasl.on_request(api_key, 0, Some(&mechanism));
+                    self.sasl.on_request(ApiKey::SaslHandshake, 0, Some(&mechanism));
                 }
                 self.auth = Auth { mechanism: Some(mechanism.clone()), user: None };
                 self.info.set_auth(Some(mechanism.clone()), None);

@@ -264,7 +264,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
     let mut head = StructValue::new(if request { &REQUEST_HEADER } else { &RESPONSE_HEADER });
     head.set("CorrelationId", V::Int32(correlation));
     if request {
-        head.set("RequestApiKey", V::Int16(key.key()));
+        head.set("RequestApiKey", V::Int16(key.to_i16()));
         head.set("RequestApiVersion", V::Int16(version));
         let client = match required(h, "clientId", "header")? {
             Value::Null => V::Null,

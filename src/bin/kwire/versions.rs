@@ -66,7 +66,7 @@ pub fn table() -> String {
         let within = Versions::new(flexible.min, flexible.max.min(key.request_versions().max));
         rows.push([
             key.name().into(),
-            key.key().to_string(),
+            key.to_i16().to_string(),
             range(key.request_versions()),
             range(key.response_versions()),
             range(within),
@@ -110,7 +110,7 @@ pub fn json() -> String {
             let flexible_min = if flexible.min <= flexible.max { Some(flexible.min) } else { None };
             serde_json::json!({
                 "name": key.name(),
-                "key": key.key(),
+                "key": key.to_i16(),
                 "min": versions.min,
                 "max": versions.max,
                 "flexible_min": flexible_min,

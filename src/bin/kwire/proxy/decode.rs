@@ -5,8 +5,9 @@
 //! Frames here are whole frames *without* their 4-byte size prefix (as
 //! `kwire::frame::split_frame` returns them), except where a function says otherwise.
 
+use kwire::ApiKey;
 use kwire::frame::{self, FrameError};
-use kwire::messages::{ApiKey, RequestBody, ResponseBody};
+use kwire::messages::{RequestBody, ResponseBody};
 use kwire::secrets::{self, Redaction};
 use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
@@ -16,7 +17,7 @@ use kwire::reflect::addresses;
 
 /// The name of a Kafka error code (`UNKNOWN_TOPIC_OR_PARTITION`), or the number.
 pub fn error_name(code: i16) -> String {
-    match kwire::ErrorCode::from_code(code) {
+    match kwire::ErrorCode::from_i16(code) {
         Some(e) => e.name().to_string(),
         None => code.to_string(),
     }
@@ -70,6 +71,7 @@ pub fn decode_request(frame: &[u8]) -> Decoded {
             Decoded::Unknown(format!("kwire: {e}"))
         }
         Err(FrameError::Decode(e)) => Decoded::Malformed(e.to_string()),
+        Err(e) => Decoded::Malformed(e.to_string()),
     }
 }
 
@@ -137,6 +139,7 @@ pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
             return Ok(false);
         }
         Err(FrameError::Decode(e)) => return Err(e.to_string()),
+        Err(e) => return Err(e.to_string()),
     };
     let version = req.header.api_version();
     let body = RequestBody::from(req.body);
@@ -212,8 +215,10 @@ pub fn redacted(frame_with_prefix: &[u8], response_to: Option<(i16, i16)>) -> (V
     let frame = &frame_with_prefix[4.min(frame_with_prefix.len())..];
     let r = match response_to {
         None => secrets::mask_request(frame, body),
-        Some((-1, _)) => secrets::mask_unknown_response(frame, body),
-        Some((key, version)) => secrets::mask_response(frame, key, version, body),
+        Some((key, version)) => match ApiKey::from_i16(key) {
+            Some(key) => secrets::mask_response(frame, key, version, body),
+            None => secrets::mask_unknown_response(frame, body),
+        },
     };
     (out, r)
 }
@@ -235,11 +240,12 @@ pub fn redaction_note(r: &Redaction) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use kwire::ApiKey;
     use kwire::filter::{FilterChain, RewriteAddresses, Verdict};
+    use kwire::messages::MetadataResponse;
     use kwire::messages::metadata::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
-    use kwire::messages::{ApiKey, MetadataResponse};
     use kwire::{List, Str};
 
     use super::*;
@@ -345,10 +351,10 @@ mod tests {
                 panic!("{name}")
             };
             assert_eq!(moved.len(), frame.len() - 4 + 1, "{name}");
-            let before = decode_response(&frame[4..], key.key(), version);
-            let after = decode_response(&moved, key.key(), version);
+            let before = decode_response(&frame[4..], key.to_i16(), version);
+            let after = decode_response(&moved, key.to_i16(), version);
             assert_eq!((after.decoded, &after.errors), (Decoded::Ok, &before.errors), "{name}");
-            assert_eq!(roundtrip_response(&moved, key.key(), version), Ok(true), "{name}");
+            assert_eq!(roundtrip_response(&moved, key.to_i16(), version), Ok(true), "{name}");
         }
     }
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use kwire::conn::metrics::{Direction, Undecoded};
+use kwire::Direction;
+use kwire::conn::metrics::Undecoded;
 use kwire::proxy::{AuthNote, ConnInfo, Event, Exchange, Hooks, RequestHead, Sent};
 
 use super::decode::{self, Decoded};
@@ -42,7 +43,7 @@ impl Hooks for Cli {
         if rewritten {
             self.stats.rewritten.fetch_add(1, Ordering::Relaxed);
         }
-        let key = e.api_key.key();
+        let key = e.api_key.to_i16();
         let info = decode::decode_response(frame, key, e.api_version);
         let api = decode::api_name(key);
         if let (Some(r), Some(name)) = (&self.recorder, &e.request.tag) {
