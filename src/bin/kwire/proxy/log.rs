@@ -121,9 +121,8 @@ impl Hooks for Cli {
         let id = conn.map_or(0, |c| c.id);
         let peer = conn.map(|c| c.peer.to_string()).unwrap_or_default();
         match event {
-            Event::Listening { addr, broker: None } => {
-                self.log.line(format!("{} listening on {addr} (bootstrap)", now()));
-            }
+            // The first line of stdout says it (`run`); tests read it.
+            Event::Listening { broker: None, .. } => {}
             Event::Listening { addr, broker: Some((broker, None)) } => {
                 self.log.line(format!("{} listening on {addr} for broker {broker}", now()));
             }
