@@ -792,7 +792,7 @@ fn descriptor_limit_raised_and_connections_past_it_refused() {
         round_trip(&mut s, i).unwrap_or_else(|e| panic!("connection {i} not served: {e}"));
         held.push(s);
     }
-    proxy.wait_for(&["at 86 connections (--max-connections)"]);
+    proxy.wait_for(&["at 86 connections (the connection limit)"]);
     let refused = TcpStream::connect(&proxy.addr);
     assert!(
         matches!(&refused, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),

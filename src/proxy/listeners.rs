@@ -242,7 +242,7 @@ async fn accept_loop<H: Hooks>(listener: TcpListener, upstream: String, runtime:
             if listener.take().is_some() {
                 runtime.metrics.listener_closed();
                 runtime.notice(&format!(
-                    "at {} connections (the limit): {addr} closed, new connections are refused until one ends",
+                    "at {} connections (the connection limit): {addr} closed, new connections are refused until one ends",
                     runtime.gate.max()
                 ));
             }
