@@ -1,8 +1,4 @@
-//! Running a child process to its end with a time limit, its output collected, and the
-//! command lines of the real client programs: for the tests that drive real clients
-//! (tests/broker.rs, tests/proxy.rs, tests/proxy_cluster.rs).
-
-#![allow(dead_code)] // each test that includes this uses part of it
+//! Running a child process to its end with a time limit, its output collected.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -53,46 +49,5 @@ pub fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
         ok: status.success(),
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
-    }
-}
-
-/// How each real client program of tests/proxy/ and tests/interop/ is started (after
-/// `tests/proxy/setup.sh`): `client` is `kafka-python`, `confluent-kafka`, `kafkajs`,
-/// `java` or `franz-go`; each takes the bootstrap address and a prefix for its topic and
-/// group names (see tests/proxy/kafka_python_client.py).
-pub fn client_command(client: &str, bootstrap: &str, prefix: &str) -> Command {
-    let r = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    match client {
-        "kafka-python" | "confluent-kafka" => {
-            let script =
-                if client == "kafka-python" { "kafka_python_client.py" } else { "confluent_client.py" };
-            let mut c = Command::new(r.join("target/interop/venv/bin/python"));
-            c.arg(r.join("tests/proxy").join(script)).args([bootstrap, prefix]);
-            c
-        }
-        "kafkajs" => {
-            let mut c = Command::new("node");
-            c.arg(r.join("tests/proxy/kafkajs_client.js"))
-                .args([bootstrap, prefix])
-                .env("NODE_PATH", r.join("target/interop/node/node_modules"));
-            c
-        }
-        "java" => {
-            let jar = r.join("target/java-client/proxy-java-client-0.jar");
-            let lib = r.join("target/java-client/lib/*");
-            let mut c = Command::new("java");
-            c.arg("-Xmx512m")
-                .arg("-cp")
-                .arg(format!("{}:{}", jar.display(), lib.display()))
-                .arg("dev.kwire.interop.ProxyClient")
-                .args([bootstrap, prefix]);
-            c
-        }
-        "franz-go" => {
-            let mut c = Command::new(r.join("target/go-client/go-client"));
-            c.args([bootstrap, prefix]);
-            c
-        }
-        other => panic!("no client {other}"),
     }
 }
