@@ -1,5 +1,6 @@
 //! Running a child process to its end with a time limit, its output collected.
 
+use std::borrow::BorrowMut;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::thread;
@@ -15,14 +16,26 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Runs `cmd` to the end, or kills it at `timeout` and panics.
-pub fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
+/// Runs `cmd` (a `Command` or a `&mut Command`) to the end, or kills it at `timeout` and
+/// panics with what it printed.
+pub fn run(cmd: impl BorrowMut<Command>, what: &str, timeout: Duration) -> Output {
+    let (ok, stdout, stderr) = run_bounded(cmd, timeout);
+    let Some(ok) = ok else {
+        panic!("{what} did not finish within {timeout:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    };
+    Output { ok, stdout, stderr }
+}
+
+/// Runs `cmd` to the end, or kills it at `timeout`; returns whether it succeeded (`None`
+/// when it was killed) and what it printed on stdout and stderr.
+pub fn run_bounded(mut cmd: impl BorrowMut<Command>, timeout: Duration) -> (Option<bool>, String, String) {
+    let cmd = cmd.borrow_mut();
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     let drain = |mut r: Box<dyn Read + Send>| {
         thread::spawn(move || {
             let mut s = String::new();
@@ -35,19 +48,14 @@ pub fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            break Some(status.success());
         }
         if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            let (o, e) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-            panic!("{what} did not finish within {timeout:?}\nstdout:\n{o}\nstderr:\n{e}");
+            break None;
         }
-        thread::sleep(Duration::from_millis(50));
+        thread::sleep(Duration::from_millis(20));
     };
-    Output {
-        ok: status.success(),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
+    (status, out.join().unwrap_or_default(), err.join().unwrap_or_default())
 }
