@@ -4,8 +4,8 @@
 //! batches, and `--format json | encode` round trips of the records vectors.
 #![cfg(feature = "cli")]
 
-#[path = "common/kwire_cmd.rs"]
-mod kwire_cmd;
+mod common;
+use common::kwire_cmd;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -26,8 +26,7 @@
 #![cfg(feature = "cli")]
 
 mod common;
-#[path = "common/java.rs"]
-mod java;
+use common::java;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

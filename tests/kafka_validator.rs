@@ -24,8 +24,7 @@
 //! inflate bomb). Without Java or Maven the test fails, as the other harness tests do.
 
 mod common;
-#[path = "common/java.rs"]
-mod java;
+use common::java;
 
 #[global_allocator]
 static GLOBAL: common::counting::Counting = common::counting::Counting;

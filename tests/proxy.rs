@@ -13,22 +13,17 @@
 //! is missing). A test that cannot get them fails. See docs/proxy.md.
 #![cfg(feature = "cli")]
 
-#[path = "common/kwire_cmd.rs"]
-mod kwire_cmd;
+mod common;
 
-#[path = "common/process.rs"]
-mod process;
-
-#[path = "common/proxy.rs"]
-mod proxy_harness;
-
-use process::{client_command, run};
+use common::clients::{client_command, partition_log};
+use common::process::run;
+use common::{kwire_cmd, proxy as proxy_harness, root};
 use proxy_harness::{Proxy, scrape};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
@@ -45,10 +40,6 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(150);
 /// How long fetching and starting the broker may take.
 const BROKER_TIMEOUT: Duration = Duration::from_secs(600);
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// One client at a time: the machine has two cores, and the broker is shared.
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -58,7 +49,7 @@ fn serial() -> MutexGuard<'static, ()> {
 /// Installs the clients once per test process (see tests/proxy/setup.sh); again when the
 /// metrics test's parser is missing (a checkout set up before it).
 fn setup() {
-    proxy_harness::setup(|| {
+    common::clients::setup(|| {
         Command::new(root().join("target/interop/venv/bin/python"))
             .args(["-c", "import prometheus_client"])
             .stdout(Stdio::null())
@@ -192,35 +183,6 @@ impl Frames {
 fn prefix(client: &str) -> String {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
     format!("{client}-{}-{t}", std::process::id())
-}
-
-/// The records of a partition as the consumer saw them, `[offset, value]` in delivery
-/// order, as the partition's log: offsets 0, 1, 2, ... each with its value. A record
-/// delivered again (a consumer group rebalance before a commit re-delivers, which is the
-/// consumer's at-least-once contract) must carry the same value at the same offset; a gap,
-/// or two values at one offset, fails.
-fn partition_log(client: &str, what: &str, consumed: &Value) -> Vec<Value> {
-    let entries = consumed.as_array().unwrap_or_else(|| panic!("{client}: {what}: not a list: {consumed}"));
-    let mut log: BTreeMap<i64, Value> = BTreeMap::new();
-    let mut again = 0;
-    for e in entries {
-        let (Some(offset), Some(value)) = (e[0].as_i64(), e.get(1)) else {
-            panic!("{client}: {what}: not [offset, value]: {e}");
-        };
-        if let Some(before) = log.insert(offset, value.clone()) {
-            assert_eq!(&before, value, "{client}: {what}: two values at offset {offset}");
-            again += 1;
-        }
-    }
-    if again > 0 {
-        eprintln!(
-            "{client}: {what}: {again} records delivered again by the consumer (same offsets, same values)"
-        );
-    }
-    for (i, offset) in log.keys().enumerate() {
-        assert_eq!(*offset, i as i64, "{client}: {what}: offsets not contiguous from 0: {:?}", log.keys());
-    }
-    log.into_values().collect()
 }
 
 /// Checks what a client reports: every record produced consumed exactly once and in

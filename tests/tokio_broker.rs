@@ -10,17 +10,19 @@
 //! must have sent.
 //!
 //! The clients live in `target/interop/` (`tests/interop/setup.sh`, run first when
-//! `target/interop/ready` is missing, as `tests/interop.rs` does). A client that is
+//! `target/interop/ready` is missing). A client that is
 //! missing, fails or hangs fails its test.
 
+mod common;
+
+use common::process::run_bounded;
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use kwire::conn::tokio::{ApiVersionsUnsupported, CodecError, ServerCodec};
@@ -369,39 +371,6 @@ fn root() -> &'static Path {
 
 fn interop_dir() -> PathBuf {
     std::env::var_os("KWIRE_INTEROP_DIR").map_or_else(|| root().join("target/interop"), PathBuf::from)
-}
-
-/// Runs `cmd` to the end or until `timeout`; returns (success, stdout, stderr), `None` for
-/// success when the deadline passed.
-fn run_bounded(cmd: &mut Command, timeout: Duration) -> (Option<bool>, String, String) {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let read = |mut from: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut s = String::new();
-            let _ = from.read_to_string(&mut s);
-            s
-        })
-    };
-    let stdout = read(Box::new(child.stdout.take().unwrap()));
-    let stderr = read(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status.success());
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    (status, stdout.join().unwrap(), stderr.join().unwrap())
 }
 
 /// The Python of the interop venv, after running `tests/interop/setup.sh` if needed.
