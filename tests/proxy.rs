@@ -872,3 +872,88 @@ fn many_idle_connections_held() {
     }
     assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
 }
+
+/// The library's proxy with a user's filter (`kwire::proxy`'s example: Produce to `audit.*`
+/// refused per partition with TOPIC_AUTHORIZATION_FAILED), started in this process in front
+/// of the real broker: kafka-python produces to an audit topic and to another through it.
+/// The refused send fails with Kafka's error, the other lands, and every frame of the
+/// session decodes.
+#[test]
+fn library_proxy_with_a_users_filter_and_a_real_client() {
+    use common::audit::AuditTopics;
+    use kwire::filter::FilterChain;
+    use kwire::proxy::{ConnInfo, Exchange, Hooks, RequestHead};
+
+    /// Counts the frames kwire could not read, and the answers the filter gave.
+    #[derive(Default)]
+    struct Seen {
+        undecoded: std::sync::atomic::AtomicUsize,
+        answered_by_filter: std::sync::atomic::AtomicUsize,
+    }
+    impl Hooks for Seen {
+        type Tag = ();
+        fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+        fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
+            if kwire::dispatch::parse_request_prefix(frame).is_err() {
+                self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        fn response(&self, _: &ConnInfo, frame: &[u8], e: Exchange<()>, rewritten: bool, _: Duration) {
+            if kwire::conn::read_response(frame, e.api_key, e.api_version).is_err() {
+                self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if rewritten && e.api_key == kwire::ApiKey::Produce {
+                self.answered_by_filter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    let _serial = serial();
+    setup();
+    let upstream = broker();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let proxy = rt
+        .block_on(
+            kwire::proxy::Proxy::builder("127.0.0.1:0".parse().unwrap(), [upstream])
+                .filters(|conn: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(AuditTopics(conn.clone()));
+                    chain
+                })
+                .hooks(Seen::default())
+                .start(),
+        )
+        .unwrap();
+    let tag = format!("{}", std::process::id());
+    let script = r#"
+import json, sys
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+bootstrap, tag = sys.argv[1], sys.argv[2]
+audit, orders = "audit.logins-" + tag, "orders-" + tag
+admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+admin.create_topics([NewTopic(audit, 1, 1), NewTopic(orders, 1, 1)])
+admin.close()
+p = KafkaProducer(bootstrap_servers=bootstrap, retries=0, max_block_ms=20000)
+out = {}
+for topic in (orders, audit):
+    try:
+        md = p.send(topic, b"v").get(timeout=20)
+        out[topic.split("-")[0]] = {"offset": md.offset}
+    except Exception as e:
+        out[topic.split("-")[0]] = {"error": type(e).__name__}
+p.close()
+print(json.dumps(out))
+"#;
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.args(["-c", script, &proxy.local_addr().to_string(), &tag]);
+    let out = run(cmd, "kafka-python through the library proxy", CLIENT_TIMEOUT);
+    assert!(out.ok, "kafka-python failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(v["orders"]["offset"], 0, "{v}");
+    assert_eq!(v["audit.logins"]["error"], "TopicAuthorizationFailedError", "{v}");
+    assert!(proxy.hooks().answered_by_filter.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
+    eprintln!("library proxy with a user's filter: {v}");
+}

@@ -4,6 +4,8 @@
 //! front of it stands in for a newer cluster, and fake upstreams misbehave on purpose.
 //! tests/proxy.rs runs real clients through the same library runtime (`kwire proxy`).
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,13 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use kwire::dispatch::{self, Request};
-use kwire::filter::{Filter, FilterChain, RequestAction};
+use common::audit::AuditTopics;
+use kwire::dispatch;
+use kwire::filter::FilterChain;
 use kwire::messages::api_versions::ApiVersion;
-use kwire::messages::produce::{PartitionProduceResponse, TopicProduceResponse};
 use kwire::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ProduceResponse,
-    RequestBodyView, ResponseBody, ResponseBodyView,
+    ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ResponseBodyView,
 };
 use kwire::proxy::{ConnInfo, Event, Exchange, Hooks, Proxy, RequestHead};
 use kwire::{AnyBody, ApiKey, ErrorCode, List};
@@ -101,35 +102,6 @@ impl Hooks for Counts {
             }
             _ => {}
         }
-    }
-}
-
-/// The docs' example filter: Produce to `audit.*` topics refused for every principal but
-/// `admin`, each partition answered with TOPIC_AUTHORIZATION_FAILED.
-struct AuditTopics(Arc<ConnInfo>);
-
-impl Filter for AuditTopics {
-    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
-        api_key == ApiKey::Produce && self.0.principal().as_deref() != Some("admin")
-    }
-    fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
-        let RequestBodyView::Produce(produce) = request.body else { return RequestAction::Pass };
-        if !produce.topic_data().iter().any(|t| t.name().starts_with("audit.")) {
-            return RequestAction::Pass;
-        }
-        let refused = |p: u32| PartitionProduceResponse {
-            index: p as i32,
-            error_code: ErrorCode::TopicAuthorizationFailed.to_i16(),
-            ..Default::default()
-        };
-        let responses = produce.topic_data().iter().map(|t| TopicProduceResponse {
-            name: t.name().into(),
-            topic_id: t.topic_id(),
-            partition_responses: (0..t.partition_data().len() as u32).map(refused).collect::<Vec<_>>().into(),
-            ..Default::default()
-        });
-        let body = ProduceResponse { responses: responses.collect::<Vec<_>>().into(), ..Default::default() };
-        RequestAction::Respond(ResponseBody::Produce(body))
     }
 }
 

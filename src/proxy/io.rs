@@ -102,7 +102,7 @@ async fn to_broker<C: Split, H: Hooks>(
         Ok(s) => s,
         Err(e) => {
             let why = format!("cannot connect to {}: {e}", info.route);
-            runtime.hooks.event(None, Event::Refused { peer: info.peer, why: &why });
+            runtime.hooks.event(Some(&info), Event::Refused { peer: info.peer, why: &why });
             runtime.metrics.upstream_error(Upstream::Connect);
             return;
         }
@@ -119,7 +119,7 @@ async fn to_broker<C: Split, H: Hooks>(
         }
         Err(why) => {
             let why = format!("{reached}: {why}");
-            runtime.hooks.event(None, Event::Refused { peer: info.peer, why: &why });
+            runtime.hooks.event(Some(&info), Event::Refused { peer: info.peer, why: &why });
             runtime.metrics.upstream_error(Upstream::Connect);
         }
     }

@@ -166,7 +166,8 @@ pub enum Event<'a> {
         /// TLS on either side, in words (empty without TLS).
         tls: &'a str,
     },
-    /// A client connection could not be set up (TLS, routing, the broker unreachable).
+    /// A client connection could not be set up (TLS, routing, the broker unreachable); the
+    /// hooks get its `ConnInfo` when it got that far (after TLS).
     Refused {
         /// The client.
         peer: SocketAddr,

@@ -393,14 +393,8 @@ impl Tls {
             parts.push(format!("TLS from clients{mtls}"));
         }
         if let Some(upstream) = &self.upstream {
-            parts.push("TLS to brokers".to_string());
-            if upstream.insecure {
-                parts.push(
-                    "WARNING: brokers' certificates are not verified (any CA, any name); anyone between the \
-                     proxy and the brokers can read and change the traffic"
-                        .to_string(),
-                );
-            }
+            let unchecked = if upstream.insecure { ", their certificates NOT verified" } else { "" };
+            parts.push(format!("TLS to brokers{unchecked}"));
         }
         if let Some(sni) = &self.sni {
             parts.push(format!(

@@ -15,6 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "proxy")]
+pub mod audit;
 pub mod clients;
 pub mod counting;
 pub mod java;

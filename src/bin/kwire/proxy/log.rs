@@ -138,7 +138,8 @@ impl Hooks for Cli {
                     .line(format!("{} conn={id} {peer}: connected, forwarding to {upstream}{tls}", now()));
             }
             Event::Refused { peer, why } => {
-                self.log.line(format!("{} {peer}: {why}; closing this connection", now()));
+                let conn = conn.map(|c| format!("conn={} ", c.id)).unwrap_or_default();
+                self.log.line(format!("{} {conn}{peer}: {why}; closing this connection", now()));
             }
             Event::Closed { why } => {
                 if let Some(reason) = why.strip_prefix("closed by the proxy: ") {

@@ -187,17 +187,30 @@ impl Cli {
 }
 
 /// A logger thread: connection threads hand it lines and never wait on the terminal. When
-/// it falls behind by more than its queue, lines are dropped and counted.
+/// it falls behind by more than its queue, lines are dropped and counted. It prints nothing
+/// until [`Logger::open`]: the first line of stdout says where to connect.
 struct Logger {
     tx: SyncSender<String>,
     dropped: AtomicU64,
+    open: Mutex<Option<SyncSender<()>>>,
 }
 
 impl Logger {
     fn start() -> (Logger, std::thread::JoinHandle<()>) {
         let (tx, rx) = sync_channel::<String>(1 << 16);
-        let handle = std::thread::spawn(move || log_loop(rx));
-        (Logger { tx, dropped: AtomicU64::new(0) }, handle)
+        let (open_tx, open_rx) = sync_channel::<()>(1);
+        let handle = std::thread::spawn(move || {
+            let _ = open_rx.recv();
+            log_loop(rx)
+        });
+        (Logger { tx, dropped: AtomicU64::new(0), open: Mutex::new(Some(open_tx)) }, handle)
+    }
+
+    /// Lets the logger print (after the first line).
+    fn open(&self) {
+        if let Some(tx) = self.open.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = tx.send(());
+        }
     }
 
     fn line(&self, line: String) {
@@ -448,6 +461,10 @@ pub fn run(args: Args) -> Result<(), String> {
         });
     }
     let builder = args.tls.apply(builder.hooks(cli))?;
+    let tls_warnings = args.tls.warnings();
+    for w in &tls_warnings {
+        eprintln!("kwire proxy: {w}");
+    }
     let (stop_tx, stop_rx) = sync_channel::<()>(1);
     ctrlc::set_handler(move || {
         let _ = stop_tx.try_send(());
@@ -460,11 +477,17 @@ pub fn run(args: Args) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let proxy =
-        runtime.block_on(builder.start()).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let proxy = runtime.block_on(builder.start()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => e.to_string(),
+        _ => format!("cannot listen on {}: {e}", args.listen),
+    })?;
     // The first line says where to connect; tests read it.
     println!("kwire proxy: listening on {}, forwarding to {}", proxy.local_addr(), args.upstream);
     let _ = std::io::stdout().flush();
+    proxy.hooks().log.open();
+    for w in tls_warnings {
+        proxy.hooks().log.line(format!("{} {w}", now()));
+    }
     proxy.hooks().log.line(format!(
         "{} descriptor limit {} (soft {} at start, hard {}): serving at most {max_connections} connections{}",
         now(),

@@ -53,6 +53,19 @@ pub struct TlsArgs {
 }
 
 impl TlsArgs {
+    /// What to warn of at start-up (stderr and the log).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.upstream_insecure_skip_verify {
+            w.push(
+                "WARNING: --upstream-insecure-skip-verify: brokers' certificates are not verified (any CA, any \
+                 name); anyone between the proxy and the brokers can read and change the traffic"
+                    .to_string(),
+            );
+        }
+        w
+    }
+
     /// The builder with the TLS the flags ask for (files read and checked now).
     pub fn apply<H: kwire::proxy::Hooks>(&self, mut b: ProxyBuilder<H>) -> Result<ProxyBuilder<H>, String> {
         b = b.handshake_timeout(Duration::from_secs(self.tls_handshake_timeout.max(1)));
