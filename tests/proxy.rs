@@ -875,9 +875,10 @@ fn many_idle_connections_held() {
 
 /// The library's proxy with a user's filter (`kwire::proxy`'s example: Produce to `audit.*`
 /// refused per partition with TOPIC_AUTHORIZATION_FAILED), started in this process in front
-/// of the real broker: kafka-python produces to an audit topic and to another through it.
-/// The refused send fails with Kafka's error, the other lands, and every frame of the
-/// session decodes.
+/// of the real broker, reached through a relay that advertises versions and an API past
+/// kwire's (`common::newer_cluster`): kafka-python produces to an audit topic and to
+/// another through it. The refused send fails with Kafka's error, the other lands, and
+/// every frame of the session decodes (the ApiVersions answer was clamped).
 #[test]
 fn library_proxy_with_a_users_filter_and_a_real_client() {
     use common::audit::AuditTopics;
@@ -889,6 +890,7 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
     struct Seen {
         undecoded: std::sync::atomic::AtomicUsize,
         answered_by_filter: std::sync::atomic::AtomicUsize,
+        clamped: std::sync::atomic::AtomicUsize,
     }
     impl Hooks for Seen {
         type Tag = ();
@@ -905,12 +907,17 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
             if rewritten && e.api_key == kwire::ApiKey::Produce {
                 self.answered_by_filter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            if rewritten && e.api_key == kwire::ApiKey::ApiVersions {
+                self.clamped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
 
     let _serial = serial();
     setup();
-    let upstream = broker();
+    // The bootstrap connection goes through a relay that advertises versions and an API
+    // past kwire's: the proxy clamps them, so every frame of the session decodes.
+    let upstream = common::newer_cluster::widening_relay(broker().parse().unwrap()).to_string();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let proxy = rt
         .block_on(
@@ -953,6 +960,10 @@ print(json.dumps(out))
     assert_eq!(v["orders"]["offset"], 0, "{v}");
     assert_eq!(v["audit.logins"]["error"], "TopicAuthorizationFailedError", "{v}");
     assert!(proxy.hooks().answered_by_filter.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    assert!(
+        proxy.hooks().clamped.load(std::sync::atomic::Ordering::Relaxed) >= 1,
+        "no ApiVersions answer clamped"
+    );
     assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
     eprintln!("library proxy with a user's filter: {v}");

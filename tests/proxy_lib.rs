@@ -14,14 +14,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::audit::AuditTopics;
+use common::newer_cluster::widening_relay;
 use kwire::dispatch;
 use kwire::filter::FilterChain;
-use kwire::messages::api_versions::ApiVersion;
 use kwire::messages::{
     ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ResponseBodyView,
 };
 use kwire::proxy::{ConnInfo, Event, Exchange, Hooks, Proxy, RequestHead};
-use kwire::{AnyBody, ApiKey, ErrorCode, List};
+use kwire::{AnyBody, ApiKey, ErrorCode};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
@@ -166,75 +166,6 @@ fn a_users_filter_answers_in_turn_among_the_brokers_answers() {
     assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 0);
     drop(c);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
-}
-
-/// A relay in front of `upstream` that stands in for a newer cluster: its ApiVersions
-/// answers list Metadata one version past kwire's and an API kwire does not know (key 999).
-fn widening_relay(upstream: SocketAddr) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(mut client) = client else { return };
-            let Ok(mut server) = TcpStream::connect(upstream) else { return };
-            let asked: Arc<Mutex<Vec<(i32, i16)>>> = Arc::default();
-            let (mut c2, mut s2, asked2) =
-                (client.try_clone().unwrap(), server.try_clone().unwrap(), asked.clone());
-            thread::spawn(move || {
-                while let Ok(frame) = read_frame(&mut c2) {
-                    if let Ok(h) = kwire::frame::RequestHeaderView::peek(&frame)
-                        && h.api_key == ApiKey::ApiVersions.to_i16()
-                    {
-                        asked2.lock().unwrap().push((h.correlation_id, h.api_version));
-                    }
-                    let _ = s2.write_all(&(frame.len() as u32).to_be_bytes());
-                    if s2.write_all(&frame).is_err() {
-                        return;
-                    }
-                }
-                let _ = s2.shutdown(std::net::Shutdown::Both);
-            });
-            thread::spawn(move || {
-                while let Ok(mut frame) = read_frame(&mut server) {
-                    let id = i32::from_be_bytes(frame[..4].try_into().unwrap());
-                    let version = asked.lock().unwrap().iter().find(|(c, _)| *c == id).map(|(_, v)| *v);
-                    if let Some(version) = version {
-                        frame = widen(&frame, version);
-                    }
-                    let _ = client.write_all(&(frame.len() as u32).to_be_bytes());
-                    if client.write_all(&frame).is_err() {
-                        return;
-                    }
-                }
-                let _ = client.shutdown(std::net::Shutdown::Both);
-            });
-        }
-    });
-    addr
-}
-
-fn widen(frame: &[u8], version: i16) -> Vec<u8> {
-    let (response, read_at) = kwire::conn::read_response(frame, ApiKey::ApiVersions, version).unwrap();
-    let ResponseBodyView::ApiVersions(v) = response.body else { panic!() };
-    let mut body = ApiVersionsResponse::from(v);
-    let metadata_max = ApiKey::Metadata.request_versions().max;
-    let mut keys: Vec<ApiVersion<'_>> = body
-        .api_keys
-        .iter()
-        .map(|k| {
-            let mut k = k.clone();
-            if k.api_key == ApiKey::Metadata.to_i16() {
-                k.max_version = metadata_max + 1;
-            }
-            k
-        })
-        .collect();
-    keys.push(ApiVersion { api_key: 999, min_version: 0, max_version: 2, ..Default::default() });
-    body.api_keys = List::Owned(keys);
-    let mut out = vec![0u8; dispatch::response_len(&body, read_at).unwrap()];
-    dispatch::encode_response(&body, read_at, response.header.correlation_id(), &mut out).unwrap();
-    out.drain(..4);
-    out
 }
 
 #[test]
@@ -437,4 +368,34 @@ fn shutdown_answers_requests_in_flight_then_refuses_new_connections() {
     assert!(matches!(c.read(&mut end), Ok(0) | Err(_)));
     assert!(TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err(), "still accepting");
     assert_eq!(proxy.open_connections(), 0);
+}
+
+#[test]
+fn idle_connections_are_closed_after_the_idle_timeout_and_busy_ones_are_not() {
+    let rt = runtime();
+    let upstream = hostile_upstream(Hostile::Trickle);
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [upstream.to_string()])
+                .idle_timeout(Duration::from_millis(300))
+                .hooks(Counts::default())
+                .start(),
+        )
+        .unwrap();
+    // Awaiting an answer that takes longer than the timeout: not idle, so it is answered.
+    let mut busy = connect(proxy.local_addr());
+    send(&mut busy, &ApiVersionsRequest::default(), 0, 1);
+    assert!(read_frame(&mut busy).is_ok(), "closed while a request was in flight");
+    // Then nothing: closed.
+    let started = Instant::now();
+    let mut end = [0u8; 1];
+    assert!(matches!(busy.read(&mut end), Ok(0) | Err(_)));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proxy.hooks().closed.lock().unwrap().is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let closed = proxy.hooks().closed.lock().unwrap().clone();
+    assert!(closed.iter().any(|why| why.contains("idle")), "{closed:?}");
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }

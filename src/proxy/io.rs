@@ -377,9 +377,14 @@ trait Side: Send {
     fn own_frames(&mut self) -> Vec<(Vec<u8>, Self::Meta)> {
         Vec::new()
     }
-    /// How long to wait for bytes before the direction ends as idle (`None`: no limit).
+    /// How long the connection may go without bytes from this side and nothing awaited
+    /// before it ends as idle (`None`: no limit).
     fn idle_limit(&self) -> Option<Duration> {
         None
+    }
+    /// Whether nothing is awaited (the idle limit applies).
+    fn is_idle(&self) -> bool {
+        true
     }
 }
 
@@ -491,8 +496,11 @@ impl<H: Hooks> Side for Requests<'_, H> {
     }
 
     fn idle_limit(&self) -> Option<Duration> {
-        let limit = self.runtime.idle_timeout?;
-        (lock(self.conn).in_flight() == 0).then_some(limit)
+        self.runtime.idle_timeout
+    }
+
+    fn is_idle(&self) -> bool {
+        lock(self.conn).in_flight() == 0
     }
 }
 
@@ -607,14 +615,17 @@ async fn read_or_wake<R: Source, S: Side>(
     let max_frame = side.max_frame();
     let idle = side.idle_limit();
     let read = async {
-        match idle {
-            Some(limit) => match tokio::time::timeout(limit, from.fill(bufs, max_frame)).await {
-                Ok(r) => r,
-                Err(_) => {
-                    Err(std::io::Error::new(ErrorKind::TimedOut, format!("idle for {}s", limit.as_secs())))
+        let Some(limit) = idle else { return from.fill(bufs, max_frame).await };
+        loop {
+            // Waiting for readiness is cancel-safe: a wait cut short loses no byte.
+            match tokio::time::timeout(limit, from.fill(bufs, max_frame)).await {
+                Ok(r) => return r,
+                Err(_) if side.is_idle() => {
+                    let words = format!("idle for {} ms with nothing awaited", limit.as_millis());
+                    return Err(std::io::Error::new(ErrorKind::TimedOut, words));
                 }
-            },
-            None => from.fill(bufs, max_frame).await,
+                Err(_) => {}
+            }
         }
     };
     tokio::select! {

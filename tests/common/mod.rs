@@ -22,6 +22,7 @@ pub mod counting;
 pub mod java;
 #[cfg(feature = "cli")]
 pub mod kwire_cmd;
+pub mod newer_cluster;
 pub mod process;
 #[cfg(feature = "cli")]
 pub mod proxy;

@@ -306,7 +306,7 @@ mod tests {
         for version in ApiKey::Metadata.response_versions().min..=ApiKey::Metadata.response_versions().max {
             let before =
                 response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
-            let info = decode_response(&before[4..], ApiKey::Metadata.key(), version);
+            let info = decode_response(&before[4..], ApiKey::Metadata.to_i16(), version);
             assert_eq!(info.decoded, Decoded::Ok, "v{version}");
             assert_eq!(info.errors, vec![6], "v{version}");
             let to = |host: &str, port| {
@@ -317,7 +317,7 @@ mod tests {
             };
             let expected = response_frame(&metadata(&[(1, "127.0.0.1", 40001), (2, "b2", 9093)]), version);
             assert_eq!(after, expected[4..], "v{version}");
-            assert_eq!(roundtrip_response(&after, ApiKey::Metadata.key(), version), Ok(true));
+            assert_eq!(roundtrip_response(&after, ApiKey::Metadata.to_i16(), version), Ok(true));
         }
     }
 
