@@ -399,3 +399,93 @@ fn idle_connections_are_closed_after_the_idle_timeout_and_busy_ones_are_not() {
     assert!(closed.iter().any(|why| why.contains("idle")), "{closed:?}");
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }
+
+/// A waiting filter: before a Produce goes on, it asks the broker (a Metadata request of the
+/// proxy's own) whether its topic exists, and closes the connection if not.
+struct KnownTopicsOnly {
+    asked: Arc<AtomicUsize>,
+}
+
+impl kwire::proxy::WaitingFilter for KnownTopicsOnly {
+    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
+        api_key == ApiKey::Produce
+    }
+
+    fn on_request<'a>(
+        &'a mut self,
+        frame: Vec<u8>,
+        upstream: &'a mut kwire::proxy::Upstream<'_>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = kwire::proxy::Decision> + Send + 'a>> {
+        use kwire::messages::metadata::MetadataRequestTopic;
+        use kwire::proxy::Decision;
+        Box::pin(async move {
+            let topic = match dispatch::parse_request(&frame).map(|r| r.body) {
+                Ok(kwire::messages::RequestBodyView::Produce(p)) => match p.topic_data().iter().next() {
+                    Some(t) => t.name().to_string(),
+                    None => return Decision::Forward(frame),
+                },
+                _ => return Decision::Forward(frame),
+            };
+            let topics = [MetadataRequestTopic { name: Some(topic.as_str().into()), ..Default::default() }];
+            let ask = MetadataRequest {
+                topics: Some((&topics).into()),
+                allow_auto_topic_creation: false,
+                ..Default::default()
+            };
+            let answer = match upstream.request(&ask, 12).await {
+                Ok(a) => a,
+                Err(e) => return Decision::Close(e.to_string()),
+            };
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            let Ok((response, _)) = kwire::conn::read_response(&answer, ApiKey::Metadata, 12) else {
+                return Decision::Close("the broker's Metadata answer does not decode".into());
+            };
+            let ResponseBodyView::Metadata(m) = response.body else { unreachable!() };
+            let known = m.topics().iter().any(|t| t.name() == Some(topic.as_str()) && t.error_code() == 0);
+            if known { Decision::Forward(frame) } else { Decision::Close(format!("no topic {topic}")) }
+        })
+    }
+}
+
+#[test]
+fn a_waiting_filter_asks_the_broker_with_ids_the_client_never_sees() {
+    let rt = runtime();
+    let broker = broker();
+    broker.create_topic("orders", 1);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .waiting_filter(move |_| Box::new(KnownTopicsOnly { asked: counter.clone() }))
+                .hooks(Counts::default())
+                .start(),
+        )
+        .unwrap();
+    let mut c = connect(proxy.local_addr());
+    // Pipelined around the waiting Produce: the answers come in the client's order, with
+    // the client's correlation ids only.
+    send(&mut c, &ApiVersionsRequest::default(), 3, 1);
+    send(&mut c, &produce_to("orders"), 9, 2);
+    send(&mut c, &ApiVersionsRequest::default(), 3, 3);
+    for (id, key, version) in
+        [(1, ApiKey::ApiVersions, 3), (2, ApiKey::Produce, 9), (3, ApiKey::ApiVersions, 3)]
+    {
+        let frame = read_frame(&mut c).unwrap();
+        let response = dispatch::parse_response(&frame, key, version).unwrap();
+        assert_eq!(response.header.correlation_id(), id);
+    }
+    assert_eq!(asked.load(Ordering::Relaxed), 1);
+    // A topic the broker does not have: the filter closes the connection.
+    send(&mut c, &produce_to("nowhere"), 9, 4);
+    assert!(read_frame(&mut c).is_err(), "answered a Produce to a topic that does not exist");
+    assert_eq!(asked.load(Ordering::Relaxed), 2);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proxy.hooks().closed.lock().unwrap().is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let closed = proxy.hooks().closed.lock().unwrap().clone();
+    assert!(closed.iter().any(|w| w.contains("no topic nowhere")), "{closed:?}");
+    assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 0);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}

@@ -33,10 +33,11 @@ use tokio::net::tcp::OwnedReadHalf;
 
 use super::listeners::Runtime;
 use super::session::{Action, Answer, Answered, FromClient, RequestHead, Session};
-use super::{ConnInfo, Event, Hooks, tls};
+use super::{ConnInfo, Decision, Event, Hooks, Upstream, WaitingFilter, tls};
+use crate::ApiKey;
 use crate::Direction;
 use crate::conn::FrameBuf;
-use crate::conn::metrics::Upstream;
+use crate::conn::metrics::Upstream as Failure;
 
 /// The frame buffers' base size (`kwire::conn`'s default): they grow as a larger frame's
 /// bytes arrive.
@@ -103,7 +104,7 @@ async fn to_broker<C: Split, H: Hooks>(
         Err(e) => {
             let why = format!("cannot connect to {}: {e}", info.route);
             runtime.hooks.event(Some(&info), Event::Refused { peer: info.peer, why: &why });
-            runtime.metrics.upstream_error(Upstream::Connect);
+            runtime.metrics.upstream_error(Failure::Connect);
             return;
         }
     };
@@ -120,7 +121,7 @@ async fn to_broker<C: Split, H: Hooks>(
         Err(why) => {
             let why = format!("{reached}: {why}");
             runtime.hooks.event(Some(&info), Event::Refused { peer: info.peer, why: &why });
-            runtime.metrics.upstream_error(Upstream::Connect);
+            runtime.metrics.upstream_error(Failure::Connect);
         }
     }
 }
@@ -148,7 +149,8 @@ async fn serve<C: Split, S: Split, H: Hooks>(
     let (client_r, client_w) = client.halves();
     let (server_r, server_w) = server.halves();
     let mut stop = runtime.stop.subscribe();
-    let mut requests = Requests { runtime, conn: &conn, wake: &wake, stopping: stop.clone() };
+    let waiting = runtime.waiting.as_ref().map(|make| make(&info));
+    let mut requests = Requests { runtime, conn: &conn, wake: &wake, stopping: stop.clone(), waiting };
     let mut responses = Responses { runtime, conn: &conn, wake: &wake };
     // Whichever direction ends first ends the connection (the other is dropped, and both
     // sockets close).
@@ -386,6 +388,21 @@ trait Side: Send {
     fn is_idle(&self) -> bool {
         true
     }
+    /// Whether a frame must wait for a filter before it is admitted (never, by default).
+    fn waits(&self, frame: &[u8]) -> bool {
+        let _ = frame;
+        false
+    }
+    /// Runs the waiting filter on a frame, with `to` for its own requests: the frame to
+    /// admit, or why the connection ends.
+    fn wait<W: AsyncWrite + Unpin + Send>(
+        &mut self,
+        frame: Vec<u8>,
+        to: &mut W,
+    ) -> impl Future<Output = Result<Vec<u8>, String>> + Send {
+        let _ = to;
+        core::future::ready(Ok(frame))
+    }
 }
 
 /// Client to broker: sends requests on, then reports them.
@@ -394,6 +411,46 @@ struct Requests<'s, H: Hooks> {
     conn: &'s Conn<H::Tag>,
     wake: &'s tokio::sync::Notify,
     stopping: tokio::sync::watch::Receiver<bool>,
+    waiting: Option<Box<dyn WaitingFilter>>,
+}
+
+/// What a [`WaitingFilter`]'s [`Upstream`] does: enters a request of the proxy's own in the
+/// session and writes it on the connection's broker stream.
+pub(super) trait OwnRequests: Send {
+    /// Enters a request: its correlation id, and where its answer will come.
+    fn enter(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+    ) -> Result<(i32, tokio::sync::oneshot::Receiver<Vec<u8>>), crate::conn::ConnError>;
+    /// Writes a whole frame (with its size prefix).
+    fn write<'a>(
+        &'a mut self,
+        frame: &'a [u8],
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<()>> + Send + 'a>>;
+}
+
+/// The request side's broker stream and session, lent to a waiting filter.
+struct OwnSender<'s, W, T> {
+    to: &'s mut W,
+    conn: &'s Conn<T>,
+}
+
+impl<W: AsyncWrite + Unpin + Send, T: Send> OwnRequests for OwnSender<'_, W, T> {
+    fn enter(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+    ) -> Result<(i32, tokio::sync::oneshot::Receiver<Vec<u8>>), crate::conn::ConnError> {
+        lock(self.conn).own_request(api_key, version)
+    }
+
+    fn write<'a>(
+        &'a mut self,
+        frame: &'a [u8],
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<()>> + Send + 'a>> {
+        Box::pin(send(&mut *self.to, frame, &[]))
+    }
 }
 
 /// What the request side keeps of a frame until it reports it.
@@ -480,19 +537,21 @@ impl<H: Hooks> Side for Requests<'_, H> {
     }
 
     fn write_error(&self, error: std::io::Error) -> String {
-        self.runtime.metrics.upstream_error(Upstream::Write);
+        self.runtime.metrics.upstream_error(Failure::Write);
         format!("broker write error: {error}")
     }
 
     /// Once the proxy shuts down, the request side reads no more (its wait never ends).
-    async fn woken(&self) {
+    fn woken(&self) -> impl Future<Output = ()> + Send {
         let mut stop = self.stopping.clone();
-        while !*stop.borrow_and_update() {
-            if stop.changed().await.is_err() {
-                break;
+        async move {
+            while !*stop.borrow_and_update() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
             }
+            core::future::pending::<()>().await;
         }
-        core::future::pending::<()>().await;
     }
 
     fn idle_limit(&self) -> Option<Duration> {
@@ -501,6 +560,30 @@ impl<H: Hooks> Side for Requests<'_, H> {
 
     fn is_idle(&self) -> bool {
         lock(self.conn).in_flight() == 0
+    }
+
+    fn waits(&self, frame: &[u8]) -> bool {
+        let Some(filter) = &self.waiting else { return false };
+        match crate::frame::RequestHeaderView::peek(frame) {
+            Ok(peek) => {
+                ApiKey::from_i16(peek.api_key).is_some_and(|key| filter.wants_request(key, peek.api_version))
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn wait<W: AsyncWrite + Unpin + Send>(
+        &mut self,
+        frame: Vec<u8>,
+        to: &mut W,
+    ) -> Result<Vec<u8>, String> {
+        let Some(filter) = self.waiting.as_mut() else { return Ok(frame) };
+        let mut own = OwnSender { to, conn: self.conn };
+        let mut upstream = Upstream { inner: &mut own };
+        match filter.on_request(frame, &mut upstream).await {
+            Decision::Forward(frame) => Ok(frame),
+            Decision::Close(why) => Err(why),
+        }
     }
 }
 
@@ -528,11 +611,11 @@ impl<H: Hooks> Side for Responses<'_, H> {
     fn read_end(&self, error: Option<std::io::Error>) -> String {
         match error {
             None => {
-                self.runtime.metrics.upstream_error(Upstream::Closed);
+                self.runtime.metrics.upstream_error(Failure::Closed);
                 "the broker closed the connection".to_string()
             }
             Some(e) => {
-                self.runtime.metrics.upstream_error(Upstream::Read);
+                self.runtime.metrics.upstream_error(Failure::Read);
                 format!("broker read error: {e}")
             }
         }
@@ -579,6 +662,7 @@ impl<H: Hooks> Side for Responses<'_, H> {
                 metrics.bytes(Direction::Response, frame.len() + 4);
                 hooks.event(Some(&info), Event::Unpaired { frame, why: &why });
             }
+            Answer::Own(_) => metrics.bytes(Direction::Response, frame.len() + 4),
             Answer::Paired(exchange, rewritten) => {
                 let latency = done.saturating_duration_since(exchange.request.at);
                 metrics.response(exchange.api_key, frame.len() + 4, latency);
@@ -686,6 +770,33 @@ async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                     end = Some(side.violation(violation(&e)));
                     break;
                 }
+            };
+            // A frame a filter waits on: what is batched goes first (its order is the
+            // broker's), then the filter, which may write requests of its own.
+            let waited;
+            let frame = if side.waits(frame) {
+                let owned = frame.to_vec();
+                let r = send(&mut to, &batch.out, &[]).await;
+                let done = Instant::now();
+                for (at, meta) in copied.drain(..) {
+                    side.report(batch.frame(at), meta, done);
+                }
+                batch.out.clear();
+                if let Err(e) = r {
+                    return side.write_error(e);
+                }
+                match side.wait(owned, &mut to).await {
+                    Ok(f) => {
+                        waited = f;
+                        &waited[..]
+                    }
+                    Err(why) => {
+                        end = Some(format!("closed by the proxy: {why}"));
+                        break;
+                    }
+                }
+            } else {
+                frame
             };
             let (meta, action) = side.admit(frame);
             let forward: &[u8] = match &action {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use super::tls::Tls;
-use super::{ConnInfo, Event, FilterFactory, Hooks, Proxy, ProxyBuilder};
+use super::{ConnInfo, Event, FilterFactory, Hooks, Proxy, ProxyBuilder, WaitingFactory};
 use crate::conn::metrics::Metrics;
 use crate::filter::{BrokerPorts, ByName, FilterChain, RewriteAddresses};
 
@@ -25,6 +25,7 @@ use crate::filter::{BrokerPorts, ByName, FilterChain, RewriteAddresses};
 pub(super) struct Runtime<H: Hooks> {
     pub(super) hooks: Arc<H>,
     pub(super) filters: Arc<FilterFactory>,
+    pub(super) waiting: Option<Arc<WaitingFactory>>,
     pub(super) max_frame: usize,
     pub(super) idle_timeout: Option<Duration>,
     bind_ip: IpAddr,
@@ -63,6 +64,7 @@ pub(super) async fn start<H: Hooks>(b: ProxyBuilder<H>) -> std::io::Result<Proxy
     let runtime = Arc::new(Runtime {
         hooks: b.hooks,
         filters: b.filters,
+        waiting: b.waiting,
         max_frame: b.max_frame,
         idle_timeout: b.idle_timeout,
         bind_ip: local.ip(),

@@ -271,6 +271,110 @@ impl Hooks for NoHooks {
 /// Makes each connection's filters.
 type FilterFactory = dyn Fn(&Arc<ConnInfo>) -> FilterChain + Send + Sync;
 
+/// Makes each connection's waiting filter.
+type WaitingFactory = dyn Fn(&Arc<ConnInfo>) -> Box<dyn WaitingFilter> + Send + Sync;
+
+/// A filter that may wait (feature `proxy`): it sees each request it wants before the
+/// connection's [`FilterChain`], as an owned frame, and may ask the broker things of its own
+/// through [`Upstream`] (e.g. Metadata, to map topic ids to names) before it decides. While
+/// it waits, the connection reads no further request (the broker's answers still flow).
+/// Requests it does not want cost one check, so synchronous filters pay nothing for it.
+pub trait WaitingFilter: Send + Sync + 'static {
+    /// Whether it wants requests of this API and version.
+    fn wants_request(&self, api_key: crate::ApiKey, version: i16) -> bool;
+
+    /// Decides on a request (the whole frame, without its size prefix).
+    fn on_request<'a>(
+        &'a mut self,
+        frame: Vec<u8>,
+        upstream: &'a mut Upstream<'_>,
+    ) -> core::pin::Pin<Box<dyn core::future::Future<Output = Decision> + Send + 'a>>;
+}
+
+/// What a [`WaitingFilter`] decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Go on with this request frame (the one given, or a rewritten one of the same API and
+    /// version): the connection's filter chain sees it next.
+    Forward(Vec<u8>),
+    /// Close the connection, for this reason.
+    Close(String),
+}
+
+/// The broker of one connection, for a [`WaitingFilter`]'s requests of its own: they go on
+/// the connection's own broker connection, with correlation ids the client never sees, and
+/// their answers go to the filter, not to the client.
+pub struct Upstream<'a> {
+    inner: &'a mut (dyn io::OwnRequests + 'a),
+}
+
+impl core::fmt::Debug for Upstream<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Upstream")
+    }
+}
+
+/// Why a request of the proxy's own got no answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// It could not be encoded, or entered (too many requests awaiting answers).
+    Request(crate::conn::ConnError),
+    /// Writing it to the broker failed.
+    Io(std::io::Error),
+    /// The connection ended, or no answer came within 30 s.
+    NoAnswer,
+}
+
+impl core::fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            UpstreamError::Request(e) => write!(f, "the proxy's request: {e}"),
+            UpstreamError::Io(e) => write!(f, "writing the proxy's request: {e}"),
+            UpstreamError::NoAnswer => f.write_str("the broker did not answer the proxy's request"),
+        }
+    }
+}
+
+impl std::error::Error for UpstreamError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            UpstreamError::Request(e) => Some(e),
+            UpstreamError::Io(e) => Some(e),
+            UpstreamError::NoAnswer => None,
+        }
+    }
+}
+
+impl Upstream<'_> {
+    /// Sends `body` as a request of `version` to the broker and waits for its answer: the
+    /// response frame (without its size prefix; parse it with
+    /// [`crate::conn::read_response`] at the same API and version).
+    pub async fn request(
+        &mut self,
+        body: &impl crate::AnyBody,
+        version: i16,
+    ) -> Result<Vec<u8>, UpstreamError> {
+        let (id, answer) = self.inner.enter(body.api_key(), version).map_err(UpstreamError::Request)?;
+        let header = crate::frame::RequestHeader {
+            correlation_id: id,
+            client_id: Some("kwire-proxy"),
+            unknown_tagged_fields: &[],
+        };
+        let len = crate::dispatch::request_len(body, version, &header)
+            .map_err(|e| UpstreamError::Request(e.into()))?;
+        let mut frame = vec![0u8; len];
+        crate::dispatch::encode_request_with(body, version, &header, &mut frame)
+            .map_err(|e| UpstreamError::Request(e.into()))?;
+        self.inner.write(&frame).await.map_err(UpstreamError::Io)?;
+        match tokio::time::timeout(Duration::from_secs(30), answer).await {
+            Ok(Ok(frame)) => Ok(frame),
+            _ => Err(UpstreamError::NoAnswer),
+        }
+    }
+}
+
 /// SNI routing: one listener for the whole cluster, each TLS connection sent to the broker
 /// whose name the client asked for.
 #[derive(Clone, Debug)]
@@ -295,6 +399,7 @@ pub struct ProxyBuilder<H: Hooks = NoHooks> {
     upstream_tls: Option<UpstreamTls>,
     sni: Option<SniRouting>,
     filters: Arc<FilterFactory>,
+    waiting: Option<Arc<WaitingFactory>>,
     hooks: Arc<H>,
     metrics: Arc<Metrics>,
 }
@@ -323,6 +428,7 @@ impl ProxyBuilder<NoHooks> {
             upstream_tls: None,
             sni: None,
             filters: Arc::new(|_: &Arc<ConnInfo>| FilterChain::new()),
+            waiting: None,
             hooks: Arc::new(NoHooks),
             metrics: Arc::new(Metrics::new(METRICS_NAMESPACE)),
         }
@@ -401,6 +507,16 @@ impl<H: Hooks> ProxyBuilder<H> {
         self
     }
 
+    /// Each client connection's [`WaitingFilter`], made when it is set up, before its
+    /// filter chain.
+    pub fn waiting_filter(
+        mut self,
+        factory: impl Fn(&Arc<ConnInfo>) -> Box<dyn WaitingFilter> + Send + Sync + 'static,
+    ) -> Self {
+        self.waiting = Some(Arc::new(factory));
+        self
+    }
+
     /// The counters the proxy keeps (by default its own, namespace [`METRICS_NAMESPACE`]);
     /// give one that your hooks share to count beside it.
     pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
@@ -423,6 +539,7 @@ impl<H: Hooks> ProxyBuilder<H> {
             upstream_tls: self.upstream_tls,
             sni: self.sni,
             filters: self.filters,
+            waiting: self.waiting,
             hooks: Arc::new(hooks),
             metrics: self.metrics,
         }

@@ -66,7 +66,8 @@ pub enum Action {
     /// Send this frame on instead (without its size prefix).
     Replace(Vec<u8>),
     /// Send nothing on: a filter answered the request, and the answer is queued for the
-    /// client in its turn ([`Session::take_answer`]); or the request expects no answer.
+    /// client in its turn ([`Session::take_answer`]); or the request expects no answer; or
+    /// the response answers a request of the proxy's own, and went to its waiter.
     Hold,
     /// Close the connection, for this reason.
     Close(String),
@@ -118,6 +119,9 @@ pub enum Answer<T> {
     Unpaired(String),
     /// A raw SASL token of the SaslHandshake v0 phase.
     Token,
+    /// The answer to a request of the proxy's own ([`Session::own_request`]), handed to its
+    /// waiter; the client never sees it.
+    Own(i32),
 }
 
 /// What the session made of a response frame.
@@ -125,7 +129,7 @@ pub enum Answer<T> {
 pub struct FromBroker<T> {
     /// What it answers.
     pub answer: Answer<T>,
-    /// What to send the client ([`Action::Hold`] never).
+    /// What to send the client.
     pub action: Action,
     /// What the frame said of authentication.
     pub auth: Option<AuthNote>,
@@ -148,6 +152,9 @@ pub struct Answered<T> {
 enum Entry<T> {
     Broker(Sent<T>),
     Filter(Vec<u8>, Sent<T>),
+    /// A request of the proxy's own (a waiting filter's): its answer goes to the waiter, not
+    /// to the client.
+    Own(tokio::sync::oneshot::Sender<Vec<u8>>),
 }
 
 /// The SASL state the session observes.
@@ -167,6 +174,9 @@ pub struct Session<T = ()> {
     info: Arc<ConnInfo>,
     last_client: Option<Arc<str>>,
     answers: VecDeque<Answered<T>>,
+    /// The correlation id of the proxy's next request of its own (negative, counting down,
+    /// apart from clients' ids, which Kafka's clients count up from 0).
+    next_own: i32,
 }
 
 impl<T> core::fmt::Debug for Session<T> {
@@ -189,6 +199,7 @@ impl<T> Session<T> {
             info,
             last_client: None,
             answers: VecDeque::new(),
+            next_own: -1,
         }
     }
 
@@ -333,6 +344,21 @@ impl<T> Session<T> {
         self.answers.pop_front()
     }
 
+    /// Enters a request of the proxy's own, of `api_key` at `version`, to be sent to the
+    /// broker in the connection's turn: returns its correlation id (to encode it with) and
+    /// where its answer (the response frame, without its size prefix) will come.
+    pub fn own_request(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+    ) -> Result<(i32, tokio::sync::oneshot::Receiver<Vec<u8>>), ConnError> {
+        let id = self.next_own;
+        self.next_own = if id == i32::MIN { -1 } else { id - 1 };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.in_flight.push(id, api_key, version, Entry::Own(tx))?;
+        Ok((id, rx))
+    }
+
     /// What a SaslHandshake or SaslAuthenticate request says of authentication; a v0
     /// handshake also starts the raw token phase.
     fn sasl_request(&mut self, frame: &[u8], api_version: i16) -> Option<AuthNote> {
@@ -393,7 +419,7 @@ impl<T> Session<T> {
         };
         let correlation_id = match ResponseHeaderView::parse(frame, 0) {
             Ok((h, _)) => h.correlation_id(),
-            Err(e) => return unpaired(alloc::format!("no response header: {e}")),
+            Err(e) => return unpaired(format!("no response header: {e}")),
         };
         let mut out_of_order = None;
         let p = match self.in_flight.complete(correlation_id) {
@@ -408,9 +434,23 @@ impl<T> Session<T> {
             }
             Err(e) => return unpaired(e.to_string()),
         };
-        let Entry::Broker(request) = p.payload else {
+        let request = match p.payload {
+            Entry::Broker(request) => request,
+            Entry::Own(waiter) => {
+                // The waiter may have given up (its connection's task ended); nothing to do then.
+                let _ = waiter.send(frame.to_vec());
+                self.release_answers();
+                return FromBroker {
+                    answer: Answer::Own(correlation_id),
+                    action: Action::Hold,
+                    auth: None,
+                    out_of_order,
+                };
+            }
             // A filter's answer is never awaited from the broker: its id came back twice.
-            return unpaired(alloc::format!("correlation id {correlation_id} was answered by a filter"));
+            Entry::Filter(..) => {
+                return unpaired(format!("correlation id {correlation_id} was answered by a filter"));
+            }
         };
         let auth = self.sasl_response(frame, p.api_key, p.api_version);
         let verdict = self.filters.on_response(frame, p.api_key, p.api_version);
@@ -455,18 +495,20 @@ impl<T> Session<T> {
         }
     }
 
-    /// The requests still awaiting an answer, oldest first, when the connection ends.
+    /// The requests still awaiting an answer, oldest first, when the connection ends (the
+    /// proxy's own are dropped: their waiters see the connection end).
     pub fn drain(&mut self) -> impl Iterator<Item = Exchange<T>> + '_ {
-        self.in_flight.drain().map(|p| {
+        self.in_flight.drain().filter_map(|p| {
             let request = match p.payload {
                 Entry::Broker(s) | Entry::Filter(_, s) => s,
+                Entry::Own(_) => return None,
             };
-            Exchange {
+            Some(Exchange {
                 api_key: p.api_key,
                 api_version: p.api_version,
                 correlation_id: p.correlation_id,
                 request,
-            }
+            })
         })
     }
 }
