@@ -65,7 +65,7 @@
 //!         .start()
 //!         .await?;
 //!     println!("clients bootstrap with {}", proxy.local_addr());
-//!     tokio::signal::ctrl_c().await?;
+//!     tokio::time::sleep(std::time::Duration::from_secs(24 * 3600)).await; // serve a day
 //!     proxy.shutdown().await;
 //!     Ok(())
 //! }
