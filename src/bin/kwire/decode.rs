@@ -9,7 +9,8 @@ use std::borrow::Cow;
 
 use kwire::dispatch;
 use kwire::frame::FrameError;
-use kwire::secrets::{self, Direction, Redaction};
+use kwire::Direction;
+use kwire::secrets::{self, Redaction};
 use kwire::{ApiKey, DecodeErrorKind};
 
 use kwire::reflect::explain::{self, Explained, FrameKind as Kind, Problem};
@@ -120,7 +121,7 @@ fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
             (secrets::mask_request(inner, &mut copy[4..]), key, Direction::Request)
         }
         Kind::Response(key, version) => (
-            secrets::mask_response(inner, key.key(), version, &mut copy[4..]),
+            secrets::mask_response(inner, key, version, &mut copy[4..]),
             Some(key),
             Direction::Response,
         ),

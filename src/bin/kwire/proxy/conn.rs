@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use kwire::ApiKey;
-use kwire::conn::metrics::{Direction, Undecoded};
+use kwire::Direction;
+use kwire::conn::metrics::Undecoded;
 use kwire::conn::{ConnError, FrameBuf, InFlight};
 use kwire::filter::{FilterChain, Verdict};
 use kwire::frame::RequestHeaderView;
@@ -138,7 +139,7 @@ impl Auth {
 
 /// Whether a request of this API may name a SASL mechanism or user.
 fn sasl_api(api_key: i16) -> bool {
-    api_key == ApiKey::SaslHandshake.key() || api_key == ApiKey::SaslAuthenticate.key()
+    api_key == ApiKey::SaslHandshake.to_i16() || api_key == ApiKey::SaslAuthenticate.to_i16()
 }
 
 pub(super) type Conn = Arc<Mutex<State>>;
@@ -227,7 +228,7 @@ fn admit_request(
     last_client: &mut Option<Arc<str>>,
 ) -> (Head, Verdict) {
     if let Some(mechanism) = decode::sasl_handshake_v0(frame) {
-        state.sasl.on_request(ApiKey::SaslHandshake.key(), 0, mechanism.as_deref());
+        state.sasl.on_request(ApiKey::SaslHandshake, 0, mechanism.as_deref());
     }
     let verdict = state.filters.on_request(frame);
     let client_id = match (peek.client_id, &*last_client) {
@@ -328,7 +329,10 @@ pub(super) fn on_request(frame: &[u8], head: &Head, id: u64, shared: &Shared) {
     };
     shared.stats.requests.fetch_add(1, Ordering::Relaxed);
     if let Ok(peek) = RequestHeaderView::peek(frame) {
-        shared.metrics.request(peek.api_key, peek.api_version, frame.len() + 4);
+        match peek.key() {
+            Some(key) => shared.metrics.request(key, peek.api_version, frame.len() + 4),
+            None => shared.metrics.unknown_request(frame.len() + 4),
+        }
     }
     let decoded = decode::decode_request(frame);
     let roundtrip =
@@ -520,7 +524,7 @@ pub(super) fn on_response(frame: &[u8], answer: Answer, done: Instant, id: u64, 
     if rewritten {
         shared.stats.rewritten.fetch_add(1, Ordering::Relaxed);
     }
-    let key = p.api_key.key();
+    let key = p.api_key.to_i16();
     let info = decode::decode_response(frame, key, p.api_version);
     let api = decode::api_name(key);
     let m = &p.payload;

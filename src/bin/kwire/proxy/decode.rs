@@ -75,6 +75,7 @@ pub fn decode_request(frame: &[u8]) -> Decoded {
             Decoded::Unknown(format!("kwire: {e}"))
         }
         Err(FrameError::Decode(e)) => Decoded::Malformed(e.to_string()),
+        Err(e) => Decoded::Unknown(format!("kwire: {e}")),
     }
 }
 
@@ -142,6 +143,7 @@ pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
             return Ok(false);
         }
         Err(FrameError::Decode(e)) => return Err(e.to_string()),
+        Err(e) => return Err(e.to_string()),
     };
     let version = req.header.api_version();
     let body = RequestBody::from(req.body);
@@ -210,7 +212,7 @@ pub fn frame_json(frame_with_prefix: &[u8], response: Option<(i16, i16)>) -> Opt
 /// or `None` for any other frame: after a v0 handshake, raw SASL tokens follow.
 pub fn sasl_handshake_v0(frame: &[u8]) -> Option<Option<String>> {
     let peek = kwire::frame::RequestHeaderView::peek(frame).ok()?;
-    if peek.api_key != ApiKey::SaslHandshake.key() || peek.api_version != 0 {
+    if peek.api_key != ApiKey::SaslHandshake.to_i16() || peek.api_version != 0 {
         return None;
     }
     Some(match dispatch::parse_request_prefix(frame) {
@@ -240,8 +242,10 @@ pub fn redacted(frame_with_prefix: &[u8], response_to: Option<(i16, i16)>) -> (V
     let frame = &frame_with_prefix[4.min(frame_with_prefix.len())..];
     let r = match response_to {
         None => secrets::mask_request(frame, body),
-        Some((-1, _)) => secrets::mask_unknown_response(frame, body),
-        Some((key, version)) => secrets::mask_response(frame, key, version, body),
+        Some((key, version)) => match ApiKey::from_i16(key) {
+            Some(key) => secrets::mask_response(frame, key, version, body),
+            None => secrets::mask_unknown_response(frame, body),
+        },
     };
     (out, r)
 }

@@ -36,7 +36,8 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kwire::conn::metrics::{Direction, Metrics, Undecoded};
+use kwire::Direction;
+use kwire::conn::metrics::{Metrics, Undecoded};
 
 const AFTER_HELP: &str = "\
 Examples:

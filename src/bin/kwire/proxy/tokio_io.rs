@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use kwire::conn::metrics::{Direction, Upstream};
+use kwire::Direction;
+use kwire::conn::metrics::Upstream;
 use kwire::conn::{FrameBuf, InFlight};
 use kwire::filter::Verdict;
 use kwire::secrets::RawSasl;
@@ -191,7 +192,7 @@ async fn serve<C: Split, S: Split>(
     };
     let left: Vec<Pending> = lock(&conn).in_flight.drain().collect();
     for p in &left {
-        conn::no_response(p.api_key.key(), p.api_version, &p.payload, id, shared);
+        conn::no_response(p.api_key.to_i16(), p.api_version, &p.payload, id, shared);
     }
     shared.log.line(format!("{} conn={id} {peer}: closed ({why})", now()));
 }
