@@ -23,11 +23,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::ApiKey;
 use crate::encode::AnyBody;
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{FrameError, RequestHeader, RequestHeaderView, ResponseHeader, ResponseHeaderView};
 use crate::messages::{RequestBodyView, ResponseBodyView};
-use crate::ApiKey;
 use crate::wire::Writer;
 
 /// A request frame split into its header and a typed body view.

@@ -8,8 +8,8 @@
 //! [`EncodeError::BufferTooSmall`] with the exact size). A successful write is not sized
 //! again; debug builds check it against the size step.
 
-use crate::error::EncodeError;
 use crate::ApiKey;
+use crate::error::EncodeError;
 use crate::types::{Str, Uuid, Ver, Versions};
 use crate::wire::{self, Writer};
 

@@ -71,14 +71,13 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
+use crate::ApiKey;
 use crate::conn::expects_response;
 use crate::dispatch::{self, Request, Response};
 use crate::encode::AnyBody;
 use crate::frame::{RequestHeader, RequestHeaderView};
 use crate::messages::{RequestBody, ResponseBody, ResponseBodyView};
-use crate::ApiKey;
 use crate::types::{List, RawTaggedField};
-
 
 /// What a response answers: the request's API, the version the response is read at (the
 /// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),

@@ -96,10 +96,10 @@ macro_rules! as_version {
     ($($any:tt)*) => {};
 }
 
-pub use encode::{AnyBody, Body};
-pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use api_key::{ApiKey, UnknownApiKey};
 pub use direction::Direction;
+pub use encode::{AnyBody, Body};
+pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use error_code::{ErrorCode, UnknownErrorCode};
 pub use types::{Bytes, List, RawTaggedField, Str, Uuid, Versions};
 pub use view::{ArrayIter, ArrayView};

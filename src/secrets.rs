@@ -54,8 +54,8 @@ use core::ops::Range;
 
 use crate::dispatch;
 use crate::messages::{RequestBodyView, ResponseBodyView};
-use crate::{ApiKey, Direction};
 use crate::types::Versions;
+use crate::{ApiKey, Direction};
 
 /// The byte that replaces secret bytes: `*`, which keeps a masked string valid UTF-8.
 pub const MASK: u8 = b'*';
@@ -505,10 +505,7 @@ pub fn redact_response(
 /// request (`response_to` is `None`), [`redact_response`] for a response to a request of
 /// this API and version.
 #[cfg(feature = "alloc")]
-pub fn redact(
-    frame: &[u8],
-    response_to: Option<(ApiKey, i16)>,
-) -> (alloc::borrow::Cow<'_, [u8]>, Redaction) {
+pub fn redact(frame: &[u8], response_to: Option<(ApiKey, i16)>) -> (alloc::borrow::Cow<'_, [u8]>, Redaction) {
     match response_to {
         None => redact_request(frame),
         Some((key, version)) => redact_response(frame, key, version),

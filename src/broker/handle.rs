@@ -9,10 +9,10 @@ use super::conn::Outbox;
 use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
 use super::state::{Shared, valid_topic_name};
+use crate::ApiKey;
 use crate::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
 use crate::error_code::ErrorCode;
-use crate::messages::{RequestBodyView};
-use crate::ApiKey;
+use crate::messages::RequestBodyView;
 use crate::types::{List, Uuid};
 use crate::vectored::Part;
 

@@ -4,13 +4,13 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{ConnError, FrameBuf, InFlight, frame_expects_response};
+use crate::ApiKey;
 use crate::dispatch::{self, Response};
 use crate::encode::AnyBody;
 use crate::error_code::ErrorCode;
 use crate::frame::{DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeader, ResponseHeaderView};
+use crate::messages::ResponseBodyView;
 use crate::messages::api_versions::ApiVersionsResponseView;
-use crate::messages::{ResponseBodyView};
-use crate::ApiKey;
 
 /// The last correlation id [`ClientConn`] assigns before wrapping to 0: Kafka's clients
 /// keep `i32::MAX - 7 ..= i32::MAX` for SASL re-authentication.

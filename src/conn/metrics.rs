@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn histogram_is_cumulative() {
         let m = Metrics::new("t");
-        m.request(ApiKey::Produce.key(), 11, 100);
+        m.request(ApiKey::Produce, 11, 100);
         m.response(ApiKey::Produce, 50, Duration::from_micros(300));
         m.response(ApiKey::Produce, 50, Duration::from_secs(60));
         let text = m.render(Some(10));

@@ -66,10 +66,10 @@ pub use server::{Received, ReplyTo, ServerConn, ServerRequest};
 
 use core::fmt;
 
+use crate::ApiKey;
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{FrameError, RequestHeaderView};
-use crate::messages::{RequestBodyView};
-use crate::ApiKey;
+use crate::messages::RequestBodyView;
 use crate::wire::Reader;
 
 /// Why a connection's state machine refused input or a call: the one error type of `conn`.

@@ -3,15 +3,15 @@
 use alloc::vec::Vec;
 
 use super::{ConnError, FrameBuf, expects_response};
+use crate::ApiKey;
 use crate::dispatch;
 use crate::encode::AnyBody;
 use crate::error_code::ErrorCode;
 use crate::frame::{
     DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeaderPeek, RequestHeaderView, ResponseHeader,
 };
+use crate::messages::RequestBodyView;
 use crate::messages::api_versions::{ApiVersion, ApiVersionsResponse};
-use crate::messages::{RequestBodyView};
-use crate::ApiKey;
 use crate::types::{List, Versions};
 use crate::vectored::{self, Slot, VectoredBody, VectoredLen};
 

@@ -80,11 +80,11 @@ use super::server::read_request;
 use super::{
     ConnError, InFlight, Pending, Received, ReplyTo, ServerConn, frame_expects_response, read_response,
 };
+use crate::ApiKey;
 use crate::dispatch::{self, Response};
 use crate::encode::AnyBody;
 use crate::frame::{self, DEFAULT_MAX_FRAME_SIZE, FrameError, FrameStatus};
 use crate::frame::{RequestHeader, ResponseHeaderView};
-use crate::ApiKey;
 use crate::types::Versions;
 
 /// The error of the codecs: framing, encoding, or the I/O below them.

@@ -274,36 +274,51 @@ fn integer(v: &Json, min: i128, max: i128, ty: &str, path: &str) -> Result<i128,
 /// none of the `known` ones.
 fn unknown_tags(v: &Json, path: &str, known: &[u32]) -> Result<Vec<(u32, Vec<u8>)>, JsonError> {
     let items = v.as_array().ok_or_else(|| {
-        JsonError::at(path, format!("expected an array of {{\"tag\": n, \"data\": base64}}, found {}", describe(v)))
+        JsonError::at(
+            path,
+            format!("expected an array of {{\"tag\": n, \"data\": base64}}, found {}", describe(v)),
+        )
     })?;
     let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        let obj =
-            item.as_object().ok_or_else(|| JsonError::at(&p, format!("expected an object, found {}", describe(item))))?;
+        let obj = item
+            .as_object()
+            .ok_or_else(|| JsonError::at(&p, format!("expected an object, found {}", describe(item))))?;
         if let Some(extra) = obj.keys().find(|k| *k != "tag" && *k != "data") {
             return Err(JsonError::at(
                 format!("{p}.{extra}"),
                 "unknown key; an unknown tagged field has only \"tag\" and \"data\"".into(),
             ));
         }
-        let tag_value = obj.get("tag").ok_or_else(|| JsonError::at(format!("{p}.tag"), format!("missing")))?;
+        let tag_value =
+            obj.get("tag").ok_or_else(|| JsonError::at(format!("{p}.tag"), format!("missing")))?;
         let tag = integer(tag_value, 0, i128::from(u32::MAX), "uint32", &join(&p, "tag"))? as u32;
         let data = match obj.get("data") {
-            Some(Json::String(s)) => parse_base64(s).ok_or_else(|| JsonError::at(format!("{p}.data"), format!("not valid base64")))?,
+            Some(Json::String(s)) => parse_base64(s)
+                .ok_or_else(|| JsonError::at(format!("{p}.data"), format!("not valid base64")))?,
             Some(other) => {
-                return Err(JsonError::at(format!("{p}.data"), format!("expected a base64 string, found {}", describe(other))));
+                return Err(JsonError::at(
+                    format!("{p}.data"),
+                    format!("expected a base64 string, found {}", describe(other)),
+                ));
             }
             None => return Err(JsonError::at(format!("{p}.data"), format!("missing"))),
         };
         if known.contains(&tag) {
-            return Err(JsonError::at(format!("{p}.tag"), format!("tag {tag} belongs to a field this struct knows; set that field instead"
-            )));
+            return Err(JsonError::at(
+                format!("{p}.tag"),
+                format!("tag {tag} belongs to a field this struct knows; set that field instead"),
+            ));
         }
         if out.last().is_some_and(|(prev, _)| tag <= *prev) {
-            return Err(JsonError::at(format!("{p}.tag"), format!("tags must be in ascending order without repeats ({tag} follows {})",
-                out.last().map_or(0, |l| l.0)
-            )));
+            return Err(JsonError::at(
+                format!("{p}.tag"),
+                format!(
+                    "tags must be in ascending order without repeats ({tag} follows {})",
+                    out.last().map_or(0, |l| l.0)
+                ),
+            ));
         }
         if data.len() >= i32::MAX as usize {
             return Err(JsonError::at(format!("{p}.data"), format!("too long")));
@@ -334,10 +349,15 @@ fn expected(ty: &FieldType) -> String {
 }
 
 impl Read<'_> {
-    fn strukt(&mut self, s: &'static StructSchema, json: &Json, path: &str) -> Result<StructValue, JsonError> {
-        let obj = json
-            .as_object()
-            .ok_or_else(|| JsonError::at(path, format!("expected an object ({}), found {}", s.name, describe(json))))?;
+    fn strukt(
+        &mut self,
+        s: &'static StructSchema,
+        json: &Json,
+        path: &str,
+    ) -> Result<StructValue, JsonError> {
+        let obj = json.as_object().ok_or_else(|| {
+            JsonError::at(path, format!("expected an object ({}), found {}", s.name, describe(json)))
+        })?;
         for key in obj.keys() {
             if key == "_unknownTaggedFields" || s.fields.iter().any(|f| json_key(f.name) == *key) {
                 continue;
@@ -354,10 +374,12 @@ impl Read<'_> {
             };
             return Err(JsonError::at(
                 join(path, key),
-                format!("unknown field{hint}; {} version {} has: {}",
-                s.name,
-                self.version,
-                if here.is_empty() { "no fields".to_string() } else { here.join(", ") }),
+                format!(
+                    "unknown field{hint}; {} version {} has: {}",
+                    s.name,
+                    self.version,
+                    if here.is_empty() { "no fields".to_string() } else { here.join(", ") }
+                ),
             ));
         }
         let mut out = StructValue::new(s);
@@ -367,11 +389,15 @@ impl Read<'_> {
             let in_version = f.versions.contains(self.version);
             match obj.get(&key) {
                 None if f.is_inline(self.version) => {
-                    return Err(JsonError::at(&p, format!("missing; {} version {} requires this field ({})",
-                        s.name,
-                        self.version,
-                        type_name(&f.ty)
-                    )));
+                    return Err(JsonError::at(
+                        &p,
+                        format!(
+                            "missing; {} version {} requires this field ({})",
+                            s.name,
+                            self.version,
+                            type_name(&f.ty)
+                        ),
+                    ));
                 }
                 None => {}
                 Some(j) => {
@@ -382,14 +408,15 @@ impl Read<'_> {
                     } else if !v.is_default_for(f) {
                         let why = format!(
                             "{} version {} cannot carry this field (it exists in versions {})",
-                            self.message,
-                            self.version,
-                            f.versions
+                            self.message, self.version, f.versions
                         );
                         if f.ignorable {
                             self.warnings.push(format!("{p}: left out: {why}; Kafka drops it too"));
                         } else {
-                            return Err(JsonError::at(&p, format!("{why}; remove it or set it to its default")));
+                            return Err(JsonError::at(
+                                &p,
+                                format!("{why}; remove it or set it to its default"),
+                            ));
                         }
                     }
                 }
@@ -400,9 +427,13 @@ impl Read<'_> {
             let p = join(path, "_unknownTaggedFields");
             let list = unknown_tags(v, &p, &known)?;
             if !list.is_empty() && !self.tagged {
-                return Err(JsonError::at(&p, format!("version {} of {} is not flexible, so it has no tagged fields",
-                    self.version, self.message
-                )));
+                return Err(JsonError::at(
+                    &p,
+                    format!(
+                        "version {} of {} is not flexible, so it has no tagged fields",
+                        self.version, self.message
+                    ),
+                ));
             }
             out.unknown_tagged_fields = list;
         }
@@ -429,9 +460,10 @@ impl Read<'_> {
                 return Err(JsonError::at(path, format!("expected {}, found null", expected(ty))));
             }
             if !nullable {
-                return Err(JsonError::at(path, format!("null is not allowed; the field is not nullable in version {}",
-                    self.version
-                )));
+                return Err(JsonError::at(
+                    path,
+                    format!("null is not allowed; the field is not nullable in version {}", self.version),
+                ));
             }
             return Ok(Value::Null);
         }
@@ -461,9 +493,10 @@ impl Read<'_> {
             FieldType::String => {
                 let s = j.as_str().ok_or_else(wrong)?;
                 if s.len() > MAX_STRING_LEN {
-                    return Err(JsonError::at(path, format!("the string is {} bytes; Kafka strings are at most 32767",
-                        s.len()
-                    )));
+                    return Err(JsonError::at(
+                        path,
+                        format!("the string is {} bytes; Kafka strings are at most 32767", s.len()),
+                    ));
                 }
                 Value::String(s.into())
             }

@@ -14,8 +14,8 @@
 use core::fmt;
 
 use super::{FieldSchema, FieldType, StructSchema};
-use crate::error::{DecodeError, DecodeErrorKind};
 use crate::ApiKey;
+use crate::error::{DecodeError, DecodeErrorKind};
 use crate::types::{Uuid, Versions};
 use crate::wire::Reader;
 

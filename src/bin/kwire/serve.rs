@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::net::SocketAddr;
 
-use kwire::broker::{Broker, Config};
 use kwire::ApiKey;
+use kwire::broker::{Broker, Config};
 
 /// Run a single-node, in-memory Kafka broker for tests and demos (records are kept in
 /// memory only, and lost when it stops).

@@ -48,9 +48,9 @@ use super::walk::{
     self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedFraming, Visitor,
 };
 use super::{Builder, FieldSchema, FieldType, StructSchema, StructValue, Value};
+use crate::ApiKey;
 use crate::error::DecodeErrorKind;
 use crate::error_code::ErrorCode;
-use crate::ApiKey;
 
 /// Which part of a frame a byte belongs to, for colouring the hex dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

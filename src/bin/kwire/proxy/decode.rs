@@ -5,10 +5,10 @@
 //! Frames here are whole frames *without* their 4-byte size prefix (as
 //! `kwire::frame::split_frame` returns them), except where a function says otherwise.
 
+use kwire::ApiKey;
 use kwire::frame::{self, FrameError};
 use kwire::messages::ResponseBodyView;
 use kwire::messages::{RequestBody, ResponseBody};
-use kwire::ApiKey;
 use kwire::secrets::{self, Redaction};
 use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
@@ -267,12 +267,12 @@ pub fn redaction_note(r: &Redaction) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use kwire::ApiKey;
     use kwire::filter::{FilterChain, RewriteAddresses, Verdict};
+    use kwire::messages::MetadataResponse;
     use kwire::messages::metadata::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
-    use kwire::messages::{MetadataResponse};
-    use kwire::ApiKey;
     use kwire::{List, Str};
 
     use super::*;
@@ -333,7 +333,7 @@ mod tests {
         for version in ApiKey::Metadata.response_versions().min..=ApiKey::Metadata.response_versions().max {
             let before =
                 response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
-            let info = decode_response(&before[4..], ApiKey::Metadata.key(), version);
+            let info = decode_response(&before[4..], ApiKey::Metadata.to_i16(), version);
             assert_eq!(info.decoded, Decoded::Ok, "v{version}");
             assert_eq!(info.errors, vec![6], "v{version}");
             let to = |host: &str, port| {
@@ -344,7 +344,7 @@ mod tests {
             };
             let expected = response_frame(&metadata(&[(1, "127.0.0.1", 40001), (2, "b2", 9093)]), version);
             assert_eq!(after, expected[4..], "v{version}");
-            assert_eq!(roundtrip_response(&after, ApiKey::Metadata.key(), version), Ok(true));
+            assert_eq!(roundtrip_response(&after, ApiKey::Metadata.to_i16(), version), Ok(true));
         }
     }
 
@@ -378,10 +378,10 @@ mod tests {
                 panic!("{name}")
             };
             assert_eq!(moved.len(), frame.len() - 4 + 1, "{name}");
-            let before = decode_response(&frame[4..], key.key(), version);
-            let after = decode_response(&moved, key.key(), version);
+            let before = decode_response(&frame[4..], key.to_i16(), version);
+            let after = decode_response(&moved, key.to_i16(), version);
             assert_eq!((after.decoded, &after.errors), (Decoded::Ok, &before.errors), "{name}");
-            assert_eq!(roundtrip_response(&moved, key.key(), version), Ok(true), "{name}");
+            assert_eq!(roundtrip_response(&moved, key.to_i16(), version), Ok(true), "{name}");
         }
     }
 
