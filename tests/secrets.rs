@@ -81,7 +81,7 @@ fn every_entry_names_a_real_field() {
 }
 
 /// Every field of every schema whose name says it is a credential is in the table (so a new
-/// schema with such a field fails here until it is listed or rejected in docs/design.md).
+/// schema with such a field fails here until it is listed or rejected in docs/secrets.md).
 #[test]
 fn credential_like_fields_are_all_listed() {
     const CREDENTIAL_NAMES: &[&str] =
