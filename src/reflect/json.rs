@@ -291,19 +291,18 @@ fn unknown_tags(v: &Json, path: &str, known: &[u32]) -> Result<Vec<(u32, Vec<u8>
                 "unknown key; an unknown tagged field has only \"tag\" and \"data\"".into(),
             ));
         }
-        let tag_value =
-            obj.get("tag").ok_or_else(|| JsonError::at(format!("{p}.tag"), format!("missing")))?;
+        let tag_value = obj.get("tag").ok_or_else(|| JsonError::at(format!("{p}.tag"), "missing".into()))?;
         let tag = integer(tag_value, 0, i128::from(u32::MAX), "uint32", &join(&p, "tag"))? as u32;
         let data = match obj.get("data") {
             Some(Json::String(s)) => parse_base64(s)
-                .ok_or_else(|| JsonError::at(format!("{p}.data"), format!("not valid base64")))?,
+                .ok_or_else(|| JsonError::at(format!("{p}.data"), "not valid base64".into()))?,
             Some(other) => {
                 return Err(JsonError::at(
                     format!("{p}.data"),
                     format!("expected a base64 string, found {}", describe(other)),
                 ));
             }
-            None => return Err(JsonError::at(format!("{p}.data"), format!("missing"))),
+            None => return Err(JsonError::at(format!("{p}.data"), "missing".into())),
         };
         if known.contains(&tag) {
             return Err(JsonError::at(
@@ -321,7 +320,7 @@ fn unknown_tags(v: &Json, path: &str, known: &[u32]) -> Result<Vec<(u32, Vec<u8>
             ));
         }
         if data.len() >= i32::MAX as usize {
-            return Err(JsonError::at(format!("{p}.data"), format!("too long")));
+            return Err(JsonError::at(format!("{p}.data"), "too long".into()));
         }
         out.push((tag, data));
     }
@@ -502,16 +501,16 @@ impl Read<'_> {
             }
             FieldType::Bytes | FieldType::Records => {
                 let s = j.as_str().ok_or_else(wrong)?;
-                let b = parse_base64(s).ok_or_else(|| JsonError::at(path, format!("not valid base64")))?;
+                let b = parse_base64(s).ok_or_else(|| JsonError::at(path, "not valid base64".into()))?;
                 if b.len() >= i32::MAX as usize {
-                    return Err(JsonError::at(path, format!("too long")));
+                    return Err(JsonError::at(path, "too long".into()));
                 }
                 if matches!(ty, FieldType::Records) { Value::Records(b) } else { Value::Bytes(b) }
             }
             FieldType::Array(elem) => {
                 let items = j.as_array().ok_or_else(wrong)?;
                 if items.len() >= i32::MAX as usize {
-                    return Err(JsonError::at(path, format!("too many elements for an array count")));
+                    return Err(JsonError::at(path, "too many elements for an array count".into()));
                 }
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
