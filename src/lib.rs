@@ -41,6 +41,7 @@
 //! ```
 
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 // `unsafe` is denied everywhere but in `wire::utf8` (see there).
 #![deny(unsafe_code)]

@@ -25,15 +25,16 @@ use std::thread;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use kwire::ApiKey;
 use kwire::conn::tokio::{ApiVersionsUnsupported, CodecError, ServerCodec};
 use kwire::conn::{Received, ServerRequest};
+use kwire::messages::RequestBodyView;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsResponse};
 use kwire::messages::describe_cluster::{DescribeClusterBroker, DescribeClusterResponse};
 use kwire::messages::list_groups::{ListGroupsResponse, ListedGroup};
 use kwire::messages::metadata::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kwire::messages::{ApiKey, RequestBodyView};
 use kwire::{ErrorCode, List, Str, Uuid, Versions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -149,7 +150,7 @@ fn answer(
             let keys: Vec<ApiVersion<'_>> = SERVED
                 .iter()
                 .map(|&k| ApiVersion {
-                    api_key: k.key(),
+                    api_key: k.to_i16(),
                     min_version: broker.versions(k).min,
                     max_version: broker.versions(k).max,
                     ..Default::default()
@@ -191,7 +192,7 @@ fn answer(
                 .map(|(name, partitions)| {
                     let known = TOPICS.iter().any(|(n, _)| Some(*n) == *name);
                     MetadataResponseTopic {
-                        error_code: if known { 0 } else { ErrorCode::UnknownTopicOrPartition.code() },
+                        error_code: if known { 0 } else { ErrorCode::UnknownTopicOrPartition.to_i16() },
                         name: name.map(Str::Borrowed),
                         topic_id: if known && version >= 10 {
                             topic_id(name.unwrap_or(""))
@@ -557,7 +558,7 @@ fn client_codec_pairs_responses_and_skips_acks_zero() {
     client.encode(ClientRequest { body: &produce, version: 9, payload: "produce" }, &mut to_server).unwrap();
     client
         .encode(
-            Request { body: &ApiVersionsRequest::default(), version: 3, payload: "versions" },
+            ClientRequest { body: &ApiVersionsRequest::default(), version: 3, payload: "versions" },
             &mut to_server,
         )
         .unwrap();

@@ -23,16 +23,9 @@ pub struct Args {
     format: String,
 }
 
+/// A range for a table cell: `Versions`' own text, with `-` for none.
 fn range(v: Versions) -> String {
-    if v.is_empty() {
-        "-".into()
-    } else if v.max == i16::MAX {
-        format!("{}+", v.min)
-    } else if v.min == v.max {
-        v.min.to_string()
-    } else {
-        format!("{}-{}", v.min, v.max)
-    }
+    if v.is_empty() { "-".into() } else { v.to_string() }
 }
 
 /// Which header version goes with which body versions, e.g. `v1: 0-2, v2: 3-4`.

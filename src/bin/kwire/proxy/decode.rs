@@ -71,7 +71,7 @@ pub fn decode_request(frame: &[u8]) -> Decoded {
             Decoded::Unknown(format!("kwire: {e}"))
         }
         Err(FrameError::Decode(e)) => Decoded::Malformed(e.to_string()),
-        Err(e) => Decoded::Malformed(e.to_string()),
+        Err(e) => Decoded::Unknown(format!("kwire: {e}")),
     }
 }
 

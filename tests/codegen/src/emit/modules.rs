@@ -62,9 +62,12 @@ pub fn api_key(apis: &[Api]) -> String {
     table(&mut o, "The request versions this crate supports.", "request_versions(self) -> Versions", &|a| {
         range(a.request.valid)
     });
-    table(&mut o, "The response versions this crate supports.", "response_versions(self) -> Versions", &|a| {
-        range(a.response.valid)
-    });
+    table(
+        &mut o,
+        "The response versions this crate supports.",
+        "response_versions(self) -> Versions",
+        &|a| range(a.response.valid),
+    );
     table(
         &mut o,
         "The versions that use the flexible encoding (compact strings and arrays, tagged fields).",
