@@ -853,6 +853,90 @@ async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
     }
 }
 
+/// Frames up to this size are copied into the batch written at the end of a read; larger
+/// ones are written from the read buffer.
+const COPY_MAX: usize = 16 * 1024;
+
+/// Frame buffers grown past their base capacity (by a large frame: Produce, Fetch), given
+/// back by connection directions gone idle and taken by the next direction to wake, so that
+/// large frames with pauses between them reuse memory already mapped instead of allocating,
+/// zero-filling and faulting in a fresh buffer each time (measured as most of the proxy's CPU
+/// per MB, docs/proxy.md). Bounded by [`POOL_BUFFERS`] and [`POOL_BYTES`]; past that a buffer
+/// is freed. Buffers of the base capacity are freed at once (the allocator reuses those
+/// well): an idle connection still holds no buffer.
+static POOL: Mutex<Vec<FrameBuf>> = Mutex::new(Vec::new());
+
+/// At most this many buffers wait in [`POOL`].
+const POOL_BUFFERS: usize = 8;
+
+/// At most this many bytes wait in [`POOL`], in all.
+const POOL_BYTES: usize = 32 << 20;
+
+/// A frame buffer for a direction that has bytes to read: a pooled one if any.
+fn take_frame_buf(base: usize, max_frame: usize) -> FrameBuf {
+    let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    match pooled {
+        Some(mut fb) => {
+            fb.set_max_frame_size(max_frame);
+            fb
+        }
+        None => {
+            let mut fb = FrameBuf::with_base_capacity(base, max_frame);
+            // A grown buffer goes back to the pool grown, whoever used it last.
+            fb.keep_capacity(true);
+            fb
+        }
+    }
+}
+
+/// Takes back the frame buffer of a direction gone idle (nothing buffered): into the pool
+/// if it grew past its base capacity and the pool has room, else freed.
+fn give_back_frame_buf(fb: FrameBuf) {
+    if fb.capacity() <= fb.base_capacity() || fb.buffered() != 0 || fb.error().is_some() {
+        return;
+    }
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let held: usize = pool.iter().map(FrameBuf::capacity).sum();
+    if pool.len() < POOL_BUFFERS && held.saturating_add(fb.capacity()) <= POOL_BYTES {
+        // Not cleared: it is empty, and `clear` would shrink it on its next read.
+        pool.push(fb);
+    }
+}
+
+/// Frames to write in one go: small frames are copied in, with their size prefix.
+struct Batch {
+    out: Vec<u8>,
+}
+
+impl Batch {
+    fn push(&mut self, frame: &[u8]) -> usize {
+        let at = self.out.len();
+        self.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        self.out.extend_from_slice(frame);
+        at
+    }
+
+    /// The frame (without prefix) pushed at `at`.
+    fn frame(&self, at: usize) -> &[u8] {
+        let len = u32::from_be_bytes([self.out[at], self.out[at + 1], self.out[at + 2], self.out[at + 3]]);
+        &self.out[at + 4..at + 4 + len as usize]
+    }
+}
+
+/// The words for a framing violation (a negative size, or one over the limit).
+fn violation(e: &crate::frame::FrameError) -> String {
+    match e {
+        crate::frame::FrameError::Decode(d) => match d.kind() {
+            crate::DecodeErrorKind::InvalidLength(n) => format!("negative frame size {n}"),
+            crate::DecodeErrorKind::FrameTooLarge { size, max } => {
+                format!("frame size {size} is over the limit of {max} bytes")
+            }
+            _ => d.to_string(),
+        },
+        e => e.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -935,90 +1019,5 @@ mod tests {
         let mut w = Trickle { got: Vec::new(), step: 0, vectored: true, calls: 0, flushes: 0 };
         let e = rt.block_on(send(&mut w, &head, &body)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WriteZero);
-    }
-}
-
-//__POOL__
-/// Frames up to this size are copied into the batch written at the end of a read; larger
-/// ones are written from the read buffer.
-const COPY_MAX: usize = 16 * 1024;
-
-/// Frame buffers grown past their base capacity (by a large frame: Produce, Fetch), given
-/// back by connection directions gone idle and taken by the next direction to wake, so that
-/// large frames with pauses between them reuse memory already mapped instead of allocating,
-/// zero-filling and faulting in a fresh buffer each time (measured as most of the proxy's CPU
-/// per MB, docs/proxy.md). Bounded by [`POOL_BUFFERS`] and [`POOL_BYTES`]; past that a buffer
-/// is freed. Buffers of the base capacity are freed at once (the allocator reuses those
-/// well): an idle connection still holds no buffer.
-static POOL: Mutex<Vec<FrameBuf>> = Mutex::new(Vec::new());
-
-/// At most this many buffers wait in [`POOL`].
-const POOL_BUFFERS: usize = 8;
-
-/// At most this many bytes wait in [`POOL`], in all.
-const POOL_BYTES: usize = 32 << 20;
-
-/// A frame buffer for a direction that has bytes to read: a pooled one if any.
-fn take_frame_buf(base: usize, max_frame: usize) -> FrameBuf {
-    let pooled = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
-    match pooled {
-        Some(mut fb) => {
-            fb.set_max_frame_size(max_frame);
-            fb
-        }
-        None => {
-            let mut fb = FrameBuf::with_base_capacity(base, max_frame);
-            // A grown buffer goes back to the pool grown, whoever used it last.
-            fb.keep_capacity(true);
-            fb
-        }
-    }
-}
-
-/// Takes back the frame buffer of a direction gone idle (nothing buffered): into the pool
-/// if it grew past its base capacity and the pool has room, else freed.
-fn give_back_frame_buf(fb: FrameBuf) {
-    if fb.capacity() <= fb.base_capacity() || fb.buffered() != 0 || fb.error().is_some() {
-        return;
-    }
-    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let held: usize = pool.iter().map(FrameBuf::capacity).sum();
-    if pool.len() < POOL_BUFFERS && held.saturating_add(fb.capacity()) <= POOL_BYTES {
-        // Not cleared: it is empty, and `clear` would shrink it on its next read.
-        pool.push(fb);
-    }
-}
-
-/// Frames to write in one go: small frames are copied in, with their size prefix.
-struct Batch {
-    out: Vec<u8>,
-}
-
-impl Batch {
-    fn push(&mut self, frame: &[u8]) -> usize {
-        let at = self.out.len();
-        self.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
-        self.out.extend_from_slice(frame);
-        at
-    }
-
-    /// The frame (without prefix) pushed at `at`.
-    fn frame(&self, at: usize) -> &[u8] {
-        let len = u32::from_be_bytes([self.out[at], self.out[at + 1], self.out[at + 2], self.out[at + 3]]);
-        &self.out[at + 4..at + 4 + len as usize]
-    }
-}
-
-/// The words for a framing violation (a negative size, or one over the limit).
-fn violation(e: &crate::frame::FrameError) -> String {
-    match e {
-        crate::frame::FrameError::Decode(d) => match d.kind() {
-            crate::DecodeErrorKind::InvalidLength(n) => format!("negative frame size {n}"),
-            crate::DecodeErrorKind::FrameTooLarge { size, max } => {
-                format!("frame size {size} is over the limit of {max} bytes")
-            }
-            _ => d.to_string(),
-        },
-        e => e.to_string(),
     }
 }
