@@ -2,13 +2,11 @@
 //! routes that say by what ([`BrokerPorts`], [`ByNode`], [`ByName`] over [`BrokerNames`]).
 
 use alloc::string::{String, ToString};
-use alloc::vec::Vec;
 
 use super::{Exchange, Filter, ResponseAction};
 use crate::ApiKey;
 use crate::dispatch::Response;
-use crate::messages::{ResponseBody, ResponseBodyView};
-use crate::types::List;
+use crate::messages::ResponseBody;
 
 /// Replaces broker addresses in responses, so that clients keep connecting through a
 /// proxy: the brokers of Metadata and DescribeCluster, FindCoordinator's coordinator(s),
@@ -366,7 +364,9 @@ impl<F> core::fmt::Debug for RewriteAddresses<F> {
 ))]
 mod addresses {
     use super::*;
-    use crate::types::Str;
+    use crate::messages::ResponseBodyView;
+    use crate::types::{List, Str};
+    use alloc::vec::Vec;
 
     /// The elements of a list, owned so that they can be changed.
     fn owned<'l, 'a, T: Clone>(list: &'l mut List<'a, T>) -> &'l mut Vec<T> {
