@@ -31,8 +31,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
 
-use super::listeners::Runtime;
+use super::dial::connect;
+use super::runtime::Runtime;
 use super::session::{Action, Answer, Answered, FromClient, RequestHead, Session};
+use super::waiting::OwnRequests;
 use super::{ConnInfo, Decision, Event, Hooks, Upstream, WaitingFilter, tls};
 use crate::ApiKey;
 use crate::Direction;
@@ -42,26 +44,6 @@ use crate::conn::metrics::Upstream as Failure;
 /// The frame buffers' base size (`kwire::conn`'s default): they grow as a larger frame's
 /// bytes arrive.
 const BASE: usize = crate::conn::DEFAULT_BASE_CAPACITY;
-
-/// Connects to `upstream`, or to the first of a comma-separated list that answers (the
-/// bootstrap listener's `--upstream`), with the one it reached.
-pub(super) async fn connect(upstream: &str) -> std::io::Result<(TcpStream, String)> {
-    let mut last = std::io::Error::new(ErrorKind::InvalidInput, "no address");
-    for one in upstream.split(',') {
-        let connecting = async {
-            match one.parse::<SocketAddr>() {
-                Ok(addr) => TcpStream::connect(addr).await,
-                Err(_) => TcpStream::connect(one).await,
-            }
-        };
-        match tokio::time::timeout(Duration::from_secs(10), connecting).await {
-            Ok(Ok(s)) => return Ok((s, one.to_string())),
-            Ok(Err(e)) => last = e,
-            Err(_) => last = std::io::Error::new(ErrorKind::TimedOut, "timed out"),
-        }
-    }
-    Err(last)
-}
 
 /// Serves one client connection until either side closes it: the client's TLS handshake
 /// first (the SNI name chooses the broker with SNI routing), then the broker's connection
@@ -414,22 +396,6 @@ struct Requests<'s, H: Hooks> {
     waiting: Option<Box<dyn WaitingFilter>>,
 }
 
-/// What a [`WaitingFilter`]'s [`Upstream`] does: enters a request of the proxy's own in the
-/// session and writes it on the connection's broker stream.
-pub(super) trait OwnRequests: Send {
-    /// Enters a request: its correlation id, and where its answer will come.
-    fn enter(
-        &mut self,
-        api_key: ApiKey,
-        version: i16,
-    ) -> Result<(i32, tokio::sync::oneshot::Receiver<Vec<u8>>), crate::conn::ConnError>;
-    /// Writes a whole frame (with its size prefix).
-    fn write<'a>(
-        &'a mut self,
-        frame: &'a [u8],
-    ) -> Pin<Box<dyn Future<Output = std::io::Result<()>> + Send + 'a>>;
-}
-
 /// The request side's broker stream and session, lent to a waiting filter.
 struct OwnSender<'s, W, T> {
     to: &'s mut W,
@@ -579,7 +545,7 @@ impl<H: Hooks> Side for Requests<'_, H> {
     ) -> Result<Vec<u8>, String> {
         let Some(filter) = self.waiting.as_mut() else { return Ok(frame) };
         let mut own = OwnSender { to, conn: self.conn };
-        let mut upstream = Upstream { inner: &mut own };
+        let mut upstream = Upstream::new(&mut own);
         match filter.on_request(frame, &mut upstream).await {
             Decision::Forward(frame) => Ok(frame),
             Decision::Close(why) => Err(why),

@@ -1,5 +1,6 @@
-//! What a running proxy shares: its listeners (the bootstrap one, and one per broker as
-//! responses name brokers), the connection gate, routes, TLS, metrics and hooks.
+//! The accept side of a proxy: the bootstrap listener, and the listeners the runtime opens
+//! for brokers as responses name them, each served by an accept loop that starts a
+//! connection's task (`io.rs`) per client.
 //!
 //! Past the connection limit every listener closes, so that clients are refused by the
 //! kernel rather than accepted and dropped, and opens again on the same address once a
@@ -9,40 +10,17 @@
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use super::runtime::{Gate, Runtime};
 use super::tls::Tls;
-use super::{ConnInfo, Event, FilterFactory, Hooks, Proxy, ProxyBuilder, WaitingFactory};
-use crate::conn::metrics::Metrics;
-use crate::filter::{BrokerPorts, ByName, FilterChain, RewriteAddresses};
-
-/// Everything a proxy's connections share.
-pub(super) struct Runtime<H: Hooks> {
-    pub(super) hooks: Arc<H>,
-    pub(super) filters: Arc<FilterFactory>,
-    pub(super) waiting: Option<Arc<WaitingFactory>>,
-    pub(super) max_frame: usize,
-    pub(super) idle_timeout: Option<Duration>,
-    bind_ip: IpAddr,
-    advertise: String,
-    /// Upstream `(host, port)` to the local port that forwards to it.
-    routes: Mutex<HashMap<(String, i32), u16>>,
-    /// A port per broker by node id, and node id to the broker address its listener
-    /// forwards to.
-    broker_ports: Option<BrokerPorts>,
-    nodes: Mutex<HashMap<i32, String>>,
-    next_conn: AtomicU64,
-    pub(super) gate: Gate,
-    pub(super) metrics: Arc<Metrics>,
-    pub(super) tls: Tls,
-    /// Set when the proxy shuts down.
-    pub(super) stop: tokio::sync::watch::Sender<bool>,
-}
+use super::{Event, Hooks, Proxy, ProxyBuilder};
+use crate::filter::BrokerPorts;
 
 /// Binds the bootstrap listener and spawns its accept loop.
 pub(super) async fn start<H: Hooks>(b: ProxyBuilder<H>) -> std::io::Result<Proxy<H>> {
@@ -61,6 +39,7 @@ pub(super) async fn start<H: Hooks>(b: ProxyBuilder<H>) -> std::io::Result<Proxy
     };
     let tls = Tls::new(b.server_tls, b.upstream_tls, b.sni.as_ref(), b.handshake_timeout, local.port())
         .map_err(invalid)?;
+    let (opened, mut to_serve) = tokio::sync::mpsc::unbounded_channel();
     let runtime = Arc::new(Runtime {
         hooks: b.hooks,
         filters: b.filters,
@@ -82,12 +61,27 @@ pub(super) async fn start<H: Hooks>(b: ProxyBuilder<H>) -> std::io::Result<Proxy
         metrics: b.metrics,
         tls,
         stop: tokio::sync::watch::channel(false).0,
+        opened,
     });
     if let Some(words) = runtime.tls.describe() {
         runtime.hooks.event(None, Event::Notice(&words));
     }
     runtime.hooks.event(None, Event::Listening { addr: local, broker: None });
     tokio::spawn(accept_loop(listener, b.upstream.join(","), runtime.clone()));
+    // Listeners opened for brokers, each served until the proxy stops.
+    let serving = runtime.clone();
+    let mut stop = runtime.stop.subscribe();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                opened = to_serve.recv() => match opened {
+                    Some((listener, upstream)) => drop(tokio::spawn(accept_loop(listener, upstream, serving.clone()))),
+                    None => return,
+                },
+                _ = stop.changed() => return,
+            }
+        }
+    });
     Ok(Proxy { runtime, addr: local })
 }
 
@@ -97,136 +91,6 @@ pub(super) fn parse_upstream(s: &str) -> Result<(String, i32), String> {
     let port: u16 = port.parse().map_err(|_| format!("upstream {s}: bad port"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     Ok((host.to_string(), i32::from(port)))
-}
-
-impl<H: Hooks> Runtime<H> {
-    /// A notice for the operator.
-    pub(super) fn notice(&self, words: &str) {
-        self.hooks.event(None, Event::Notice(words));
-    }
-
-    /// The metrics in the Prometheus text format.
-    pub(super) fn render_metrics(&self) -> String {
-        let mut body = self.metrics.render(Some(self.gate.max()));
-        if self.tls.terminates() {
-            self.tls.failures.render_into(&mut body, super::METRICS_NAMESPACE);
-        }
-        body
-    }
-
-    /// The next connection's facts.
-    pub(super) fn conn_info(&self, peer: SocketAddr, route: String) -> ConnInfo {
-        ConnInfo::new(self.next_conn.fetch_add(1, Ordering::Relaxed) + 1, peer, route)
-    }
-
-    /// A connection's filters: the user's, then the rewriting of broker addresses (nearest
-    /// the broker, so that it sees responses first).
-    pub(super) fn filters(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> FilterChain {
-        let mut chain = (self.filters)(conn);
-        if let Some(sni) = &self.tls.sni {
-            // One port for every broker, each by its name (SNI); what the responses say of
-            // the brokers' own addresses is where those names' connections go.
-            let learn = self.clone();
-            let by_name = ByName::new(sni.names.clone(), sni.port, move |id, host: &str, port| {
-                if let Some(sni) = &learn.tls.sni {
-                    sni.learn(id, host, port);
-                }
-            });
-            chain.push(RewriteAddresses::with_route(by_name));
-            return chain;
-        }
-        let routes = self.clone();
-        if self.broker_ports.is_some() {
-            chain.push(RewriteAddresses::by_node(move |node: i32, host: &str, port: i32| {
-                routes.route_node(node, host, port)
-            }));
-        } else {
-            chain.push(RewriteAddresses::new(move |host: &str, port: i32| routes.route(host, port)));
-        }
-        chain
-    }
-
-    /// The local address clients should use for upstream broker `(host, port)`: an
-    /// existing listener, or a new one.
-    fn route(self: &Arc<Self>, host: &str, port: i32) -> Option<(String, i32)> {
-        // No broker there (a FindCoordinator error answers host "" and port -1).
-        if host.is_empty() || !(1..=65535).contains(&port) {
-            return None;
-        }
-        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(local) = routes.get(&(host.to_string(), port)) {
-            return Some((self.advertise.clone(), i32::from(*local)));
-        }
-        let listener = std::net::TcpListener::bind(SocketAddr::new(self.bind_ip, 0))
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .and_then(TcpListener::from_std);
-        let listener = match listener {
-            Ok(l) => l,
-            Err(e) => {
-                self.notice(&format!("cannot open a listener for broker {host}:{port}: {e}"));
-                return None;
-            }
-        };
-        let addr = listener.local_addr().ok()?;
-        routes.insert((host.to_string(), port), addr.port());
-        drop(routes);
-        let upstream = format!("{host}:{port}");
-        self.hooks.event(None, Event::Listening { addr, broker: Some((&upstream, None)) });
-        // Called from a connection's task (its filters), so within the runtime.
-        drop(tokio::spawn(accept_loop(listener, upstream, self.clone())));
-        Some((self.advertise.clone(), i32::from(addr.port())))
-    }
-
-    /// With a port per broker: the address clients should use for broker `node_id` at
-    /// `host:port`; its listener (port BASE+N) is opened when the node is first named.
-    fn route_node(self: &Arc<Self>, node_id: i32, host: &str, port: i32) -> Option<(String, i32)> {
-        let ports = self.broker_ports.as_ref()?;
-        if host.is_empty() || !(1..=65535).contains(&port) {
-            return None;
-        }
-        let upstream = format!("{host}:{port}");
-        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(local) = ports.port(node_id) else {
-            if nodes.insert(node_id, upstream).is_none() {
-                self.notice(&format!(
-                    "broker {node_id} ({host}:{port}) has no port under the broker ports: its address is not rewritten"
-                ));
-            }
-            return None;
-        };
-        match nodes.get(&node_id) {
-            Some(known) if *known == upstream => {}
-            Some(known) => {
-                // The listener forwards to the address it was opened for (a broker that
-                // moved keeps its node id; restart the proxy to follow it).
-                self.notice(&format!(
-                    "broker {node_id} is now named at {upstream}; port {local} still forwards to {known}"
-                ));
-                nodes.insert(node_id, upstream);
-            }
-            None => {
-                let addr = SocketAddr::new(self.bind_ip, local);
-                let listener = std::net::TcpListener::bind(addr)
-                    .and_then(|l| l.set_nonblocking(true).map(|()| l))
-                    .and_then(TcpListener::from_std);
-                match listener {
-                    Ok(l) => {
-                        self.hooks
-                            .event(None, Event::Listening { addr, broker: Some((&upstream, Some(node_id))) });
-                        drop(tokio::spawn(accept_loop(l, upstream.clone(), self.clone())));
-                    }
-                    Err(e) => {
-                        self.notice(&format!(
-                            "cannot listen on {addr} for broker {node_id} at {upstream}: {e}"
-                        ));
-                        return None;
-                    }
-                }
-                nodes.insert(node_id, upstream);
-            }
-        }
-        Some((ports.host().to_string(), i32::from(local)))
-    }
 }
 
 /// Accepts clients on `listener` for `upstream` while the gate has room; when it is full
@@ -308,79 +172,9 @@ fn rebind<H: Hooks>(runtime: &Runtime<H>, addr: SocketAddr) -> Option<TcpListene
     }
 }
 
-/// The count of open client connections, bounded.
-pub(super) struct Gate {
-    max: usize,
-    open: Mutex<usize>,
-    /// Woken when a place is given back.
-    notify: tokio::sync::Notify,
-}
-
-impl Gate {
-    /// A gate of at most `max` connections.
-    pub(super) fn new(max: usize) -> Gate {
-        Gate { max, open: Mutex::new(0), notify: tokio::sync::Notify::new() }
-    }
-
-    /// The bound.
-    pub(super) fn max(&self) -> usize {
-        self.max
-    }
-
-    /// Connections open now.
-    pub(super) fn open(&self) -> usize {
-        *self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Takes a place if there is one: the caller then accepts at most one connection, and
-    /// gives the place back with [`Gate::release`] if it accepted none.
-    fn try_take(&self) -> bool {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if *open >= self.max {
-            return false;
-        }
-        *open += 1;
-        true
-    }
-
-    /// Gives a place back (a connection ended, or none was accepted).
-    fn release(&self) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        *open = open.saturating_sub(1);
-        self.notify.notify_waiters();
-    }
-
-    /// Waits until a place is free.
-    async fn room(&self) {
-        loop {
-            let notified = self.notify.notified();
-            let mut notified = core::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.open() < self.max {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gate_bounds_and_releases() {
-        let gate = Gate::new(2);
-        assert!(gate.try_take() && gate.try_take());
-        assert!(!gate.try_take());
-        gate.release();
-        assert_eq!(gate.open(), 1);
-        assert!(gate.try_take());
-        gate.release();
-        gate.release();
-        gate.release();
-        assert_eq!(gate.open(), 0);
-    }
 
     #[test]
     fn upstream_parses() {

@@ -78,19 +78,24 @@
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
+mod dial;
+mod hooks;
 mod io;
 mod listeners;
+mod runtime;
 mod session;
 mod tls;
+mod waiting;
 
 use std::net::SocketAddr;
-use std::sync::Mutex;
 use std::time::Duration;
 
+pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
 pub use session::{
     Action, Answer, Answered, AuthNote, Exchange, FromBroker, FromClient, RequestHead, Sent, Session,
 };
 pub use tls::{ServerTls, TlsError, UpstreamTls};
+pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 
 use crate::conn::metrics::Metrics;
 use crate::filter::FilterChain;
@@ -98,282 +103,11 @@ use crate::filter::FilterChain;
 /// The metrics' namespace: `kwire_proxy_*`.
 pub const METRICS_NAMESPACE: &str = "kwire_proxy";
 
-/// What a proxy knows of one client connection, for its filters and hooks. What
-/// authentication tells (mechanism, principal) is filled in as the connection authenticates.
-#[derive(Debug)]
-pub struct ConnInfo {
-    /// The connection's number, from 1, in the order connections were accepted.
-    pub id: u64,
-    /// The client's address.
-    pub peer: SocketAddr,
-    /// The TLS server name the client asked for (SNI), if it connected with TLS.
-    pub server_name: Option<String>,
-    /// The client's TLS certificate chain (DER, its own certificate first), if it showed one.
-    pub peer_certificates: Vec<Vec<u8>>,
-    /// The broker this connection goes to (`host:port`, as routed).
-    pub route: String,
-    auth: Mutex<(Option<String>, Option<String>)>,
-}
-
-impl ConnInfo {
-    /// A connection's facts (the runtime makes these; tests and other drivers of
-    /// [`Session`] may too).
-    pub fn new(id: u64, peer: SocketAddr, route: String) -> ConnInfo {
-        ConnInfo {
-            id,
-            peer,
-            server_name: None,
-            peer_certificates: Vec::new(),
-            route,
-            auth: Mutex::new((None, None)),
-        }
-    }
-
-    /// The SASL mechanism the client named, if any.
-    pub fn mechanism(&self) -> Option<String> {
-        self.auth.lock().unwrap_or_else(|e| e.into_inner()).0.clone()
-    }
-
-    /// The principal (the SASL user) once the broker accepted the authentication; `Some("")`
-    /// when it accepted a mechanism whose user kwire does not read (GSSAPI, OAUTHBEARER).
-    pub fn principal(&self) -> Option<String> {
-        self.auth.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
-    }
-
-    fn set_auth(&self, mechanism: Option<String>, principal: Option<String>) {
-        *self.auth.lock().unwrap_or_else(|e| e.into_inner()) = (mechanism, principal);
-    }
-}
-
-/// What happens on a proxy, beside its frames, for [`Hooks::event`].
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Event<'a> {
-    /// A listener is open: the bootstrap listener (`broker` `None`) or a broker's.
-    Listening {
-        /// Its address.
-        addr: SocketAddr,
-        /// The broker it forwards to, and its node id when known.
-        broker: Option<(&'a str, Option<i32>)>,
-    },
-    /// Something the operator should read (a listener that could not open, a route that
-    /// changed, the connection limit reached); one line, no secret.
-    Notice(&'a str),
-    /// A client connection is forwarded to its broker.
-    Connected {
-        /// The broker's address as reached.
-        upstream: &'a str,
-        /// TLS on either side, in words (empty without TLS).
-        tls: &'a str,
-    },
-    /// A client connection could not be set up (TLS, routing, the broker unreachable); the
-    /// hooks get its `ConnInfo` when it got that far (after TLS).
-    Refused {
-        /// The client.
-        peer: SocketAddr,
-        /// Why, in words.
-        why: &'a str,
-    },
-    /// A client connection ended.
-    Closed {
-        /// Why, in words.
-        why: &'a str,
-    },
-    /// A frame broke the framing (a negative size, or one over the limit): the connection
-    /// is closed.
-    Violation {
-        /// Whether the client sent it (else the broker).
-        from_client: bool,
-        /// What was wrong.
-        what: &'a str,
-    },
-    /// Authentication as the session observed it.
-    Auth(&'a AuthNote),
-    /// A raw SASL token (SaslHandshake v0) passed: its size only, never its bytes.
-    SaslToken {
-        /// Whether the client sent it (else the broker).
-        from_client: bool,
-        /// The frame's size, prefix included.
-        size: usize,
-    },
-    /// A request frame whose header does not parse was sent on.
-    BadRequest {
-        /// The frame (without its size prefix).
-        frame: &'a [u8],
-        /// Why.
-        why: &'a str,
-    },
-    /// A response that answers no request awaiting one was sent on.
-    Unpaired {
-        /// The frame (without its size prefix).
-        frame: &'a [u8],
-        /// Why.
-        why: &'a str,
-    },
-    /// The broker answered a correlation id out of order (it was paired all the same).
-    OutOfOrder {
-        /// The correlation id answered.
-        correlation_id: i32,
-    },
-}
-
-/// What a proxy tells its owner: logs, recordings, counters. Every method has a default that
-/// does nothing; hooks run on the connection's task after its frames were sent, so they
-/// should not block.
-pub trait Hooks: Send + Sync + 'static {
-    /// What the hooks keep of a request until its answer (e.g. the name it is recorded
-    /// under).
-    type Tag: Clone + Send + 'static;
-
-    /// A request is about to be sent on (or answered by a filter): what to keep of it. Called
-    /// before the frame is sent, so keep it cheap.
-    fn admit(&self, conn: &ConnInfo, head: &RequestHead) -> Self::Tag;
-
-    /// A request frame (as sent on, without its size prefix) was sent.
-    fn request(&self, conn: &ConnInfo, frame: &[u8], head: &RequestHead, tag: &Self::Tag) {
-        let _ = (conn, frame, head, tag);
-    }
-
-    /// A response frame (as sent to the client, without its size prefix) was sent: what it
-    /// answers, whether it was rewritten, and how long after its request.
-    fn response(
-        &self,
-        conn: &ConnInfo,
-        frame: &[u8],
-        exchange: Exchange<Self::Tag>,
-        rewritten: bool,
-        latency: Duration,
-    ) {
-        let _ = (conn, frame, exchange, rewritten, latency);
-    }
-
-    /// A request that expects no answer was sent (Produce with acks=0, a dropped request),
-    /// or one still awaited its answer when the connection closed.
-    fn no_response(&self, conn: &ConnInfo, api_key: i16, api_version: i16, request: Sent<Self::Tag>) {
-        let _ = (conn, api_key, api_version, request);
-    }
-
-    /// Anything else (`conn` is `None` for the proxy as a whole).
-    fn event(&self, conn: Option<&ConnInfo>, event: Event<'_>) {
-        let _ = (conn, event);
-    }
-}
-
-/// Hooks that do nothing.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoHooks;
-
-impl Hooks for NoHooks {
-    type Tag = ();
-    fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
-}
-
 /// Makes each connection's filters.
 type FilterFactory = dyn Fn(&Arc<ConnInfo>) -> FilterChain + Send + Sync;
 
 /// Makes each connection's waiting filter.
 type WaitingFactory = dyn Fn(&Arc<ConnInfo>) -> Box<dyn WaitingFilter> + Send + Sync;
-
-/// A filter that may wait (feature `proxy`): it sees each request it wants before the
-/// connection's [`FilterChain`], as an owned frame, and may ask the broker things of its own
-/// through [`Upstream`] (e.g. Metadata, to map topic ids to names) before it decides. While
-/// it waits, the connection reads no further request (the broker's answers still flow).
-/// Requests it does not want cost one check, so synchronous filters pay nothing for it.
-pub trait WaitingFilter: Send + Sync + 'static {
-    /// Whether it wants requests of this API and version.
-    fn wants_request(&self, api_key: crate::ApiKey, version: i16) -> bool;
-
-    /// Decides on a request (the whole frame, without its size prefix).
-    fn on_request<'a>(
-        &'a mut self,
-        frame: Vec<u8>,
-        upstream: &'a mut Upstream<'_>,
-    ) -> core::pin::Pin<Box<dyn core::future::Future<Output = Decision> + Send + 'a>>;
-}
-
-/// What a [`WaitingFilter`] decided.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Decision {
-    /// Go on with this request frame (the one given, or a rewritten one of the same API and
-    /// version): the connection's filter chain sees it next.
-    Forward(Vec<u8>),
-    /// Close the connection, for this reason.
-    Close(String),
-}
-
-/// The broker of one connection, for a [`WaitingFilter`]'s requests of its own: they go on
-/// the connection's own broker connection, with correlation ids the client never sees, and
-/// their answers go to the filter, not to the client.
-pub struct Upstream<'a> {
-    inner: &'a mut (dyn io::OwnRequests + 'a),
-}
-
-impl core::fmt::Debug for Upstream<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("Upstream")
-    }
-}
-
-/// Why a request of the proxy's own got no answer.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum UpstreamError {
-    /// It could not be encoded, or entered (too many requests awaiting answers).
-    Request(crate::conn::ConnError),
-    /// Writing it to the broker failed.
-    Io(std::io::Error),
-    /// The connection ended, or no answer came within 30 s.
-    NoAnswer,
-}
-
-impl core::fmt::Display for UpstreamError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            UpstreamError::Request(e) => write!(f, "the proxy's request: {e}"),
-            UpstreamError::Io(e) => write!(f, "writing the proxy's request: {e}"),
-            UpstreamError::NoAnswer => f.write_str("the broker did not answer the proxy's request"),
-        }
-    }
-}
-
-impl std::error::Error for UpstreamError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            UpstreamError::Request(e) => Some(e),
-            UpstreamError::Io(e) => Some(e),
-            UpstreamError::NoAnswer => None,
-        }
-    }
-}
-
-impl Upstream<'_> {
-    /// Sends `body` as a request of `version` to the broker and waits for its answer: the
-    /// response frame (without its size prefix; parse it with
-    /// [`crate::conn::read_response`] at the same API and version).
-    pub async fn request(
-        &mut self,
-        body: &impl crate::AnyBody,
-        version: i16,
-    ) -> Result<Vec<u8>, UpstreamError> {
-        let (id, answer) = self.inner.enter(body.api_key(), version).map_err(UpstreamError::Request)?;
-        let header = crate::frame::RequestHeader {
-            correlation_id: id,
-            client_id: Some("kwire-proxy"),
-            unknown_tagged_fields: &[],
-        };
-        let len = crate::dispatch::request_len(body, version, &header)
-            .map_err(|e| UpstreamError::Request(e.into()))?;
-        let mut frame = vec![0u8; len];
-        crate::dispatch::encode_request_with(body, version, &header, &mut frame)
-            .map_err(|e| UpstreamError::Request(e.into()))?;
-        self.inner.write(&frame).await.map_err(UpstreamError::Io)?;
-        match tokio::time::timeout(Duration::from_secs(30), answer).await {
-            Ok(Ok(frame)) => Ok(frame),
-            _ => Err(UpstreamError::NoAnswer),
-        }
-    }
-}
 
 /// SNI routing: one listener for the whole cluster, each TLS connection sent to the broker
 /// whose name the client asked for.
@@ -554,7 +288,7 @@ impl<H: Hooks> ProxyBuilder<H> {
 /// A running proxy (a handle: clones share it). Dropping it leaves it running on its
 /// runtime; [`Proxy::shutdown`] stops it.
 pub struct Proxy<H: Hooks = NoHooks> {
-    runtime: Arc<listeners::Runtime<H>>,
+    runtime: Arc<runtime::Runtime<H>>,
     addr: SocketAddr,
 }
 

@@ -577,7 +577,7 @@ async fn learn_brokers(tls: &Tls, sni: &Sni, bootstrap: &str, max_frame: usize) 
     let n = crate::dispatch::encode_request(&body, VERSION, 1, Some("kwire-proxy"), &mut request)
         .map_err(|e| e.to_string())?;
     request.truncate(n);
-    let (tcp, reached) = super::io::connect(bootstrap).await.map_err(|e| format!("cannot connect: {e}"))?;
+    let (tcp, reached) = super::dial::connect(bootstrap).await.map_err(|e| format!("cannot connect: {e}"))?;
     let ask = async {
         let frame = if tls.upstream.is_some() {
             exchange(connect(tls, tcp, &reached).await?, &request, max_frame).await
