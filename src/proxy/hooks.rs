@@ -29,7 +29,7 @@ pub struct ConnInfo {
 
 impl ConnInfo {
     /// A connection's facts (the runtime makes these; tests and other drivers of
-    /// [`Session`] may too).
+    /// [`super::Session`] may too).
     pub fn new(id: u64, peer: SocketAddr, route: String) -> ConnInfo {
         ConnInfo {
             id,

@@ -28,7 +28,7 @@ pub(super) trait OwnRequests: Send {
 }
 
 /// A filter that may wait (feature `proxy`): it sees each request it wants before the
-/// connection's [`FilterChain`], as an owned frame, and may ask the broker things of its own
+/// connection's [`crate::filter::FilterChain`], as an owned frame, and may ask the broker things of its own
 /// through [`Upstream`] (e.g. Metadata, to map topic ids to names) before it decides. While
 /// it waits, the connection reads no further request (the broker's answers still flow).
 /// Requests it does not want cost one check, so synchronous filters pay nothing for it.
