@@ -19,6 +19,7 @@ mod admin;
 mod consumer_groups;
 mod data;
 mod sasl;
+mod txn;
 
 /// The APIs the broker serves (each at every version kwire reads, less
 /// [`super::Config::max_versions`]).
@@ -43,6 +44,12 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::CreatePartitions,
     ApiKey::ApiVersions,
     ApiKey::DescribeCluster,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::DescribeTransactions,
+    ApiKey::ListTransactions,
 ];
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
@@ -137,6 +144,12 @@ impl<'s> Handler<'s> {
             RequestBodyView::DescribeConfigs(d) => self.describe_configs(reply, d, out)?,
             RequestBodyView::SaslHandshake(h) => self.sasl_handshake(reply, h, out)?,
             RequestBodyView::SaslAuthenticate(a) => self.sasl_authenticate(reply, a, out)?,
+            RequestBodyView::AddPartitionsToTxn(a) => self.add_partitions_to_txn(reply, a, out)?,
+            RequestBodyView::AddOffsetsToTxn(a) => self.add_offsets_to_txn(reply, a, out)?,
+            RequestBodyView::TxnOffsetCommit(c) => self.txn_offset_commit(reply, c, out)?,
+            RequestBodyView::EndTxn(e) => self.end_txn(reply, e, out)?,
+            RequestBodyView::DescribeTransactions(d) => self.describe_transactions(reply, d, out)?,
+            RequestBodyView::ListTransactions(l) => self.list_transactions(reply, l, out)?,
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)

@@ -52,6 +52,7 @@ mod groups;
 mod handle;
 mod log;
 mod state;
+mod txn;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -104,6 +105,10 @@ pub struct Config {
     /// The session timeouts a member may ask for (default 6 s to 30 min, as Kafka's
     /// `group.min.session.timeout.ms` and `group.max.session.timeout.ms`).
     pub session_timeout_range: (Duration, Duration),
+    /// The longest transaction timeout a transactional producer may ask for (default 15
+    /// minutes, Kafka's `transaction.max.timeout.ms`); a longer one gets
+    /// INVALID_TRANSACTION_TIMEOUT.
+    pub transaction_max_timeout: Duration,
     /// Serve at most these versions of these APIs (ApiVersions lists the result).
     pub max_versions: Vec<(ApiKey, i16)>,
     /// SASL/PLAIN users (name, password): with at least one, SaslHandshake and
@@ -131,6 +136,7 @@ impl Default for Config {
             fetch_max_bytes: 55 << 20,
             initial_rebalance_delay: Duration::ZERO,
             session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
+            transaction_max_timeout: Duration::from_secs(900),
             max_versions: Vec::new(),
             plain_users: Vec::new(),
             logger: None,
@@ -191,9 +197,10 @@ impl Broker {
         let shared = Arc::new(state::Shared::new(config, host, port));
         let ticker = {
             let shared = shared.clone();
-            std::thread::Builder::new().name("kwire-broker-groups".into()).spawn(move || {
+            std::thread::Builder::new().name("kwire-broker-timers".into()).spawn(move || {
                 while !shared.stopping() {
                     shared.groups.tick(&shared);
+                    shared.txns.abort_timed_out(&shared);
                     std::thread::sleep(Duration::from_millis(100));
                 }
             })?

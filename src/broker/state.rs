@@ -11,6 +11,7 @@ use std::vec::Vec;
 use super::Config;
 use super::groups::Groups;
 use super::log::Log;
+use super::txn::Txns;
 use crate::error_code::ErrorCode;
 use crate::messages::ApiKey;
 use crate::records::validate::{TopicCompression, ValidateConfig};
@@ -170,6 +171,7 @@ pub(crate) struct Shared {
     pub port: i32,
     pub topics: Topics,
     pub groups: Groups,
+    pub txns: Txns,
     pub stop: AtomicBool,
     next_producer_id: AtomicI64,
     /// Bumped by every append (and on stop); Fetch long-polls wait for it to change.
@@ -211,6 +213,7 @@ impl Shared {
             port,
             topics: Topics::default(),
             groups: Groups::default(),
+            txns: Txns::default(),
             stop: AtomicBool::new(false),
             next_producer_id: AtomicI64::new(1000),
             appended: Mutex::new(0),

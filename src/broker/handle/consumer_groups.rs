@@ -391,7 +391,10 @@ impl Handler<'_> {
                     .map(|t| (Some(t.name().to_string()), Uuid::ZERO, t.partition_indexes().iter().collect()))
                     .collect()
             });
-            let found = lookup(f.group_id(), wanted);
+            let mut found = lookup(f.group_id(), wanted);
+            if v >= 7 && f.require_stable() {
+                self.unstable(f.group_id(), &mut found);
+            }
             let topics: Vec<OffsetFetchResponseTopic<'_>> = found
                 .iter()
                 .map(|(name, _, parts)| OffsetFetchResponseTopic {
@@ -431,7 +434,11 @@ impl Handler<'_> {
                     })
                     .collect()
             });
-            groups.push((g.group_id().to_string(), lookup(g.group_id(), wanted)));
+            let mut found = lookup(g.group_id(), wanted);
+            if f.require_stable() {
+                self.unstable(g.group_id(), &mut found);
+            }
+            groups.push((g.group_id().to_string(), found));
         }
         let groups: Vec<OffsetFetchResponseGroup<'_>> = groups
             .iter()
@@ -462,5 +469,21 @@ impl Handler<'_> {
         let body = OffsetFetchResponse { groups: groups.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
+    }
+
+    /// OffsetFetch with `require_stable`: the partitions with offsets pending in an open
+    /// transaction get UNSTABLE_OFFSET_COMMIT (the client retries).
+    fn unstable(&self, group: &str, found: &mut [(String, Uuid, Vec<(i32, i64, i32, Option<String>, i16)>)]) {
+        let pending = self.shared.txns.pending_offsets(group);
+        if pending.is_empty() {
+            return;
+        }
+        for (topic, _, parts) in found.iter_mut() {
+            for p in parts.iter_mut() {
+                if pending.contains(&(topic.clone(), p.0)) {
+                    *p = (p.0, -1, -1, None, ErrorCode::UnstableOffsetCommit.code());
+                }
+            }
+        }
     }
 }

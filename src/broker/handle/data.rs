@@ -1,33 +1,8 @@
-//! Records in and out: Produce, Fetch, ListOffsets and InitProducerId.
+//! Records in and out: Produce, Fetch and ListOffsets.
 
 use super::*;
 
 impl Handler<'_> {
-    pub(super) fn init_producer_id(
-        &mut self,
-        reply: ReplyTo,
-        i: crate::messages::InitProducerIdRequestView<'_>,
-        out: &mut Outbox,
-    ) -> Result<(), ConnError> {
-        use crate::messages::init_producer_id::InitProducerIdResponse;
-        let body = if i.transactional_id().is_some_and(|t| !t.is_empty()) {
-            InitProducerIdResponse {
-                error_code: ErrorCode::TransactionalIdAuthorizationFailed.code(),
-                producer_id: -1,
-                producer_epoch: -1,
-                ..Default::default()
-            }
-        } else {
-            InitProducerIdResponse {
-                producer_id: self.shared.new_producer_id(),
-                producer_epoch: 0,
-                ..Default::default()
-            }
-        };
-        ServerConn::encode_response(reply, &body, out)?;
-        Ok(())
-    }
-
     pub(super) fn produce(
         &mut self,
         reply: ReplyTo,
@@ -39,7 +14,7 @@ impl Handler<'_> {
         };
         let v = reply.api_version;
         let acks = p.acks();
-        let transactional = p.transactional_id().is_some();
+        let transactional_id = p.transactional_id();
         let config = &self.shared.config;
         let mut topics = Vec::new();
         let mut appended = false;
@@ -61,12 +36,6 @@ impl Handler<'_> {
                             message: String::new(),
                         });
                     }
-                    if transactional {
-                        return Err(Rejected {
-                            code: ErrorCode::TransactionalIdAuthorizationFailed,
-                            message: "this broker does not serve transactions".into(),
-                        });
-                    }
                     let Some(name) = name.as_deref() else {
                         return Err(Rejected { code: ErrorCode::UnknownTopicId, message: String::new() });
                     };
@@ -81,6 +50,54 @@ impl Handler<'_> {
                     let mut settings = settings;
                     settings.max_message_bytes = i32::try_from(config.max_message_bytes).unwrap_or(i32::MAX);
                     let bytes = d.records().map(|r| r.bytes()).unwrap_or_default();
+                    // A transactional batch: its producer must be the transactional id's,
+                    // at its epoch, with this partition added to the open transaction.
+                    // The coordinator stays locked until the batch is in the log, so
+                    // that the transaction cannot end in between.
+                    let batch = crate::records::RecordBatch::new(bytes).ok();
+                    let _txn_guard = match batch.filter(|b| b.is_transactional() && b.producer_id() >= 0) {
+                        None => None,
+                        Some(b) => {
+                            let Some(id) = transactional_id else {
+                                return Err(Rejected {
+                                    code: ErrorCode::TransactionalIdAuthorizationFailed,
+                                    message: "a transactional batch needs the request's transactional id"
+                                        .into(),
+                                });
+                            };
+                            let mut all = self.shared.txns.lock();
+                            let check = crate::broker::txn::Txns::check(
+                                &mut all,
+                                id,
+                                b.producer_id(),
+                                b.producer_epoch(),
+                            )
+                            .map(|txn| {
+                                txn.state == crate::broker::txn::TxnState::Ongoing
+                                    && txn.partitions.contains(&(name.to_string(), index))
+                            });
+                            match check {
+                                Ok(true) => Some(all),
+                                Ok(false) => {
+                                    return Err(Rejected {
+                                        code: ErrorCode::InvalidTxnState,
+                                        message: "Partition was not added to the transaction".into(),
+                                    });
+                                }
+                                Err(ErrorCode::ProducerFenced) => {
+                                    return Err(Rejected {
+                                        code: ErrorCode::InvalidProducerEpoch,
+                                        message: std::format!(
+                                            "producer {} epoch {} is fenced: a newer epoch took transactional id {id}",
+                                            b.producer_id(),
+                                            b.producer_epoch()
+                                        ),
+                                    });
+                                }
+                                Err(code) => return Err(Rejected { code, message: String::new() }),
+                            }
+                        }
+                    };
                     let done = partition.lock().append(
                         bytes,
                         &settings,
@@ -159,7 +176,9 @@ impl Handler<'_> {
         f: crate::messages::FetchRequestView<'_>,
         out: &mut Outbox,
     ) -> Result<(), ConnError> {
-        use crate::messages::fetch::{FetchResponse, FetchableTopicResponse, PartitionData};
+        use crate::messages::fetch::{
+            AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+        };
         let v = reply.api_version;
         if v >= 7 && f.session_id() != 0 {
             let body = FetchResponse {
@@ -175,9 +194,14 @@ impl Handler<'_> {
         let deadline = start + max_wait;
         let min_bytes = usize::try_from(f.min_bytes()).unwrap_or(0);
         let max_bytes = usize::try_from(f.max_bytes()).unwrap_or(0).min(self.shared.config.fetch_max_bytes);
-        // (topic name, topic id, [(partition, error, high watermark, records)]): the records
-        // are held in their segment, not copied (written from there by `Outbox`).
-        type Answer = (String, Uuid, Vec<(i32, i16, i64, Option<(Segment, Range<usize>)>)>);
+        // At read_committed (v4+), reads stop at the last stable offset and name the
+        // aborted transactions they cover.
+        let committed = v >= 4 && f.isolation_level() == 1;
+        // (topic name, topic id, [(partition, error, high watermark, records, last stable
+        // offset, aborted transactions)]): the records are held in their segment, not
+        // copied (written from there by `Outbox`).
+        type PartAnswer = (i32, i16, i64, Option<(Segment, Range<usize>)>, i64, Option<Vec<(i64, i64)>>);
+        type Answer = (String, Uuid, Vec<PartAnswer>);
         let answers: Vec<Answer> = loop {
             let seen = self.shared.append_count();
             let mut total = 0usize;
@@ -200,12 +224,12 @@ impl Handler<'_> {
                         } else {
                             ErrorCode::UnknownTopicOrPartition
                         };
-                        parts.push((index, code.code(), -1, None));
+                        parts.push((index, code.code(), -1, None, -1, None));
                         continue;
                     };
                     if v >= 9 && p.current_leader_epoch() > 0 {
                         errors = true;
-                        parts.push((index, ErrorCode::UnknownLeaderEpoch.code(), -1, None));
+                        parts.push((index, ErrorCode::UnknownLeaderEpoch.code(), -1, None, -1, None));
                         continue;
                     }
                     let log = partition.lock();
@@ -213,16 +237,19 @@ impl Handler<'_> {
                     let offset = p.fetch_offset();
                     if offset < 0 || offset > hw {
                         errors = true;
-                        parts.push((index, ErrorCode::OffsetOutOfRange.code(), hw, None));
+                        parts.push((index, ErrorCode::OffsetOutOfRange.code(), hw, None, -1, None));
                         continue;
                     }
                     let limit = usize::try_from(p.partition_max_bytes())
                         .unwrap_or(0)
                         .min(max_bytes.saturating_sub(total));
-                    let records = log.read(offset, limit, total == 0);
+                    let lso = log.last_stable_offset();
+                    let below = if committed { lso } else { hw };
+                    let records = log.read_below(offset, below, limit, total == 0);
+                    let aborted = committed.then(|| log.aborted_between(offset, below));
                     drop(log);
                     total += records.as_ref().map_or(0, |(_, r)| r.len());
-                    parts.push((index, 0, hw, records));
+                    parts.push((index, 0, hw, records, lso, aborted));
                 }
                 answers.push((name.unwrap_or_default(), id, parts));
             }
@@ -239,13 +266,21 @@ impl Handler<'_> {
                 topic_id: *id,
                 partitions: parts
                     .iter()
-                    .map(|(index, code, hw, records)| PartitionData {
+                    .map(|(index, code, hw, records, lso, aborted)| PartitionData {
                         partition_index: *index,
                         error_code: *code,
                         high_watermark: *hw,
-                        last_stable_offset: *hw,
+                        last_stable_offset: if v >= 4 { *lso } else { -1 },
                         log_start_offset: if v >= 5 { 0 } else { -1 },
-                        aborted_transactions: None,
+                        aborted_transactions: aborted.as_ref().map(|a| {
+                            a.iter()
+                                .map(|&(producer_id, first_offset)| AbortedTransaction {
+                                    producer_id,
+                                    first_offset,
+                                    ..Default::default()
+                                })
+                                .collect()
+                        }),
                         records: Some(records.as_ref().map_or(&[][..], |(s, r)| &s[r.clone()]).into()),
                         ..Default::default()
                     })
@@ -312,7 +347,9 @@ impl Handler<'_> {
                     }
                     Some(partition) => {
                         let log = partition.lock();
+                        let committed = v >= 2 && l.isolation_level() == 1;
                         let found = match p.timestamp() {
+                            -1 if committed => Some((-1, log.last_stable_offset())),
                             -1 => Some((-1, log.next_offset())),
                             -2 | -4 => Some((-1, 0)),
                             -3 => log.max_timestamp(&mut self.scratch, limit),
