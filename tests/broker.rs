@@ -544,7 +544,8 @@ fn idempotent_producers_duplicates_and_gaps() {
     assert_eq!(produce(&mut c, "t", -1, &[(0, &bad_start)]).unwrap(), [(0, 45, -1)]);
     let values = fetch(&mut c, "t", 0, 0, 0).2;
     assert_eq!(values, ["s0-0", "s0-1", "s0-2", "s3-0", "s3-1", "e1-0"]);
-    // Transactions are not served.
+    // A transactional id gets its producer id from the transaction coordinator
+    // (tests/broker_txn.rs has the rest).
     let frame = c.call(
         &InitProducerIdRequest {
             transactional_id: Some("tx".into()),
@@ -560,7 +561,8 @@ fn idempotent_producers_duplicates_and_gaps() {
     else {
         panic!()
     };
-    assert_eq!(r.error_code(), 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
+    assert_eq!((r.error_code(), r.producer_epoch()), (0, 0));
+    assert!(r.producer_id() > pid, "a new producer id");
 }
 
 #[test]
@@ -752,4 +754,111 @@ fn a_client_that_never_reads_does_not_grow_memory() {
     assert!(during < before + 64 * 1024, "memory grew from {before} KiB to {during} KiB");
     drop(c);
     assert_eq!(b.end_offset("t", 0), Some(1));
+}
+
+// ---- transactions with real clients ----
+
+/// Runs a transactional client program; its last JSON line.
+fn txn_client(cmd: Command, what: &str, broker_log: &Mutex<Vec<String>>) -> Value {
+    let out = run(cmd, what, CLIENT_TIMEOUT);
+    let lines = broker_log.lock().unwrap().join("\n");
+    assert!(out.ok, "{what} failed\nstdout:\n{}\nstderr:\n{}\nbroker log:\n{lines}", out.stdout, out.stderr);
+    let answer = out.stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+        panic!("{what} printed no JSON\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr)
+    });
+    serde_json::from_str(answer).expect("client JSON")
+}
+
+/// `[[offset, value], ...]` as pairs.
+fn offsets_and_values(v: &Value) -> Vec<(i64, String)> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|r| (r[0].as_i64().unwrap(), r[1].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn logging_broker() -> (Broker, std::sync::Arc<Mutex<Vec<String>>>) {
+    let log = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = log.clone();
+    let config = Config {
+        logger: Some(std::sync::Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string()))),
+        ..Config::default()
+    };
+    (Broker::start(config).expect("start the broker"), log)
+}
+
+/// confluent-kafka (librdkafka): commit, abort, a zombie fenced, and read_committed and
+/// read_uncommitted consumers checked record by record; then a read-process-write loop
+/// (consume, produce, the group's offsets in the transaction) whose process is killed in
+/// the middle of a transaction and restarted: the output at read_committed has every input
+/// exactly once, in order.
+#[test]
+fn confluent_kafka_transactions() {
+    let _serial = serial();
+    setup();
+    let (broker, log) = logging_broker();
+    let prefix = format!("ctxn-{}", std::process::id());
+    let (src, dst) = (format!("{prefix}-in"), format!("{prefix}-out"));
+    assert!(broker.create_topic(&src, 1) && broker.create_topic(&dst, 1));
+    let python = root().join("target/interop/venv/bin/python");
+    let script = root().join("tests/broker_txn/confluent_txn.py");
+    let bootstrap = broker.addr().to_string();
+    let cmd = |args: &[&str]| {
+        let mut c = Command::new(&python);
+        c.arg(&script).args([bootstrap.as_str(), prefix.as_str()]).args(args);
+        c
+    };
+
+    let basics = txn_client(cmd(&["basics"]), "confluent-kafka basics", &log);
+    let fenced = &basics["fenced"];
+    assert!(fenced.is_object(), "the zombie was not fenced: {basics}");
+    assert_eq!(fenced["fatal"], true, "{fenced}");
+    assert!(
+        ["_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"].contains(&fenced["name"].as_str().unwrap()),
+        "{fenced}"
+    );
+    // The log: c-0..9, commit marker (10), a-0..4, abort marker (16), d-0..2, commit marker
+    // (20), zombie-0, the abort marker of the fencing (22), fresh-0, commit marker (24).
+    let c = |tag: &str, n: usize, first: i64| -> Vec<(i64, String)> {
+        (0..n).map(|i| (first + i as i64, format!("{tag}-{i}"))).collect()
+    };
+    let committed: Vec<(i64, String)> =
+        [c("c", 10, 0), c("d", 3, 17), c("fresh", 1, 23)].into_iter().flatten().collect();
+    let uncommitted: Vec<(i64, String)> =
+        [c("c", 10, 0), c("a", 5, 11), c("d", 3, 17), c("zombie", 1, 21), c("fresh", 1, 23)]
+            .into_iter()
+            .flatten()
+            .collect();
+    assert_eq!(offsets_and_values(&basics["committed"]), committed, "read_committed");
+    assert_eq!(offsets_and_values(&basics["uncommitted"]), uncommitted, "read_uncommitted");
+    assert_eq!(broker.end_offset(&src, 0), Some(25));
+
+    // Read-process-write, killed mid-transaction after 6 records, then restarted.
+    let out = run(cmd(&["rpw", "6"]), "confluent-kafka rpw (crashing)", CLIENT_TIMEOUT);
+    assert!(
+        !out.ok && !out.stderr.contains("Traceback") && !out.stdout.contains('{'),
+        "the first run must die mid-transaction (exit 3)\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let written_before_restart = broker.end_offset(&dst, 0).unwrap();
+    let second = txn_client(cmd(&["rpw"]), "confluent-kafka rpw (restarted)", &log);
+    let processed = second["processed"].as_i64().unwrap();
+    assert!(processed > 0 && processed < 14, "the restart goes on from the committed offsets: {second}");
+    let read = txn_client(cmd(&["read", &dst]), "confluent-kafka read", &log);
+    let expected: Vec<String> = committed.iter().map(|(_, v)| format!("out:{v}")).collect();
+    let got: Vec<String> = offsets_and_values(&read["committed"]).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(got, expected, "read_committed output: every input once, in order");
+    let all: Vec<String> = offsets_and_values(&read["uncommitted"]).into_iter().map(|(_, v)| v).collect();
+    assert!(all.len() > got.len(), "the crashed transaction's output is in the log, aborted: {all:?}");
+    assert!(all.iter().all(|v| expected.contains(v)), "{all:?}");
+    assert!(written_before_restart > 0);
+    let lines = log.lock().unwrap().join("\n");
+    assert!(lines.contains(&format!("transaction {prefix}-rpw")) && lines.contains("aborted"), "{lines}");
+    eprintln!(
+        "confluent-kafka transactions: {} committed / {} uncommitted records checked; rpw restarted after a crash, {processed} records after the restart, output exactly once",
+        committed.len(),
+        uncommitted.len()
+    );
 }
