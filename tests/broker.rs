@@ -507,8 +507,11 @@ fn idempotent_producers_duplicates_and_gaps() {
     use kwire::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
     let b = broker_with_topic(Config::default(), "t", 1);
     let mut c = Conn::open(b.addr());
+    // An idempotent producer sends a null transactional id (an empty one is
+    // INVALID_REQUEST, as from Kafka).
     let frame = c.call(
         &InitProducerIdRequest {
+            transactional_id: None,
             transaction_timeout_ms: 60000,
             producer_id: -1,
             producer_epoch: -1,

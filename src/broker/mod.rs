@@ -18,16 +18,17 @@
 //! dropped. Produce runs [`crate::records::validate`] (Kafka's `LogValidator`) on each
 //! batch where it lands in the log, assigning its offsets and leader epoch in place. Threads: one
 //! accepts, one per connection serves requests in order through [`crate::conn::ServerConn`],
-//! and one ticks the group coordinator's timers. Fetch long-polls (`max_wait_ms`,
+//! and one ticks the group and transaction coordinators' timers. Fetch long-polls (`max_wait_ms`,
 //! `min_bytes`) wait on a condition variable that every append signals, never spinning.
 //!
 //! **APIs served** ([`SERVED`]): ApiVersions, Metadata, DescribeCluster, Produce (acks 0, 1
 //! and all, which are the same on one node), Fetch, ListOffsets, InitProducerId (idempotent
-//! producers, with Kafka's duplicate and sequence checks), CreateTopics, CreatePartitions,
+//! producers, with Kafka's duplicate and sequence checks, and transactional ones), CreateTopics, CreatePartitions,
 //! DeleteTopics, FindCoordinator, the classic consumer-group protocol (JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup with rebalances, generations, member ids, the join and sync
 //! barriers and session timeouts), OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and
-//! DescribeConfigs (a topic's defaults and the configs it was created with). Any other API
+//! DescribeConfigs (a topic's defaults and the configs it was created with), and the
+//! transaction APIs below. Any other API
 //! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
 //! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
 //! all (an unknown API key or version, a malformed request, a bad size) closes that
@@ -41,11 +42,16 @@
 //! **SASL/PLAIN** ([`Config::plain_users`]) is offered, not required: SaslHandshake v0
 //! and v1, SaslAuthenticate, and the bare token frame after a v0 handshake.
 //!
-//! **Not here:** transactions (InitProducerId with a transactional id gets
-//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a transactional batch INVALID_TXN_STATE), the
-//! KIP-848 consumer protocol, share groups, other SASL mechanisms and TLS, retention and
-//! compaction (logs only grow), replication. It is a test double, not a broker to keep data
-//! in.
+//! **Transactions** follow Apache Kafka's coordinator (transaction version 1):
+//! InitProducerId with a transactional id (epoch bumps, fencing), AddPartitionsToTxn (v0-v3,
+//! and the batched v4+ form), AddOffsetsToTxn, TxnOffsetCommit, EndTxn (commit and abort
+//! markers written into the partitions' logs), the last stable offset, Fetch and ListOffsets
+//! at read_committed, transaction timeouts (aborting and fencing), DescribeTransactions and
+//! ListTransactions. `docs/serve.md` lists the error code of each bad transition.
+//!
+//! **Not here:** the KIP-848 consumer protocol, share groups, fetch sessions, more than one
+//! node, hooks and injected faults, other SASL mechanisms and TLS, retention and compaction
+//! (logs only grow), replication. It is a test double, not a broker to keep data in.
 
 mod conn;
 mod groups;

@@ -11,7 +11,7 @@ use kwire::messages::ApiKey;
 /// memory only, and lost when it stops).
 #[derive(clap::Args)]
 #[command(after_help = "A test double, not a broker to keep data in: one node leads every partition, logs
-live in memory and only grow, there are no transactions, no TLS and no KIP-848 groups.
+live in memory and only grow, there is no TLS and no KIP-848 group protocol; transactions are served.
 Clients produce (acks 0, 1, all; idempotent), fetch, create and delete topics and consume
 in classic consumer groups. Metadata auto-creates the topics it names, as Kafka does.
 
