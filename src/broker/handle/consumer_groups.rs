@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// OffsetFetch's answer for one topic: (name, id, [(partition, offset, leader epoch,
+/// metadata, error)]).
+type FetchedTopic = (String, Uuid, Vec<(i32, i64, i32, Option<String>, i16)>);
+
 impl Handler<'_> {
     pub(super) fn find_coordinator(
         &mut self,
@@ -473,7 +477,7 @@ impl Handler<'_> {
 
     /// OffsetFetch with `require_stable`: the partitions with offsets pending in an open
     /// transaction get UNSTABLE_OFFSET_COMMIT (the client retries).
-    fn unstable(&self, group: &str, found: &mut [(String, Uuid, Vec<(i32, i64, i32, Option<String>, i16)>)]) {
+    fn unstable(&self, group: &str, found: &mut [FetchedTopic]) {
         let pending = self.shared.txns.pending_offsets(group);
         if pending.is_empty() {
             return;
