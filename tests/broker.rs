@@ -9,6 +9,9 @@
 //!   committed and latest offsets must be the ends of the partitions. The clients come
 //!   from tests/proxy/setup.sh (run when `target/proxy-clients/ready` is missing); a
 //!   missing client fails its test.
+//! - Transactions with confluent-kafka, franz-go and kafka-python: commit, abort, a zombie
+//!   fenced, both isolation levels record by record, and (confluent-kafka) read-process-write
+//!   exactly once across a crash and restart (the raw-frame cases are in tests/broker_txn.rs).
 //! - Bad input and edge cases over raw frames: a corrupt batch fails its partition only,
 //!   a batch that inflates past the limit is refused, acks=0 gets no answer (and an
 //!   acks=0 failure closes the connection, as Kafka does), idempotent producers'
@@ -899,4 +902,26 @@ fn franz_go_transactions() {
     eprintln!(
         "franz-go transactions: commit, abort and a fenced zombie; both isolation levels checked record by record"
     );
+}
+
+/// kafka-python (the README's demo client): commit, abort, commit; both isolation levels
+/// checked record by record.
+#[test]
+fn kafka_python_transactions() {
+    let _serial = serial();
+    setup();
+    let (broker, log) = logging_broker();
+    let topic = format!("kptxn-{}", std::process::id());
+    assert!(broker.create_topic(&topic, 1));
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.arg(root().join("tests/broker_txn/kafka_python_txn.py")).args([&broker.addr().to_string(), &topic]);
+    let out = txn_client(cmd, "kafka-python txn", &log);
+    // k-0..2, commit marker (3), ka-0..1, abort marker (6), k-3, commit marker (8).
+    let rec = |o: i64, v: &str| (o, v.to_string());
+    let committed = vec![rec(0, "k-0"), rec(1, "k-1"), rec(2, "k-2"), rec(7, "k-3")];
+    let uncommitted =
+        vec![rec(0, "k-0"), rec(1, "k-1"), rec(2, "k-2"), rec(4, "ka-0"), rec(5, "ka-1"), rec(7, "k-3")];
+    assert_eq!(offsets_and_values(&out["committed"]), committed, "read_committed");
+    assert_eq!(offsets_and_values(&out["uncommitted"]), uncommitted, "read_uncommitted");
+    assert_eq!(broker.end_offset(&topic, 0), Some(9));
 }
