@@ -114,6 +114,26 @@ impl<'s> Handler<'s> {
     /// Answers one request, appending the response frame (if it gets one) to `out`.
     pub fn handle(&mut self, req: &ServerRequest<'_>, out: &mut Outbox) -> Result<Outcome, ConnError> {
         let reply = req.reply_to();
+        if let Some(action) = self.shared.hooks.catch(reply.api_key) {
+            use super::hooks::Action;
+            match action {
+                Action::Pass => {}
+                Action::Delay(d) => std::thread::sleep(d),
+                Action::Drop => {
+                    return Ok(Outcome::Close(std::format!("{} dropped by a hook", reply.api_key.name())));
+                }
+                Action::Fail(code) => {
+                    error_response(reply, code, out)?;
+                    return Ok(Outcome::Continue);
+                }
+                Action::Answer(f) => {
+                    let mut frame = Vec::new();
+                    f(req, &mut frame)?;
+                    out.extend_from_slice(&frame);
+                    return Ok(Outcome::Continue);
+                }
+            }
+        }
         let v = reply.api_version;
         let served = self.shared.versions(reply.api_key).is_some_and(|range| range.contains(v));
         if !served {
@@ -172,13 +192,19 @@ impl<'s> Handler<'s> {
 /// `ErrorCode`, which is UNSUPPORTED_VERSION (35). A request that gets no response gets
 /// none.
 pub(crate) fn unsupported(reply: ReplyTo, out: &mut Outbox) -> Result<(), ConnError> {
+    error_response(reply, ErrorCode::UnsupportedVersion, out)
+}
+
+/// The response of a request's API at its version with every field at its default but the
+/// top-level `ErrorCode` (where it has one), set to `code`.
+pub(crate) fn error_response(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) -> Result<(), ConnError> {
     use crate::reflect::{Encoding, StructValue, Value};
     if !reply.expects_response {
         return Ok(());
     }
     let schema = crate::reflect::response_schema(reply.api_key);
     let mut body = StructValue::new(schema.body);
-    let _ = body.set("ErrorCode", Value::Int16(ErrorCode::UnsupportedVersion.code()));
+    let _ = body.set("ErrorCode", Value::Int16(code.code()));
     let encoding = Encoding::body(schema, reply.api_version);
     let len = body.encoded_len(encoding).map_err(|_| {
         ConnError::Encode(crate::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })

@@ -56,6 +56,7 @@
 mod conn;
 mod groups;
 mod handle;
+mod hooks;
 mod log;
 mod state;
 mod txn;
@@ -71,6 +72,7 @@ use std::vec::Vec;
 use std::string::{String, ToString};
 
 pub use handle::SERVED;
+pub use hooks::{Action, AnswerFn, Hook, HookId};
 
 use crate::messages::ApiKey;
 
@@ -253,6 +255,67 @@ impl Broker {
         let p = self.shared.topics.partition(topic, partition)?;
         let log = p.lock();
         Some(log.len_bytes())
+    }
+
+    /// Adds a hook: the requests of its API it catches (the first hook that matches, in the
+    /// order added) are answered, failed, delayed, dropped or let through as its
+    /// [`Action`] says, before the broker looks at them.
+    ///
+    /// A test makes a client retry: the first InitProducerId fails with a retriable error,
+    /// the client asks again and gets its producer id.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use kwire::broker::{Action, Broker, Config, Hook};
+    /// use kwire::messages::init_producer_id::InitProducerIdRequest;
+    /// use kwire::messages::ResponseBodyView;
+    /// use kwire::{dispatch, ApiKey, ErrorCode};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// let hook = broker.add_hook(Hook::once(
+    ///     ApiKey::InitProducerId,
+    ///     Action::Fail(ErrorCode::CoordinatorLoadInProgress),
+    /// ));
+    /// let mut s = std::net::TcpStream::connect(broker.addr())?;
+    /// let req = InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: 60_000, ..Default::default() };
+    /// // A client's loop: retry while the error is retriable.
+    /// let mut attempts = 0;
+    /// let producer_id = loop {
+    ///     attempts += 1;
+    ///     let header = kwire::frame::RequestHeader { correlation_id: attempts, client_id: Some("doc"), unknown_tagged_fields: &[] };
+    ///     let mut frame = vec![0; dispatch::request_len(&req, 4, &header).unwrap()];
+    ///     dispatch::encode_request_with(&req, 4, &header, &mut frame).unwrap();
+    ///     s.write_all(&frame)?;
+    ///     let mut size = [0; 4];
+    ///     s.read_exact(&mut size)?;
+    ///     let mut answer = vec![0; i32::from_be_bytes(size) as usize];
+    ///     s.read_exact(&mut answer)?;
+    ///     let ResponseBodyView::InitProducerId(r) =
+    ///         dispatch::parse_response(&answer, ApiKey::InitProducerId, 4).unwrap().body else { unreachable!() };
+    ///     match ErrorCode::from_code(r.error_code()) {
+    ///         Some(ErrorCode::None) => break r.producer_id(),
+    ///         Some(e) if e.is_retriable() => continue,
+    ///         e => panic!("{e:?}"),
+    ///     }
+    /// };
+    /// assert_eq!(attempts, 2);
+    /// assert!(producer_id >= 0);
+    /// assert_eq!(broker.hook_fired(hook), Some(1));
+    /// assert!(broker.remove_hook(hook));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn add_hook(&self, hook: Hook) -> HookId {
+        self.shared.hooks.add(hook)
+    }
+
+    /// Removes a hook; `false` if it was not there.
+    pub fn remove_hook(&self, id: HookId) -> bool {
+        self.shared.hooks.remove(id)
+    }
+
+    /// How many requests a hook has caught (`None` once removed).
+    pub fn hook_fired(&self, id: HookId) -> Option<usize> {
+        self.shared.hooks.fired(id)
     }
 
     /// Connections open now.

@@ -10,6 +10,7 @@ use std::vec::Vec;
 
 use super::Config;
 use super::groups::Groups;
+use super::hooks::Hooks;
 use super::log::Log;
 use super::txn::Txns;
 use crate::error_code::ErrorCode;
@@ -172,6 +173,7 @@ pub(crate) struct Shared {
     pub topics: Topics,
     pub groups: Groups,
     pub txns: Txns,
+    pub hooks: Hooks,
     pub stop: AtomicBool,
     next_producer_id: AtomicI64,
     /// Bumped by every append (and on stop); Fetch long-polls wait for it to change.
@@ -214,6 +216,7 @@ impl Shared {
             topics: Topics::default(),
             groups: Groups::default(),
             txns: Txns::default(),
+            hooks: Hooks::default(),
             stop: AtomicBool::new(false),
             next_producer_id: AtomicI64::new(1000),
             appended: Mutex::new(0),
