@@ -49,8 +49,11 @@
 //! at read_committed, transaction timeouts (aborting and fencing), DescribeTransactions and
 //! ListTransactions. `docs/serve.md` lists the error code of each bad transition.
 //!
+//! **Hooks** ([`Broker::add_hook`]) catch the requests of an API to answer, fail, delay or
+//! drop them, or count them.
+//!
 //! **Not here:** the KIP-848 consumer protocol, share groups, fetch sessions, more than one
-//! node, hooks and injected faults, other SASL mechanisms and TLS, retention and compaction
+//! node, per-partition faults and throttling, other SASL mechanisms and TLS, retention and compaction
 //! (logs only grow), replication. It is a test double, not a broker to keep data in.
 
 mod conn;
