@@ -4,7 +4,7 @@
 # message: features client and broker, no codecs) and krabka-protocol 0.8 (every API, no
 # codecs), one after another, each in a scratch target folder of its own, dependencies
 # included (downloads excluded: everything is fetched first). Not part of CI; the figures
-# and what they mean are in docs/design.md, "Build cost".
+# and what they mean are in docs/benchmarks.md, "Build cost".
 #
 #   bash benches/build_cost.sh                 # all eight builds, a table on stdout
 #   CARGO=kcargo bash benches/build_cost.sh    # through a wrapper (a lock on a shared machine)

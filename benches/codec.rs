@@ -27,7 +27,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::{Decodable, Encodable};
-use kwire::messages::ApiKey;
+use kwire::ApiKey;
 use support::Prepared;
 
 fn frames(c: &mut Criterion) {

@@ -21,10 +21,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use kwire::ApiKey;
 use kwire::conn::tokio::{ApiVersionsUnsupported, ServerCodec};
 use kwire::conn::{FrameBuf, Received, ServerConn};
 use kwire::dispatch;
-use kwire::messages::ApiKey;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse};
 use kwire::{List, Versions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,7 +34,7 @@ fn api_keys() -> Vec<ApiVersion<'static>> {
     ApiKey::ALL
         .iter()
         .map(|k| ApiVersion {
-            api_key: k.key(),
+            api_key: k.to_i16(),
             min_version: k.request_versions().min,
             max_version: k.request_versions().max,
             ..Default::default()

@@ -20,10 +20,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use kwire::ApiKey;
 use kwire::dispatch;
+use kwire::messages::ResponseBodyView;
 use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
 use kwire::messages::metadata::MetadataRequest;
-use kwire::messages::{ApiKey, ResponseBodyView};
 use kwire::{AnyBody, List};
 
 struct Server(Child);

@@ -23,10 +23,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::ApiKey;
 use crate::encode::AnyBody;
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{FrameError, RequestHeader, RequestHeaderView, ResponseHeader, ResponseHeaderView};
-use crate::messages::{ApiKey, RequestBodyView, ResponseBodyView};
+use crate::messages::{RequestBodyView, ResponseBodyView};
 use crate::wire::Writer;
 
 /// A request frame split into its header and a typed body view.
@@ -61,12 +62,6 @@ pub fn parse_request_prefix(frame: &[u8]) -> Result<(Request<'_>, usize), FrameE
     let request = parse_request_with(frame, RequestBodyView::new_prefix)?;
     let ignored = frame.len() - request.header.as_bytes().len() - request.body.as_bytes().len();
     Ok((request, ignored))
-}
-
-/// The former name of [`parse_request_prefix`].
-#[deprecated(since = "0.1.0", note = "renamed to `parse_request_prefix` (one `_prefix` convention)")]
-pub fn parse_request_lenient(frame: &[u8]) -> Result<(Request<'_>, usize), FrameError> {
-    parse_request_prefix(frame)
 }
 
 fn parse_request_with<'a>(
@@ -139,7 +134,7 @@ pub fn encode_request_with(
     let (total, out) = encode_frame_body(body, version, header_len, buf)?;
     let mut w = Writer::new(out);
     w.i32((total - 4) as i32);
-    header.write(&mut w, api_key.key(), version, header_version);
+    header.write(&mut w, api_key.to_i16(), version, header_version);
     Ok(total)
 }
 

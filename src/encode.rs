@@ -8,8 +8,8 @@
 //! [`EncodeError::BufferTooSmall`] with the exact size). A successful write is not sized
 //! again; debug builds check it against the size step.
 
+use crate::ApiKey;
 use crate::error::EncodeError;
-use crate::messages::ApiKey;
 use crate::types::{Str, Uuid, Ver, Versions};
 use crate::wire::{self, Writer};
 
@@ -240,7 +240,7 @@ impl Encode for Str<'_> {
     }
     /// Each element out of line, by value: `Writer::str` is always inlined (for the
     /// strings of structs), and its loop inlined in every array of strings made those
-    /// encoders' fixed cost larger (`docs/design.md`, "Encoder fixed cost").
+    /// encoders' fixed cost larger (`docs/design.md`, "Hot paths").
     #[inline]
     fn write_items(items: &[Self], w: &mut Writer<'_>, ver: Ver) {
         for s in items {
@@ -269,7 +269,7 @@ macro_rules! impl_body {
     }) => {
         impl $crate::encode::Body for $name<'_> {
             const NAME: &'static str = stringify!($name);
-            const API_KEY: $crate::messages::ApiKey = match $crate::messages::ApiKey::from_i16($key) {
+            const API_KEY: $crate::ApiKey = match $crate::ApiKey::from_i16($key) {
                 Some(key) => key,
                 None => panic!("impl_body!: an API key the table does not have"),
             };

@@ -12,7 +12,7 @@
 //! or through `InvalidMetadataException` and the like).
 //!
 //! For a code outside the table (for example one a newer broker added),
-//! [`ErrorCode::from_code`] returns `None` and the caller keeps the raw `i16`. The Java client
+//! [`ErrorCode::from_i16`] returns `None` and the caller keeps the raw `i16`. The Java client
 //! treats such codes as `UNKNOWN_SERVER_ERROR`, which is not retriable.
 
 use core::fmt;
@@ -30,8 +30,8 @@ macro_rules! error_codes {
         /// A Kafka protocol error code.
         ///
         /// The enum holds only the codes this crate knows; it is `#[non_exhaustive]` so that
-        /// codes Kafka adds later can join it. Use [`ErrorCode::from_code`] to read a wire
-        /// value and [`ErrorCode::code`] to write one.
+        /// codes Kafka adds later can join it. Use [`ErrorCode::from_i16`] (or `TryFrom<i16>`) to
+        /// read a wire value and [`ErrorCode::to_i16`] (or `From<ErrorCode> for i16`) to write one.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[non_exhaustive]
         pub enum ErrorCode {
@@ -47,7 +47,7 @@ macro_rules! error_codes {
 
             /// The wire value.
             #[must_use]
-            pub const fn code(self) -> i16 {
+            pub const fn to_i16(self) -> i16 {
                 match self {
                     $(ErrorCode::$variant => $code,)*
                 }
@@ -55,7 +55,7 @@ macro_rules! error_codes {
 
             /// Looks up a wire value; `None` for codes this table does not know.
             #[must_use]
-            pub const fn from_code(code: i16) -> Option<ErrorCode> {
+            pub const fn from_i16(code: i16) -> Option<ErrorCode> {
                 match code {
                     $($code => Some(ErrorCode::$variant),)*
                     _ => Option::None,
@@ -371,7 +371,33 @@ error_codes! {
 impl fmt::Display for ErrorCode {
     /// Writes Kafka's name and the wire value, e.g. `UNSUPPORTED_VERSION (35)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.name(), self.code())
+        write!(f, "{} ({})", self.name(), self.to_i16())
+    }
+}
+
+/// An `i16` that is no error code this crate knows (the error of `ErrorCode::try_from`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UnknownErrorCode(pub i16);
+
+impl fmt::Display for UnknownErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown error code {}", self.0)
+    }
+}
+
+impl core::error::Error for UnknownErrorCode {}
+
+impl TryFrom<i16> for ErrorCode {
+    type Error = UnknownErrorCode;
+
+    fn try_from(code: i16) -> Result<ErrorCode, UnknownErrorCode> {
+        ErrorCode::from_i16(code).ok_or(UnknownErrorCode(code))
+    }
+}
+
+impl From<ErrorCode> for i16 {
+    fn from(code: ErrorCode) -> i16 {
+        code.to_i16()
     }
 }
 
@@ -390,12 +416,12 @@ mod tests {
     fn all_is_strictly_ascending_and_unique() {
         for pair in ErrorCode::ALL.windows(2) {
             assert!(
-                pair[0].code() < pair[1].code(),
+                pair[0].to_i16() < pair[1].to_i16(),
                 "{:?} ({}) is not below {:?} ({})",
                 pair[0],
-                pair[0].code(),
+                pair[0].to_i16(),
                 pair[1],
-                pair[1].code()
+                pair[1].to_i16()
             );
         }
     }
@@ -407,31 +433,31 @@ mod tests {
         assert_eq!(ErrorCode::ALL.last(), Some(&ErrorCode::ShareSessionLimitReached));
         for (index, error) in ErrorCode::ALL.iter().enumerate() {
             let expected = i16::try_from(index).unwrap() - 1;
-            assert_eq!(error.code(), expected, "{error:?}");
+            assert_eq!(error.to_i16(), expected, "{error:?}");
         }
     }
 
     #[test]
-    fn from_code_inverts_code() {
+    fn from_i16_inverts_code() {
         for &error in ErrorCode::ALL {
-            assert_eq!(ErrorCode::from_code(error.code()), Some(error));
+            assert_eq!(ErrorCode::from_i16(error.to_i16()), Some(error));
         }
     }
 
     #[test]
-    fn from_code_rejects_unknown_values() {
+    fn from_i16_rejects_unknown_values() {
         for code in [i16::MIN, -1000, -3, -2, 134, 135, 1000, i16::MAX] {
-            assert_eq!(ErrorCode::from_code(code), None, "{code}");
+            assert_eq!(ErrorCode::from_i16(code), None, "{code}");
         }
     }
 
     #[test]
-    fn from_code_agrees_with_all_for_every_i16() {
+    fn from_i16_agrees_with_all_for_every_i16() {
         for code in i16::MIN..=i16::MAX {
-            let listed = ErrorCode::ALL.iter().any(|error| error.code() == code);
-            match ErrorCode::from_code(code) {
-                Some(error) => assert_eq!(error.code(), code),
-                None => assert!(!listed, "{code} is in ALL but from_code missed it"),
+            let listed = ErrorCode::ALL.iter().any(|error| error.to_i16() == code);
+            match ErrorCode::from_i16(code) {
+                Some(error) => assert_eq!(error.to_i16(), code),
+                None => assert!(!listed, "{code} is in ALL but from_i16 missed it"),
             }
         }
     }
@@ -454,7 +480,7 @@ mod tests {
     #[test]
     fn retriable_flags_match_the_java_exceptions() {
         for &error in ErrorCode::ALL {
-            assert_eq!(error.is_retriable(), RETRIABLE.contains(&error.code()), "{error:?}");
+            assert_eq!(error.is_retriable(), RETRIABLE.contains(&error.to_i16()), "{error:?}");
         }
     }
 
@@ -472,7 +498,7 @@ mod tests {
             (133, "SHARE_SESSION_LIMIT_REACHED", true),
         ];
         for &(code, name, retriable) in cases {
-            let error = ErrorCode::from_code(code).unwrap();
+            let error = ErrorCode::from_i16(code).unwrap();
             assert_eq!(error.name(), name, "{code}");
             assert_eq!(error.is_retriable(), retriable, "{name}");
         }
@@ -486,7 +512,7 @@ mod tests {
             (ErrorCode::UnsupportedVersion, 35),
         ];
         for (error, code) in pairs {
-            assert_eq!(error.code(), code, "{error:?}");
+            assert_eq!(error.to_i16(), code, "{error:?}");
         }
     }
 

@@ -58,6 +58,7 @@ pub fn split_frame(buf: &[u8], max_size: usize) -> Result<FrameStatus<'_>, Frame
 
 /// Why a frame could not be split, parsed or dispatched: the one error type of framing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FrameError {
     /// The API key is not one this crate supports. Apache Kafka closes the connection.
     UnsupportedApiKey {
@@ -102,14 +103,21 @@ impl fmt::Display for FrameError {
                 f,
                 "unsupported version {api_version} of {} (API key {}, correlation id {correlation_id})",
                 api_key.name(),
-                api_key.key()
+                api_key.to_i16()
             ),
             FrameError::Decode(e) => e.fmt(f),
         }
     }
 }
 
-impl core::error::Error for FrameError {}
+impl core::error::Error for FrameError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            FrameError::Decode(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// A view of a request header (v1 or v2).
 #[derive(Clone, Copy, Debug)]

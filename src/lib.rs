@@ -41,6 +41,7 @@
 //! ```
 
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 // `unsafe` is denied everywhere but in `wire::utf8` (see there).
 #![deny(unsafe_code)]
@@ -54,8 +55,10 @@ extern crate std;
 
 // The layers, bottom up: the vocabulary and the wire primitives; views and encoders built
 // on them; the generated messages; framing and dispatch; the reference decoder.
+mod api_key;
+mod direction;
 pub mod error;
-pub mod error_code;
+mod error_code;
 pub mod types;
 pub mod wire;
 
@@ -78,6 +81,9 @@ pub mod conn;
 #[cfg(feature = "broker")]
 pub mod broker;
 
+#[cfg(feature = "proxy")]
+pub mod proxy;
+
 #[cfg(feature = "alloc")]
 mod reference;
 
@@ -94,10 +100,11 @@ macro_rules! as_version {
     ($($any:tt)*) => {};
 }
 
+pub use api_key::{ApiKey, UnknownApiKey};
+pub use direction::Direction;
 pub use encode::{AnyBody, Body};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
-pub use error_code::ErrorCode;
-pub use messages::ApiKey;
+pub use error_code::{ErrorCode, UnknownErrorCode};
 pub use types::{Bytes, List, RawTaggedField, Str, Uuid, Versions};
 pub use view::{ArrayIter, ArrayView};
 

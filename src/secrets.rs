@@ -38,8 +38,7 @@
 //! responses an `Envelope` wraps (they can be any of the others), and configuration values
 //! whose name says they are a password, a key or a JAAS configuration (see
 //! [`is_sensitive_config_name`]; a value the broker marks `IsSensitive` is masked too).
-//! The fields considered and left out, with the reason, are in `docs/design.md`
-//! ("Secrets").
+//! The fields considered and left out, with the reason, are in `docs/secrets.md`.
 //!
 //! After a successful SaslHandshake **v0**, the SASL tokens travel as bare size-prefixed
 //! frames with no Kafka header until authentication ends. They are not messages, so they
@@ -53,20 +52,12 @@
 use core::ops::Range;
 
 use crate::dispatch;
-use crate::messages::{ApiKey, RequestBodyView, ResponseBodyView};
+use crate::messages::{RequestBodyView, ResponseBodyView};
 use crate::types::Versions;
+use crate::{ApiKey, Direction};
 
 /// The byte that replaces secret bytes: `*`, which keeps a masked string valid UTF-8.
 pub const MASK: u8 = b'*';
-
-/// Which way a message goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// A request (client to broker).
-    Request,
-    /// A response (broker to client).
-    Response,
-}
 
 /// When a listed field holds a secret.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -423,12 +414,11 @@ fn response_fields<'a>(body: &ResponseBodyView<'a>, put: &mut impl FnMut(&'a [u8
 /// does not parse at that version.
 pub fn response_secrets(
     frame: &[u8],
-    api_key: i16,
+    api_key: ApiKey,
     version: i16,
     mut f: impl FnMut(Range<usize>),
 ) -> Result<(), Unreadable> {
-    let Some(key) = ApiKey::from_i16(api_key) else { return Err(Unreadable) };
-    let Ok(response) = dispatch::parse_response(frame, key, version) else { return Err(Unreadable) };
+    let Ok(response) = dispatch::parse_response(frame, api_key, version) else { return Err(Unreadable) };
     response_fields(&response.body, &mut |bytes: &[u8]| {
         if let Some(r) = range_in(frame, bytes) {
             f(r);
@@ -474,8 +464,9 @@ pub fn mask_request(frame: &[u8], out: &mut [u8]) -> Redaction {
 }
 
 /// Copies the response `frame` (without its size prefix) to a request of `api_key` at
-/// `version` into `out` with its secrets masked. `out` should be as long as `frame`.
-pub fn mask_response(frame: &[u8], api_key: i16, version: i16, out: &mut [u8]) -> Redaction {
+/// `version` into `out` with its secrets masked. `out` should be as long as `frame`. A
+/// response to a request of an API kwire does not know goes to [`mask_unknown_response`].
+pub fn mask_response(frame: &[u8], api_key: ApiKey, version: i16, out: &mut [u8]) -> Redaction {
     mask_copy(frame, out, 4, |f| response_secrets(frame, api_key, version, f))
 }
 
@@ -499,13 +490,24 @@ pub fn redact_request(frame: &[u8]) -> (alloc::borrow::Cow<'_, [u8]>, Redaction)
 #[cfg(feature = "alloc")]
 pub fn redact_response(
     frame: &[u8],
-    api_key: i16,
+    api_key: ApiKey,
     version: i16,
 ) -> (alloc::borrow::Cow<'_, [u8]>, Redaction) {
     let mut out = alloc::vec![0u8; frame.len()];
     match mask_response(frame, api_key, version, &mut out) {
         Redaction::Clean => (alloc::borrow::Cow::Borrowed(frame), Redaction::Clean),
         r => (alloc::borrow::Cow::Owned(out), r),
+    }
+}
+
+/// A frame copy with its secrets masked, for a log or a recording: [`redact_request`] for a
+/// request (`response_to` is `None`), [`redact_response`] for a response to a request of
+/// this API and version.
+#[cfg(feature = "alloc")]
+pub fn redact(frame: &[u8], response_to: Option<(ApiKey, i16)>) -> (alloc::borrow::Cow<'_, [u8]>, Redaction) {
+    match response_to {
+        None => redact_request(frame),
+        Some((key, version)) => redact_response(frame, key, version),
     }
 }
 
@@ -631,8 +633,8 @@ impl RawSasl {
 
     /// A request of `api_key` at `version` goes out; `mechanism` is a SaslHandshake
     /// request's `Mechanism` (`None` if it could not be read).
-    pub fn on_request(&mut self, api_key: i16, version: i16, mechanism: Option<&str>) {
-        if api_key == ApiKey::SaslHandshake.key() && version == 0 && self.phase == Phase::Kafka {
+    pub fn on_request(&mut self, api_key: ApiKey, version: i16, mechanism: Option<&str>) {
+        if api_key == ApiKey::SaslHandshake && version == 0 && self.phase == Phase::Kafka {
             self.phase = Phase::Handshake(mechanism.map_or(Mechanism::Other, Mechanism::from_name));
         }
     }

@@ -13,7 +13,11 @@ use alloc::{string::String, vec::Vec};
 use core::{fmt, ops::Deref};
 
 /// A string that is either borrowed or (with `alloc`) owned.
+///
+/// `#[non_exhaustive]`: the `Owned` variant comes with the `alloc` feature, which any crate
+/// in a build can turn on, so a `match` needs a `_` arm (or use `Deref` to `str`).
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum Str<'a> {
     /// A borrowed string.
     Borrowed(&'a str),
@@ -103,7 +107,11 @@ impl From<String> for Str<'_> {
 /// A list that is either a borrowed slice or (with `alloc`) an owned vector.
 ///
 /// Byte fields use `List<'a, u8>` (see [`Bytes`]).
+///
+/// `#[non_exhaustive]`: the `Owned` variant comes with the `alloc` feature, which any crate
+/// in a build can turn on, so a `match` needs a `_` arm (or use `Deref` to `[T]`).
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum List<'a, T> {
     /// A borrowed slice.
     Borrowed(&'a [T]),

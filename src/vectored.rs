@@ -496,7 +496,7 @@ pub fn encode_request<'b, B: VectoredBody, S: Slot<'b>>(
     check_room(len, buf, parts)?;
     let mut w = Writer::new(&mut buf[..len.buf]);
     w.i32((len.total - 4) as i32);
-    header.write(&mut w, B::API_KEY.key(), version, header_version);
+    header.write(&mut w, B::API_KEY.to_i16(), version, header_version);
     write_body(body, ver, len, w, parts)
 }
 

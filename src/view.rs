@@ -795,8 +795,7 @@ impl<'a> private::ElementImpl<'a> for &'a str {
 /// calls `build(bytes, version, true, RequestBodyView::ListOffsets)`): it is generic over
 /// what the view is wrapped in, so that the check writes its result straight into the
 /// caller's `Result` instead of into one that each level copies to the next (the copies and
-/// the calls were most of the cost of a small body; `docs/design.md`, "Fixed cost and
-/// walks").
+/// the calls were most of the cost of a small body; `docs/design.md`, "Hot paths").
 macro_rules! body_view {
     ($view:ident, $body:ident $(, $at:ident)?) => {
         $crate::view::body_view!(@new $view, $body);

@@ -13,8 +13,9 @@ fn allocations(f: impl FnOnce()) -> usize {
     common::counting::allocations(f).0
 }
 use kwire::AnyBody;
+use kwire::ApiKey;
 use kwire::dispatch;
-use kwire::messages::{ApiKey, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
+use kwire::messages::{RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
 
 /// Reads every field of every element at every depth, the way a broker would.
 fn walk_request(body: &RequestBodyView<'_>) -> u64 {

@@ -8,10 +8,12 @@
 //!   tests/interop/go); every record must come back exactly once and in order, and the
 //!   committed and latest offsets must be the ends of the partitions. The clients come
 //!   from tests/proxy/setup.sh (run when `target/proxy-clients/ready` is missing); a
-//!   missing client fails its test.
-//! - Transactions with confluent-kafka, franz-go and kafka-python: commit, abort, a zombie
-//!   fenced, both isolation levels record by record, and (confluent-kafka) read-process-write
-//!   exactly once across a crash and restart (the raw-frame cases are in tests/broker_txn.rs).
+//!   missing client fails its test. These run with the `interop` feature only (plain
+//!   `cargo test` lists them as ignored).
+//! - Transactions with confluent-kafka, franz-go and kafka-python (`interop` feature too):
+//!   commit, abort, a zombie fenced, both isolation levels record by record, and
+//!   (confluent-kafka) read-process-write exactly once across a crash and restart (the
+//!   raw-frame cases, in plain `cargo test`, are in tests/broker_txn.rs).
 //! - Bad input and edge cases over raw frames: a corrupt batch fails its partition only,
 //!   a batch that inflates past the limit is refused, acks=0 gets no answer (and an
 //!   acks=0 failure closes the connection, as Kafka does), idempotent producers'
@@ -19,16 +21,16 @@
 //!   never reads its Fetch responses.
 #![cfg(feature = "broker")]
 
-#[path = "common/process.rs"]
-mod process;
+mod common;
 
-use process::{client_command, run};
+use common::clients::{client_command, partition_log, setup};
+use common::process::run;
+use common::root;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -44,52 +46,12 @@ use serde_json::Value;
 
 /// How long one client run may take (a run takes a few seconds).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(170);
-/// How long tests/proxy/setup.sh may take when the tests have to run it.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// One heavy test at a time: the machine has two cores, and the slow-reader test reads
 /// this process's memory.
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Installs the clients once per test process (tests/proxy/setup.sh).
-fn setup() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        if root().join("target/proxy-clients/ready").exists() {
-            return;
-        }
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/proxy/setup.sh"));
-        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
-        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
-    });
-}
-
-/// The records of a partition as the consumer saw them (`[offset, value]` in delivery
-/// order) as a log: offsets 0, 1, 2, ... each with one value. A record delivered again
-/// (a rebalance before a commit) must carry the same value at the same offset.
-fn partition_log(client: &str, what: &str, consumed: &Value) -> Vec<Value> {
-    let entries = consumed.as_array().unwrap_or_else(|| panic!("{client}: {what}: not a list: {consumed}"));
-    let mut log: BTreeMap<i64, Value> = BTreeMap::new();
-    for e in entries {
-        let (Some(offset), Some(value)) = (e[0].as_i64(), e.get(1)) else {
-            panic!("{client}: {what}: not [offset, value]: {e}");
-        };
-        if let Some(before) = log.insert(offset, value.clone()) {
-            assert_eq!(&before, value, "{client}: {what}: two values at offset {offset}");
-        }
-    }
-    for (i, offset) in log.keys().enumerate() {
-        assert_eq!(*offset, i as i64, "{client}: {what}: offsets not contiguous from 0: {:?}", log.keys());
-    }
-    log.into_values().collect()
 }
 
 /// Every record produced consumed exactly once and in order per partition, offsets
@@ -176,7 +138,7 @@ fn versions_answered(lines: &str) -> BTreeMap<String, i16> {
 
 fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
     let _serial = serial();
-    setup();
+    setup(|| true);
     let log = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = log.clone();
     let config = Config {
@@ -228,51 +190,61 @@ fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn kafka_python_against_broker() {
     client_against_broker("kafka-python");
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn confluent_kafka_against_broker() {
     client_against_broker("confluent-kafka");
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn kafkajs_against_broker() {
     client_against_broker("kafkajs");
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn java_kafka_clients_against_broker() {
     client_against_broker("java");
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn franz_go_against_broker() {
     client_against_broker("franz-go");
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn kafka_python_falls_back() {
     client_against("kafka-python", OLDER);
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn confluent_kafka_falls_back() {
     client_against("confluent-kafka", OLDER);
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn kafkajs_falls_back() {
     client_against("kafkajs", OLDER);
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn java_kafka_clients_fall_back() {
     client_against("java", OLDER);
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn franz_go_falls_back() {
     client_against("franz-go", OLDER);
 }
@@ -644,8 +616,8 @@ fn unsupported_apis_get_error_35_and_the_connection_stays_open() {
     };
     let keys: Vec<(i16, i16, i16)> =
         v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
-    assert!(keys.contains(&(ApiKey::Metadata.key(), 0, 9)), "{keys:?}");
-    assert!(!keys.iter().any(|k| k.0 == ApiKey::DescribeAcls.key()));
+    assert!(keys.contains(&(ApiKey::Metadata.to_i16(), 0, 9)), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.0 == ApiKey::DescribeAcls.to_i16()));
     assert_eq!(keys.len(), kwire::broker::SERVED.len());
     // An API it does not serve: its response with UNSUPPORTED_VERSION.
     for version in [1, 3] {
@@ -800,9 +772,10 @@ fn logging_broker() -> (Broker, std::sync::Arc<Mutex<Vec<String>>>) {
 /// the middle of a transaction and restarted: the output at read_committed has every input
 /// exactly once, in order.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn confluent_kafka_transactions() {
     let _serial = serial();
-    setup();
+    setup(|| true);
     let (broker, log) = logging_broker();
     let prefix = format!("ctxn-{}", std::process::id());
     let (src, dst) = (format!("{prefix}-in"), format!("{prefix}-out"));
@@ -872,9 +845,10 @@ fn confluent_kafka_transactions() {
 /// franz-go: commit, abort and a zombie fenced by a new producer with its transactional
 /// id; read_committed and read_uncommitted consumers checked record by record.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn franz_go_transactions() {
     let _serial = serial();
-    setup();
+    setup(|| true);
     let (broker, log) = logging_broker();
     let topic = format!("gtxn-{}", std::process::id());
     assert!(broker.create_topic(&topic, 1));
@@ -884,7 +858,7 @@ fn franz_go_transactions() {
     if modified(&go_client) < modified(&root().join("tests/interop/go/txn.go")) {
         let mut build = Command::new("go");
         build.current_dir(root().join("tests/interop/go")).arg("build").arg("-o").arg(&go_client).arg(".");
-        let out = run(build, "go build (go-client)", SETUP_TIMEOUT);
+        let out = run(build, "go build (go-client)", common::clients::SETUP_TIMEOUT);
         assert!(out.ok, "go build failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
     }
     let mut cmd = Command::new(&go_client);
@@ -916,9 +890,10 @@ fn franz_go_transactions() {
 /// kafka-python (the README's demo client): commit, abort, commit; both isolation levels
 /// checked record by record.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn kafka_python_transactions() {
     let _serial = serial();
-    setup();
+    setup(|| true);
     let (broker, log) = logging_broker();
     let topic = format!("kptxn-{}", std::process::id());
     assert!(broker.create_topic(&topic, 1));

@@ -86,8 +86,8 @@ fn fail_counted_then_through_and_removed() {
     let b = Broker::start(Config::default()).unwrap();
     let hook = b.add_hook(Hook::times(ApiKey::InitProducerId, Action::Fail(ErrorCode::NotCoordinator), 2));
     let mut c = Conn::open(b.addr());
-    assert_eq!(c.init(), Some(ErrorCode::NotCoordinator.code()));
-    assert_eq!(c.init(), Some(ErrorCode::NotCoordinator.code()));
+    assert_eq!(c.init(), Some(ErrorCode::NotCoordinator.to_i16()));
+    assert_eq!(c.init(), Some(ErrorCode::NotCoordinator.to_i16()));
     assert_eq!(c.init(), Some(0), "used up after two");
     assert_eq!(b.hook_fired(hook), Some(2));
     // Other APIs are not caught.

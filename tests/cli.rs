@@ -3,8 +3,8 @@
 //! every vector, streams, the input layouts, the hex dump, and the error messages.
 #![cfg(feature = "cli")]
 
-#[path = "common/kwire_cmd.rs"]
-mod kwire_cmd;
+mod common;
+use common::kwire_cmd;
 
 use std::path::{Path, PathBuf};
 

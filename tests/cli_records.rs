@@ -4,8 +4,8 @@
 //! batches, and `--format json | encode` round trips of the records vectors.
 #![cfg(feature = "cli")]
 
-#[path = "common/kwire_cmd.rs"]
-mod kwire_cmd;
+mod common;
+use common::kwire_cmd;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -541,8 +541,9 @@ fn fetch_responses_by_topic_name_and_id() {
 /// kwire's batch views find in them, each partition's offsets ascending.
 #[test]
 fn real_broker_fetch_responses_print_their_records() {
+    use kwire::ApiKey;
     use kwire::dispatch;
-    use kwire::messages::{ApiKey, ResponseBodyView};
+    use kwire::messages::ResponseBodyView;
 
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/kafka44");
     let mut files = 0;

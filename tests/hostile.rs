@@ -16,7 +16,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use kwire::messages::*;
-use kwire::{DecodeError, DecodeErrorKind as K};
+use kwire::{ApiKey, DecodeError, DecodeErrorKind as K};
 
 // ------------------------------------------------------------------ counting allocator
 

@@ -26,8 +26,7 @@
 #![cfg(feature = "cli")]
 
 mod common;
-#[path = "common/java.rs"]
-mod java;
+use common::java;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -174,7 +173,7 @@ fn frame(
             header_tags(rng, &mut bytes);
         }
     } else {
-        bytes.extend_from_slice(&api.key().to_be_bytes());
+        bytes.extend_from_slice(&api.to_i16().to_be_bytes());
         bytes.extend_from_slice(&version.to_be_bytes());
         bytes.extend_from_slice(&correlation_id.to_be_bytes());
         // ClientId: from header v1 on, a nullable string with an int16 length even in v2.
@@ -363,7 +362,7 @@ fn kwire_json(frames: &[Frame]) -> Vec<Result<Value, String>> {
                 input.extend_from_slice(&f.bytes);
                 // A request header naming the API and version, with the response's correlation id.
                 requests.extend_from_slice(&8i32.to_be_bytes());
-                requests.extend_from_slice(&f.api.key().to_be_bytes());
+                requests.extend_from_slice(&f.api.to_i16().to_be_bytes());
                 requests.extend_from_slice(&f.version.to_be_bytes());
                 requests.extend_from_slice(&f.bytes[4..8]);
             }
@@ -413,7 +412,7 @@ fn kafka_json(frames: &[Frame]) -> Vec<Value> {
     let lines = frames
         .iter()
         .map(|f| {
-            let mut line = format!("{} {} {} ", f.kind(), f.api.key(), f.version);
+            let mut line = format!("{} {} {} ", f.kind(), f.api.to_i16(), f.version);
             for b in &f.bytes[4..] {
                 let _ = write!(line, "{b:02x}");
             }
@@ -717,7 +716,7 @@ fn kwire_matches_kafkas_own_codec() {
         if kafka.get("error").is_none() && kwire.is_ok() && conventions == before {
             let mut doc = serde_json::Map::new();
             if f.response {
-                doc.insert("apiKey".into(), f.api.key().into());
+                doc.insert("apiKey".into(), f.api.to_i16().into());
                 doc.insert("apiVersion".into(), f.version.into());
             }
             doc.insert("header".into(), kafka["header"].clone());

@@ -24,8 +24,7 @@
 //! number of fields each way (default 600).
 
 mod common;
-#[path = "common/java.rs"]
-mod java;
+use common::java;
 
 use std::fmt::Write as _;
 use std::time::Instant;

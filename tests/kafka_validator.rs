@@ -24,8 +24,7 @@
 //! inflate bomb). Without Java or Maven the test fails, as the other harness tests do.
 
 mod common;
-#[path = "common/java.rs"]
-mod java;
+use common::java;
 
 #[global_allocator]
 static GLOBAL: common::counting::Counting = common::counting::Counting;
@@ -517,9 +516,9 @@ fn compare(case: &Case, kafka: &Value) -> Verdict {
             }
         }
         Err(e) => {
-            let want = e.error_code().code();
+            let want = e.error_code().to_i16();
             if let ValidateError::Decompress(_) = e
-                && code == i64::from(ErrorCode::InvalidRecord.code())
+                && code == i64::from(ErrorCode::InvalidRecord.to_i16())
                 && kafka["exception"]
                     .as_str()
                     .is_some_and(|x| x.starts_with("org.apache.kafka.common.InvalidRecordException"))

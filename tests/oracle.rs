@@ -22,7 +22,7 @@ use kafka_protocol::messages::{BrokerId, GroupId, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kwire::messages::*;
 use kwire::testing::AsVersion;
-use kwire::{AnyBody, Body};
+use kwire::{AnyBody, ApiKey, Body};
 use kwire::{DecodeErrorKind, List, RawTaggedField, Str};
 
 mod common;
@@ -457,7 +457,7 @@ fn owned<'v, T: Clone>(list: &'v mut List<'_, T>) -> &'v mut Vec<T> {
     }
     match list {
         List::Owned(items) => items,
-        List::Borrowed(_) => unreachable!(),
+        _ => unreachable!(),
     }
 }
 
@@ -860,7 +860,7 @@ fn every_api_kafka_protocol_reads_and_rewrites_kwires_bytes() {
     let (mut apis, mut compared, mut big_tags, mut known) = (0usize, 0usize, 0usize, 0usize);
     let mut failures = Vec::new();
     for &key in ApiKey::ALL {
-        let Ok(kp_key) = kp::ApiKey::try_from(key.key()) else { continue };
+        let Ok(kp_key) = kp::ApiKey::try_from(key.to_i16()) else { continue };
         apis += 1;
         let theirs = kp_key.valid_versions();
         for response in [false, true] {

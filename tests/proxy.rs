@@ -13,22 +13,17 @@
 //! is missing). A test that cannot get them fails. See docs/proxy.md.
 #![cfg(feature = "cli")]
 
-#[path = "common/kwire_cmd.rs"]
-mod kwire_cmd;
+mod common;
 
-#[path = "common/process.rs"]
-mod process;
-
-#[path = "common/proxy.rs"]
-mod proxy_harness;
-
-use process::{client_command, run};
+use common::clients::{client_command, partition_log};
+use common::process::run;
+use common::{kwire_cmd, proxy as proxy_harness, root};
 use proxy_harness::{Proxy, scrape};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
@@ -45,10 +40,6 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(150);
 /// How long fetching and starting the broker may take.
 const BROKER_TIMEOUT: Duration = Duration::from_secs(600);
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// One client at a time: the machine has two cores, and the broker is shared.
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -58,7 +49,7 @@ fn serial() -> MutexGuard<'static, ()> {
 /// Installs the clients once per test process (see tests/proxy/setup.sh); again when the
 /// metrics test's parser is missing (a checkout set up before it).
 fn setup() {
-    proxy_harness::setup(|| {
+    common::clients::setup(|| {
         Command::new(root().join("target/interop/venv/bin/python"))
             .args(["-c", "import prometheus_client"])
             .stdout(Stdio::null())
@@ -192,35 +183,6 @@ impl Frames {
 fn prefix(client: &str) -> String {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
     format!("{client}-{}-{t}", std::process::id())
-}
-
-/// The records of a partition as the consumer saw them, `[offset, value]` in delivery
-/// order, as the partition's log: offsets 0, 1, 2, ... each with its value. A record
-/// delivered again (a consumer group rebalance before a commit re-delivers, which is the
-/// consumer's at-least-once contract) must carry the same value at the same offset; a gap,
-/// or two values at one offset, fails.
-fn partition_log(client: &str, what: &str, consumed: &Value) -> Vec<Value> {
-    let entries = consumed.as_array().unwrap_or_else(|| panic!("{client}: {what}: not a list: {consumed}"));
-    let mut log: BTreeMap<i64, Value> = BTreeMap::new();
-    let mut again = 0;
-    for e in entries {
-        let (Some(offset), Some(value)) = (e[0].as_i64(), e.get(1)) else {
-            panic!("{client}: {what}: not [offset, value]: {e}");
-        };
-        if let Some(before) = log.insert(offset, value.clone()) {
-            assert_eq!(&before, value, "{client}: {what}: two values at offset {offset}");
-            again += 1;
-        }
-    }
-    if again > 0 {
-        eprintln!(
-            "{client}: {what}: {again} records delivered again by the consumer (same offsets, same values)"
-        );
-    }
-    for (i, offset) in log.keys().enumerate() {
-        assert_eq!(*offset, i as i64, "{client}: {what}: offsets not contiguous from 0: {:?}", log.keys());
-    }
-    log.into_values().collect()
 }
 
 /// Checks what a client reports: every record produced consumed exactly once and in
@@ -792,7 +754,7 @@ fn descriptor_limit_raised_and_connections_past_it_refused() {
         round_trip(&mut s, i).unwrap_or_else(|e| panic!("connection {i} not served: {e}"));
         held.push(s);
     }
-    proxy.wait_for(&["at 86 connections (--max-connections)"]);
+    proxy.wait_for(&["at 86 connections (the connection limit)"]);
     let refused = TcpStream::connect(&proxy.addr);
     assert!(
         matches!(&refused, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
@@ -909,4 +871,100 @@ fn many_idle_connections_held() {
         thread::sleep(Duration::from_millis(100));
     }
     assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
+}
+
+/// The library's proxy with a user's filter (`kwire::proxy`'s example: Produce to `audit.*`
+/// refused per partition with TOPIC_AUTHORIZATION_FAILED), started in this process in front
+/// of the real broker, reached through a relay that advertises versions and an API past
+/// kwire's (`common::newer_cluster`): kafka-python produces to an audit topic and to
+/// another through it. The refused send fails with Kafka's error, the other lands, and
+/// every frame of the session decodes (the ApiVersions answer was clamped).
+#[test]
+fn library_proxy_with_a_users_filter_and_a_real_client() {
+    use common::audit::AuditTopics;
+    use kwire::filter::FilterChain;
+    use kwire::proxy::{ConnInfo, Exchange, Hooks, RequestHead};
+
+    /// Counts the frames kwire could not read, and the answers the filter gave.
+    #[derive(Default)]
+    struct Seen {
+        undecoded: std::sync::atomic::AtomicUsize,
+        answered_by_filter: std::sync::atomic::AtomicUsize,
+        clamped: std::sync::atomic::AtomicUsize,
+    }
+    impl Hooks for Seen {
+        type Tag = ();
+        fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+        fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
+            if kwire::dispatch::parse_request_prefix(frame).is_err() {
+                self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        fn response(&self, _: &ConnInfo, frame: &[u8], e: Exchange<()>, rewritten: bool, _: Duration) {
+            if kwire::conn::read_response(frame, e.api_key, e.api_version).is_err() {
+                self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if rewritten && e.api_key == kwire::ApiKey::Produce {
+                self.answered_by_filter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if rewritten && e.api_key == kwire::ApiKey::ApiVersions {
+                self.clamped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    let _serial = serial();
+    setup();
+    // The bootstrap connection goes through a relay that advertises versions and an API
+    // past kwire's: the proxy clamps them, so every frame of the session decodes.
+    let upstream = common::newer_cluster::widening_relay(broker().parse().unwrap()).to_string();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let proxy = rt
+        .block_on(
+            kwire::proxy::Proxy::builder("127.0.0.1:0".parse().unwrap(), [upstream])
+                .filters(|conn: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(AuditTopics(conn.clone()));
+                    chain
+                })
+                .hooks(Seen::default())
+                .start(),
+        )
+        .unwrap();
+    let tag = format!("{}", std::process::id());
+    let script = r#"
+import json, sys
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+bootstrap, tag = sys.argv[1], sys.argv[2]
+audit, orders = "audit.logins-" + tag, "orders-" + tag
+admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+admin.create_topics([NewTopic(audit, 1, 1), NewTopic(orders, 1, 1)])
+admin.close()
+p = KafkaProducer(bootstrap_servers=bootstrap, retries=0, max_block_ms=20000)
+out = {}
+for topic in (orders, audit):
+    try:
+        md = p.send(topic, b"v").get(timeout=20)
+        out[topic.split("-")[0]] = {"offset": md.offset}
+    except Exception as e:
+        out[topic.split("-")[0]] = {"error": type(e).__name__}
+p.close()
+print(json.dumps(out))
+"#;
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.args(["-c", script, &proxy.local_addr().to_string(), &tag]);
+    let out = run(cmd, "kafka-python through the library proxy", CLIENT_TIMEOUT);
+    assert!(out.ok, "kafka-python failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let v: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(v["orders"]["offset"], 0, "{v}");
+    assert_eq!(v["audit.logins"]["error"], "TopicAuthorizationFailedError", "{v}");
+    assert!(proxy.hooks().answered_by_filter.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    assert!(
+        proxy.hooks().clamped.load(std::sync::atomic::Ordering::Relaxed) >= 1,
+        "no ApiVersions answer clamped"
+    );
+    assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
+    eprintln!("library proxy with a user's filter: {v}");
 }

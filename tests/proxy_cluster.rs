@@ -22,11 +22,9 @@
 //! jars come from `tests/proxy/setup.sh` (run when missing). See docs/proxy.md.
 #![cfg(feature = "cli")]
 
-#[path = "common/process.rs"]
-mod process;
+mod common;
 
-#[path = "common/proxy.rs"]
-mod proxy_harness;
+use common::{process, proxy as proxy_harness, root};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -50,10 +48,6 @@ const VICTIM: u32 = 2;
 const PLAIN_USER: &str = "alice";
 const SCRAM_USER: &str = "bob";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// One test at a time: they share the cluster, and the failover test kills a node of it.
 fn exclusive() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -67,7 +61,7 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
 /// Installs the clients once per test process (tests/proxy/setup.sh); again when the
 /// franz-go program is older than its failover modes.
 fn setup() {
-    proxy_harness::setup(|| {
+    common::clients::setup(|| {
         let go = modified(&root().join("target/go-client/go-client"));
         go.is_some() && go >= modified(&root().join("tests/interop/go/cluster.go"))
     });

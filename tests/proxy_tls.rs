@@ -20,11 +20,9 @@
 //! SSL listener); the clients come from tests/proxy/setup.sh, as for tests/proxy.rs.
 #![cfg(feature = "cli")]
 
-#[path = "common/process.rs"]
-mod process;
+mod common;
 
-#[path = "common/proxy.rs"]
-mod proxy_harness;
+use common::{process, proxy as proxy_harness, root};
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -54,10 +52,6 @@ const BROKER_TIMEOUT: Duration = Duration::from_secs(600);
 /// The SNI names: `broker-{id}.kwire.test`, and the bootstrap name.
 const PATTERN: &str = "broker-{id}.kwire.test";
 const BOOTSTRAP: &str = "bootstrap.kwire.test";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 // ---- certificates ----
 
@@ -303,7 +297,7 @@ impl Drop for Serve {
 
 /// Installs the clients once per test process (tests/proxy/setup.sh).
 fn setup() {
-    proxy_harness::setup(|| true);
+    common::clients::setup(|| true);
 }
 
 /// The Kafka broker of this test process: `(PLAINTEXT address, SSL address)`. The SSL

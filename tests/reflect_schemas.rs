@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use kwire::messages::ApiKey;
+use kwire::ApiKey;
 use kwire::reflect::{FieldSchema, FieldType, MessageSchema, StructSchema, request_schema, response_schema};
 use kwire::types::Versions;
 use serde_json::Value;

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{unframe, vector};
+use kwire::ApiKey;
 use kwire::dispatch;
 use kwire::messages::*;
 use kwire::{DecodeError, DecodeErrorKind as K, EncodeError, RawTaggedField, Str, frame};

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use kwire::ApiKey;
+use kwire::Direction;
 use kwire::dispatch;
 use kwire::messages::alter_configs::{AlterConfigsResource, AlterableConfig};
 use kwire::messages::alter_user_scram_credentials::ScramCredentialUpsertion;
@@ -24,7 +26,7 @@ use kwire::messages::describe_delegation_token::DescribedDelegationToken;
 use kwire::messages::incremental_alter_configs as iac;
 use kwire::messages::*;
 use kwire::reflect::{FieldType, StructSchema};
-use kwire::secrets::{self, Direction, Redaction, SECRET_FIELDS};
+use kwire::secrets::{self, Redaction, SECRET_FIELDS};
 use kwire::{AnyBody, List, Str, Versions};
 
 // ---------------------------------------------------------------------------------------
@@ -79,7 +81,7 @@ fn every_entry_names_a_real_field() {
 }
 
 /// Every field of every schema whose name says it is a credential is in the table (so a new
-/// schema with such a field fails here until it is listed or rejected in docs/design.md).
+/// schema with such a field fails here until it is listed or rejected in docs/secrets.md).
 #[test]
 fn credential_like_fields_are_all_listed() {
     const CREDENTIAL_NAMES: &[&str] =
@@ -450,7 +452,7 @@ fn masking_finds_every_secret_at_every_version() {
             };
             let frame = response_frame(&body, v, 7);
             let frame = &frame[4..];
-            let (masked, r) = secrets::redact_response(frame, key.key(), v);
+            let (masked, r) = secrets::redact_response(frame, key, v);
             check_masked(&format!("{} response v{v}", key.name()), frame, &masked, r, expected);
             dispatch::parse_response(&masked, key, v).expect("the masked copy parses");
         }

@@ -4,12 +4,12 @@
 mod common;
 
 use common::{unframe, vector};
+use kwire::ApiKey;
 use kwire::dispatch;
 use kwire::frame::{self, RequestHeader};
 use kwire::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, ListGroupsRequest, ListGroupsResponse,
-    ListOffsetsRequest, ListOffsetsResponse, RequestBodyView, ResponseBodyView, api_versions, list_groups,
-    list_offsets,
+    ApiVersionsRequest, ApiVersionsResponse, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
+    ListOffsetsResponse, RequestBodyView, ResponseBodyView, api_versions, list_groups, list_offsets,
 };
 use kwire::{List, Str};
 

@@ -10,28 +10,31 @@
 //! must have sent.
 //!
 //! The clients live in `target/interop/` (`tests/interop/setup.sh`, run first when
-//! `target/interop/ready` is missing, as `tests/interop.rs` does). A client that is
+//! `target/interop/ready` is missing). A client that is
 //! missing, fails or hangs fails its test.
 
+mod common;
+
+use common::process::run_bounded;
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
+use kwire::ApiKey;
 use kwire::conn::tokio::{ApiVersionsUnsupported, CodecError, ServerCodec};
 use kwire::conn::{Received, ServerRequest};
+use kwire::messages::RequestBodyView;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsResponse};
 use kwire::messages::describe_cluster::{DescribeClusterBroker, DescribeClusterResponse};
 use kwire::messages::list_groups::{ListGroupsResponse, ListedGroup};
 use kwire::messages::metadata::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kwire::messages::{ApiKey, RequestBodyView};
 use kwire::{ErrorCode, List, Str, Uuid, Versions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -147,7 +150,7 @@ fn answer(
             let keys: Vec<ApiVersion<'_>> = SERVED
                 .iter()
                 .map(|&k| ApiVersion {
-                    api_key: k.key(),
+                    api_key: k.to_i16(),
                     min_version: broker.versions(k).min,
                     max_version: broker.versions(k).max,
                     ..Default::default()
@@ -189,7 +192,7 @@ fn answer(
                 .map(|(name, partitions)| {
                     let known = TOPICS.iter().any(|(n, _)| Some(*n) == *name);
                     MetadataResponseTopic {
-                        error_code: if known { 0 } else { ErrorCode::UnknownTopicOrPartition.code() },
+                        error_code: if known { 0 } else { ErrorCode::UnknownTopicOrPartition.to_i16() },
                         name: name.map(Str::Borrowed),
                         topic_id: if known && version >= 10 {
                             topic_id(name.unwrap_or(""))
@@ -371,39 +374,6 @@ fn interop_dir() -> PathBuf {
     std::env::var_os("KWIRE_INTEROP_DIR").map_or_else(|| root().join("target/interop"), PathBuf::from)
 }
 
-/// Runs `cmd` to the end or until `timeout`; returns (success, stdout, stderr), `None` for
-/// success when the deadline passed.
-fn run_bounded(cmd: &mut Command, timeout: Duration) -> (Option<bool>, String, String) {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let read = |mut from: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut s = String::new();
-            let _ = from.read_to_string(&mut s);
-            s
-        })
-    };
-    let stdout = read(Box::new(child.stdout.take().unwrap()));
-    let stderr = read(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status.success());
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    (status, stdout.join().unwrap(), stderr.join().unwrap())
-}
-
 /// The Python of the interop venv, after running `tests/interop/setup.sh` if needed.
 fn python() -> &'static Path {
     static READY: OnceLock<PathBuf> = OnceLock::new();
@@ -578,17 +548,17 @@ fn frame_codec_limits_errors_and_reservation() {
 #[test]
 fn client_codec_pairs_responses_and_skips_acks_zero() {
     use kwire::conn::ConnError;
-    use kwire::conn::tokio::{ClientCodec, Request};
+    use kwire::conn::tokio::{ClientCodec, ClientRequest};
     use kwire::messages::api_versions::ApiVersionsRequest;
     use kwire::messages::produce::ProduceRequest;
     let mut client: ClientCodec<&str> = ClientCodec::new(Some("c"));
     let mut server = ServerCodec::new();
     let (mut to_server, mut to_client) = (BytesMut::new(), BytesMut::new());
     let produce = ProduceRequest { acks: 0, ..Default::default() };
-    client.encode(Request { body: &produce, version: 9, payload: "produce" }, &mut to_server).unwrap();
+    client.encode(ClientRequest { body: &produce, version: 9, payload: "produce" }, &mut to_server).unwrap();
     client
         .encode(
-            Request { body: &ApiVersionsRequest::default(), version: 3, payload: "versions" },
+            ClientRequest { body: &ApiVersionsRequest::default(), version: 3, payload: "versions" },
             &mut to_server,
         )
         .unwrap();

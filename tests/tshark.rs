@@ -9,12 +9,12 @@
 //! when tshark is missing. See docs/interop.md.
 #![cfg(feature = "cli")]
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kwire::dispatch;
 use kwire::messages::api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse};
@@ -498,36 +498,9 @@ fn tshark_available() -> bool {
 
 /// Runs `cmd` with a deadline; returns (success, stdout, stderr).
 fn run_bounded(cmd: &mut Command, timeout: Duration) -> (bool, String, String) {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let drain = |mut from: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut text = String::new();
-            let _ = from.read_to_string(&mut text);
-            text
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let (out, err) = (stdout.join().unwrap(), stderr.join().unwrap());
-    assert!(status.is_some(), "{cmd:?} did not finish within {timeout:?}\n{out}\n{err}");
-    (status.unwrap().success(), out, err)
+    let what = format!("{cmd:?}");
+    let out = common::process::run(cmd, &what, timeout);
+    (out.ok, out.stdout, out.stderr)
 }
 
 fn ensure_tshark() {

@@ -6,9 +6,10 @@
 mod common;
 
 use common::{hex_files, unframe, vector};
+use kwire::ApiKey;
 use kwire::dispatch;
 use kwire::frame::RequestHeader;
-use kwire::messages::{ApiKey, RequestBody, ResponseBody};
+use kwire::messages::{RequestBody, ResponseBody};
 use kwire::{AnyBody, RawTaggedField};
 
 /// Decodes a request frame both ways, checks they agree, and re-encodes it.

@@ -7,11 +7,10 @@
 use std::hint::black_box;
 
 use kwire::AnyBody;
+use kwire::ApiKey;
 use kwire::dispatch;
 use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsTopic};
-use kwire::messages::{
-    ApiKey, ListOffsetsRequest, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView,
-};
+use kwire::messages::{ListOffsetsRequest, RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};
 use kwire::wire::TaggedIter;
 use kwire::{List, Str};
 

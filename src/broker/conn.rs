@@ -137,7 +137,7 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
     let _ = stream.set_nodelay(true);
     let mut handler = Handler::new(shared, peer);
     let mut conn = ServerConn::with_frame_buf(FrameBuf::new(shared.config.max_frame_bytes));
-    if let Some(v) = shared.versions(crate::messages::ApiKey::ApiVersions) {
+    if let Some(v) = shared.versions(crate::ApiKey::ApiVersions) {
         conn.set_api_versions_max(v.max);
     }
     let mut pending = Outbox::default();
@@ -190,8 +190,8 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
                 }
                 Ok(Some(Received::ApiVersionsUnsupported { header, reply_to })) => {
                     let served = shared
-                        .versions(crate::messages::ApiKey::ApiVersions)
-                        .unwrap_or(crate::messages::ApiKey::ApiVersions.request_versions());
+                        .versions(crate::ApiKey::ApiVersions)
+                        .unwrap_or(crate::ApiKey::ApiVersions.request_versions());
                     if let Err(e) =
                         ServerConn::encode_api_versions_unsupported(reply_to, served, &mut pending)
                     {

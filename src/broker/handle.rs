@@ -9,9 +9,10 @@ use super::conn::Outbox;
 use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
 use super::state::{Shared, valid_topic_name};
+use crate::ApiKey;
 use crate::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
 use crate::error_code::ErrorCode;
-use crate::messages::{ApiKey, RequestBodyView};
+use crate::messages::RequestBodyView;
 use crate::types::{List, Uuid};
 use crate::vectored::Part;
 
@@ -204,7 +205,7 @@ pub(crate) fn error_response(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) 
     }
     let schema = crate::reflect::response_schema(reply.api_key);
     let mut body = StructValue::new(schema.body);
-    let _ = body.set("ErrorCode", Value::Int16(code.code()));
+    let _ = body.set("ErrorCode", Value::Int16(code.to_i16()));
     let encoding = Encoding::body(schema, reply.api_version);
     let len = body.encoded_len(encoding).map_err(|_| {
         ConnError::Encode(crate::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })

@@ -6,9 +6,9 @@ use std::time::Duration;
 use std::vec::Vec;
 
 use super::state::lock;
+use crate::ApiKey;
 use crate::conn::{ConnError, ServerRequest};
 use crate::error_code::ErrorCode;
-use crate::messages::ApiKey;
 
 /// Writes a whole response frame (size, header and body) for a request into the buffer,
 /// usually with [`crate::conn::ServerConn::encode_response`] on `request.reply_to()`.

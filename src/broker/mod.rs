@@ -77,7 +77,7 @@ use std::string::{String, ToString};
 pub use handle::SERVED;
 pub use hooks::{Action, AnswerFn, Hook, HookId};
 
-use crate::messages::ApiKey;
+use crate::ApiKey;
 
 /// A line the broker logs: connections always, every request when [`Config::verbose`].
 pub type Logger = Arc<dyn Fn(&str) + Send + Sync>;
@@ -295,7 +295,7 @@ impl Broker {
     ///     s.read_exact(&mut answer)?;
     ///     let ResponseBodyView::InitProducerId(r) =
     ///         dispatch::parse_response(&answer, ApiKey::InitProducerId, 4).unwrap().body else { unreachable!() };
-    ///     match ErrorCode::from_code(r.error_code()) {
+    ///     match ErrorCode::from_i16(r.error_code()) {
     ///         Some(ErrorCode::None) => break r.producer_id(),
     ///         Some(e) if e.is_retriable() => continue,
     ///         e => panic!("{e:?}"),

@@ -4,12 +4,13 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{ConnError, FrameBuf, InFlight, frame_expects_response};
+use crate::ApiKey;
 use crate::dispatch::{self, Response};
 use crate::encode::AnyBody;
 use crate::error_code::ErrorCode;
 use crate::frame::{DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeader, ResponseHeaderView};
+use crate::messages::ResponseBodyView;
 use crate::messages::api_versions::ApiVersionsResponseView;
-use crate::messages::{ApiKey, ResponseBodyView};
 
 /// The last correlation id [`ClientConn`] assigns before wrapping to 0: Kafka's clients
 /// keep `i32::MAX - 7 ..= i32::MAX` for SASL re-authentication.
@@ -113,16 +114,16 @@ pub fn api_versions_outcome(
     body: &ApiVersionsResponseView<'_>,
 ) -> ApiVersionsOutcome {
     let error_code = body.error_code();
-    if error_code == ErrorCode::None.code() {
+    if error_code == ErrorCode::None.to_i16() {
         return ApiVersionsOutcome::Ready;
     }
-    if requested_version <= 0 || error_code != ErrorCode::UnsupportedVersion.code() {
+    if requested_version <= 0 || error_code != ErrorCode::UnsupportedVersion.to_i16() {
         return ApiVersionsOutcome::Fail { error_code };
     }
     let listed = body
         .api_keys()
         .iter()
-        .find(|k| k.api_key() == ApiKey::ApiVersions.key())
+        .find(|k| k.api_key() == ApiKey::ApiVersions.to_i16())
         .map_or(0, |k| k.max_version());
     let version = listed.min(ApiKey::ApiVersions.request_versions().max).max(0);
     if version >= requested_version {

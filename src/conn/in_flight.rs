@@ -3,7 +3,7 @@
 use alloc::collections::VecDeque;
 
 use super::ConnError;
-use crate::messages::ApiKey;
+use crate::ApiKey;
 
 /// The default bound of an [`InFlight`] table (Kafka's clients default to 5 in flight per
 /// connection; a proxy sees what its clients pipeline).

@@ -25,12 +25,12 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use kwire::ApiKey;
-//! use kwire::conn::metrics::{Direction, Metrics};
+//! use kwire::conn::metrics::Metrics;
+//! use kwire::{ApiKey, Direction};
 //!
 //! let metrics = Metrics::new("my_broker");
 //! metrics.connection_opened();
-//! metrics.request(ApiKey::Produce.key(), 11, 120);
+//! metrics.request(ApiKey::Produce, 11, 120);
 //! metrics.response(ApiKey::Produce, 60, Duration::from_micros(800));
 //! metrics.bytes(Direction::Request, 16);
 //!
@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 use std::vec::Vec;
 
-use crate::messages::ApiKey;
+use crate::{ApiKey, Direction};
 
 /// Versions counted per API (Kafka 4.4's highest is 18); higher ones count as the last.
 pub const VERSIONS: usize = 32;
@@ -59,21 +59,12 @@ pub const BUCKETS_US: [u64; 16] = [
     2_500_000, 5_000_000, 10_000_000,
 ];
 
-/// Which way a frame goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// A request: from a client (labelled `request`; a framing violation, `client`).
-    Request,
-    /// A response: to a client (labelled `response`; a framing violation, `broker`).
-    Response,
-}
-
-impl Direction {
-    fn index(self) -> usize {
-        match self {
-            Direction::Request => 0,
-            Direction::Response => 1,
-        }
+/// The slot of a direction in the per-direction counters: a request (labelled `request`; a
+/// framing violation, `client`), a response (`response`; a framing violation, `broker`).
+fn side(direction: Direction) -> usize {
+    match direction {
+        Direction::Request => 0,
+        Direction::Response => 1,
     }
 }
 
@@ -187,19 +178,19 @@ impl Metrics {
         }
     }
 
-    /// A request: its API key and version (as the header has them: a key kwire does not
-    /// know counts as `unknown`, a negative version as 0) and its size with prefix.
-    pub fn request(&self, api_key: i16, version: i16, bytes: usize) {
+    /// A request: its API key and version (as the header has it: a negative version counts
+    /// as 0) and its size with prefix.
+    pub fn request(&self, key: ApiKey, version: i16, bytes: usize) {
         self.bytes[0].fetch_add(bytes as u64, Relaxed);
-        match ApiKey::from_i16(api_key) {
-            Some(key) => {
-                let v = usize::try_from(version).unwrap_or(0).min(VERSIONS - 1);
-                self.requests[index(key) * VERSIONS + v].fetch_add(1, Relaxed);
-            }
-            None => {
-                self.unknown_api.fetch_add(1, Relaxed);
-            }
-        }
+        let v = usize::try_from(version).unwrap_or(0).min(VERSIONS - 1);
+        self.requests[index(key) * VERSIONS + v].fetch_add(1, Relaxed);
+    }
+
+    /// A request whose API key kwire does not know (counted as `unknown`), and its size with
+    /// prefix.
+    pub fn unknown_request(&self, bytes: usize) {
+        self.bytes[0].fetch_add(bytes as u64, Relaxed);
+        self.unknown_api.fetch_add(1, Relaxed);
     }
 
     /// A response to a request of `key`: its size with prefix, and the request's latency.
@@ -217,12 +208,12 @@ impl Metrics {
     /// Bytes of frames that are neither counted by [`Metrics::request`] nor by
     /// [`Metrics::response`] (raw SASL tokens, frames whose header did not parse).
     pub fn bytes(&self, direction: Direction, bytes: usize) {
-        self.bytes[direction.index()].fetch_add(bytes as u64, Relaxed);
+        self.bytes[side(direction)].fetch_add(bytes as u64, Relaxed);
     }
 
     /// A frame not decoded.
     pub fn undecoded(&self, direction: Direction, why: Undecoded) {
-        self.undecoded[direction.index()][why as usize].fetch_add(1, Relaxed);
+        self.undecoded[side(direction)][why as usize].fetch_add(1, Relaxed);
     }
 
     /// A connection accepted: counted, and open until [`Metrics::connection_closed`].
@@ -255,7 +246,7 @@ impl Metrics {
     /// A framing violation (a negative frame size, or one over the limit) in `direction`:
     /// from the client for a request, from the broker for a response.
     pub fn violation(&self, direction: Direction) {
-        self.violations[direction.index()].fetch_add(1, Relaxed);
+        self.violations[side(direction)].fetch_add(1, Relaxed);
     }
 
     /// The text exposition of every metric; `max_connections` is rendered as the
@@ -376,7 +367,7 @@ mod tests {
     #[test]
     fn histogram_is_cumulative() {
         let m = Metrics::new("t");
-        m.request(ApiKey::Produce.key(), 11, 100);
+        m.request(ApiKey::Produce, 11, 100);
         m.response(ApiKey::Produce, 50, Duration::from_micros(300));
         m.response(ApiKey::Produce, 50, Duration::from_secs(60));
         let text = m.render(Some(10));
@@ -407,9 +398,9 @@ mod tests {
     #[test]
     fn versions_unknown_apis_and_labels() {
         let m = Metrics::new("ns");
-        m.request(ApiKey::Fetch.key(), 99, 10);
-        m.request(ApiKey::Fetch.key(), -1, 10);
-        m.request(999, 0, 10);
+        m.request(ApiKey::Fetch, 99, 10);
+        m.request(ApiKey::Fetch, -1, 10);
+        m.unknown_request(10);
         m.undecoded(Direction::Response, Undecoded::Unpaired);
         m.upstream_error(Upstream::Write);
         m.violation(Direction::Request);

@@ -66,9 +66,10 @@ pub use server::{Received, ReplyTo, ServerConn, ServerRequest};
 
 use core::fmt;
 
+use crate::ApiKey;
 use crate::error::{DecodeError, EncodeError};
 use crate::frame::{FrameError, RequestHeaderView};
-use crate::messages::{ApiKey, RequestBodyView};
+use crate::messages::RequestBodyView;
 use crate::wire::Reader;
 
 /// Why a connection's state machine refused input or a call: the one error type of `conn`.
@@ -156,7 +157,15 @@ impl fmt::Display for ConnError {
     }
 }
 
-impl core::error::Error for ConnError {}
+impl core::error::Error for ConnError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            ConnError::Frame(e) => Some(e),
+            ConnError::Encode(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Whether a request gets a response: every request does except Produce with `acks = 0`.
 pub fn expects_response(body: &RequestBodyView<'_>) -> bool {
@@ -173,7 +182,7 @@ pub fn expects_response(body: &RequestBodyView<'_>) -> bool {
 /// else, `true` without reading more than the API key.
 pub fn frame_expects_response(frame: &[u8]) -> Result<bool, DecodeError> {
     let peek = RequestHeaderView::peek(frame)?;
-    if peek.api_key != ApiKey::Produce.key() {
+    if peek.api_key != ApiKey::Produce.to_i16() {
         return Ok(true);
     }
     let key = ApiKey::Produce;

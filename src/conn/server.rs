@@ -3,14 +3,15 @@
 use alloc::vec::Vec;
 
 use super::{ConnError, FrameBuf, expects_response};
+use crate::ApiKey;
 use crate::dispatch;
 use crate::encode::AnyBody;
 use crate::error_code::ErrorCode;
 use crate::frame::{
     DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeaderPeek, RequestHeaderView, ResponseHeader,
 };
+use crate::messages::RequestBodyView;
 use crate::messages::api_versions::{ApiVersion, ApiVersionsResponse};
-use crate::messages::{ApiKey, RequestBodyView};
 use crate::types::{List, Versions};
 use crate::vectored::{self, Slot, VectoredBody, VectoredLen};
 
@@ -226,13 +227,13 @@ impl ServerConn {
         out: &mut Vec<u8>,
     ) -> Result<usize, ConnError> {
         let keys = [ApiVersion {
-            api_key: ApiKey::ApiVersions.key(),
+            api_key: ApiKey::ApiVersions.to_i16(),
             min_version: supported.min,
             max_version: supported.max,
             ..Default::default()
         }];
         let body = ApiVersionsResponse {
-            error_code: ErrorCode::UnsupportedVersion.code(),
+            error_code: ErrorCode::UnsupportedVersion.to_i16(),
             api_keys: List::Borrowed(&keys),
             ..Default::default()
         };

@@ -47,14 +47,14 @@
 //! ```
 //! use bytes::BytesMut;
 //! use kwire::conn::Received;
-//! use kwire::conn::tokio::{ClientCodec, Request, ServerCodec};
+//! use kwire::conn::tokio::{ClientCodec, ClientRequest, ServerCodec};
 //! use kwire::messages::ResponseBodyView;
 //! use kwire::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 //! use tokio_util::codec::{Decoder, Encoder};
 //!
 //! let (mut client, mut server) = (ClientCodec::new(Some("c")), ServerCodec::new());
 //! let (mut to_server, mut to_client) = (BytesMut::new(), BytesMut::new());
-//! client.encode(Request { body: &ApiVersionsRequest::default(), version: 3, payload: "hello" }, &mut to_server)?;
+//! client.encode(ClientRequest { body: &ApiVersionsRequest::default(), version: 3, payload: "hello" }, &mut to_server)?;
 //!
 //! let frame = server.decode(&mut to_server)?.expect("a whole request");
 //! let Received::Request(r) = frame.received()? else { unreachable!() };
@@ -80,11 +80,11 @@ use super::server::read_request;
 use super::{
     ConnError, InFlight, Pending, Received, ReplyTo, ServerConn, frame_expects_response, read_response,
 };
+use crate::ApiKey;
 use crate::dispatch::{self, Response};
 use crate::encode::AnyBody;
 use crate::frame::{self, DEFAULT_MAX_FRAME_SIZE, FrameError, FrameStatus};
 use crate::frame::{RequestHeader, ResponseHeaderView};
-use crate::messages::ApiKey;
 use crate::types::Versions;
 
 /// The error of the codecs: framing, encoding, or the I/O below them.
@@ -354,7 +354,7 @@ impl<T> ResponseFrame<T> {
 /// A request for [`ClientCodec`]: a body, its version and the payload kept until its
 /// response.
 #[derive(Debug)]
-pub struct Request<'b, B, T = ()> {
+pub struct ClientRequest<'b, B, T = ()> {
     /// The body.
     pub body: &'b B,
     /// Its version.
@@ -363,7 +363,7 @@ pub struct Request<'b, B, T = ()> {
     pub payload: T,
 }
 
-/// A client's codec: encodes [`Request`]s with fresh correlation ids (tracked in an
+/// A client's codec: encodes [`ClientRequest`]s with fresh correlation ids (tracked in an
 /// [`InFlight`] table unless they get no response), decodes [`ResponseFrame`]s paired with
 /// their requests. A response whose correlation id is not the oldest request's is a
 /// [`CodecError::Conn`] ([`ConnError::UnknownCorrelationId`] or [`ConnError::OutOfOrder`]);
@@ -406,10 +406,10 @@ impl<T> Decoder for ClientCodec<T> {
     }
 }
 
-impl<B: AnyBody, T> Encoder<Request<'_, B, T>> for ClientCodec<T> {
+impl<B: AnyBody, T> Encoder<ClientRequest<'_, B, T>> for ClientCodec<T> {
     type Error = CodecError;
 
-    fn encode(&mut self, item: Request<'_, B, T>, dst: &mut BytesMut) -> Result<(), CodecError> {
+    fn encode(&mut self, item: ClientRequest<'_, B, T>, dst: &mut BytesMut) -> Result<(), CodecError> {
         let correlation_id = self.next_id;
         let header = RequestHeader {
             correlation_id,

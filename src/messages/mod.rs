@@ -97,9 +97,10 @@
 //! | [StreamsGroupTopologyDescriptionUpdate](streams_group_topology_description_update) | 93 | 0 | 0 | 0 |
 //! | [UnregisterController](unregister_controller) | 94 | 0 | 0 | 0 |
 
-// The macros that turn the table below into `ApiKey` and the dispatch enums (by hand).
+// The macros that turn the table below into the dispatch enums (by hand).
 mod table;
 
+use crate::ApiKey;
 use table::{api_table, dispatch};
 
 #[cfg(feature = "api-add-offsets-to-txn")]
@@ -285,459 +286,459 @@ pub mod write_share_group_state;
 pub mod write_txn_markers;
 
 api_table! {
-    Produce = 0 {
-        module: produce, feature: "api-produce", flexible: (9, i16::MAX),
-        request: ProduceRequest, ProduceRequestView, (3, 13),
-        response: ProduceResponse, ProduceResponseView, (3, 13),
-    }
-    Fetch = 1 {
-        module: fetch, feature: "api-fetch", flexible: (12, i16::MAX),
-        request: FetchRequest, FetchRequestView, (4, 18),
-        response: FetchResponse, FetchResponseView, (4, 18),
-    }
-    ListOffsets = 2 {
-        module: list_offsets, feature: "api-list-offsets", flexible: (6, i16::MAX),
-        request: ListOffsetsRequest, ListOffsetsRequestView, (1, 11),
-        response: ListOffsetsResponse, ListOffsetsResponseView, (1, 11),
-    }
-    Metadata = 3 {
-        module: metadata, feature: "api-metadata", flexible: (9, i16::MAX),
-        request: MetadataRequest, MetadataRequestView, (0, 13),
-        response: MetadataResponse, MetadataResponseView, (0, 13),
-    }
-    OffsetCommit = 8 {
-        module: offset_commit, feature: "api-offset-commit", flexible: (8, i16::MAX),
-        request: OffsetCommitRequest, OffsetCommitRequestView, (2, 10),
-        response: OffsetCommitResponse, OffsetCommitResponseView, (2, 10),
-    }
-    OffsetFetch = 9 {
-        module: offset_fetch, feature: "api-offset-fetch", flexible: (6, i16::MAX),
-        request: OffsetFetchRequest, OffsetFetchRequestView, (1, 10),
-        response: OffsetFetchResponse, OffsetFetchResponseView, (1, 10),
-    }
-    FindCoordinator = 10 {
-        module: find_coordinator, feature: "api-find-coordinator", flexible: (3, i16::MAX),
-        request: FindCoordinatorRequest, FindCoordinatorRequestView, (0, 6),
-        response: FindCoordinatorResponse, FindCoordinatorResponseView, (0, 6),
-    }
-    JoinGroup = 11 {
-        module: join_group, feature: "api-join-group", flexible: (6, i16::MAX),
-        request: JoinGroupRequest, JoinGroupRequestView, (0, 9),
-        response: JoinGroupResponse, JoinGroupResponseView, (0, 9),
-    }
-    Heartbeat = 12 {
-        module: heartbeat, feature: "api-heartbeat", flexible: (4, i16::MAX),
-        request: HeartbeatRequest, HeartbeatRequestView, (0, 4),
-        response: HeartbeatResponse, HeartbeatResponseView, (0, 4),
-    }
-    LeaveGroup = 13 {
-        module: leave_group, feature: "api-leave-group", flexible: (4, i16::MAX),
-        request: LeaveGroupRequest, LeaveGroupRequestView, (0, 5),
-        response: LeaveGroupResponse, LeaveGroupResponseView, (0, 5),
-    }
-    SyncGroup = 14 {
-        module: sync_group, feature: "api-sync-group", flexible: (4, i16::MAX),
-        request: SyncGroupRequest, SyncGroupRequestView, (0, 5),
-        response: SyncGroupResponse, SyncGroupResponseView, (0, 5),
-    }
-    DescribeGroups = 15 {
-        module: describe_groups, feature: "api-describe-groups", flexible: (5, i16::MAX),
-        request: DescribeGroupsRequest, DescribeGroupsRequestView, (0, 6),
-        response: DescribeGroupsResponse, DescribeGroupsResponseView, (0, 6),
-    }
-    ListGroups = 16 {
-        module: list_groups, feature: "api-list-groups", flexible: (3, i16::MAX),
-        request: ListGroupsRequest, ListGroupsRequestView, (0, 5),
-        response: ListGroupsResponse, ListGroupsResponseView, (0, 5),
-    }
-    SaslHandshake = 17 {
-        module: sasl_handshake, feature: "api-sasl-handshake", flexible: (1, 0),
-        request: SaslHandshakeRequest, SaslHandshakeRequestView, (0, 1),
-        response: SaslHandshakeResponse, SaslHandshakeResponseView, (0, 1),
-    }
-    ApiVersions = 18 {
-        module: api_versions, flexible: (3, i16::MAX),
-        request: ApiVersionsRequest, ApiVersionsRequestView, (0, 5),
-        response: ApiVersionsResponse, ApiVersionsResponseView, (0, 5),
-    }
-    CreateTopics = 19 {
-        module: create_topics, feature: "api-create-topics", flexible: (5, i16::MAX),
-        request: CreateTopicsRequest, CreateTopicsRequestView, (2, 7),
-        response: CreateTopicsResponse, CreateTopicsResponseView, (2, 7),
-    }
-    DeleteTopics = 20 {
-        module: delete_topics, feature: "api-delete-topics", flexible: (4, i16::MAX),
-        request: DeleteTopicsRequest, DeleteTopicsRequestView, (1, 6),
-        response: DeleteTopicsResponse, DeleteTopicsResponseView, (1, 6),
-    }
-    DeleteRecords = 21 {
-        module: delete_records, feature: "api-delete-records", flexible: (2, i16::MAX),
-        request: DeleteRecordsRequest, DeleteRecordsRequestView, (0, 2),
-        response: DeleteRecordsResponse, DeleteRecordsResponseView, (0, 2),
-    }
-    InitProducerId = 22 {
-        module: init_producer_id, feature: "api-init-producer-id", flexible: (2, i16::MAX),
-        request: InitProducerIdRequest, InitProducerIdRequestView, (0, 5),
-        response: InitProducerIdResponse, InitProducerIdResponseView, (0, 5),
-    }
-    OffsetForLeaderEpoch = 23 {
-        module: offset_for_leader_epoch, feature: "api-offset-for-leader-epoch", flexible: (4, i16::MAX),
-        request: OffsetForLeaderEpochRequest, OffsetForLeaderEpochRequestView, (2, 4),
-        response: OffsetForLeaderEpochResponse, OffsetForLeaderEpochResponseView, (2, 4),
-    }
-    AddPartitionsToTxn = 24 {
-        module: add_partitions_to_txn, feature: "api-add-partitions-to-txn", flexible: (3, i16::MAX),
-        request: AddPartitionsToTxnRequest, AddPartitionsToTxnRequestView, (0, 5),
-        response: AddPartitionsToTxnResponse, AddPartitionsToTxnResponseView, (0, 5),
-    }
-    AddOffsetsToTxn = 25 {
-        module: add_offsets_to_txn, feature: "api-add-offsets-to-txn", flexible: (3, i16::MAX),
-        request: AddOffsetsToTxnRequest, AddOffsetsToTxnRequestView, (0, 4),
-        response: AddOffsetsToTxnResponse, AddOffsetsToTxnResponseView, (0, 4),
-    }
-    EndTxn = 26 {
-        module: end_txn, feature: "api-end-txn", flexible: (3, i16::MAX),
-        request: EndTxnRequest, EndTxnRequestView, (0, 5),
-        response: EndTxnResponse, EndTxnResponseView, (0, 5),
-    }
-    WriteTxnMarkers = 27 {
-        module: write_txn_markers, feature: "api-write-txn-markers", flexible: (1, i16::MAX),
-        request: WriteTxnMarkersRequest, WriteTxnMarkersRequestView, (1, 2),
-        response: WriteTxnMarkersResponse, WriteTxnMarkersResponseView, (1, 2),
-    }
-    TxnOffsetCommit = 28 {
-        module: txn_offset_commit, feature: "api-txn-offset-commit", flexible: (3, i16::MAX),
-        request: TxnOffsetCommitRequest, TxnOffsetCommitRequestView, (0, 6),
-        response: TxnOffsetCommitResponse, TxnOffsetCommitResponseView, (0, 6),
-    }
-    DescribeAcls = 29 {
-        module: describe_acls, feature: "api-describe-acls", flexible: (2, i16::MAX),
-        request: DescribeAclsRequest, DescribeAclsRequestView, (1, 3),
-        response: DescribeAclsResponse, DescribeAclsResponseView, (1, 3),
-    }
-    CreateAcls = 30 {
-        module: create_acls, feature: "api-create-acls", flexible: (2, i16::MAX),
-        request: CreateAclsRequest, CreateAclsRequestView, (1, 3),
-        response: CreateAclsResponse, CreateAclsResponseView, (1, 3),
-    }
-    DeleteAcls = 31 {
-        module: delete_acls, feature: "api-delete-acls", flexible: (2, i16::MAX),
-        request: DeleteAclsRequest, DeleteAclsRequestView, (1, 3),
-        response: DeleteAclsResponse, DeleteAclsResponseView, (1, 3),
-    }
-    DescribeConfigs = 32 {
-        module: describe_configs, feature: "api-describe-configs", flexible: (4, i16::MAX),
-        request: DescribeConfigsRequest, DescribeConfigsRequestView, (1, 4),
-        response: DescribeConfigsResponse, DescribeConfigsResponseView, (1, 4),
-    }
-    AlterConfigs = 33 {
-        module: alter_configs, feature: "api-alter-configs", flexible: (2, i16::MAX),
-        request: AlterConfigsRequest, AlterConfigsRequestView, (0, 2),
-        response: AlterConfigsResponse, AlterConfigsResponseView, (0, 2),
-    }
-    AlterReplicaLogDirs = 34 {
-        module: alter_replica_log_dirs, feature: "api-alter-replica-log-dirs", flexible: (2, i16::MAX),
-        request: AlterReplicaLogDirsRequest, AlterReplicaLogDirsRequestView, (1, 2),
-        response: AlterReplicaLogDirsResponse, AlterReplicaLogDirsResponseView, (1, 2),
-    }
-    DescribeLogDirs = 35 {
-        module: describe_log_dirs, feature: "api-describe-log-dirs", flexible: (2, i16::MAX),
-        request: DescribeLogDirsRequest, DescribeLogDirsRequestView, (1, 5),
-        response: DescribeLogDirsResponse, DescribeLogDirsResponseView, (1, 5),
-    }
-    SaslAuthenticate = 36 {
-        module: sasl_authenticate, feature: "api-sasl-authenticate", flexible: (2, i16::MAX),
-        request: SaslAuthenticateRequest, SaslAuthenticateRequestView, (0, 2),
-        response: SaslAuthenticateResponse, SaslAuthenticateResponseView, (0, 2),
-    }
-    CreatePartitions = 37 {
-        module: create_partitions, feature: "api-create-partitions", flexible: (2, i16::MAX),
-        request: CreatePartitionsRequest, CreatePartitionsRequestView, (0, 3),
-        response: CreatePartitionsResponse, CreatePartitionsResponseView, (0, 3),
-    }
-    CreateDelegationToken = 38 {
-        module: create_delegation_token, feature: "api-create-delegation-token", flexible: (2, i16::MAX),
-        request: CreateDelegationTokenRequest, CreateDelegationTokenRequestView, (1, 3),
-        response: CreateDelegationTokenResponse, CreateDelegationTokenResponseView, (1, 3),
-    }
-    RenewDelegationToken = 39 {
-        module: renew_delegation_token, feature: "api-renew-delegation-token", flexible: (2, i16::MAX),
-        request: RenewDelegationTokenRequest, RenewDelegationTokenRequestView, (1, 2),
-        response: RenewDelegationTokenResponse, RenewDelegationTokenResponseView, (1, 2),
-    }
-    ExpireDelegationToken = 40 {
-        module: expire_delegation_token, feature: "api-expire-delegation-token", flexible: (2, i16::MAX),
-        request: ExpireDelegationTokenRequest, ExpireDelegationTokenRequestView, (1, 2),
-        response: ExpireDelegationTokenResponse, ExpireDelegationTokenResponseView, (1, 2),
-    }
-    DescribeDelegationToken = 41 {
-        module: describe_delegation_token, feature: "api-describe-delegation-token", flexible: (2, i16::MAX),
-        request: DescribeDelegationTokenRequest, DescribeDelegationTokenRequestView, (1, 3),
-        response: DescribeDelegationTokenResponse, DescribeDelegationTokenResponseView, (1, 3),
-    }
-    DeleteGroups = 42 {
-        module: delete_groups, feature: "api-delete-groups", flexible: (2, i16::MAX),
-        request: DeleteGroupsRequest, DeleteGroupsRequestView, (0, 3),
-        response: DeleteGroupsResponse, DeleteGroupsResponseView, (0, 3),
-    }
-    ElectLeaders = 43 {
-        module: elect_leaders, feature: "api-elect-leaders", flexible: (2, i16::MAX),
-        request: ElectLeadersRequest, ElectLeadersRequestView, (0, 2),
-        response: ElectLeadersResponse, ElectLeadersResponseView, (0, 2),
-    }
-    IncrementalAlterConfigs = 44 {
-        module: incremental_alter_configs, feature: "api-incremental-alter-configs", flexible: (1, i16::MAX),
-        request: IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestView, (0, 1),
-        response: IncrementalAlterConfigsResponse, IncrementalAlterConfigsResponseView, (0, 1),
-    }
-    AlterPartitionReassignments = 45 {
-        module: alter_partition_reassignments, feature: "api-alter-partition-reassignments", flexible: (0, i16::MAX),
-        request: AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsRequestView, (0, 1),
-        response: AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsResponseView, (0, 1),
-    }
-    ListPartitionReassignments = 46 {
-        module: list_partition_reassignments, feature: "api-list-partition-reassignments", flexible: (0, i16::MAX),
-        request: ListPartitionReassignmentsRequest, ListPartitionReassignmentsRequestView, (0, 0),
-        response: ListPartitionReassignmentsResponse, ListPartitionReassignmentsResponseView, (0, 0),
-    }
-    OffsetDelete = 47 {
-        module: offset_delete, feature: "api-offset-delete", flexible: (1, 0),
-        request: OffsetDeleteRequest, OffsetDeleteRequestView, (0, 0),
-        response: OffsetDeleteResponse, OffsetDeleteResponseView, (0, 0),
-    }
-    DescribeClientQuotas = 48 {
-        module: describe_client_quotas, feature: "api-describe-client-quotas", flexible: (1, i16::MAX),
-        request: DescribeClientQuotasRequest, DescribeClientQuotasRequestView, (0, 1),
-        response: DescribeClientQuotasResponse, DescribeClientQuotasResponseView, (0, 1),
-    }
-    AlterClientQuotas = 49 {
-        module: alter_client_quotas, feature: "api-alter-client-quotas", flexible: (1, i16::MAX),
-        request: AlterClientQuotasRequest, AlterClientQuotasRequestView, (0, 1),
-        response: AlterClientQuotasResponse, AlterClientQuotasResponseView, (0, 1),
-    }
-    DescribeUserScramCredentials = 50 {
-        module: describe_user_scram_credentials, feature: "api-describe-user-scram-credentials", flexible: (0, i16::MAX),
-        request: DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsRequestView, (0, 0),
-        response: DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResponseView, (0, 0),
-    }
-    AlterUserScramCredentials = 51 {
-        module: alter_user_scram_credentials, feature: "api-alter-user-scram-credentials", flexible: (0, i16::MAX),
-        request: AlterUserScramCredentialsRequest, AlterUserScramCredentialsRequestView, (0, 0),
-        response: AlterUserScramCredentialsResponse, AlterUserScramCredentialsResponseView, (0, 0),
-    }
-    Vote = 52 {
-        module: vote, feature: "api-vote", flexible: (0, i16::MAX),
-        request: VoteRequest, VoteRequestView, (0, 2),
-        response: VoteResponse, VoteResponseView, (0, 2),
-    }
-    BeginQuorumEpoch = 53 {
-        module: begin_quorum_epoch, feature: "api-begin-quorum-epoch", flexible: (1, i16::MAX),
-        request: BeginQuorumEpochRequest, BeginQuorumEpochRequestView, (0, 1),
-        response: BeginQuorumEpochResponse, BeginQuorumEpochResponseView, (0, 1),
-    }
-    EndQuorumEpoch = 54 {
-        module: end_quorum_epoch, feature: "api-end-quorum-epoch", flexible: (1, i16::MAX),
-        request: EndQuorumEpochRequest, EndQuorumEpochRequestView, (0, 1),
-        response: EndQuorumEpochResponse, EndQuorumEpochResponseView, (0, 1),
-    }
-    DescribeQuorum = 55 {
-        module: describe_quorum, feature: "api-describe-quorum", flexible: (0, i16::MAX),
-        request: DescribeQuorumRequest, DescribeQuorumRequestView, (0, 2),
-        response: DescribeQuorumResponse, DescribeQuorumResponseView, (0, 2),
-    }
-    AlterPartition = 56 {
-        module: alter_partition, feature: "api-alter-partition", flexible: (0, i16::MAX),
-        request: AlterPartitionRequest, AlterPartitionRequestView, (2, 3),
-        response: AlterPartitionResponse, AlterPartitionResponseView, (2, 3),
-    }
-    UpdateFeatures = 57 {
-        module: update_features, feature: "api-update-features", flexible: (0, i16::MAX),
-        request: UpdateFeaturesRequest, UpdateFeaturesRequestView, (0, 2),
-        response: UpdateFeaturesResponse, UpdateFeaturesResponseView, (0, 2),
-    }
-    Envelope = 58 {
-        module: envelope, feature: "api-envelope", flexible: (0, i16::MAX),
-        request: EnvelopeRequest, EnvelopeRequestView, (0, 0),
-        response: EnvelopeResponse, EnvelopeResponseView, (0, 0),
-    }
-    FetchSnapshot = 59 {
-        module: fetch_snapshot, feature: "api-fetch-snapshot", flexible: (0, i16::MAX),
-        request: FetchSnapshotRequest, FetchSnapshotRequestView, (0, 1),
-        response: FetchSnapshotResponse, FetchSnapshotResponseView, (0, 1),
-    }
-    DescribeCluster = 60 {
-        module: describe_cluster, feature: "api-describe-cluster", flexible: (0, i16::MAX),
-        request: DescribeClusterRequest, DescribeClusterRequestView, (0, 2),
-        response: DescribeClusterResponse, DescribeClusterResponseView, (0, 2),
-    }
-    DescribeProducers = 61 {
-        module: describe_producers, feature: "api-describe-producers", flexible: (0, i16::MAX),
-        request: DescribeProducersRequest, DescribeProducersRequestView, (0, 0),
-        response: DescribeProducersResponse, DescribeProducersResponseView, (0, 0),
-    }
-    BrokerRegistration = 62 {
-        module: broker_registration, feature: "api-broker-registration", flexible: (0, i16::MAX),
-        request: BrokerRegistrationRequest, BrokerRegistrationRequestView, (0, 4),
-        response: BrokerRegistrationResponse, BrokerRegistrationResponseView, (0, 4),
-    }
-    BrokerHeartbeat = 63 {
-        module: broker_heartbeat, feature: "api-broker-heartbeat", flexible: (0, i16::MAX),
-        request: BrokerHeartbeatRequest, BrokerHeartbeatRequestView, (0, 2),
-        response: BrokerHeartbeatResponse, BrokerHeartbeatResponseView, (0, 2),
-    }
-    UnregisterBroker = 64 {
-        module: unregister_broker, feature: "api-unregister-broker", flexible: (0, i16::MAX),
-        request: UnregisterBrokerRequest, UnregisterBrokerRequestView, (0, 0),
-        response: UnregisterBrokerResponse, UnregisterBrokerResponseView, (0, 0),
-    }
-    DescribeTransactions = 65 {
-        module: describe_transactions, feature: "api-describe-transactions", flexible: (0, i16::MAX),
-        request: DescribeTransactionsRequest, DescribeTransactionsRequestView, (0, 0),
-        response: DescribeTransactionsResponse, DescribeTransactionsResponseView, (0, 0),
-    }
-    ListTransactions = 66 {
-        module: list_transactions, feature: "api-list-transactions", flexible: (0, i16::MAX),
-        request: ListTransactionsRequest, ListTransactionsRequestView, (0, 2),
-        response: ListTransactionsResponse, ListTransactionsResponseView, (0, 2),
-    }
-    AllocateProducerIds = 67 {
-        module: allocate_producer_ids, feature: "api-allocate-producer-ids", flexible: (0, i16::MAX),
-        request: AllocateProducerIdsRequest, AllocateProducerIdsRequestView, (0, 0),
-        response: AllocateProducerIdsResponse, AllocateProducerIdsResponseView, (0, 0),
-    }
-    ConsumerGroupHeartbeat = 68 {
-        module: consumer_group_heartbeat, feature: "api-consumer-group-heartbeat", flexible: (0, i16::MAX),
-        request: ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestView, (0, 1),
-        response: ConsumerGroupHeartbeatResponse, ConsumerGroupHeartbeatResponseView, (0, 1),
-    }
-    ConsumerGroupDescribe = 69 {
-        module: consumer_group_describe, feature: "api-consumer-group-describe", flexible: (0, i16::MAX),
-        request: ConsumerGroupDescribeRequest, ConsumerGroupDescribeRequestView, (0, 1),
-        response: ConsumerGroupDescribeResponse, ConsumerGroupDescribeResponseView, (0, 1),
-    }
-    ControllerRegistration = 70 {
-        module: controller_registration, feature: "api-controller-registration", flexible: (0, i16::MAX),
-        request: ControllerRegistrationRequest, ControllerRegistrationRequestView, (0, 0),
-        response: ControllerRegistrationResponse, ControllerRegistrationResponseView, (0, 0),
-    }
-    GetTelemetrySubscriptions = 71 {
-        module: get_telemetry_subscriptions, feature: "api-get-telemetry-subscriptions", flexible: (0, i16::MAX),
-        request: GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsRequestView, (0, 0),
-        response: GetTelemetrySubscriptionsResponse, GetTelemetrySubscriptionsResponseView, (0, 0),
-    }
-    PushTelemetry = 72 {
-        module: push_telemetry, feature: "api-push-telemetry", flexible: (0, i16::MAX),
-        request: PushTelemetryRequest, PushTelemetryRequestView, (0, 0),
-        response: PushTelemetryResponse, PushTelemetryResponseView, (0, 0),
-    }
-    AssignReplicasToDirs = 73 {
-        module: assign_replicas_to_dirs, feature: "api-assign-replicas-to-dirs", flexible: (0, i16::MAX),
-        request: AssignReplicasToDirsRequest, AssignReplicasToDirsRequestView, (0, 0),
-        response: AssignReplicasToDirsResponse, AssignReplicasToDirsResponseView, (0, 0),
-    }
-    ListConfigResources = 74 {
-        module: list_config_resources, feature: "api-list-config-resources", flexible: (0, i16::MAX),
-        request: ListConfigResourcesRequest, ListConfigResourcesRequestView, (0, 1),
-        response: ListConfigResourcesResponse, ListConfigResourcesResponseView, (0, 1),
-    }
-    DescribeTopicPartitions = 75 {
-        module: describe_topic_partitions, feature: "api-describe-topic-partitions", flexible: (0, i16::MAX),
-        request: DescribeTopicPartitionsRequest, DescribeTopicPartitionsRequestView, (0, 0),
-        response: DescribeTopicPartitionsResponse, DescribeTopicPartitionsResponseView, (0, 0),
-    }
-    ShareGroupHeartbeat = 76 {
-        module: share_group_heartbeat, feature: "api-share-group-heartbeat", flexible: (0, i16::MAX),
-        request: ShareGroupHeartbeatRequest, ShareGroupHeartbeatRequestView, (1, 1),
-        response: ShareGroupHeartbeatResponse, ShareGroupHeartbeatResponseView, (1, 1),
-    }
-    ShareGroupDescribe = 77 {
-        module: share_group_describe, feature: "api-share-group-describe", flexible: (0, i16::MAX),
-        request: ShareGroupDescribeRequest, ShareGroupDescribeRequestView, (1, 1),
-        response: ShareGroupDescribeResponse, ShareGroupDescribeResponseView, (1, 1),
-    }
-    ShareFetch = 78 {
-        module: share_fetch, feature: "api-share-fetch", flexible: (0, i16::MAX),
-        request: ShareFetchRequest, ShareFetchRequestView, (1, 2),
-        response: ShareFetchResponse, ShareFetchResponseView, (1, 2),
-    }
-    ShareAcknowledge = 79 {
-        module: share_acknowledge, feature: "api-share-acknowledge", flexible: (0, i16::MAX),
-        request: ShareAcknowledgeRequest, ShareAcknowledgeRequestView, (1, 2),
-        response: ShareAcknowledgeResponse, ShareAcknowledgeResponseView, (1, 2),
-    }
-    AddRaftVoter = 80 {
-        module: add_raft_voter, feature: "api-add-raft-voter", flexible: (0, i16::MAX),
-        request: AddRaftVoterRequest, AddRaftVoterRequestView, (0, 1),
-        response: AddRaftVoterResponse, AddRaftVoterResponseView, (0, 1),
-    }
-    RemoveRaftVoter = 81 {
-        module: remove_raft_voter, feature: "api-remove-raft-voter", flexible: (0, i16::MAX),
-        request: RemoveRaftVoterRequest, RemoveRaftVoterRequestView, (0, 0),
-        response: RemoveRaftVoterResponse, RemoveRaftVoterResponseView, (0, 0),
-    }
-    UpdateRaftVoter = 82 {
-        module: update_raft_voter, feature: "api-update-raft-voter", flexible: (0, i16::MAX),
-        request: UpdateRaftVoterRequest, UpdateRaftVoterRequestView, (0, 0),
-        response: UpdateRaftVoterResponse, UpdateRaftVoterResponseView, (0, 0),
-    }
-    InitializeShareGroupState = 83 {
-        module: initialize_share_group_state, feature: "api-initialize-share-group-state", flexible: (0, i16::MAX),
-        request: InitializeShareGroupStateRequest, InitializeShareGroupStateRequestView, (0, 0),
-        response: InitializeShareGroupStateResponse, InitializeShareGroupStateResponseView, (0, 0),
-    }
-    ReadShareGroupState = 84 {
-        module: read_share_group_state, feature: "api-read-share-group-state", flexible: (0, i16::MAX),
-        request: ReadShareGroupStateRequest, ReadShareGroupStateRequestView, (0, 0),
-        response: ReadShareGroupStateResponse, ReadShareGroupStateResponseView, (0, 0),
-    }
-    WriteShareGroupState = 85 {
-        module: write_share_group_state, feature: "api-write-share-group-state", flexible: (0, i16::MAX),
-        request: WriteShareGroupStateRequest, WriteShareGroupStateRequestView, (0, 1),
-        response: WriteShareGroupStateResponse, WriteShareGroupStateResponseView, (0, 1),
-    }
-    DeleteShareGroupState = 86 {
-        module: delete_share_group_state, feature: "api-delete-share-group-state", flexible: (0, i16::MAX),
-        request: DeleteShareGroupStateRequest, DeleteShareGroupStateRequestView, (0, 0),
-        response: DeleteShareGroupStateResponse, DeleteShareGroupStateResponseView, (0, 0),
-    }
-    ReadShareGroupStateSummary = 87 {
-        module: read_share_group_state_summary, feature: "api-read-share-group-state-summary", flexible: (0, i16::MAX),
-        request: ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryRequestView, (0, 1),
-        response: ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponseView, (0, 1),
-    }
-    StreamsGroupHeartbeat = 88 {
-        module: streams_group_heartbeat, feature: "api-streams-group-heartbeat", flexible: (0, i16::MAX),
-        request: StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatRequestView, (0, 1),
-        response: StreamsGroupHeartbeatResponse, StreamsGroupHeartbeatResponseView, (0, 1),
-    }
-    StreamsGroupDescribe = 89 {
-        module: streams_group_describe, feature: "api-streams-group-describe", flexible: (0, i16::MAX),
-        request: StreamsGroupDescribeRequest, StreamsGroupDescribeRequestView, (0, 1),
-        response: StreamsGroupDescribeResponse, StreamsGroupDescribeResponseView, (0, 1),
-    }
-    DescribeShareGroupOffsets = 90 {
-        module: describe_share_group_offsets, feature: "api-describe-share-group-offsets", flexible: (0, i16::MAX),
-        request: DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestView, (0, 1),
-        response: DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseView, (0, 1),
-    }
-    AlterShareGroupOffsets = 91 {
-        module: alter_share_group_offsets, feature: "api-alter-share-group-offsets", flexible: (0, i16::MAX),
-        request: AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsRequestView, (0, 0),
-        response: AlterShareGroupOffsetsResponse, AlterShareGroupOffsetsResponseView, (0, 0),
-    }
-    DeleteShareGroupOffsets = 92 {
-        module: delete_share_group_offsets, feature: "api-delete-share-group-offsets", flexible: (0, i16::MAX),
-        request: DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequestView, (0, 0),
-        response: DeleteShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponseView, (0, 0),
-    }
-    StreamsGroupTopologyDescriptionUpdate = 93 {
-        module: streams_group_topology_description_update, feature: "api-streams-group-topology-description-update", flexible: (0, i16::MAX),
-        request: StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateRequestView, (0, 0),
-        response: StreamsGroupTopologyDescriptionUpdateResponse, StreamsGroupTopologyDescriptionUpdateResponseView, (0, 0),
-    }
-    UnregisterController = 94 {
-        module: unregister_controller, feature: "api-unregister-controller", flexible: (0, i16::MAX),
-        request: UnregisterControllerRequest, UnregisterControllerRequestView, (0, 0),
-        response: UnregisterControllerResponse, UnregisterControllerResponseView, (0, 0),
+    Produce {
+        module: produce, feature: "api-produce",
+        request: ProduceRequest, ProduceRequestView,
+        response: ProduceResponse, ProduceResponseView,
+    }
+    Fetch {
+        module: fetch, feature: "api-fetch",
+        request: FetchRequest, FetchRequestView,
+        response: FetchResponse, FetchResponseView,
+    }
+    ListOffsets {
+        module: list_offsets, feature: "api-list-offsets",
+        request: ListOffsetsRequest, ListOffsetsRequestView,
+        response: ListOffsetsResponse, ListOffsetsResponseView,
+    }
+    Metadata {
+        module: metadata, feature: "api-metadata",
+        request: MetadataRequest, MetadataRequestView,
+        response: MetadataResponse, MetadataResponseView,
+    }
+    OffsetCommit {
+        module: offset_commit, feature: "api-offset-commit",
+        request: OffsetCommitRequest, OffsetCommitRequestView,
+        response: OffsetCommitResponse, OffsetCommitResponseView,
+    }
+    OffsetFetch {
+        module: offset_fetch, feature: "api-offset-fetch",
+        request: OffsetFetchRequest, OffsetFetchRequestView,
+        response: OffsetFetchResponse, OffsetFetchResponseView,
+    }
+    FindCoordinator {
+        module: find_coordinator, feature: "api-find-coordinator",
+        request: FindCoordinatorRequest, FindCoordinatorRequestView,
+        response: FindCoordinatorResponse, FindCoordinatorResponseView,
+    }
+    JoinGroup {
+        module: join_group, feature: "api-join-group",
+        request: JoinGroupRequest, JoinGroupRequestView,
+        response: JoinGroupResponse, JoinGroupResponseView,
+    }
+    Heartbeat {
+        module: heartbeat, feature: "api-heartbeat",
+        request: HeartbeatRequest, HeartbeatRequestView,
+        response: HeartbeatResponse, HeartbeatResponseView,
+    }
+    LeaveGroup {
+        module: leave_group, feature: "api-leave-group",
+        request: LeaveGroupRequest, LeaveGroupRequestView,
+        response: LeaveGroupResponse, LeaveGroupResponseView,
+    }
+    SyncGroup {
+        module: sync_group, feature: "api-sync-group",
+        request: SyncGroupRequest, SyncGroupRequestView,
+        response: SyncGroupResponse, SyncGroupResponseView,
+    }
+    DescribeGroups {
+        module: describe_groups, feature: "api-describe-groups",
+        request: DescribeGroupsRequest, DescribeGroupsRequestView,
+        response: DescribeGroupsResponse, DescribeGroupsResponseView,
+    }
+    ListGroups {
+        module: list_groups, feature: "api-list-groups",
+        request: ListGroupsRequest, ListGroupsRequestView,
+        response: ListGroupsResponse, ListGroupsResponseView,
+    }
+    SaslHandshake {
+        module: sasl_handshake, feature: "api-sasl-handshake",
+        request: SaslHandshakeRequest, SaslHandshakeRequestView,
+        response: SaslHandshakeResponse, SaslHandshakeResponseView,
+    }
+    ApiVersions {
+        module: api_versions,
+        request: ApiVersionsRequest, ApiVersionsRequestView,
+        response: ApiVersionsResponse, ApiVersionsResponseView,
+    }
+    CreateTopics {
+        module: create_topics, feature: "api-create-topics",
+        request: CreateTopicsRequest, CreateTopicsRequestView,
+        response: CreateTopicsResponse, CreateTopicsResponseView,
+    }
+    DeleteTopics {
+        module: delete_topics, feature: "api-delete-topics",
+        request: DeleteTopicsRequest, DeleteTopicsRequestView,
+        response: DeleteTopicsResponse, DeleteTopicsResponseView,
+    }
+    DeleteRecords {
+        module: delete_records, feature: "api-delete-records",
+        request: DeleteRecordsRequest, DeleteRecordsRequestView,
+        response: DeleteRecordsResponse, DeleteRecordsResponseView,
+    }
+    InitProducerId {
+        module: init_producer_id, feature: "api-init-producer-id",
+        request: InitProducerIdRequest, InitProducerIdRequestView,
+        response: InitProducerIdResponse, InitProducerIdResponseView,
+    }
+    OffsetForLeaderEpoch {
+        module: offset_for_leader_epoch, feature: "api-offset-for-leader-epoch",
+        request: OffsetForLeaderEpochRequest, OffsetForLeaderEpochRequestView,
+        response: OffsetForLeaderEpochResponse, OffsetForLeaderEpochResponseView,
+    }
+    AddPartitionsToTxn {
+        module: add_partitions_to_txn, feature: "api-add-partitions-to-txn",
+        request: AddPartitionsToTxnRequest, AddPartitionsToTxnRequestView,
+        response: AddPartitionsToTxnResponse, AddPartitionsToTxnResponseView,
+    }
+    AddOffsetsToTxn {
+        module: add_offsets_to_txn, feature: "api-add-offsets-to-txn",
+        request: AddOffsetsToTxnRequest, AddOffsetsToTxnRequestView,
+        response: AddOffsetsToTxnResponse, AddOffsetsToTxnResponseView,
+    }
+    EndTxn {
+        module: end_txn, feature: "api-end-txn",
+        request: EndTxnRequest, EndTxnRequestView,
+        response: EndTxnResponse, EndTxnResponseView,
+    }
+    WriteTxnMarkers {
+        module: write_txn_markers, feature: "api-write-txn-markers",
+        request: WriteTxnMarkersRequest, WriteTxnMarkersRequestView,
+        response: WriteTxnMarkersResponse, WriteTxnMarkersResponseView,
+    }
+    TxnOffsetCommit {
+        module: txn_offset_commit, feature: "api-txn-offset-commit",
+        request: TxnOffsetCommitRequest, TxnOffsetCommitRequestView,
+        response: TxnOffsetCommitResponse, TxnOffsetCommitResponseView,
+    }
+    DescribeAcls {
+        module: describe_acls, feature: "api-describe-acls",
+        request: DescribeAclsRequest, DescribeAclsRequestView,
+        response: DescribeAclsResponse, DescribeAclsResponseView,
+    }
+    CreateAcls {
+        module: create_acls, feature: "api-create-acls",
+        request: CreateAclsRequest, CreateAclsRequestView,
+        response: CreateAclsResponse, CreateAclsResponseView,
+    }
+    DeleteAcls {
+        module: delete_acls, feature: "api-delete-acls",
+        request: DeleteAclsRequest, DeleteAclsRequestView,
+        response: DeleteAclsResponse, DeleteAclsResponseView,
+    }
+    DescribeConfigs {
+        module: describe_configs, feature: "api-describe-configs",
+        request: DescribeConfigsRequest, DescribeConfigsRequestView,
+        response: DescribeConfigsResponse, DescribeConfigsResponseView,
+    }
+    AlterConfigs {
+        module: alter_configs, feature: "api-alter-configs",
+        request: AlterConfigsRequest, AlterConfigsRequestView,
+        response: AlterConfigsResponse, AlterConfigsResponseView,
+    }
+    AlterReplicaLogDirs {
+        module: alter_replica_log_dirs, feature: "api-alter-replica-log-dirs",
+        request: AlterReplicaLogDirsRequest, AlterReplicaLogDirsRequestView,
+        response: AlterReplicaLogDirsResponse, AlterReplicaLogDirsResponseView,
+    }
+    DescribeLogDirs {
+        module: describe_log_dirs, feature: "api-describe-log-dirs",
+        request: DescribeLogDirsRequest, DescribeLogDirsRequestView,
+        response: DescribeLogDirsResponse, DescribeLogDirsResponseView,
+    }
+    SaslAuthenticate {
+        module: sasl_authenticate, feature: "api-sasl-authenticate",
+        request: SaslAuthenticateRequest, SaslAuthenticateRequestView,
+        response: SaslAuthenticateResponse, SaslAuthenticateResponseView,
+    }
+    CreatePartitions {
+        module: create_partitions, feature: "api-create-partitions",
+        request: CreatePartitionsRequest, CreatePartitionsRequestView,
+        response: CreatePartitionsResponse, CreatePartitionsResponseView,
+    }
+    CreateDelegationToken {
+        module: create_delegation_token, feature: "api-create-delegation-token",
+        request: CreateDelegationTokenRequest, CreateDelegationTokenRequestView,
+        response: CreateDelegationTokenResponse, CreateDelegationTokenResponseView,
+    }
+    RenewDelegationToken {
+        module: renew_delegation_token, feature: "api-renew-delegation-token",
+        request: RenewDelegationTokenRequest, RenewDelegationTokenRequestView,
+        response: RenewDelegationTokenResponse, RenewDelegationTokenResponseView,
+    }
+    ExpireDelegationToken {
+        module: expire_delegation_token, feature: "api-expire-delegation-token",
+        request: ExpireDelegationTokenRequest, ExpireDelegationTokenRequestView,
+        response: ExpireDelegationTokenResponse, ExpireDelegationTokenResponseView,
+    }
+    DescribeDelegationToken {
+        module: describe_delegation_token, feature: "api-describe-delegation-token",
+        request: DescribeDelegationTokenRequest, DescribeDelegationTokenRequestView,
+        response: DescribeDelegationTokenResponse, DescribeDelegationTokenResponseView,
+    }
+    DeleteGroups {
+        module: delete_groups, feature: "api-delete-groups",
+        request: DeleteGroupsRequest, DeleteGroupsRequestView,
+        response: DeleteGroupsResponse, DeleteGroupsResponseView,
+    }
+    ElectLeaders {
+        module: elect_leaders, feature: "api-elect-leaders",
+        request: ElectLeadersRequest, ElectLeadersRequestView,
+        response: ElectLeadersResponse, ElectLeadersResponseView,
+    }
+    IncrementalAlterConfigs {
+        module: incremental_alter_configs, feature: "api-incremental-alter-configs",
+        request: IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestView,
+        response: IncrementalAlterConfigsResponse, IncrementalAlterConfigsResponseView,
+    }
+    AlterPartitionReassignments {
+        module: alter_partition_reassignments, feature: "api-alter-partition-reassignments",
+        request: AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsRequestView,
+        response: AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsResponseView,
+    }
+    ListPartitionReassignments {
+        module: list_partition_reassignments, feature: "api-list-partition-reassignments",
+        request: ListPartitionReassignmentsRequest, ListPartitionReassignmentsRequestView,
+        response: ListPartitionReassignmentsResponse, ListPartitionReassignmentsResponseView,
+    }
+    OffsetDelete {
+        module: offset_delete, feature: "api-offset-delete",
+        request: OffsetDeleteRequest, OffsetDeleteRequestView,
+        response: OffsetDeleteResponse, OffsetDeleteResponseView,
+    }
+    DescribeClientQuotas {
+        module: describe_client_quotas, feature: "api-describe-client-quotas",
+        request: DescribeClientQuotasRequest, DescribeClientQuotasRequestView,
+        response: DescribeClientQuotasResponse, DescribeClientQuotasResponseView,
+    }
+    AlterClientQuotas {
+        module: alter_client_quotas, feature: "api-alter-client-quotas",
+        request: AlterClientQuotasRequest, AlterClientQuotasRequestView,
+        response: AlterClientQuotasResponse, AlterClientQuotasResponseView,
+    }
+    DescribeUserScramCredentials {
+        module: describe_user_scram_credentials, feature: "api-describe-user-scram-credentials",
+        request: DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsRequestView,
+        response: DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResponseView,
+    }
+    AlterUserScramCredentials {
+        module: alter_user_scram_credentials, feature: "api-alter-user-scram-credentials",
+        request: AlterUserScramCredentialsRequest, AlterUserScramCredentialsRequestView,
+        response: AlterUserScramCredentialsResponse, AlterUserScramCredentialsResponseView,
+    }
+    Vote {
+        module: vote, feature: "api-vote",
+        request: VoteRequest, VoteRequestView,
+        response: VoteResponse, VoteResponseView,
+    }
+    BeginQuorumEpoch {
+        module: begin_quorum_epoch, feature: "api-begin-quorum-epoch",
+        request: BeginQuorumEpochRequest, BeginQuorumEpochRequestView,
+        response: BeginQuorumEpochResponse, BeginQuorumEpochResponseView,
+    }
+    EndQuorumEpoch {
+        module: end_quorum_epoch, feature: "api-end-quorum-epoch",
+        request: EndQuorumEpochRequest, EndQuorumEpochRequestView,
+        response: EndQuorumEpochResponse, EndQuorumEpochResponseView,
+    }
+    DescribeQuorum {
+        module: describe_quorum, feature: "api-describe-quorum",
+        request: DescribeQuorumRequest, DescribeQuorumRequestView,
+        response: DescribeQuorumResponse, DescribeQuorumResponseView,
+    }
+    AlterPartition {
+        module: alter_partition, feature: "api-alter-partition",
+        request: AlterPartitionRequest, AlterPartitionRequestView,
+        response: AlterPartitionResponse, AlterPartitionResponseView,
+    }
+    UpdateFeatures {
+        module: update_features, feature: "api-update-features",
+        request: UpdateFeaturesRequest, UpdateFeaturesRequestView,
+        response: UpdateFeaturesResponse, UpdateFeaturesResponseView,
+    }
+    Envelope {
+        module: envelope, feature: "api-envelope",
+        request: EnvelopeRequest, EnvelopeRequestView,
+        response: EnvelopeResponse, EnvelopeResponseView,
+    }
+    FetchSnapshot {
+        module: fetch_snapshot, feature: "api-fetch-snapshot",
+        request: FetchSnapshotRequest, FetchSnapshotRequestView,
+        response: FetchSnapshotResponse, FetchSnapshotResponseView,
+    }
+    DescribeCluster {
+        module: describe_cluster, feature: "api-describe-cluster",
+        request: DescribeClusterRequest, DescribeClusterRequestView,
+        response: DescribeClusterResponse, DescribeClusterResponseView,
+    }
+    DescribeProducers {
+        module: describe_producers, feature: "api-describe-producers",
+        request: DescribeProducersRequest, DescribeProducersRequestView,
+        response: DescribeProducersResponse, DescribeProducersResponseView,
+    }
+    BrokerRegistration {
+        module: broker_registration, feature: "api-broker-registration",
+        request: BrokerRegistrationRequest, BrokerRegistrationRequestView,
+        response: BrokerRegistrationResponse, BrokerRegistrationResponseView,
+    }
+    BrokerHeartbeat {
+        module: broker_heartbeat, feature: "api-broker-heartbeat",
+        request: BrokerHeartbeatRequest, BrokerHeartbeatRequestView,
+        response: BrokerHeartbeatResponse, BrokerHeartbeatResponseView,
+    }
+    UnregisterBroker {
+        module: unregister_broker, feature: "api-unregister-broker",
+        request: UnregisterBrokerRequest, UnregisterBrokerRequestView,
+        response: UnregisterBrokerResponse, UnregisterBrokerResponseView,
+    }
+    DescribeTransactions {
+        module: describe_transactions, feature: "api-describe-transactions",
+        request: DescribeTransactionsRequest, DescribeTransactionsRequestView,
+        response: DescribeTransactionsResponse, DescribeTransactionsResponseView,
+    }
+    ListTransactions {
+        module: list_transactions, feature: "api-list-transactions",
+        request: ListTransactionsRequest, ListTransactionsRequestView,
+        response: ListTransactionsResponse, ListTransactionsResponseView,
+    }
+    AllocateProducerIds {
+        module: allocate_producer_ids, feature: "api-allocate-producer-ids",
+        request: AllocateProducerIdsRequest, AllocateProducerIdsRequestView,
+        response: AllocateProducerIdsResponse, AllocateProducerIdsResponseView,
+    }
+    ConsumerGroupHeartbeat {
+        module: consumer_group_heartbeat, feature: "api-consumer-group-heartbeat",
+        request: ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestView,
+        response: ConsumerGroupHeartbeatResponse, ConsumerGroupHeartbeatResponseView,
+    }
+    ConsumerGroupDescribe {
+        module: consumer_group_describe, feature: "api-consumer-group-describe",
+        request: ConsumerGroupDescribeRequest, ConsumerGroupDescribeRequestView,
+        response: ConsumerGroupDescribeResponse, ConsumerGroupDescribeResponseView,
+    }
+    ControllerRegistration {
+        module: controller_registration, feature: "api-controller-registration",
+        request: ControllerRegistrationRequest, ControllerRegistrationRequestView,
+        response: ControllerRegistrationResponse, ControllerRegistrationResponseView,
+    }
+    GetTelemetrySubscriptions {
+        module: get_telemetry_subscriptions, feature: "api-get-telemetry-subscriptions",
+        request: GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsRequestView,
+        response: GetTelemetrySubscriptionsResponse, GetTelemetrySubscriptionsResponseView,
+    }
+    PushTelemetry {
+        module: push_telemetry, feature: "api-push-telemetry",
+        request: PushTelemetryRequest, PushTelemetryRequestView,
+        response: PushTelemetryResponse, PushTelemetryResponseView,
+    }
+    AssignReplicasToDirs {
+        module: assign_replicas_to_dirs, feature: "api-assign-replicas-to-dirs",
+        request: AssignReplicasToDirsRequest, AssignReplicasToDirsRequestView,
+        response: AssignReplicasToDirsResponse, AssignReplicasToDirsResponseView,
+    }
+    ListConfigResources {
+        module: list_config_resources, feature: "api-list-config-resources",
+        request: ListConfigResourcesRequest, ListConfigResourcesRequestView,
+        response: ListConfigResourcesResponse, ListConfigResourcesResponseView,
+    }
+    DescribeTopicPartitions {
+        module: describe_topic_partitions, feature: "api-describe-topic-partitions",
+        request: DescribeTopicPartitionsRequest, DescribeTopicPartitionsRequestView,
+        response: DescribeTopicPartitionsResponse, DescribeTopicPartitionsResponseView,
+    }
+    ShareGroupHeartbeat {
+        module: share_group_heartbeat, feature: "api-share-group-heartbeat",
+        request: ShareGroupHeartbeatRequest, ShareGroupHeartbeatRequestView,
+        response: ShareGroupHeartbeatResponse, ShareGroupHeartbeatResponseView,
+    }
+    ShareGroupDescribe {
+        module: share_group_describe, feature: "api-share-group-describe",
+        request: ShareGroupDescribeRequest, ShareGroupDescribeRequestView,
+        response: ShareGroupDescribeResponse, ShareGroupDescribeResponseView,
+    }
+    ShareFetch {
+        module: share_fetch, feature: "api-share-fetch",
+        request: ShareFetchRequest, ShareFetchRequestView,
+        response: ShareFetchResponse, ShareFetchResponseView,
+    }
+    ShareAcknowledge {
+        module: share_acknowledge, feature: "api-share-acknowledge",
+        request: ShareAcknowledgeRequest, ShareAcknowledgeRequestView,
+        response: ShareAcknowledgeResponse, ShareAcknowledgeResponseView,
+    }
+    AddRaftVoter {
+        module: add_raft_voter, feature: "api-add-raft-voter",
+        request: AddRaftVoterRequest, AddRaftVoterRequestView,
+        response: AddRaftVoterResponse, AddRaftVoterResponseView,
+    }
+    RemoveRaftVoter {
+        module: remove_raft_voter, feature: "api-remove-raft-voter",
+        request: RemoveRaftVoterRequest, RemoveRaftVoterRequestView,
+        response: RemoveRaftVoterResponse, RemoveRaftVoterResponseView,
+    }
+    UpdateRaftVoter {
+        module: update_raft_voter, feature: "api-update-raft-voter",
+        request: UpdateRaftVoterRequest, UpdateRaftVoterRequestView,
+        response: UpdateRaftVoterResponse, UpdateRaftVoterResponseView,
+    }
+    InitializeShareGroupState {
+        module: initialize_share_group_state, feature: "api-initialize-share-group-state",
+        request: InitializeShareGroupStateRequest, InitializeShareGroupStateRequestView,
+        response: InitializeShareGroupStateResponse, InitializeShareGroupStateResponseView,
+    }
+    ReadShareGroupState {
+        module: read_share_group_state, feature: "api-read-share-group-state",
+        request: ReadShareGroupStateRequest, ReadShareGroupStateRequestView,
+        response: ReadShareGroupStateResponse, ReadShareGroupStateResponseView,
+    }
+    WriteShareGroupState {
+        module: write_share_group_state, feature: "api-write-share-group-state",
+        request: WriteShareGroupStateRequest, WriteShareGroupStateRequestView,
+        response: WriteShareGroupStateResponse, WriteShareGroupStateResponseView,
+    }
+    DeleteShareGroupState {
+        module: delete_share_group_state, feature: "api-delete-share-group-state",
+        request: DeleteShareGroupStateRequest, DeleteShareGroupStateRequestView,
+        response: DeleteShareGroupStateResponse, DeleteShareGroupStateResponseView,
+    }
+    ReadShareGroupStateSummary {
+        module: read_share_group_state_summary, feature: "api-read-share-group-state-summary",
+        request: ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryRequestView,
+        response: ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponseView,
+    }
+    StreamsGroupHeartbeat {
+        module: streams_group_heartbeat, feature: "api-streams-group-heartbeat",
+        request: StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatRequestView,
+        response: StreamsGroupHeartbeatResponse, StreamsGroupHeartbeatResponseView,
+    }
+    StreamsGroupDescribe {
+        module: streams_group_describe, feature: "api-streams-group-describe",
+        request: StreamsGroupDescribeRequest, StreamsGroupDescribeRequestView,
+        response: StreamsGroupDescribeResponse, StreamsGroupDescribeResponseView,
+    }
+    DescribeShareGroupOffsets {
+        module: describe_share_group_offsets, feature: "api-describe-share-group-offsets",
+        request: DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestView,
+        response: DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseView,
+    }
+    AlterShareGroupOffsets {
+        module: alter_share_group_offsets, feature: "api-alter-share-group-offsets",
+        request: AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsRequestView,
+        response: AlterShareGroupOffsetsResponse, AlterShareGroupOffsetsResponseView,
+    }
+    DeleteShareGroupOffsets {
+        module: delete_share_group_offsets, feature: "api-delete-share-group-offsets",
+        request: DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequestView,
+        response: DeleteShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponseView,
+    }
+    StreamsGroupTopologyDescriptionUpdate {
+        module: streams_group_topology_description_update, feature: "api-streams-group-topology-description-update",
+        request: StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateRequestView,
+        response: StreamsGroupTopologyDescriptionUpdateResponse, StreamsGroupTopologyDescriptionUpdateResponseView,
+    }
+    UnregisterController {
+        module: unregister_controller, feature: "api-unregister-controller",
+        request: UnregisterControllerRequest, UnregisterControllerRequestView,
+        response: UnregisterControllerResponse, UnregisterControllerResponseView,
     }
 }

@@ -1,114 +1,35 @@
-//! The macro behind `messages/mod.rs`: from one row per API (its key, module, feature and
-//! version tables) it writes the `ApiKey` table and the dispatch enums with their `match`
-//! over every API. Written by hand; the generated `mod.rs` invokes it once, with the rows.
+//! The macro behind `messages/mod.rs`: from one row per API (its name, module, feature and
+//! types) it writes the dispatch enums with their `match` over every API. Written by hand;
+//! the generated `mod.rs` invokes it once, with the rows. `ApiKey` and its version tables
+//! are generated below the messages, in `src/api_key/table.rs`.
 //!
 //! An API whose feature is off keeps its `ApiKey` row (key, versions and header versions are
 //! facts) but loses its re-exports, its variants and their arms; each `match api_key` then
 //! ends with an arm that answers such an API as one this build does not support.
 
-/// Writes the API table and dispatch from rows of the form
+/// Writes the re-exports and dispatch from rows of the form
 ///
 /// ```text
-/// ListOffsets = 2 {
-///     module: list_offsets, feature: "api-list-offsets", flexible: (6, i16::MAX),
-///     request: ListOffsetsRequest, ListOffsetsRequestView, (1, 11),
-///     response: ListOffsetsResponse, ListOffsetsResponseView, (1, 11),
+/// ListOffsets {
+///     module: list_offsets, feature: "api-list-offsets",
+///     request: ListOffsetsRequest, ListOffsetsRequestView,
+///     response: ListOffsetsResponse, ListOffsetsResponseView,
 /// }
 /// ```
 ///
-/// `feature` is left out for an API that is always compiled (ApiVersions). Version ranges
-/// are `(lowest, highest)`.
+/// `feature` is left out for an API that is always compiled (ApiVersions).
 macro_rules! api_table {
     ($(
-        $name:ident = $key:literal {
-            module: $module:ident, $(feature: $feature:literal,)? flexible: ($flo:expr, $fhi:expr),
-            request: $req:ident, $req_view:ident, ($qlo:expr, $qhi:expr),
-            response: $resp:ident, $resp_view:ident, ($slo:expr, $shi:expr) $(,)?
+        $name:ident {
+            module: $module:ident, $(feature: $feature:literal,)?
+            request: $req:ident, $req_view:ident,
+            response: $resp:ident, $resp_view:ident $(,)?
         }
     )*) => {
         $(
             $(#[cfg(feature = $feature)])?
             pub use $module::{$req, $req_view, $resp, $resp_view};
         )*
-
-        /// The APIs this crate supports, with their version tables.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[non_exhaustive]
-        pub enum ApiKey {
-            $(
-                #[doc = concat!(stringify!($name), " (key ", stringify!($key), ").")]
-                $name = $key,
-            )*
-        }
-
-        impl ApiKey {
-            /// Every supported API, by key.
-            pub const ALL: &'static [ApiKey] = &[$(ApiKey::$name),*];
-
-            /// The API with this key, if this crate supports it.
-            pub const fn from_i16(key: i16) -> Option<ApiKey> {
-                match key {
-                    $($key => Some(ApiKey::$name),)*
-                    _ => None,
-                }
-            }
-
-            /// The key on the wire.
-            pub const fn key(self) -> i16 {
-                self as i16
-            }
-
-            /// Whether this build has the API's messages: every API has a feature `api-<name>` (all
-            /// are on by default, through `all-apis`); ApiVersions is always there.
-            pub const fn is_enabled(self) -> bool {
-                match self {
-                    $(ApiKey::$name => true $(&& cfg!(feature = $feature))?,)*
-                }
-            }
-
-            /// The API's name, as Kafka spells it.
-            pub const fn name(self) -> &'static str {
-                match self {
-                    $(ApiKey::$name => stringify!($name),)*
-                }
-            }
-
-            /// The request versions this crate supports.
-            pub const fn request_versions(self) -> $crate::types::Versions {
-                match self {
-                    $(ApiKey::$name => $crate::types::Versions::new($qlo, $qhi),)*
-                }
-            }
-
-            /// The response versions this crate supports.
-            pub const fn response_versions(self) -> $crate::types::Versions {
-                match self {
-                    $(ApiKey::$name => $crate::types::Versions::new($slo, $shi),)*
-                }
-            }
-
-            /// The versions that use the flexible encoding (compact strings and arrays, tagged fields).
-            pub const fn flexible_versions(self) -> $crate::types::Versions {
-                match self {
-                    $(ApiKey::$name => $crate::types::Versions::new($flo, $fhi),)*
-                }
-            }
-
-            /// The request header version for `version`: 2 for flexible versions, else 1.
-            pub const fn request_header_version(self, version: i16) -> i16 {
-                if self.flexible_versions().contains(version) { 2 } else { 1 }
-            }
-
-            /// The response header version for `version`: 1 for flexible versions, else 0; always 0
-            /// for ApiVersions, whose response header never changes so that any client can read it.
-            pub const fn response_header_version(self, version: i16) -> i16 {
-                match self {
-                    ApiKey::ApiVersions => 0,
-                    _ if self.flexible_versions().contains(version) => 1,
-                    _ => 0,
-                }
-            }
-        }
 
         dispatch!(request, RequestBodyView, RequestBody, $($name $(($feature))? $req $req_view)*);
         dispatch!(response, ResponseBodyView, ResponseBody, $($name $(($feature))? $resp $resp_view)*);
@@ -208,7 +129,7 @@ macro_rules! dispatch {
         impl $crate::encode::private::Sealed for $body_enum<'_> {}
 
         impl $crate::encode::AnyBody for $body_enum<'_> {
-            fn api_key(&self) -> $crate::messages::ApiKey {
+            fn api_key(&self) -> $crate::ApiKey {
                 self.api_key()
             }
 
@@ -301,5 +222,5 @@ pub(super) fn left_out(api_key: ApiKey, version: i16) -> DecodeError {
 
 pub(super) use {api_table, dispatch};
 
-use super::ApiKey;
+use crate::ApiKey;
 use crate::error::{DecodeError, DecodeErrorKind};

@@ -155,6 +155,7 @@ pub struct Validated {
 
 /// Why a record was rejected: one entry of a Produce response's `record_errors`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RecordErrorKind {
     /// A create-time timestamp outside `[now - before, now + after]`.
     TimestampOutOfRange {

@@ -60,7 +60,7 @@ pub(crate) fn read_nullable_list<T: ReadOwned>(
 // The reads below are out of line, and the array counts' are not generic: the reader's
 // methods are inlined for the views, and inlined into each of the 484 structs' `read_owned`
 // and 282 element types' `read_list` they made most of the reference decoder's machine code
-// (docs/design.md, "Build cost"). The reference decoder is the tests' oracle, not a hot path.
+// (docs/benchmarks.md, "Build cost"). The reference decoder is the tests' oracle, not a hot path.
 
 /// The count of a non-nullable array.
 #[inline(never)]
@@ -199,7 +199,7 @@ macro_rules! read_unknown_tagged_fields {
 /// (It costs the reference decoder a call per section: 2-19% more instructions; reading an
 /// empty section in the macro instead measured the same as before there, but changed how
 /// LLVM inlined the views' array checks in `benches/instructions.rs`, ListGroups v5 request
-/// view +22%; see docs/design.md, "Tagged sections compiled once".)
+/// view +22%; see docs/design.md, "Hot paths".)
 #[inline]
 pub(crate) fn unknown_tagged_fields(
     r: &mut Reader<'_>,

@@ -104,6 +104,7 @@ pub fn find(schema: &MessageSchema, version: i16, body: &[u8]) -> Result<Vec<(St
 
 /// Why [`rewrite`] failed.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum RewriteError {
     /// The body does not decode (or has bytes after it).
     Walk(WalkError),
@@ -120,7 +121,14 @@ impl fmt::Display for RewriteError {
     }
 }
 
-impl core::error::Error for RewriteError {}
+impl core::error::Error for RewriteError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            RewriteError::Walk(e) => Some(e),
+            RewriteError::Encode(e) => Some(e),
+        }
+    }
+}
 
 /// Rewrites the addresses of a whole body of `schema` at `version`: `map(index, host,
 /// port)` returns the address to write instead, or `None` to keep it. Returns the body

@@ -19,7 +19,7 @@ use serde_json::{Map, Number, Value as Json};
 
 use super::value::{Encoding, StructValue, Value};
 use super::{FieldSchema, FieldType, StructSchema};
-use crate::types::{Uuid, Versions};
+use crate::types::Uuid;
 use crate::wire::MAX_STRING_LEN;
 
 /// The JSON key of a schema field: its name with the first letter in lower case
@@ -150,6 +150,38 @@ fn value_json(v: &Value, encoding: Encoding) -> Json {
 
 // ------------------------------------------------------------------ JSON to Value
 
+/// Why a JSON document is not a value of its schema: the JSON path of the value at fault
+/// (`body.topics[0].name`) and what is wrong there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonError {
+    path: String,
+    message: String,
+}
+
+impl JsonError {
+    fn at(path: impl Into<String>, message: String) -> JsonError {
+        JsonError { path: path.into(), message }
+    }
+
+    /// The JSON path of the value at fault.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What is wrong there.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl core::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+impl core::error::Error for JsonError {}
+
 /// A struct read from JSON, with the notes a user should see.
 #[derive(Debug)]
 pub struct FromJson {
@@ -173,7 +205,7 @@ pub fn from_json(
     encoding: Encoding,
     json: &Json,
     path: &str,
-) -> Result<FromJson, String> {
+) -> Result<FromJson, JsonError> {
     let mut r = Read { version: encoding.version, tagged: encoding.tagged, message, warnings: Vec::new() };
     let value = r.strukt(schema, json, path)?;
     Ok(FromJson { value, warnings: r.warnings })
@@ -187,7 +219,7 @@ struct Read<'m> {
 }
 
 /// A short description of a JSON value for error messages.
-pub fn describe(v: &Json) -> String {
+fn describe(v: &Json) -> String {
     match v {
         Json::Null => "null".into(),
         Json::Bool(b) => b.to_string(),
@@ -203,19 +235,6 @@ fn join(path: &str, key: &str) -> String {
     if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
 }
 
-/// A version range as text: `none`, `3+`, `2`, `0-4`.
-pub fn versions_text(v: Versions) -> String {
-    if v.is_empty() {
-        "none".into()
-    } else if v.max == i16::MAX {
-        format!("{}+", v.min)
-    } else if v.min == v.max {
-        v.min.to_string()
-    } else {
-        format!("{}-{}", v.min, v.max)
-    }
-}
-
 /// A type's name as the schema language writes it (`int32`, `[]ListOffsetsTopic`).
 pub fn type_name(ty: &FieldType) -> String {
     let mut s = String::new();
@@ -226,7 +245,7 @@ pub fn type_name(ty: &FieldType) -> String {
 
 /// Reads an integer as Kafka's JSON reader does: a JSON integer, or a string holding a
 /// decimal or `0x` hexadecimal number, within `min..=max`.
-pub fn integer(v: &Json, min: i128, max: i128, ty: &str, path: &str) -> Result<i128, String> {
+fn integer(v: &Json, min: i128, max: i128, ty: &str, path: &str) -> Result<i128, JsonError> {
     let n: Option<i128> = match v {
         Json::Number(n) => n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)),
         Json::String(s) => {
@@ -243,52 +262,65 @@ pub fn integer(v: &Json, min: i128, max: i128, ty: &str, path: &str) -> Result<i
         _ => None,
     };
     let Some(n) = n else {
-        return Err(format!("{path}: expected an integer ({ty}), found {}", describe(v)));
+        return Err(JsonError::at(path, format!("expected an integer ({ty}), found {}", describe(v))));
     };
     if n < min || n > max {
-        return Err(format!("{path}: {n} does not fit in {ty} ({min} to {max})"));
+        return Err(JsonError::at(path, format!("{n} does not fit in {ty} ({min} to {max})")));
     }
     Ok(n)
 }
 
 /// Reads `_unknownTaggedFields`: `[{"tag": n, "data": base64}, ...]`, tags ascending and
 /// none of the `known` ones.
-pub fn unknown_tags(v: &Json, path: &str, known: &[u32]) -> Result<Vec<(u32, Vec<u8>)>, String> {
+fn unknown_tags(v: &Json, path: &str, known: &[u32]) -> Result<Vec<(u32, Vec<u8>)>, JsonError> {
     let items = v.as_array().ok_or_else(|| {
-        format!("{path}: expected an array of {{\"tag\": n, \"data\": base64}}, found {}", describe(v))
+        JsonError::at(
+            path,
+            format!("expected an array of {{\"tag\": n, \"data\": base64}}, found {}", describe(v)),
+        )
     })?;
     let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        let obj =
-            item.as_object().ok_or_else(|| format!("{p}: expected an object, found {}", describe(item)))?;
+        let obj = item
+            .as_object()
+            .ok_or_else(|| JsonError::at(&p, format!("expected an object, found {}", describe(item))))?;
         if let Some(extra) = obj.keys().find(|k| *k != "tag" && *k != "data") {
-            return Err(format!(
-                "{p}.{extra}: unknown key; an unknown tagged field has only \"tag\" and \"data\""
+            return Err(JsonError::at(
+                format!("{p}.{extra}"),
+                "unknown key; an unknown tagged field has only \"tag\" and \"data\"".into(),
             ));
         }
-        let tag_value = obj.get("tag").ok_or_else(|| format!("{p}.tag: missing"))?;
+        let tag_value = obj.get("tag").ok_or_else(|| JsonError::at(format!("{p}.tag"), "missing".into()))?;
         let tag = integer(tag_value, 0, i128::from(u32::MAX), "uint32", &join(&p, "tag"))? as u32;
         let data = match obj.get("data") {
-            Some(Json::String(s)) => parse_base64(s).ok_or_else(|| format!("{p}.data: not valid base64"))?,
+            Some(Json::String(s)) => parse_base64(s)
+                .ok_or_else(|| JsonError::at(format!("{p}.data"), "not valid base64".into()))?,
             Some(other) => {
-                return Err(format!("{p}.data: expected a base64 string, found {}", describe(other)));
+                return Err(JsonError::at(
+                    format!("{p}.data"),
+                    format!("expected a base64 string, found {}", describe(other)),
+                ));
             }
-            None => return Err(format!("{p}.data: missing")),
+            None => return Err(JsonError::at(format!("{p}.data"), "missing".into())),
         };
         if known.contains(&tag) {
-            return Err(format!(
-                "{p}.tag: tag {tag} belongs to a field this struct knows; set that field instead"
+            return Err(JsonError::at(
+                format!("{p}.tag"),
+                format!("tag {tag} belongs to a field this struct knows; set that field instead"),
             ));
         }
         if out.last().is_some_and(|(prev, _)| tag <= *prev) {
-            return Err(format!(
-                "{p}.tag: tags must be in ascending order without repeats ({tag} follows {})",
-                out.last().map_or(0, |l| l.0)
+            return Err(JsonError::at(
+                format!("{p}.tag"),
+                format!(
+                    "tags must be in ascending order without repeats ({tag} follows {})",
+                    out.last().map_or(0, |l| l.0)
+                ),
             ));
         }
         if data.len() >= i32::MAX as usize {
-            return Err(format!("{p}.data: too long"));
+            return Err(JsonError::at(format!("{p}.data"), "too long".into()));
         }
         out.push((tag, data));
     }
@@ -316,10 +348,15 @@ fn expected(ty: &FieldType) -> String {
 }
 
 impl Read<'_> {
-    fn strukt(&mut self, s: &'static StructSchema, json: &Json, path: &str) -> Result<StructValue, String> {
-        let obj = json
-            .as_object()
-            .ok_or_else(|| format!("{path}: expected an object ({}), found {}", s.name, describe(json)))?;
+    fn strukt(
+        &mut self,
+        s: &'static StructSchema,
+        json: &Json,
+        path: &str,
+    ) -> Result<StructValue, JsonError> {
+        let obj = json.as_object().ok_or_else(|| {
+            JsonError::at(path, format!("expected an object ({}), found {}", s.name, describe(json)))
+        })?;
         for key in obj.keys() {
             if key == "_unknownTaggedFields" || s.fields.iter().any(|f| json_key(f.name) == *key) {
                 continue;
@@ -334,12 +371,14 @@ impl Read<'_> {
                 Some(f) => format!(" (did you mean {:?}?)", json_key(f.name)),
                 None => String::new(),
             };
-            return Err(format!(
-                "{}: unknown field{hint}; {} version {} has: {}",
+            return Err(JsonError::at(
                 join(path, key),
-                s.name,
-                self.version,
-                if here.is_empty() { "no fields".to_string() } else { here.join(", ") }
+                format!(
+                    "unknown field{hint}; {} version {} has: {}",
+                    s.name,
+                    self.version,
+                    if here.is_empty() { "no fields".to_string() } else { here.join(", ") }
+                ),
             ));
         }
         let mut out = StructValue::new(s);
@@ -349,11 +388,14 @@ impl Read<'_> {
             let in_version = f.versions.contains(self.version);
             match obj.get(&key) {
                 None if f.is_inline(self.version) => {
-                    return Err(format!(
-                        "{p}: missing; {} version {} requires this field ({})",
-                        s.name,
-                        self.version,
-                        type_name(&f.ty)
+                    return Err(JsonError::at(
+                        &p,
+                        format!(
+                            "missing; {} version {} requires this field ({})",
+                            s.name,
+                            self.version,
+                            type_name(&f.ty)
+                        ),
                     ));
                 }
                 None => {}
@@ -365,14 +407,15 @@ impl Read<'_> {
                     } else if !v.is_default_for(f) {
                         let why = format!(
                             "{} version {} cannot carry this field (it exists in versions {})",
-                            self.message,
-                            self.version,
-                            versions_text(f.versions)
+                            self.message, self.version, f.versions
                         );
                         if f.ignorable {
                             self.warnings.push(format!("{p}: left out: {why}; Kafka drops it too"));
                         } else {
-                            return Err(format!("{p}: {why}; remove it or set it to its default"));
+                            return Err(JsonError::at(
+                                &p,
+                                format!("{why}; remove it or set it to its default"),
+                            ));
                         }
                     }
                 }
@@ -383,9 +426,12 @@ impl Read<'_> {
             let p = join(path, "_unknownTaggedFields");
             let list = unknown_tags(v, &p, &known)?;
             if !list.is_empty() && !self.tagged {
-                return Err(format!(
-                    "{p}: version {} of {} is not flexible, so it has no tagged fields",
-                    self.version, self.message
+                return Err(JsonError::at(
+                    &p,
+                    format!(
+                        "version {} of {} is not flexible, so it has no tagged fields",
+                        self.version, self.message
+                    ),
                 ));
             }
             out.unknown_tagged_fields = list;
@@ -399,7 +445,7 @@ impl Read<'_> {
         nullable: bool,
         j: &Json,
         path: &str,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, JsonError> {
         if j.is_null() {
             let may_be_null = matches!(
                 ty,
@@ -410,17 +456,17 @@ impl Read<'_> {
                     | FieldType::Struct(_)
             );
             if !may_be_null {
-                return Err(format!("{path}: expected {}, found null", expected(ty)));
+                return Err(JsonError::at(path, format!("expected {}, found null", expected(ty))));
             }
             if !nullable {
-                return Err(format!(
-                    "{path}: null is not allowed; the field is not nullable in version {}",
-                    self.version
+                return Err(JsonError::at(
+                    path,
+                    format!("null is not allowed; the field is not nullable in version {}", self.version),
                 ));
             }
             return Ok(Value::Null);
         }
-        let wrong = || format!("{path}: expected {}, found {}", expected(ty), describe(j));
+        let wrong = || JsonError::at(path, format!("expected {}, found {}", expected(ty), describe(j)));
         Ok(match ty {
             FieldType::Bool => Value::Bool(j.as_bool().ok_or_else(wrong)?),
             FieldType::Int8 => Value::Int8(integer(j, i8::MIN.into(), i8::MAX.into(), "int8", path)? as i8),
@@ -446,25 +492,25 @@ impl Read<'_> {
             FieldType::String => {
                 let s = j.as_str().ok_or_else(wrong)?;
                 if s.len() > MAX_STRING_LEN {
-                    return Err(format!(
-                        "{path}: the string is {} bytes; Kafka strings are at most 32767",
-                        s.len()
+                    return Err(JsonError::at(
+                        path,
+                        format!("the string is {} bytes; Kafka strings are at most 32767", s.len()),
                     ));
                 }
                 Value::String(s.into())
             }
             FieldType::Bytes | FieldType::Records => {
                 let s = j.as_str().ok_or_else(wrong)?;
-                let b = parse_base64(s).ok_or_else(|| format!("{path}: not valid base64"))?;
+                let b = parse_base64(s).ok_or_else(|| JsonError::at(path, "not valid base64".into()))?;
                 if b.len() >= i32::MAX as usize {
-                    return Err(format!("{path}: too long"));
+                    return Err(JsonError::at(path, "too long".into()));
                 }
                 if matches!(ty, FieldType::Records) { Value::Records(b) } else { Value::Bytes(b) }
             }
             FieldType::Array(elem) => {
                 let items = j.as_array().ok_or_else(wrong)?;
                 if items.len() >= i32::MAX as usize {
-                    return Err(format!("{path}: too many elements for an array count"));
+                    return Err(JsonError::at(path, "too many elements for an array count".into()));
                 }
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {

@@ -6,7 +6,7 @@
 
 use super::build::*;
 use super::{MessageSchema, StructSchema};
-use crate::messages::ApiKey;
+use crate::ApiKey;
 
 /// The request schema of `api`.
 pub const fn request_schema(api: ApiKey) -> &'static MessageSchema {

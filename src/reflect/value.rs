@@ -164,6 +164,7 @@ impl StructValue {
 
 /// Why a [`Value`] cannot be encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ValueError {
     /// What the generated encoders report for the same value (a null where the version
     /// allows none, a field the version lacks, a string too long, unknown tags out of
@@ -185,7 +186,14 @@ impl fmt::Display for ValueError {
     }
 }
 
-impl core::error::Error for ValueError {}
+impl core::error::Error for ValueError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            ValueError::Encode(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<EncodeError> for ValueError {
     fn from(e: EncodeError) -> Self {

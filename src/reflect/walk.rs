@@ -14,8 +14,8 @@
 use core::fmt;
 
 use super::{FieldSchema, FieldType, StructSchema};
+use crate::ApiKey;
 use crate::error::{DecodeError, DecodeErrorKind};
-use crate::messages::ApiKey;
 use crate::types::{Uuid, Versions};
 use crate::wire::Reader;
 
@@ -57,7 +57,7 @@ pub enum Scalar<'a> {
 
 /// Which part of a frame a walk reads: the root of every [`Path`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
+pub enum FramePart {
     /// A request or response header.
     Header,
     /// A message body.
@@ -82,7 +82,7 @@ pub struct Step {
 /// index; the fields are found from the top struct's schema when asked for).
 #[derive(Clone, Copy)]
 pub struct Path {
-    part: Part,
+    part: FramePart,
     root: &'static StructSchema,
     /// Per step: the field's index in its struct, and the element index plus one (0: none).
     steps: [(u16, u32); MAX_DEPTH],
@@ -92,12 +92,12 @@ pub struct Path {
 
 impl Path {
     /// The path of the top struct `root` of `part`, before any field.
-    pub const fn new(part: Part, root: &'static StructSchema) -> Self {
+    pub const fn new(part: FramePart, root: &'static StructSchema) -> Self {
         Path { part, root, steps: [(0, 0); MAX_DEPTH], len: 0, tagged: false }
     }
 
     /// The part of the frame.
-    pub const fn part(&self) -> Part {
+    pub const fn part(&self) -> FramePart {
         self.part
     }
 
@@ -177,8 +177,8 @@ pub(crate) fn write_key(name: &str, f: &mut impl fmt::Write) -> fmt::Result {
 impl fmt::Display for Path {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.part {
-            Part::Header => "header",
-            Part::Body => "body",
+            FramePart::Header => "header",
+            FramePart::Body => "body",
         })?;
         for step in self.steps() {
             f.write_str(".")?;
@@ -245,7 +245,7 @@ pub struct TaggedField {
 
 /// A tagged-field section's framing, as [`Visitor::enter_tagged_fields`] receives it.
 #[derive(Clone, Copy, Debug)]
-pub struct TaggedSection<'p> {
+pub struct TaggedFraming<'p> {
     /// The struct the section belongs to (`None` for a header's).
     pub owner: Option<&'static StructSchema>,
     /// Where the count varint starts.
@@ -287,11 +287,11 @@ pub trait Visitor<'a> {
         let _ = (field, count);
     }
     /// A tagged-field section starts.
-    fn enter_tagged_fields(&mut self, section: &TaggedSection<'_>) {
+    fn enter_tagged_fields(&mut self, section: &TaggedFraming<'_>) {
         let _ = section;
     }
     /// The section ends at `end`.
-    fn leave_tagged_fields(&mut self, section: &TaggedSection<'_>, end: usize) {
+    fn leave_tagged_fields(&mut self, section: &TaggedFraming<'_>, end: usize) {
         let _ = (section, end);
     }
     /// A known tagged field starts; its value follows as an ordinary event whose
@@ -316,6 +316,7 @@ pub trait Visitor<'a> {
 
 /// Why a walk stopped.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum WalkError {
     /// The bytes break a wire rule: the same error kind and offset as the typed views
     /// report, with the path to the field.
@@ -391,7 +392,14 @@ impl fmt::Display for WalkError {
     }
 }
 
-impl core::error::Error for WalkError {}
+impl core::error::Error for WalkError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            WalkError::Decode { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 /// What [`walk_request_header`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -606,7 +614,7 @@ impl<'a, V: Visitor<'a>> Walk<'_, V> {
         }
         let section_path = self.path;
         let section =
-            TaggedSection { owner: s, offset: start, count_end: r.offset(), count, path: &section_path };
+            TaggedFraming { owner: s, offset: start, count_end: r.offset(), count, path: &section_path };
         self.visitor.enter_tagged_fields(&section);
         let result = self.tagged_entries(r, s, count);
         self.visitor.leave_tagged_fields(&section, r.offset());
@@ -692,7 +700,7 @@ pub fn walk_body<'a, V: Visitor<'a>>(
         0 => Ok(()),
         n => Err(decode_err(
             DecodeError::new(DecodeErrorKind::TrailingBytes(n as u32), end, "body"),
-            &Path::new(Part::Body, schema.body),
+            &Path::new(FramePart::Body, schema.body),
         )),
     }
 }
@@ -709,13 +717,13 @@ pub fn walk_body_prefix<'a, V: Visitor<'a>>(
     let mut r = Reader::with_base(body, base);
     if !schema.versions.contains(version) {
         let error = DecodeError::new(DecodeErrorKind::UnsupportedVersion(version), base, schema.name);
-        return Err(decode_err(error, &Path::new(Part::Body, schema.body)));
+        return Err(decode_err(error, &Path::new(FramePart::Body, schema.body)));
     }
     let flexible = schema.is_flexible(version);
     let mut w = Walk {
         visitor,
         mode: Mode { version, flexible, tagged: flexible },
-        path: Path::new(Part::Body, schema.body),
+        path: Path::new(FramePart::Body, schema.body),
     };
     let result = w.strukt(&mut r, schema.body);
     w.visitor.finish(r.offset());
@@ -735,7 +743,7 @@ pub fn walk_request_header<'a, V: Visitor<'a>>(
     let mut w = Walk {
         visitor,
         mode: Mode { version: 0, flexible: false, tagged: false },
-        path: Path::new(Part::Header, &REQUEST_HEADER),
+        path: Path::new(FramePart::Header, &REQUEST_HEADER),
     };
     let result = request_header(&mut w, &mut r, base);
     w.visitor.finish(r.offset());
@@ -794,7 +802,7 @@ pub fn walk_response_header<'a, V: Visitor<'a>>(
     let mut w = Walk {
         visitor,
         mode: Mode { version: 0, flexible: false, tagged },
-        path: Path::new(Part::Header, &RESPONSE_HEADER),
+        path: Path::new(FramePart::Header, &RESPONSE_HEADER),
     };
     let result = w.strukt(&mut r, &RESPONSE_HEADER);
     w.visitor.finish(r.offset());

@@ -1,9 +1,8 @@
 //! The Java harness of `tests/java` (Apache Kafka's own codec), built once by
 //! `tests/java/build.sh` and started once per test: one line in, one JSON line out.
-//! Included with `#[path]` by `tests/kafka_codec.rs` and `tests/kafka_records.rs`.
+//! Used by `tests/kafka_codec.rs`, `tests/kafka_records.rs` and `tests/kafka_validator.rs`.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -11,7 +10,7 @@ use serde_json::Value;
 /// The harness's class path, after building it if needed (fails loudly without Java 17+
 /// and Maven: these checks are not skipped).
 fn classpath(check: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = super::root();
     let status = Command::new("bash")
         .arg(root.join("tests/java/build.sh"))
         .status()

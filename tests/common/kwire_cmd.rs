@@ -1,7 +1,5 @@
-//! The `kwire` command run as a real process, for the tests of the command (included with
-//! `#[path]` by the tests that need it: `CARGO_BIN_EXE_kwire` exists only with `cli`).
-
-#![allow(dead_code)] // each test that includes this uses part of it
+//! The `kwire` command run as a real process, for the tests of the command
+//! (`CARGO_BIN_EXE_kwire` exists only with `cli`).
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

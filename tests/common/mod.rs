@@ -1,9 +1,36 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests, in one place: a test file says `mod common;`
+//! and uses what it needs (each test binary uses part of them, hence `dead_code`).
+//!
+//! - this file: hex, the shared vectors of `tests/vectors`, [`XorShift`], [`root`];
+//! - [`counting`]: a counting global allocator;
+//! - [`process`]: a child process run to its end with a time limit;
+//! - [`clients`]: the real client programs, their installation and checks (`interop`);
+//! - [`java`]: Kafka's own codec, the Java harness of `tests/java` (`interop`);
+//! - `kwire_cmd`: the `kwire` command as a process (`cli` only);
+//! - `proxy`: a running `kwire proxy` and the Kafka brokers of tests/kafka (`cli` only).
+//!
+//! The fuzz checks (`tests/fuzz_checks`) are shared with the fuzz crate and
+//! `benches/support` with the benches, so those stay where they are.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "proxy")]
+pub mod audit;
+pub mod clients;
 pub mod counting;
+pub mod java;
+#[cfg(feature = "cli")]
+pub mod kwire_cmd;
+pub mod newer_cluster;
+pub mod process;
+#[cfg(feature = "cli")]
+pub mod proxy;
+
+/// The repository's root (the crate's manifest folder).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
 
 /// Decodes lowercase or uppercase hex, ignoring whitespace.
 pub fn hex(text: &str) -> Vec<u8> {

@@ -1,10 +1,7 @@
 //! What the proxy tests (tests/proxy.rs, tests/proxy_cluster.rs, tests/proxy_tls.rs) share:
-//! a running `kwire proxy` with its output collected, the client installation
-//! (tests/proxy/setup.sh) and the Kafka broker or cluster of tests/kafka/broker.sh.
-//! Included with `#[path]` beside `common/process.rs` (as `mod process`), whose [`run`] it
-//! uses; `CARGO_BIN_EXE_kwire` exists only with the `cli` feature.
-
-#![allow(dead_code)] // each test that includes this uses part of it
+//! a running `kwire proxy` with its output collected, the Kafka broker or cluster of
+//! tests/kafka/broker.sh, and the metrics scrapes. With the `cli` feature only
+//! (`CARGO_BIN_EXE_kwire`); the client installation is in `common/clients.rs`.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -12,20 +9,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::process::{Output, run};
-
-/// How long `tests/proxy/setup.sh` may take when the tests have to run it.
-pub const SETUP_TIMEOUT: Duration = Duration::from_secs(1500);
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use super::process::{Output, run};
+use super::root;
 
 /// A running `kwire proxy`: its stdout lines (the first, "listening on", included) and its
 /// stderr, collected as they come; killed on drop.
@@ -206,24 +197,6 @@ impl Drop for Proxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Installs the clients once per test process with tests/proxy/setup.sh, unless
-/// `target/proxy-clients/ready` is there and `fresh` says what the caller needs besides
-/// is in place.
-pub fn setup(fresh: impl FnOnce() -> bool) {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let ready = root().join("target/proxy-clients/ready");
-        if ready.exists() && fresh() {
-            return;
-        }
-        let _ = std::fs::remove_file(&ready);
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/proxy/setup.sh"));
-        let out = run(cmd, "tests/proxy/setup.sh", SETUP_TIMEOUT);
-        assert!(out.ok, "tests/proxy/setup.sh failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
-    });
 }
 
 /// Runs `tests/kafka/broker.sh MODE target/kafka/NAME-PID ARGS...` (this process's PID,

@@ -18,10 +18,10 @@
 //!   ApiVersions of an unsupported version turned into `ApiVersionsUnsupported`), and the
 //!   client's is that of an `InFlight` model followed by `read_response`.
 
+use kwire::ApiKey;
 use kwire::conn::{ClientConn, ConnError, FrameBuf, InFlight, Received, ServerConn, read_response};
 use kwire::dispatch;
 use kwire::frame::{self, DEFAULT_MAX_FRAME_SIZE, FrameError, FrameStatus, ResponseHeaderView};
-use kwire::messages::ApiKey;
 use kwire::messages::api_versions::ApiVersionsRequest;
 use kwire::messages::metadata::MetadataRequest;
 
@@ -159,7 +159,7 @@ fn server_model(frame: &[u8], api_versions_max: i16) -> Result<(i16, i16, i32, u
             // Answered, from the header peek (which can still fail on the client id).
             let peek = frame::RequestHeaderView::peek(frame)?;
             assert_eq!((peek.api_version, peek.correlation_id), (api_version, correlation_id));
-            Ok((ApiKey::ApiVersions.key(), api_version, correlation_id, 0, true))
+            Ok((ApiKey::ApiVersions.to_i16(), api_version, correlation_id, 0, true))
         }
         Err(e) => Err(e.into()),
     }

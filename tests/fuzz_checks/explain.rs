@@ -10,8 +10,8 @@
 //! accepts it (`dispatch::parse_request` / `parse_response`); the hex dump has one row per
 //! 16 bytes; the record expansion, the record lines, the JSON and the tree render.
 
+use kwire::ApiKey;
 use kwire::dispatch;
-use kwire::messages::ApiKey;
 use kwire::reflect::explain::{self, FrameKind, Node};
 
 use super::version_with_neighbours;

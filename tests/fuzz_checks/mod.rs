@@ -26,6 +26,7 @@ use std::mem::discriminant;
 
 use arbitrary::Unstructured;
 use kwire::AnyBody;
+use kwire::ApiKey;
 use kwire::dispatch;
 use kwire::frame::{self, FrameError, FrameStatus};
 use kwire::messages::*;

@@ -37,7 +37,7 @@ use bytes::{Bytes, BytesMut};
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use kwire::dispatch;
-use kwire::messages::ApiKey;
+use kwire::ApiKey;
 use support::Prepared;
 
 use odradek_protocol::messages as od;

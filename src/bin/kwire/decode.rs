@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use std::borrow::Cow;
 
+use kwire::Direction;
 use kwire::dispatch;
 use kwire::frame::FrameError;
-use kwire::secrets::{self, Direction, Redaction};
+use kwire::secrets::{self, Redaction};
 use kwire::{ApiKey, DecodeErrorKind};
 
 use kwire::reflect::explain::{self, Explained, FrameKind as Kind, Problem};
@@ -119,11 +120,9 @@ fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
             let key = inner.get(..2).and_then(|b| ApiKey::from_i16(i16::from_be_bytes([b[0], b[1]])));
             (secrets::mask_request(inner, &mut copy[4..]), key, Direction::Request)
         }
-        Kind::Response(key, version) => (
-            secrets::mask_response(inner, key.key(), version, &mut copy[4..]),
-            Some(key),
-            Direction::Response,
-        ),
+        Kind::Response(key, version) => {
+            (secrets::mask_response(inner, key, version, &mut copy[4..]), Some(key), Direction::Response)
+        }
     };
     let note = match redaction {
         Redaction::Clean => return (Cow::Borrowed(frame), None),

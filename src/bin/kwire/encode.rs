@@ -14,7 +14,9 @@ use kwire::ApiKey;
 use kwire::dispatch;
 use kwire::frame;
 use kwire::messages::{RequestBody, ResponseBody};
-use kwire::reflect::json::{describe, from_json, integer, unknown_tags, versions_text};
+use kwire::reflect::json::from_json;
+
+use crate::json_input::{describe, integer, unknown_tags};
 use kwire::reflect::walk::{REQUEST_HEADER, RESPONSE_HEADER};
 use kwire::reflect::{self, Encoding, StructValue, Value as V};
 use serde_json::Value;
@@ -190,7 +192,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
             return Err(format!(
                 "header.requestApiVersion: {} has no request version {version} in kwire (versions {})",
                 key.name(),
-                versions_text(key.request_versions())
+                key.request_versions()
             ));
         }
         (key, version)
@@ -216,7 +218,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
             return Err(format!(
                 "{} has no response version {version} in kwire (versions {})",
                 key.name(),
-                versions_text(key.response_versions())
+                key.response_versions()
             ));
         }
         (key, version)
@@ -224,7 +226,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
 
     let schema = if request { reflect::request_schema(key) } else { reflect::response_schema(key) };
     let body_encoding = Encoding::body(schema, version);
-    let read = from_json(schema.body, schema.name, body_encoding, body, "body")?;
+    let read = from_json(schema.body, schema.name, body_encoding, body, "body").map_err(|e| e.to_string())?;
     let internal = |e: reflect::ValueError| format!("cannot encode the body: {e}");
     let body_len = read.value.encoded_len(body_encoding).map_err(internal)?;
 
@@ -264,7 +266,7 @@ pub fn build(doc: &Value, cli_key: Option<ApiKey>, cli_version: Option<i16>) -> 
     let mut head = StructValue::new(if request { &REQUEST_HEADER } else { &RESPONSE_HEADER });
     head.set("CorrelationId", V::Int32(correlation));
     if request {
-        head.set("RequestApiKey", V::Int16(key.key()));
+        head.set("RequestApiKey", V::Int16(key.to_i16()));
         head.set("RequestApiVersion", V::Int16(version));
         let client = match required(h, "clientId", "header")? {
             Value::Null => V::Null,

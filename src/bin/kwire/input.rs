@@ -198,7 +198,7 @@ pub fn parse_api_key(s: &str) -> Result<ApiKey, String> {
 
 /// The supported API keys, for error messages.
 pub fn supported_list() -> String {
-    let keys: Vec<String> = ApiKey::ALL.iter().map(|k| format!("{} {}", k.key(), k.name())).collect();
+    let keys: Vec<String> = ApiKey::ALL.iter().map(|k| format!("{} {}", k.to_i16(), k.name())).collect();
     format!("supported: {}", keys.join(", "))
 }
 

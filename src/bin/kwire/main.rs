@@ -4,6 +4,7 @@
 mod decode;
 mod encode;
 mod input;
+mod json_input;
 mod proxy;
 mod serve;
 mod versions;

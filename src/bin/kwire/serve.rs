@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::net::SocketAddr;
 
+use kwire::ApiKey;
 use kwire::broker::{Action, Broker, Config, Hook};
-use kwire::messages::ApiKey;
 
 /// Run a single-node, in-memory Kafka broker for tests and demos (records are kept in
 /// memory only, and lost when it stops).
@@ -129,9 +129,9 @@ fn hooks(args: &Args) -> Result<Vec<Hook>, String> {
         let (error, times) = counted("fail", spec, rest)?;
         let error = error.trim();
         let code = match error.parse::<i16>() {
-            Ok(n) => kwire::ErrorCode::from_code(n),
+            Ok(n) => kwire::ErrorCode::from_i16(n),
             Err(_) => (-1..=1000)
-                .filter_map(kwire::ErrorCode::from_code)
+                .filter_map(kwire::ErrorCode::from_i16)
                 .find(|e| e.name().eq_ignore_ascii_case(error)),
         }
         .ok_or(format!("--fail {spec}: unknown error {error:?}"))?;

@@ -23,16 +23,9 @@ pub struct Args {
     format: String,
 }
 
+/// A range for a table cell: `Versions`' own text, with `-` for none.
 fn range(v: Versions) -> String {
-    if v.is_empty() {
-        "-".into()
-    } else if v.max == i16::MAX {
-        format!("{}+", v.min)
-    } else if v.min == v.max {
-        v.min.to_string()
-    } else {
-        format!("{}-{}", v.min, v.max)
-    }
+    if v.is_empty() { "-".into() } else { v.to_string() }
 }
 
 /// Which header version goes with which body versions, e.g. `v1: 0-2, v2: 3-4`.
@@ -66,7 +59,7 @@ pub fn table() -> String {
         let within = Versions::new(flexible.min, flexible.max.min(key.request_versions().max));
         rows.push([
             key.name().into(),
-            key.key().to_string(),
+            key.to_i16().to_string(),
             range(key.request_versions()),
             range(key.response_versions()),
             range(within),
@@ -110,7 +103,7 @@ pub fn json() -> String {
             let flexible_min = if flexible.min <= flexible.max { Some(flexible.min) } else { None };
             serde_json::json!({
                 "name": key.name(),
-                "key": key.key(),
+                "key": key.to_i16(),
                 "min": versions.min,
                 "max": versions.max,
                 "flexible_min": flexible_min,

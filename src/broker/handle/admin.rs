@@ -16,7 +16,7 @@ impl Handler<'_> {
             .served()
             .iter()
             .map(|&(k, r)| ApiVersion {
-                api_key: k.key(),
+                api_key: k.to_i16(),
                 min_version: r.min,
                 max_version: r.max,
                 ..Default::default()
@@ -58,7 +58,7 @@ impl Handler<'_> {
                         None => match self.shared.topics.name_of(id) {
                             Some(n) => n,
                             None => {
-                                answers.push((ErrorCode::UnknownTopicId.code(), None, id, 0));
+                                answers.push((ErrorCode::UnknownTopicId.to_i16(), None, id, 0));
                                 continue;
                             }
                         },
@@ -67,9 +67,12 @@ impl Handler<'_> {
                         self.shared.topics.with(|all| all.get(&name).map(|t| (t.id, t.partitions.len())));
                     match found {
                         Some((id, n)) => answers.push((0, Some(name), id, n as i32)),
-                        None if valid_topic_name(&name).is_err() => {
-                            answers.push((ErrorCode::InvalidTopicException.code(), Some(name), Uuid::ZERO, 0))
-                        }
+                        None if valid_topic_name(&name).is_err() => answers.push((
+                            ErrorCode::InvalidTopicException.to_i16(),
+                            Some(name),
+                            Uuid::ZERO,
+                            0,
+                        )),
                         None if auto => {
                             let n = self.shared.config.default_partitions;
                             match self.shared.topics.create(self.shared, &name, n, Vec::new()) {
@@ -85,7 +88,7 @@ impl Handler<'_> {
                                     match again {
                                         Some((id, n)) => answers.push((0, Some(name), id, n)),
                                         None => answers.push((
-                                            ErrorCode::UnknownTopicOrPartition.code(),
+                                            ErrorCode::UnknownTopicOrPartition.to_i16(),
                                             Some(name),
                                             Uuid::ZERO,
                                             0,
@@ -95,7 +98,7 @@ impl Handler<'_> {
                             }
                         }
                         None => answers.push((
-                            ErrorCode::UnknownTopicOrPartition.code(),
+                            ErrorCode::UnknownTopicOrPartition.to_i16(),
                             Some(name),
                             Uuid::ZERO,
                             0,
@@ -211,7 +214,7 @@ impl Handler<'_> {
             });
             results.push(CreatePartitionsTopicResult {
                 name: t.name().into(),
-                error_code: code.code(),
+                error_code: code.to_i16(),
                 error_message: message.map(Into::into),
                 ..Default::default()
             });
@@ -250,7 +253,7 @@ impl Handler<'_> {
             results.push(DeletableTopicResult {
                 name: name.map(Into::into),
                 topic_id: if v >= 6 { topic_id } else { Uuid::ZERO },
-                error_code: code.code(),
+                error_code: code.to_i16(),
                 ..Default::default()
             });
         }
@@ -376,7 +379,7 @@ impl Handler<'_> {
                 }
                 Err((code, message)) => CreatableTopicResult {
                     name: name.into(),
-                    error_code: code.code(),
+                    error_code: code.to_i16(),
                     error_message: Some(message.into()),
                     num_partitions: -1,
                     replication_factor: -1,
@@ -455,7 +458,7 @@ impl Handler<'_> {
         let results: Vec<DescribeConfigsResult<'_>> = results
             .iter()
             .map(|(code, message, ty, name, entries)| DescribeConfigsResult {
-                error_code: code.code(),
+                error_code: code.to_i16(),
                 error_message: message.as_deref().map(Into::into),
                 resource_type: *ty,
                 resource_name: name.as_str().into(),

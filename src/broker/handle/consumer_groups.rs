@@ -20,7 +20,7 @@ impl Handler<'_> {
         let host = self.shared.host.as_str();
         let port = self.shared.port;
         let bad_type = !(0..=1).contains(&f.key_type());
-        let code = if bad_type { ErrorCode::InvalidRequest.code() } else { 0 };
+        let code = if bad_type { ErrorCode::InvalidRequest.to_i16() } else { 0 };
         let body = if v >= 4 {
             let coordinators: Vec<Coordinator<'_>> = f
                 .coordinator_keys()
@@ -92,7 +92,7 @@ impl Handler<'_> {
             (None, false) => Some("".into()),
         };
         let body = JoinGroupResponse {
-            error_code: result.error.map_or(0, |e| e.code()),
+            error_code: result.error.map_or(0, |e| e.to_i16()),
             generation_id: result.generation,
             protocol_type: result.protocol_type.as_deref().filter(|_| v >= 7).map(Into::into),
             protocol_name,
@@ -125,7 +125,7 @@ impl Handler<'_> {
             assignments,
         );
         let body = SyncGroupResponse {
-            error_code: code.code(),
+            error_code: code.to_i16(),
             protocol_type: ptype.filter(|_| v >= 5).map(Into::into),
             protocol_name: pname.filter(|_| v >= 5).map(Into::into),
             assignment: assignment.into(),
@@ -143,7 +143,7 @@ impl Handler<'_> {
     ) -> Result<(), ConnError> {
         use crate::messages::heartbeat::HeartbeatResponse;
         let code = self.shared.groups.heartbeat(h.group_id(), h.generation_id(), h.member_id());
-        let body = HeartbeatResponse { error_code: code.code(), ..Default::default() };
+        let body = HeartbeatResponse { error_code: code.to_i16(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
@@ -167,14 +167,14 @@ impl Handler<'_> {
                         .shared
                         .groups
                         .leave(self.shared, l.group_id(), m.member_id(), m.group_instance_id())
-                        .code(),
+                        .to_i16(),
                     ..Default::default()
                 })
                 .collect();
             LeaveGroupResponse { members: members.into(), ..Default::default() }
         } else {
             let code = self.shared.groups.leave(self.shared, l.group_id(), l.member_id(), None);
-            LeaveGroupResponse { error_code: code.code(), ..Default::default() }
+            LeaveGroupResponse { error_code: code.to_i16(), ..Default::default() }
         };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
@@ -227,7 +227,7 @@ impl Handler<'_> {
                 };
                 parts.push(OffsetCommitResponsePartition {
                     partition_index: i,
-                    error_code: code.code(),
+                    error_code: code.to_i16(),
                     ..Default::default()
                 });
             }
@@ -292,7 +292,7 @@ impl Handler<'_> {
         for id in d.groups() {
             let Some(group) = g.get(id) else {
                 groups.push(DescribedGroup {
-                    error_code: if v >= 6 { ErrorCode::GroupIdNotFound.code() } else { 0 },
+                    error_code: if v >= 6 { ErrorCode::GroupIdNotFound.to_i16() } else { 0 },
                     error_message: (v >= 6).then(|| std::format!("Group {id} not found.").into()),
                     group_id: id.into(),
                     group_state: "Dead".into(),
@@ -376,7 +376,7 @@ impl Handler<'_> {
                         let parts = parts
                             .into_iter()
                             .map(|p| match (&name, committed) {
-                                (None, _) => (p, -1, -1, None, ErrorCode::UnknownTopicId.code()),
+                                (None, _) => (p, -1, -1, None, ErrorCode::UnknownTopicId.to_i16()),
                                 (Some(n), Some(c)) => match c.get(&(n.clone(), p)) {
                                     Some(o) => (p, o.offset, o.leader_epoch, o.metadata.clone(), 0),
                                     None => (p, -1, -1, Some(String::new()), 0),
@@ -485,7 +485,7 @@ impl Handler<'_> {
         for (topic, _, parts) in found.iter_mut() {
             for p in parts.iter_mut() {
                 if pending.contains(&(topic.clone(), p.0)) {
-                    *p = (p.0, -1, -1, None, ErrorCode::UnstableOffsetCommit.code());
+                    *p = (p.0, -1, -1, None, ErrorCode::UnstableOffsetCommit.to_i16());
                 }
             }
         }

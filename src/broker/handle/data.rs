@@ -121,7 +121,7 @@ impl Handler<'_> {
                             first_error =
                                 Some(std::format!("{}/{index}: {:?} {}", t.name(), r.code, r.message));
                         }
-                        (r.code.code(), (-1, -1), Some(r.message).filter(|m| !m.is_empty() && v >= 8))
+                        (r.code.to_i16(), (-1, -1), Some(r.message).filter(|m| !m.is_empty() && v >= 8))
                     }
                 };
                 let record_errors: Vec<BatchIndexAndErrorMessage<'_>> = if v >= 8 {
@@ -182,7 +182,7 @@ impl Handler<'_> {
         let v = reply.api_version;
         if v >= 7 && f.session_id() != 0 {
             let body = FetchResponse {
-                error_code: ErrorCode::FetchSessionIdNotFound.code(),
+                error_code: ErrorCode::FetchSessionIdNotFound.to_i16(),
                 session_id: 0,
                 ..Default::default()
             };
@@ -224,12 +224,12 @@ impl Handler<'_> {
                         } else {
                             ErrorCode::UnknownTopicOrPartition
                         };
-                        parts.push((index, code.code(), -1, None, -1, None));
+                        parts.push((index, code.to_i16(), -1, None, -1, None));
                         continue;
                     };
                     if v >= 9 && p.current_leader_epoch() > 0 {
                         errors = true;
-                        parts.push((index, ErrorCode::UnknownLeaderEpoch.code(), -1, None, -1, None));
+                        parts.push((index, ErrorCode::UnknownLeaderEpoch.to_i16(), -1, None, -1, None));
                         continue;
                     }
                     let log = partition.lock();
@@ -237,7 +237,7 @@ impl Handler<'_> {
                     let offset = p.fetch_offset();
                     if offset < 0 || offset > hw {
                         errors = true;
-                        parts.push((index, ErrorCode::OffsetOutOfRange.code(), hw, None, -1, None));
+                        parts.push((index, ErrorCode::OffsetOutOfRange.to_i16(), hw, None, -1, None));
                         continue;
                     }
                     let limit = usize::try_from(p.partition_max_bytes())
@@ -341,9 +341,9 @@ impl Handler<'_> {
                     ..Default::default()
                 };
                 match self.shared.topics.partition(t.name(), index) {
-                    None => r.error_code = ErrorCode::UnknownTopicOrPartition.code(),
+                    None => r.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
                     Some(_) if v >= 4 && p.current_leader_epoch() > 0 => {
-                        r.error_code = ErrorCode::UnknownLeaderEpoch.code()
+                        r.error_code = ErrorCode::UnknownLeaderEpoch.to_i16()
                     }
                     Some(partition) => {
                         let log = partition.lock();

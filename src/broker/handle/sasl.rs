@@ -14,7 +14,7 @@ impl Handler<'_> {
         let accepted = h.mechanism() == "PLAIN";
         self.raw_sasl = accepted && v == 0;
         let mechanisms = ["PLAIN".into()];
-        let code = if accepted { 0 } else { ErrorCode::UnsupportedSaslMechanism.code() };
+        let code = if accepted { 0 } else { ErrorCode::UnsupportedSaslMechanism.to_i16() };
         let body = SaslHandshakeResponse { error_code: code, mechanisms: (&mechanisms).into() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
@@ -31,7 +31,7 @@ impl Handler<'_> {
             SaslAuthenticateResponse::default()
         } else {
             SaslAuthenticateResponse {
-                error_code: ErrorCode::SaslAuthenticationFailed.code(),
+                error_code: ErrorCode::SaslAuthenticationFailed.to_i16(),
                 error_message: Some("Authentication failed: invalid username or password".into()),
                 ..Default::default()
             }

@@ -53,7 +53,7 @@ impl Handler<'_> {
                 InitProducerIdResponse { producer_id, producer_epoch, ..Default::default() }
             }
             Err(e) => InitProducerIdResponse {
-                error_code: e.code(),
+                error_code: e.to_i16(),
                 producer_id: -1,
                 producer_epoch: -1,
                 ..Default::default()
@@ -119,8 +119,8 @@ impl Handler<'_> {
             let mut topics: Vec<(String, Vec<(i32, i16)>)> = Vec::new();
             for ((t, p, _), c) in parts.iter().zip(codes) {
                 match topics.last_mut() {
-                    Some(last) if last.0 == *t => last.1.push((*p, c.code())),
-                    _ => topics.push((t.clone(), std::vec![(*p, c.code())])),
+                    Some(last) if last.0 == *t => last.1.push((*p, c.to_i16())),
+                    _ => topics.push((t.clone(), std::vec![(*p, c.to_i16())])),
                 }
             }
             topics
@@ -221,7 +221,7 @@ impl Handler<'_> {
                 Err(e) => fenced_as(e, reply.api_version, 2),
             }
         };
-        let body = AddOffsetsToTxnResponse { error_code: code.code(), ..Default::default() };
+        let body = AddOffsetsToTxnResponse { error_code: code.to_i16(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
@@ -314,7 +314,7 @@ impl Handler<'_> {
                     .iter()
                     .map(|&(partition_index, code)| TxnOffsetCommitResponsePartition {
                         partition_index,
-                        error_code: code.code(),
+                        error_code: code.to_i16(),
                         ..Default::default()
                     })
                     .collect(),
@@ -345,7 +345,7 @@ impl Handler<'_> {
                 EndTxnResponse { producer_id, producer_epoch, ..Default::default() }
             }
             Err(code) => EndTxnResponse {
-                error_code: fenced_as(code, reply.api_version, 2).code(),
+                error_code: fenced_as(code, reply.api_version, 2).to_i16(),
                 producer_id: -1,
                 producer_epoch: -1,
                 ..Default::default()
@@ -369,12 +369,12 @@ impl Handler<'_> {
         for id in d.transactional_ids() {
             let state = match all.get(id) {
                 _ if id.is_empty() => TransactionState {
-                    error_code: ErrorCode::InvalidRequest.code(),
+                    error_code: ErrorCode::InvalidRequest.to_i16(),
                     transactional_id: id.into(),
                     ..Default::default()
                 },
                 None => TransactionState {
-                    error_code: ErrorCode::TransactionalIdNotFound.code(),
+                    error_code: ErrorCode::TransactionalIdNotFound.to_i16(),
                     transactional_id: id.into(),
                     ..Default::default()
                 },
@@ -441,7 +441,7 @@ impl Handler<'_> {
         };
         let Some((prefix, exact)) = matcher else {
             let body = ListTransactionsResponse {
-                error_code: ErrorCode::InvalidRequest.code(),
+                error_code: ErrorCode::InvalidRequest.to_i16(),
                 ..Default::default()
             };
             ServerConn::encode_response(reply, &body, out)?;

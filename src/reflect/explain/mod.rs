@@ -45,12 +45,12 @@ pub use render::{hex_legend, render_hex, render_tree};
 
 use super::json::{json_key, type_name, uuid_string};
 use super::walk::{
-    self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedSection, Visitor,
+    self as rwalk, Field, REQUEST_HEADER, RESPONSE_HEADER, Scalar, TaggedField, TaggedFraming, Visitor,
 };
 use super::{Builder, FieldSchema, FieldType, StructSchema, StructValue, Value};
+use crate::ApiKey;
 use crate::error::DecodeErrorKind;
 use crate::error_code::ErrorCode;
-use crate::messages::ApiKey;
 
 /// Which part of a frame a byte belongs to, for colouring the hex dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,7 +226,7 @@ impl Explained {
         use super::json::to_json;
         let mut top = serde_json::Map::new();
         if let (FrameKind::Response(..), Some((key, version))) = (self.kind, self.api) {
-            top.insert("apiKey".into(), key.key().into());
+            top.insert("apiKey".into(), key.to_i16().into());
             top.insert("apiVersion".into(), version.into());
         }
         if let Some((value, encoding)) = &self.header {
@@ -491,10 +491,10 @@ impl<'a> Visitor<'a> for Both<'_> {
         self.tree.leave_array(field, count);
         self.value.leave_array(field, count);
     }
-    fn enter_tagged_fields(&mut self, section: &TaggedSection<'_>) {
+    fn enter_tagged_fields(&mut self, section: &TaggedFraming<'_>) {
         self.tree.enter_tagged_fields(section);
     }
-    fn leave_tagged_fields(&mut self, section: &TaggedSection<'_>, end: usize) {
+    fn leave_tagged_fields(&mut self, section: &TaggedFraming<'_>, end: usize) {
         self.tree.leave_tagged_fields(section, end);
     }
     fn tagged_field(&mut self, field: &TaggedField) {
@@ -694,7 +694,7 @@ impl<'a> Visitor<'a> for TreeBuilder<'_> {
         }
     }
 
-    fn enter_tagged_fields(&mut self, section: &TaggedSection<'_>) {
+    fn enter_tagged_fields(&mut self, section: &TaggedFraming<'_>) {
         let about = if self.region == Region::Header {
             "number of tagged fields in the header"
         } else {
@@ -708,7 +708,7 @@ impl<'a> Visitor<'a> for TreeBuilder<'_> {
         self.stack.push(node);
     }
 
-    fn leave_tagged_fields(&mut self, _: &TaggedSection<'_>, end: usize) {
+    fn leave_tagged_fields(&mut self, _: &TaggedFraming<'_>, end: usize) {
         if let Some(node) = self.stack.pop() {
             self.push(node.end(end));
         }
@@ -812,7 +812,7 @@ fn prefix_note(len: Option<usize>, flexible: bool, classic: &str) -> String {
 
 /// An error code with Kafka's name for it when it is not 0.
 fn error_code(code: i64) -> String {
-    match i16::try_from(code).ok().filter(|c| *c != 0).and_then(ErrorCode::from_code) {
+    match i16::try_from(code).ok().filter(|c| *c != 0).and_then(ErrorCode::from_i16) {
         Some(e) => format!("{code} ({})", e.name()),
         None => code.to_string(),
     }

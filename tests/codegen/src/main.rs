@@ -89,6 +89,7 @@ fn generate() -> BTreeMap<PathBuf, String> {
         apis.push(emit::Api { name, key, request: req, response: resp });
     }
     apis.sort_by_key(|a| a.key);
+    files.insert(root().join("src/api_key/table.rs"), emit::modules::api_key(&apis));
     files.insert(root().join("src/messages/mod.rs"), emit::modules::messages(&apis));
     files.insert(root().join("src/reference/mod.rs"), emit::modules::reference(&apis));
     files.insert(root().join("src/reflect/schemas.rs"), emit::reflect::module(&apis));

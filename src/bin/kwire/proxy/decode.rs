@@ -5,9 +5,9 @@
 //! Frames here are whole frames *without* their 4-byte size prefix (as
 //! `kwire::frame::split_frame` returns them), except where a function says otherwise.
 
+use kwire::ApiKey;
 use kwire::frame::{self, FrameError};
-use kwire::messages::ResponseBodyView;
-use kwire::messages::{ApiKey, RequestBody, ResponseBody};
+use kwire::messages::{RequestBody, ResponseBody};
 use kwire::secrets::{self, Redaction};
 use kwire::{AnyBody, List, RawTaggedField, dispatch};
 
@@ -15,12 +15,9 @@ use kwire::reflect::StructSchema;
 
 use kwire::reflect::addresses;
 
-/// Apache Kafka's default limit on a request's size (`socket.request.max.bytes`).
-pub const DEFAULT_MAX_FRAME: usize = frame::DEFAULT_MAX_FRAME_SIZE;
-
 /// The name of a Kafka error code (`UNKNOWN_TOPIC_OR_PARTITION`), or the number.
 pub fn error_name(code: i16) -> String {
-    match kwire::ErrorCode::from_code(code) {
+    match kwire::ErrorCode::from_i16(code) {
         Some(e) => e.name().to_string(),
         None => code.to_string(),
     }
@@ -74,6 +71,7 @@ pub fn decode_request(frame: &[u8]) -> Decoded {
             Decoded::Unknown(format!("kwire: {e}"))
         }
         Err(FrameError::Decode(e)) => Decoded::Malformed(e.to_string()),
+        Err(e) => Decoded::Unknown(format!("kwire: {e}")),
     }
 }
 
@@ -141,6 +139,7 @@ pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
             return Ok(false);
         }
         Err(FrameError::Decode(e)) => return Err(e.to_string()),
+        Err(e) => return Err(e.to_string()),
     };
     let version = req.header.api_version();
     let body = RequestBody::from(req.body);
@@ -205,29 +204,6 @@ pub fn frame_json(frame_with_prefix: &[u8], response: Option<(i16, i16)>) -> Opt
     Some(explained.to_json().to_string())
 }
 
-/// The mechanism of a SaslHandshake **v0** request (`Some(None)` if it cannot be read),
-/// or `None` for any other frame: after a v0 handshake, raw SASL tokens follow.
-pub fn sasl_handshake_v0(frame: &[u8]) -> Option<Option<String>> {
-    let peek = kwire::frame::RequestHeaderView::peek(frame).ok()?;
-    if peek.api_key != ApiKey::SaslHandshake.key() || peek.api_version != 0 {
-        return None;
-    }
-    Some(match dispatch::parse_request_prefix(frame) {
-        Ok((dispatch::Request { body: kwire::messages::RequestBodyView::SaslHandshake(v), .. }, _)) => {
-            Some(v.mechanism().to_string())
-        }
-        _ => None,
-    })
-}
-
-/// The error code of a SaslHandshake response at `version` (-1 if it cannot be read).
-pub fn sasl_handshake_error(frame: &[u8], version: i16) -> i16 {
-    match dispatch::parse_response(frame, ApiKey::SaslHandshake, version) {
-        Ok(dispatch::Response { body: ResponseBodyView::SaslHandshake(v), .. }) => v.error_code(),
-        _ => -1,
-    }
-}
-
 /// A copy of `frame_with_prefix` for logs and recordings, with its secrets masked
 /// (`kwire::secrets`): `response_to` is `Some((api_key, version))` for a response, `None`
 /// for a request; `Some((-1, -1))` for a response that answers no known request (masked
@@ -239,8 +215,10 @@ pub fn redacted(frame_with_prefix: &[u8], response_to: Option<(i16, i16)>) -> (V
     let frame = &frame_with_prefix[4.min(frame_with_prefix.len())..];
     let r = match response_to {
         None => secrets::mask_request(frame, body),
-        Some((-1, _)) => secrets::mask_unknown_response(frame, body),
-        Some((key, version)) => secrets::mask_response(frame, key, version, body),
+        Some((key, version)) => match ApiKey::from_i16(key) {
+            Some(key) => secrets::mask_response(frame, key, version, body),
+            None => secrets::mask_unknown_response(frame, body),
+        },
     };
     (out, r)
 }
@@ -262,11 +240,12 @@ pub fn redaction_note(r: &Redaction) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use kwire::ApiKey;
     use kwire::filter::{FilterChain, RewriteAddresses, Verdict};
+    use kwire::messages::MetadataResponse;
     use kwire::messages::metadata::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
-    use kwire::messages::{ApiKey, MetadataResponse};
     use kwire::{List, Str};
 
     use super::*;
@@ -327,7 +306,7 @@ mod tests {
         for version in ApiKey::Metadata.response_versions().min..=ApiKey::Metadata.response_versions().max {
             let before =
                 response_frame(&metadata(&[(1, "broker-1.example", 9092), (2, "b2", 9093)]), version);
-            let info = decode_response(&before[4..], ApiKey::Metadata.key(), version);
+            let info = decode_response(&before[4..], ApiKey::Metadata.to_i16(), version);
             assert_eq!(info.decoded, Decoded::Ok, "v{version}");
             assert_eq!(info.errors, vec![6], "v{version}");
             let to = |host: &str, port| {
@@ -338,7 +317,7 @@ mod tests {
             };
             let expected = response_frame(&metadata(&[(1, "127.0.0.1", 40001), (2, "b2", 9093)]), version);
             assert_eq!(after, expected[4..], "v{version}");
-            assert_eq!(roundtrip_response(&after, ApiKey::Metadata.key(), version), Ok(true));
+            assert_eq!(roundtrip_response(&after, ApiKey::Metadata.to_i16(), version), Ok(true));
         }
     }
 
@@ -372,10 +351,10 @@ mod tests {
                 panic!("{name}")
             };
             assert_eq!(moved.len(), frame.len() - 4 + 1, "{name}");
-            let before = decode_response(&frame[4..], key.key(), version);
-            let after = decode_response(&moved, key.key(), version);
+            let before = decode_response(&frame[4..], key.to_i16(), version);
+            let after = decode_response(&moved, key.to_i16(), version);
             assert_eq!((after.decoded, &after.errors), (Decoded::Ok, &before.errors), "{name}");
-            assert_eq!(roundtrip_response(&moved, key.key(), version), Ok(true), "{name}");
+            assert_eq!(roundtrip_response(&moved, key.to_i16(), version), Ok(true), "{name}");
         }
     }
 
@@ -396,15 +375,5 @@ mod tests {
         // ApiVersions v3 with a truncated body.
         let frame = [0, 18, 0, 3, 0, 0, 0, 1, 0, 1, b'c', 0, 5, b'a'];
         assert!(matches!(decode_request(&frame), Decoded::Malformed(_)));
-    }
-
-    #[test]
-    fn sasl_handshake_v0_is_seen() {
-        let body = kwire::messages::SaslHandshakeRequest { mechanism: Str::Borrowed("SCRAM-SHA-512") };
-        let mut buf = [0u8; 64];
-        let n = dispatch::encode_request(&body, 0, 1, None, &mut buf).unwrap();
-        assert_eq!(sasl_handshake_v0(&buf[4..n]), Some(Some("SCRAM-SHA-512".to_string())));
-        let n = dispatch::encode_request(&body, 1, 1, None, &mut buf).unwrap();
-        assert_eq!(sasl_handshake_v0(&buf[4..n]), None);
     }
 }

@@ -1,12 +1,6 @@
 //! Descriptors: the soft `RLIMIT_NOFILE` raised to the hard limit at start-up, and the
-//! gate that keeps the open connections within what that limit serves.
-//!
-//! A client connection costs two descriptors (its socket and the upstream socket). When
-//! the gate is full, every listener is closed, so that a new client is refused by the
-//! kernel (connection refused) instead of being accepted and dropped; a listener opens
-//! again on the same address as soon as a connection ends.
-
-use std::sync::Mutex;
+//! connections that limit serves (`kwire::proxy` closes its listeners past that bound).
+//! A client connection costs two descriptors (its socket and the upstream socket).
 
 /// Descriptors per client connection: the client's socket and the broker's.
 pub const FDS_PER_CONNECTION: u64 = 2;
@@ -45,76 +39,9 @@ pub fn raise_nofile() -> Result<NoFile, String> {
     Ok(NoFile { before: soft, now, hard })
 }
 
-/// The count of open client connections, bounded.
-pub struct Gate {
-    max: usize,
-    open: Mutex<usize>,
-    /// Woken when a place is given back.
-    notify: tokio::sync::Notify,
-}
-
-impl Gate {
-    /// A gate of at most `max` connections.
-    pub fn new(max: usize) -> Gate {
-        Gate { max, open: Mutex::new(0), notify: tokio::sync::Notify::new() }
-    }
-
-    /// The bound.
-    pub fn max(&self) -> usize {
-        self.max
-    }
-
-    /// Connections open now.
-    pub fn open(&self) -> usize {
-        *self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Takes a place if there is one: the caller then accepts at most one connection, and
-    /// gives the place back with [`Gate::release`] if it accepted none.
-    pub fn try_take(&self) -> bool {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if *open >= self.max {
-            return false;
-        }
-        *open += 1;
-        true
-    }
-
-    /// Gives a place back (a connection ended, or none was accepted).
-    pub fn release(&self) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        *open = open.saturating_sub(1);
-        self.notify.notify_waiters();
-    }
-
-    /// Waits until a place is free.
-    pub async fn room(&self) {
-        loop {
-            let notified = self.notify.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.open() < self.max {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gate_bounds_and_releases() {
-        let gate = Gate::new(2);
-        assert!(gate.try_take() && gate.try_take());
-        assert!(!gate.try_take());
-        gate.release();
-        assert_eq!(gate.open(), 1);
-        assert!(gate.try_take());
-        assert_eq!(gate.open(), 2);
-    }
 
     #[test]
     fn connections_from_the_limit() {

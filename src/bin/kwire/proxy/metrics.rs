@@ -1,19 +1,13 @@
-//! `--metrics ADDR`: serves `kwire::conn::metrics::Metrics` (namespace `kwire_proxy`) in
-//! the Prometheus text format, with the `--max-connections` bound as
-//! `kwire_proxy_connections_max`, and with TLS termination the client handshakes that
-//! failed, `kwire_proxy_tls_handshake_failures_total{reason}` (`tls::Failures`).
+//! `--metrics ADDR`: serves the proxy's metrics (`kwire::proxy::Proxy::render_metrics`) in
+//! the Prometheus text format.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// The metrics' namespace.
-pub const NAMESPACE: &str = "kwire_proxy";
 
 /// Serves `GET /metrics` (any path) on `listener`, one scrape at a time, each bounded to
 /// 8 KiB of request and 2 s.
-pub fn serve(listener: TcpListener, shared: Arc<super::Shared>) {
+pub fn serve(listener: TcpListener, render: impl Fn() -> String) {
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else {
             std::thread::sleep(Duration::from_millis(100));
@@ -32,10 +26,7 @@ pub fn serve(listener: TcpListener, shared: Arc<super::Shared>) {
                 break;
             }
         }
-        let mut body = shared.metrics.render(Some(shared.gate.max()));
-        if shared.tls.terminates() {
-            shared.tls.failures.render_into(&mut body, NAMESPACE);
-        }
+        let body = render();
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\n\
              Connection: close\r\n\r\n",

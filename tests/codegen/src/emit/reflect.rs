@@ -97,9 +97,7 @@ pub fn module(apis: &[Api]) -> String {
     let mut o = String::from(GENERATED_FROM_ALL);
     o.push_str("//! Every message's schema as static data: a module per API, one line per field (the\n");
     o.push_str("//! builders are in `build.rs`).\n\n");
-    o.push_str(
-        "use super::build::*;\nuse super::{MessageSchema, StructSchema};\nuse crate::messages::ApiKey;\n\n",
-    );
+    o.push_str("use super::build::*;\nuse super::{MessageSchema, StructSchema};\nuse crate::ApiKey;\n\n");
     for (fname, doc, side) in [
         ("request_schema", "The request schema of `api`.", "REQUEST"),
         ("response_schema", "The response schema of `api`.", "RESPONSE"),

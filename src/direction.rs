@@ -1,0 +1,10 @@
+//! Which way a frame goes.
+
+/// Which way a frame goes: a request (client to broker) or a response (broker to client).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// A request: from a client to a broker.
+    Request,
+    /// A response: from a broker to a client.
+    Response,
+}

@@ -1,0 +1,465 @@
+//! Filters: code that sees each request and response of a connection as typed views and
+//! decides what happens to it (feature `alloc`).
+//!
+//! A [`Filter`] gets the frame's header and body view ([`dispatch::Request`] or
+//! [`dispatch::Response`], with the request's API and version for a response in an
+//! [`Exchange`]) and returns an action: pass the frame on, rewrite it (only the body is
+//! encoded again; the header's bytes are kept), answer a request itself, drop a request, or
+//! close the connection. A [`FilterChain`] runs filters in order on requests and in
+//! reverse order on responses, as layers around the broker, and turns their actions into
+//! one [`Verdict`] for the frame that the I/O loop carries out.
+//!
+//! Built in: [`DenyApis`] (an API deny-list), [`RewriteAddresses`] (broker addresses in
+//! responses replaced, so that clients keep talking through a proxy; [`BrokerPorts`] is the
+//! rule of a port per broker by node id, the same in every proxy instance). The masking of
+//! secrets in copies of frames for logs and recordings is [`crate::secrets::redact`].
+//!
+//! A filter of your own, which counts requests per API and renames one client:
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use kwire::dispatch::Request;
+//! use kwire::filter::{Filter, FilterChain, RequestAction, Verdict};
+//! use kwire::messages::{ApiVersionsRequest, RequestBody};
+//! use kwire::ApiKey;
+//!
+//! #[derive(Default)]
+//! struct CountAndRename {
+//!     per_api: BTreeMap<ApiKey, u64>,
+//! }
+//!
+//! impl Filter for CountAndRename {
+//!     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+//!         *self.per_api.entry(request.body.api_key()).or_default() += 1;
+//!         match request.header.client_id() {
+//!             // A client id is in the header; the body is rewritten the same way.
+//!             Some("legacy-app") => RequestAction::RewriteHeader { client_id: Some("app-v1".into()) },
+//!             _ => RequestAction::Pass,
+//!         }
+//!     }
+//! }
+//!
+//! let mut chain = FilterChain::new();
+//! chain.push(CountAndRename::default());
+//!
+//! let mut frame = [0u8; 64];
+//! let n = kwire::dispatch::encode_request(&ApiVersionsRequest::default(), 3, 9, Some("legacy-app"), &mut frame)?;
+//! let Verdict::Replace(new) = chain.on_request(&frame[4..n]) else { panic!("rewritten") };
+//! let request = kwire::dispatch::parse_request(&new)?;
+//! assert_eq!(request.header.client_id(), Some("app-v1"));
+//! assert_eq!(request.header.correlation_id(), 9);
+//! assert!(matches!(RequestBody::from(request.body), RequestBody::ApiVersions(_)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What the chain guarantees
+//!
+//! - Frames kwire cannot read (an unknown API or version, a malformed body) reach no
+//!   filter and are forwarded unchanged: a filter only ever sees checked views.
+//! - A filter is asked about a frame only if its `wants_*` says so; a frame no filter wants
+//!   is not parsed at all.
+//! - A rewritten frame keeps its header (correlation id, client id, header tagged fields)
+//!   byte for byte, unless the filter rewrote the header itself; the next filter sees the
+//!   rewritten frame.
+//! - A request that expects an answer is never silently lost: dropping it closes the
+//!   connection instead. Answering a Produce request with `acks = 0`, which expects none,
+//!   drops it instead.
+
+use alloc::boxed::Box;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+use crate::ApiKey;
+use crate::conn::expects_response;
+use crate::dispatch::{self, Request, Response};
+use crate::encode::AnyBody;
+use crate::frame::{RequestHeader, RequestHeaderView};
+use crate::messages::{RequestBody, ResponseBody, ResponseBodyView};
+use crate::types::{List, RawTaggedField, Versions};
+
+/// What a response answers: the request's API, the version the response is read at (the
+/// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),
+/// and the correlation id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exchange {
+    /// The request's API.
+    pub api_key: ApiKey,
+    /// The version of the response body.
+    pub api_version: i16,
+    /// The correlation id.
+    pub correlation_id: i32,
+}
+
+/// What a filter does with a request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RequestAction<'a> {
+    /// Pass it on unchanged.
+    Pass,
+    /// Replace the body with this one (the same API, encoded at the request's version);
+    /// the header is kept.
+    Rewrite(RequestBody<'a>),
+    /// Keep the body and write the header again with this client id.
+    RewriteHeader {
+        /// The new client id.
+        client_id: Option<String>,
+    },
+    /// Do not forward it; answer the client with this body (the same API, encoded at the
+    /// request's version and with its correlation id).
+    Respond(ResponseBody<'a>),
+    /// Do not forward it and do not answer (a request that expects an answer closes the
+    /// connection instead).
+    Drop,
+    /// Close the connection, for this reason.
+    Close(String),
+}
+
+/// What a filter does with a response. Responses cannot be dropped: the client waits for
+/// each answer in order.
+// An action is returned once per frame and moved at once; boxing the body would cost an
+// allocation per rewrite.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ResponseAction<'a> {
+    /// Pass it on unchanged.
+    Pass,
+    /// Replace the body with this one (the same API, encoded at the response's version);
+    /// the header is kept.
+    Rewrite(ResponseBody<'a>),
+    /// Close the connection, for this reason.
+    Close(String),
+}
+
+/// A filter: sees requests and responses as checked views and decides what happens to
+/// them. Every method has a default that passes everything on.
+pub trait Filter {
+    /// Whether [`Filter::on_request`] wants requests of this API and version (a frame that
+    /// no filter wants is not parsed).
+    fn wants_request(&self, api_key: ApiKey, version: i16) -> bool {
+        let _ = (api_key, version);
+        true
+    }
+
+    /// Decides what happens to a request.
+    fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+        let _ = request;
+        RequestAction::Pass
+    }
+
+    /// Whether [`Filter::on_response`] wants responses of this API and version.
+    fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
+        let _ = (api_key, version);
+        true
+    }
+
+    /// Decides what happens to a response.
+    fn on_response<'a>(&mut self, exchange: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
+        let _ = (exchange, response);
+        ResponseAction::Pass
+    }
+
+    /// The versions of `api_key` this filter handles, out of `readable` (what the broker
+    /// serves and kwire reads, cut by the filters before this one). The ApiVersions answers
+    /// that clients get through the chain list only what every filter handles; `None` takes
+    /// the API out of them. By default a filter handles every version.
+    fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
+        let _ = api_key;
+        Some(readable)
+    }
+}
+
+/// What to do with a frame, after every filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forward the frame as it came.
+    Forward,
+    /// Forward this frame instead (without its size prefix).
+    Replace(Vec<u8>),
+    /// Do not forward the request; send this response frame (without its size prefix) to
+    /// the client, in its turn.
+    Respond(Vec<u8>),
+    /// Forward nothing; nothing answers it (a request that expects no answer).
+    Drop,
+    /// Close the connection.
+    Close(String),
+}
+
+/// Filters in order: requests go through them first to last, responses last to first.
+#[derive(Default)]
+pub struct FilterChain {
+    filters: Vec<Box<dyn Filter + Send>>,
+}
+
+impl core::fmt::Debug for FilterChain {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "FilterChain({} filters)", self.filters.len())
+    }
+}
+
+fn encode_body(body: &impl AnyBody, version: i16) -> Result<Vec<u8>, String> {
+    let n = body.encoded_len(version).map_err(|e| e.to_string())?;
+    let mut out = vec![0u8; n];
+    body.encode(version, &mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+fn splice(header: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(header.len() + body.len());
+    out.extend_from_slice(header);
+    out.extend_from_slice(body);
+    out
+}
+
+/// What one filter's action made of a request.
+enum Step {
+    Same,
+    New(Vec<u8>),
+    Done(Verdict),
+}
+
+fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) -> Step {
+    let header = request.header;
+    let version = header.api_version();
+    let key = request.body.api_key();
+    let wrong_api = |what: &str, got: &str| {
+        let mut s = String::new();
+        let _ = write!(s, "a filter {what} a {} request with a {got} body", key.name());
+        Step::Done(Verdict::Close(s))
+    };
+    match action {
+        RequestAction::Pass => Step::Same,
+        RequestAction::Rewrite(body) => {
+            if body.api_key() != key {
+                return wrong_api("rewrote", body.api_key().name());
+            }
+            match encode_body(&body, version) {
+                Ok(b) => Step::New(splice(&frame[..header.as_bytes().len()], &b)),
+                Err(e) => Step::Done(Verdict::Close(alloc::format!(
+                    "a filter's rewritten {} request: {e}",
+                    key.name()
+                ))),
+            }
+        }
+        RequestAction::RewriteHeader { client_id } => {
+            let tags: Vec<RawTaggedField<'_>> = header
+                .unknown_tagged_fields()
+                .map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) })
+                .collect();
+            let new = RequestHeader {
+                correlation_id: header.correlation_id(),
+                client_id: client_id.as_deref(),
+                unknown_tagged_fields: &tags,
+            };
+            let header_version = header.version();
+            match new.encoded_len(header_version) {
+                Ok(len) => {
+                    let mut out = vec![0u8; len + frame.len() - header.as_bytes().len()];
+                    let mut w = crate::wire::Writer::new(&mut out[..len]);
+                    new.write(&mut w, key.to_i16(), version, header_version);
+                    // The body's bytes as they came (trailing bytes included).
+                    out[len..].copy_from_slice(&frame[header.as_bytes().len()..]);
+                    Step::New(out)
+                }
+                Err(e) => Step::Done(Verdict::Close(e.to_string())),
+            }
+        }
+        RequestAction::Respond(body) => {
+            if !expects_response(&request.body) {
+                return Step::Done(Verdict::Drop);
+            }
+            if body.api_key() != key {
+                return wrong_api("answered", body.api_key().name());
+            }
+            let answer = dispatch::response_len(&body, version).and_then(|n| {
+                let mut out = vec![0u8; n];
+                dispatch::encode_response(&body, version, header.correlation_id(), &mut out).map(|_| out)
+            });
+            match answer {
+                Ok(mut out) => {
+                    out.drain(..4);
+                    Step::Done(Verdict::Respond(out))
+                }
+                Err(e) => {
+                    Step::Done(Verdict::Close(alloc::format!("a filter's answer to {}: {e}", key.name())))
+                }
+            }
+        }
+        RequestAction::Drop if expects_response(&request.body) => Step::Done(Verdict::Close(alloc::format!(
+            "a filter dropped a {} request, which expects an answer",
+            key.name()
+        ))),
+        RequestAction::Drop => Step::Done(Verdict::Drop),
+        RequestAction::Close(why) => Step::Done(Verdict::Close(why)),
+    }
+}
+
+/// Reads a response as Kafka's clients do: at the request's version, or, for an
+/// ApiVersions error answer, at version 0. Returns the response and its version.
+fn read_response(frame: &[u8], key: ApiKey, version: i16) -> Option<(Response<'_>, i16)> {
+    match dispatch::parse_response(frame, key, version) {
+        Ok(r) => Some((r, version)),
+        Err(_) if key == ApiKey::ApiVersions && version > 0 => {
+            dispatch::parse_response(frame, key, 0).ok().map(|r| (r, 0))
+        }
+        Err(_) => None,
+    }
+}
+
+impl FilterChain {
+    /// An empty chain (it forwards everything).
+    pub fn new() -> Self {
+        FilterChain { filters: Vec::new() }
+    }
+
+    /// Adds a filter after the others (nearer the broker).
+    pub fn push(&mut self, filter: impl Filter + Send + 'static) -> &mut Self {
+        self.filters.push(Box::new(filter));
+        self
+    }
+
+    /// Whether the chain has no filters.
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// Whether some filter wants requests of this API and version.
+    pub fn wants_request(&self, api_key: ApiKey, version: i16) -> bool {
+        self.filters.iter().any(|f| f.wants_request(api_key, version))
+    }
+
+    /// Whether some filter wants responses of this API and version.
+    pub fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
+        self.filters.iter().any(|f| f.wants_response(api_key, version))
+    }
+
+    /// Runs a request frame (without its size prefix) through the filters.
+    pub fn on_request(&mut self, frame: &[u8]) -> Verdict {
+        let Ok(peek) = RequestHeaderView::peek(frame) else { return Verdict::Forward };
+        let (key, version) = (peek.api_key, peek.api_version);
+        let Some(key) = ApiKey::from_i16(key) else { return Verdict::Forward };
+        if key == ApiKey::ApiVersions && !key.request_versions().contains(version) {
+            return self.unsupported_api_versions(peek.correlation_id);
+        }
+        if !self.wants_request(key, version) {
+            return Verdict::Forward;
+        }
+        let mut current: Option<Vec<u8>> = None;
+        for filter in &mut self.filters {
+            if !filter.wants_request(key, version) {
+                continue;
+            }
+            let bytes = current.as_deref().unwrap_or(frame);
+            let Ok((request, _)) = dispatch::parse_request_prefix(bytes) else {
+                // Only the original frame can fail here: a rewritten one was encoded by kwire.
+                break;
+            };
+            let action = filter.on_request(&request);
+            match request_step(bytes, &request, action) {
+                Step::Same => {}
+                Step::New(new) => current = Some(new),
+                Step::Done(verdict) => return verdict,
+            }
+        }
+        current.map_or(Verdict::Forward, Verdict::Replace)
+    }
+
+    /// Runs a response frame (without its size prefix) that answers a request of
+    /// `api_key` at `version` through the filters, last to first.
+    pub fn on_response(&mut self, frame: &[u8], api_key: ApiKey, version: i16) -> Verdict {
+        let mut current: Option<Vec<u8>> = None;
+        if self.wants_response(api_key, version)
+            && let Some(verdict) = self.filter_response(frame, api_key, version, &mut current)
+        {
+            return verdict;
+        }
+        if api_key == ApiKey::ApiVersions
+            && let Some(new) = self.clamp(current.as_deref().unwrap_or(frame), version)
+        {
+            current = Some(new);
+        }
+        current.map_or(Verdict::Forward, Verdict::Replace)
+    }
+
+    /// An ApiVersions response (as the filters left it) with every API cut to what the
+    /// broker serves, kwire reads and every filter handles; `None` if nothing changes.
+    fn clamp(&self, frame: &[u8], version: i16) -> Option<Vec<u8>> {
+        let (response, read_at) = read_response(frame, ApiKey::ApiVersions, version)?;
+        let ResponseBodyView::ApiVersions(view) = response.body else { return None };
+        let body = versions::clamp(&view, &self.filters)?;
+        let body = encode_body(&ResponseBody::ApiVersions(body), read_at).ok()?;
+        Some(splice(response.header.as_bytes(), &body))
+    }
+
+    /// The answer to an ApiVersions request at a version kwire does not read: what a broker
+    /// answers, a version-0 UNSUPPORTED_VERSION body naming the versions to ask at.
+    fn unsupported_api_versions(&self, correlation_id: i32) -> Verdict {
+        let body = ResponseBody::ApiVersions(versions::unsupported_answer(&self.filters));
+        let answer = dispatch::response_len(&body, 0).and_then(|n| {
+            let mut out = vec![0u8; n];
+            dispatch::encode_response(&body, 0, correlation_id, &mut out).map(|_| out)
+        });
+        match answer {
+            Ok(mut out) => {
+                out.drain(..4);
+                Verdict::Respond(out)
+            }
+            Err(e) => Verdict::Close(alloc::format!("the ApiVersions error answer: {e}")),
+        }
+    }
+
+    /// Runs a response through the filters that want it, last to first; `Some` when one
+    /// ends it (a close).
+    fn filter_response(
+        &mut self,
+        frame: &[u8],
+        api_key: ApiKey,
+        version: i16,
+        current: &mut Option<Vec<u8>>,
+    ) -> Option<Verdict> {
+        for filter in self.filters.iter_mut().rev() {
+            if !filter.wants_response(api_key, version) {
+                continue;
+            }
+            let bytes = current.as_deref().unwrap_or(frame);
+            let Some((response, read_at)) = read_response(bytes, api_key, version) else { break };
+            let exchange =
+                Exchange { api_key, api_version: read_at, correlation_id: response.header.correlation_id() };
+            match filter.on_response(&exchange, &response) {
+                ResponseAction::Pass => {}
+                ResponseAction::Rewrite(body) => {
+                    if body.api_key() != api_key {
+                        return Some(Verdict::Close(alloc::format!(
+                            "a filter rewrote a {} response with a {} body",
+                            api_key.name(),
+                            body.api_key().name()
+                        )));
+                    }
+                    match encode_body(&body, read_at) {
+                        Ok(b) => *current = Some(splice(response.header.as_bytes(), &b)),
+                        Err(e) => {
+                            return Some(Verdict::Close(alloc::format!(
+                                "a filter's rewritten {} response: {e}",
+                                api_key.name()
+                            )));
+                        }
+                    }
+                }
+                ResponseAction::Close(why) => return Some(Verdict::Close(why)),
+            }
+        }
+        None
+    }
+}
+
+mod deny;
+mod rewrite;
+mod versions;
+
+pub use deny::DenyApis;
+pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,450 @@
+use super::*;
+use crate::messages::api_versions::ApiVersion;
+use crate::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ProduceResponse,
+};
+
+fn request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
+    let mut buf = vec![0u8; 256];
+    let n = dispatch::encode_request(body, version, correlation_id, Some("c"), &mut buf).unwrap();
+    buf.truncate(n);
+    buf.drain(..4);
+    buf
+}
+
+struct Answer;
+impl Filter for Answer {
+    fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+        match request.body.api_key() {
+            ApiKey::Produce => RequestAction::Respond(ResponseBody::Produce(ProduceResponse::default())),
+            ApiKey::Metadata => RequestAction::Drop,
+            _ => RequestAction::Respond(ResponseBody::Produce(ProduceResponse::default())),
+        }
+    }
+}
+
+#[test]
+fn answers_drops_and_their_rules() {
+    let mut chain = FilterChain::new();
+    chain.push(Answer);
+    // An answer comes back with the request's correlation id and version.
+    let produce = ProduceRequest { acks: -1, timeout_ms: 1000, ..Default::default() };
+    let Verdict::Respond(frame) = chain.on_request(&request(&produce, 9, 41)) else { panic!() };
+    let response = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap();
+    assert_eq!(response.header.correlation_id(), 41);
+    // Answering acks=0, which expects nothing, drops it.
+    let quiet = ProduceRequest { acks: 0, ..Default::default() };
+    assert_eq!(chain.on_request(&request(&quiet, 9, 42)), Verdict::Drop);
+    // Dropping a request that expects an answer closes instead of leaving a hole.
+    assert!(matches!(chain.on_request(&request(&MetadataRequest::default(), 12, 43)), Verdict::Close(_)));
+    // An answer of another API is refused.
+    assert!(matches!(chain.on_request(&request(&ApiVersionsRequest::default(), 3, 44)), Verdict::Close(_)));
+    // Frames kwire cannot read reach no filter.
+    assert_eq!(chain.on_request(&[0, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff]), Verdict::Forward);
+}
+
+#[test]
+fn deny_list_hides_apis_from_api_versions() {
+    let mut chain = FilterChain::new();
+    chain.push(DenyApis::new([ApiKey::Metadata]));
+    let keys = [
+        ApiVersion { api_key: 3, min_version: 0, max_version: 13, ..Default::default() },
+        ApiVersion { api_key: 18, min_version: 0, max_version: 4, ..Default::default() },
+    ];
+    let body = ApiVersionsResponse { api_keys: List::Borrowed(&keys), ..Default::default() };
+    let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
+    dispatch::encode_response(&body, 3, 5, &mut frame).unwrap();
+    let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::ApiVersions, 3) else { panic!() };
+    let ResponseBodyView::ApiVersions(v) =
+        dispatch::parse_response(&new, ApiKey::ApiVersions, 3).unwrap().body
+    else {
+        panic!()
+    };
+    let listed: Vec<i16> = v.api_keys().iter().map(|k| k.api_key()).collect();
+    assert_eq!(listed, [18]);
+    assert!(matches!(chain.on_request(&request(&MetadataRequest::default(), 12, 1)), Verdict::Close(_)));
+    assert_eq!(chain.on_request(&request(&ApiVersionsRequest::default(), 3, 2)), Verdict::Forward);
+}
+
+/// Requests go first to last, responses last to first; each sees the one before's rewrite.
+#[test]
+fn chain_order() {
+    struct Rename(&'static str);
+    impl Filter for Rename {
+        fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+            let id = alloc::format!("{}+{}", request.header.client_id().unwrap_or(""), self.0);
+            RequestAction::RewriteHeader { client_id: Some(id) }
+        }
+    }
+    let mut chain = FilterChain::new();
+    chain.push(Rename("a")).push(Rename("b"));
+    let Verdict::Replace(new) = chain.on_request(&request(&ApiVersionsRequest::default(), 3, 7)) else {
+        panic!()
+    };
+    let r = dispatch::parse_request(&new).unwrap();
+    assert_eq!((r.header.client_id(), r.header.correlation_id()), (Some("c+a+b"), 7));
+}
+
+/// `BrokerPorts` and `by_node` see each broker's node id: Metadata's brokers,
+/// DescribeCluster's `broker_id`, FindCoordinator's top-level coordinator (v3).
+#[test]
+fn brokers_rewritten_by_node_id() {
+    use crate::messages::describe_cluster::DescribeClusterBroker;
+    use crate::messages::metadata::MetadataResponseBroker;
+    use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+    let mut chain = FilterChain::new();
+    chain.push(RewriteAddresses::with_route(BrokerPorts::new("proxy", 19000)));
+    let brokers = [
+        MetadataResponseBroker { node_id: 1, host: "b1".into(), port: 9092, ..Default::default() },
+        MetadataResponseBroker { node_id: 7, host: "b7".into(), port: 9092, ..Default::default() },
+    ];
+    let body = MetadataResponse { brokers: (&brokers).into(), ..Default::default() };
+    let mut frame = vec![0u8; dispatch::response_len(&body, 12).unwrap()];
+    dispatch::encode_response(&body, 12, 5, &mut frame).unwrap();
+    let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::Metadata, 12) else { panic!() };
+    let ResponseBodyView::Metadata(v) = dispatch::parse_response(&new, ApiKey::Metadata, 12).unwrap().body
+    else {
+        panic!()
+    };
+    let got: Vec<(i32, &str, i32)> = v.brokers().iter().map(|b| (b.node_id(), b.host(), b.port())).collect();
+    assert_eq!(got, [(1, "proxy", 19001), (7, "proxy", 19007)]);
+
+    let brokers =
+        [DescribeClusterBroker { broker_id: 3, host: "b3".into(), port: 9092, ..Default::default() }];
+    let body = DescribeClusterResponse { brokers: (&brokers).into(), ..Default::default() };
+    let mut frame = vec![0u8; dispatch::response_len(&body, 1).unwrap()];
+    dispatch::encode_response(&body, 1, 6, &mut frame).unwrap();
+    let Verdict::Replace(new) = chain.on_response(&frame[4..], ApiKey::DescribeCluster, 1) else { panic!() };
+    let ResponseBodyView::DescribeCluster(v) =
+        dispatch::parse_response(&new, ApiKey::DescribeCluster, 1).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!(v.brokers().iter().next().map(|b| b.port()), Some(19003));
+
+    // A closure of (node, host, port); no coordinator (-1, "", -1) is left alone.
+    let mut seen = Vec::new();
+    let mut chain = FilterChain::new();
+    chain.push(RewriteAddresses::by_node(move |node: i32, host: &str, port: i32| {
+        seen.push(node);
+        (node >= 0).then(|| (alloc::format!("{host}.proxy"), port + node))
+    }));
+    for (node, host, port, rewritten) in [(2, "b2", 9092, true), (-1, "", -1, false)] {
+        let body = FindCoordinatorResponse { node_id: node, host: host.into(), port, ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
+        dispatch::encode_response(&body, 3, 7, &mut frame).unwrap();
+        match chain.on_response(&frame[4..], ApiKey::FindCoordinator, 3) {
+            Verdict::Replace(new) => {
+                assert!(rewritten);
+                let ResponseBodyView::FindCoordinator(v) =
+                    dispatch::parse_response(&new, ApiKey::FindCoordinator, 3).unwrap().body
+                else {
+                    panic!()
+                };
+                assert_eq!((v.node_id(), v.host(), v.port()), (2, "b2.proxy", 9094));
+            }
+            v => assert!(!rewritten && v == Verdict::Forward, "{v:?}"),
+        }
+    }
+}
+
+#[test]
+fn broker_names_are_one_to_one() {
+    let names = BrokerNames::new("Broker-{id}.Kafka.example", "bootstrap.kafka.example").unwrap();
+    // Two proxies given the same flags name every broker alike (nothing else is consulted).
+    assert_eq!(names, BrokerNames::new("broker-{id}.kafka.example", "BOOTSTRAP.kafka.example").unwrap());
+    for id in [0, 1, 2, 9, 10, 99, 1000, 65_535, i32::MAX] {
+        let name = names.broker(id).unwrap();
+        assert_eq!(name, alloc::format!("broker-{id}.kafka.example"));
+        assert_eq!(names.lookup(&name), Some(NameTarget::Broker(id)), "{name}");
+        assert_eq!(names.lookup(&name.to_ascii_uppercase()), Some(NameTarget::Broker(id)), "{name}");
+    }
+    assert_eq!(names.broker(-1), None);
+    assert_eq!(names.lookup("bootstrap.kafka.example"), Some(NameTarget::Bootstrap));
+    assert_eq!(names.bootstrap(), "bootstrap.kafka.example");
+    for other in [
+        "broker-.kafka.example",
+        "broker-01.kafka.example",
+        "broker-00.kafka.example",
+        "broker--1.kafka.example",
+        "broker-+1.kafka.example",
+        "broker-1 .kafka.example",
+        "broker-2147483648.kafka.example",
+        "broker-1.kafka.example.",
+        "broker-1.kafka.examplex",
+        "xbroker-1.kafka.example",
+        "broker-1",
+        "kafka.example",
+        "",
+        "broker-é.kafka.example",
+    ] {
+        assert_eq!(names.lookup(other), None, "{other:?}");
+    }
+    // The id may sit inside a label, at the start or at the end.
+    let first = BrokerNames::new("{id}.b.example", "b.example").unwrap();
+    assert_eq!(first.lookup("12.b.example"), Some(NameTarget::Broker(12)));
+    assert_eq!(first.lookup("b.example"), Some(NameTarget::Bootstrap));
+    let last = BrokerNames::new("kafka-b{id}", "kafka").unwrap();
+    assert_eq!(last.broker(3).as_deref(), Some("kafka-b3"));
+    assert_eq!(last.lookup("kafka-b3"), Some(NameTarget::Broker(3)));
+}
+
+#[test]
+fn broker_name_patterns_are_checked() {
+    assert_eq!(BrokerNames::new("broker.kafka.example", "k.example"), Err(NameError::Placeholder));
+    assert_eq!(BrokerNames::new("b{id}-{id}.example", "k.example"), Err(NameError::Placeholder));
+    assert!(matches!(BrokerNames::new("b_{id}.example", "k.example"), Err(NameError::NotAHostName(_))));
+    assert!(matches!(BrokerNames::new("{id}..example", "k.example"), Err(NameError::NotAHostName(_))));
+    assert!(matches!(BrokerNames::new("-{id}.example", "k.example"), Err(NameError::NotAHostName(_))));
+    assert!(matches!(BrokerNames::new("b{id}.example", "k .example"), Err(NameError::NotAHostName(_))));
+    // A label that fits for id 0 but not for the longest ids.
+    let long = alloc::format!("{}{{id}}.example", "a".repeat(55));
+    assert!(matches!(BrokerNames::new(&long, "k.example"), Err(NameError::NotAHostName(_))));
+    assert_eq!(
+        BrokerNames::new("b{id}.example", "b7.example"),
+        Err(NameError::BootstrapIsABroker("b7.example".into()))
+    );
+    // Names that look alike but are no broker's are fine as the bootstrap name.
+    assert!(BrokerNames::new("b{id}.example", "b07.example").is_ok());
+    assert!(!NameError::Placeholder.to_string().is_empty());
+}
+
+#[test]
+fn by_name_tells_each_brokers_address() {
+    let names = BrokerNames::new("b{id}.example", "example").unwrap();
+    let mut learned = Vec::new();
+    let mut route =
+        ByName::new(names, 443, |id, host: &str, port| learned.push((id, host.to_string(), port)));
+    assert_eq!(route.route(3, "10.0.0.3", 9092), Some(("b3.example".to_string(), 443)));
+    assert_eq!(route.route(-1, "", -1), None);
+    // A broker id without a usable address is still named, but nothing is learned.
+    assert_eq!(route.route(4, "", -1), Some(("b4.example".to_string(), 443)));
+    assert!(alloc::format!("{route:?}").contains("ByName"));
+    drop(route);
+    assert_eq!(learned, [(3, "10.0.0.3".to_string(), 9092)]);
+    // A plain closure is a route that ignores the node id.
+    let mut plain = |host: &str, port: i32| Some((alloc::format!("p-{host}"), port + 1));
+    assert_eq!(Route::route(&mut plain, 9, "h", 1), Some(("p-h".to_string(), 2)));
+}
+
+fn response(body: &impl AnyBody, version: i16) -> Vec<u8> {
+    let mut frame = vec![0u8; dispatch::response_len(body, version).unwrap()];
+    dispatch::encode_response(body, version, 77, &mut frame).unwrap();
+    frame.drain(..4);
+    frame
+}
+
+/// Every address kind, by pattern: Metadata, DescribeCluster, FindCoordinator (the old
+/// single coordinator and the list), and KIP-951 leader hints.
+#[test]
+fn addresses_by_name() {
+    use crate::messages::describe_cluster::DescribeClusterBroker;
+    use crate::messages::find_coordinator::Coordinator;
+    use crate::messages::metadata::MetadataResponseBroker;
+    use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+    use alloc::sync::Arc;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    let seen = Arc::new(AtomicUsize::new(0));
+    let names = BrokerNames::new("broker-{id}.kafka.example", "kafka.example").unwrap();
+    let mut chain = FilterChain::new();
+    let count = seen.clone();
+    chain.push(RewriteAddresses::with_route(ByName::new(names, 9093, move |_, _: &str, _| {
+        count.fetch_add(1, Ordering::Relaxed);
+    })));
+
+    let brokers = [
+        MetadataResponseBroker { node_id: 1, host: "10.0.0.1".into(), port: 9092, ..Default::default() },
+        MetadataResponseBroker {
+            node_id: 12,
+            host: "b12.internal".into(),
+            port: 19092,
+            ..Default::default()
+        },
+    ];
+    let frame = response(&MetadataResponse { brokers: (&brokers).into(), ..Default::default() }, 12);
+    let Verdict::Replace(new) = chain.on_response(&frame, ApiKey::Metadata, 12) else { panic!() };
+    let r = dispatch::parse_response(&new, ApiKey::Metadata, 12).unwrap();
+    assert_eq!(r.header.correlation_id(), 77);
+    let ResponseBodyView::Metadata(v) = r.body else { panic!() };
+    let got: Vec<(i32, &str, i32)> = v.brokers().iter().map(|b| (b.node_id(), b.host(), b.port())).collect();
+    assert_eq!(got, [(1, "broker-1.kafka.example", 9093), (12, "broker-12.kafka.example", 9093)]);
+
+    let brokers =
+        [DescribeClusterBroker { broker_id: 3, host: "h3".into(), port: 9000, ..Default::default() }];
+    let frame = response(&DescribeClusterResponse { brokers: (&brokers).into(), ..Default::default() }, 1);
+    let Verdict::Replace(new) = chain.on_response(&frame, ApiKey::DescribeCluster, 1) else { panic!() };
+    let ResponseBodyView::DescribeCluster(v) =
+        dispatch::parse_response(&new, ApiKey::DescribeCluster, 1).unwrap().body
+    else {
+        panic!()
+    };
+    let b = v.brokers().iter().next().unwrap();
+    assert_eq!((b.broker_id(), b.host(), b.port()), (3, "broker-3.kafka.example", 9093));
+
+    // Version 3: one coordinator at the top level; with none (-1, "", -1) it is kept.
+    let one = FindCoordinatorResponse { node_id: 5, host: "h5".into(), port: 9005, ..Default::default() };
+    let Verdict::Replace(new) = chain.on_response(&response(&one, 3), ApiKey::FindCoordinator, 3) else {
+        panic!()
+    };
+    let ResponseBodyView::FindCoordinator(v) =
+        dispatch::parse_response(&new, ApiKey::FindCoordinator, 3).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!((v.node_id(), v.host(), v.port()), (5, "broker-5.kafka.example", 9093));
+    let none = FindCoordinatorResponse {
+        node_id: -1,
+        host: "".into(),
+        port: -1,
+        error_code: 15,
+        ..Default::default()
+    };
+    assert_eq!(chain.on_response(&response(&none, 3), ApiKey::FindCoordinator, 3), Verdict::Forward);
+    // Version 4+: a list, one of them without a coordinator.
+    let coordinators = [
+        Coordinator { key: "g1".into(), node_id: 2, host: "h2".into(), port: 9002, ..Default::default() },
+        Coordinator {
+            key: "g2".into(),
+            node_id: -1,
+            host: "".into(),
+            port: -1,
+            error_code: 15,
+            ..Default::default()
+        },
+    ];
+    let list = FindCoordinatorResponse { coordinators: (&coordinators).into(), ..Default::default() };
+    let Verdict::Replace(new) = chain.on_response(&response(&list, 6), ApiKey::FindCoordinator, 6) else {
+        panic!()
+    };
+    let ResponseBodyView::FindCoordinator(v) =
+        dispatch::parse_response(&new, ApiKey::FindCoordinator, 6).unwrap().body
+    else {
+        panic!()
+    };
+    let got: Vec<(i32, &str, i32)> =
+        v.coordinators().iter().map(|c| (c.node_id(), c.host(), c.port())).collect();
+    assert_eq!(got, [(2, "broker-2.kafka.example", 9093), (-1, "", -1)]);
+
+    // Leader hints of Produce (KIP-951).
+    use crate::messages::produce::NodeEndpoint;
+    let hints = [NodeEndpoint { node_id: 4, host: "h4".into(), port: 9004, ..Default::default() }];
+    let produce = ProduceResponse { node_endpoints: (&hints).into(), ..Default::default() };
+    let Verdict::Replace(new) = chain.on_response(&response(&produce, 10), ApiKey::Produce, 10) else {
+        panic!()
+    };
+    let ResponseBodyView::Produce(v) = dispatch::parse_response(&new, ApiKey::Produce, 10).unwrap().body
+    else {
+        panic!()
+    };
+    let e = v.node_endpoints().iter().next().unwrap();
+    assert_eq!((e.node_id(), e.host(), e.port()), (4, "broker-4.kafka.example", 9093));
+
+    // Each broker's own address was told, none for "no coordinator".
+    assert_eq!(seen.load(Ordering::Relaxed), 6);
+    // Already named so: passed on without encoding again.
+    let frame = response(
+        &MetadataResponse {
+            brokers: (&[MetadataResponseBroker {
+                node_id: 1,
+                host: "broker-1.kafka.example".into(),
+                port: 9093,
+                ..Default::default()
+            }])
+                .into(),
+            ..Default::default()
+        },
+        12,
+    );
+    assert_eq!(chain.on_response(&frame, ApiKey::Metadata, 12), Verdict::Forward);
+}
+
+/// The ApiVersions answer of a broker newer than kwire, through a chain with no filters.
+fn clamped(
+    chain: &mut FilterChain,
+    keys: &[ApiVersion<'_>],
+    version: i16,
+    asked_at: i16,
+) -> Vec<(i16, i16, i16)> {
+    let body = ApiVersionsResponse { api_keys: List::Borrowed(keys), ..Default::default() };
+    let mut frame = vec![0u8; dispatch::response_len(&body, version).unwrap()];
+    dispatch::encode_response(&body, version, 5, &mut frame).unwrap();
+    let new = match chain.on_response(&frame[4..], ApiKey::ApiVersions, asked_at) {
+        Verdict::Replace(new) => new,
+        Verdict::Forward => frame[4..].to_vec(),
+        other => panic!("{other:?}"),
+    };
+    let response = dispatch::parse_response(&new, ApiKey::ApiVersions, version).unwrap();
+    assert_eq!(response.header.correlation_id(), 5);
+    let ResponseBodyView::ApiVersions(v) = response.body else { panic!() };
+    v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect()
+}
+
+#[test]
+fn api_versions_are_clamped_to_what_kwire_reads() {
+    let metadata = ApiKey::Metadata.request_versions();
+    let ours = ApiKey::ApiVersions.request_versions();
+    let keys = [
+        // Newer than kwire: cut to kwire's highest.
+        ApiVersion { api_key: 3, min_version: 0, max_version: metadata.max + 1, ..Default::default() },
+        // An API kwire does not know: left out.
+        ApiVersion { api_key: 999, min_version: 0, max_version: 3, ..Default::default() },
+        ApiVersion { api_key: 18, min_version: 0, max_version: ours.max + 5, ..Default::default() },
+        // Within kwire's range: kept as it is.
+        ApiVersion { api_key: 0, min_version: 3, max_version: 9, ..Default::default() },
+    ];
+    let mut chain = FilterChain::new();
+    let want = vec![(3, 0, metadata.max), (18, 0, ours.max), (0, 3, 9)];
+    assert_eq!(clamped(&mut chain, &keys, 3, 3), want);
+    // The version-0 fallback (the broker did not read the version asked for) is clamped too.
+    assert_eq!(clamped(&mut chain, &keys, 0, 3), want);
+    // An answer kwire reads whole is forwarded as it came.
+    let fine = [ApiVersion { api_key: 0, min_version: 3, max_version: 9, ..Default::default() }];
+    let body = ApiVersionsResponse { api_keys: List::Borrowed(&fine), ..Default::default() };
+    let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
+    dispatch::encode_response(&body, 3, 5, &mut frame).unwrap();
+    assert_eq!(chain.on_response(&frame[4..], ApiKey::ApiVersions, 3), Verdict::Forward);
+}
+
+#[test]
+fn filters_declare_the_versions_they_handle() {
+    /// Handles Produce from v3 to v7 only, and no Metadata.
+    struct Old;
+    impl Filter for Old {
+        fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
+            match api_key {
+                ApiKey::Produce => Some(Versions::new(3, 7)),
+                ApiKey::Metadata => None,
+                _ => Some(readable),
+            }
+        }
+    }
+    let keys = [
+        ApiVersion { api_key: 0, min_version: 0, max_version: 11, ..Default::default() },
+        ApiVersion { api_key: 3, min_version: 0, max_version: 12, ..Default::default() },
+        ApiVersion { api_key: 1, min_version: 4, max_version: 17, ..Default::default() },
+    ];
+    let mut chain = FilterChain::new();
+    chain.push(Old);
+    assert_eq!(clamped(&mut chain, &keys, 3, 3), vec![(0, 3, 7), (1, 4, 17)]);
+}
+
+#[test]
+fn api_versions_at_a_version_kwire_does_not_read_is_answered_as_a_broker_does() {
+    let mut chain = FilterChain::new();
+    let ours = ApiKey::ApiVersions.request_versions();
+    // A request header v2 of ApiVersions at a version past kwire's, with an empty body.
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&18i16.to_be_bytes());
+    frame.extend_from_slice(&(ours.max + 1).to_be_bytes());
+    frame.extend_from_slice(&77i32.to_be_bytes());
+    frame.extend_from_slice(&[0xff, 0xff, 0]);
+    let Verdict::Respond(answer) = chain.on_request(&frame) else { panic!() };
+    let response = dispatch::parse_response(&answer, ApiKey::ApiVersions, 0).unwrap();
+    assert_eq!(response.header.correlation_id(), 77);
+    let ResponseBodyView::ApiVersions(v) = response.body else { panic!() };
+    assert_eq!(v.error_code(), crate::ErrorCode::UnsupportedVersion.to_i16());
+    let listed: Vec<_> =
+        v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
+    assert_eq!(listed, [(18, ours.min, ours.max)]);
+}

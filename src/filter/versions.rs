@@ -1,0 +1,87 @@
+//! ApiVersions clamping: what a client is told a connection serves is what the broker
+//! serves, what kwire reads and what every filter handles, so that no frame of the session
+//! goes by undecoded (see [`super::FilterChain`]).
+
+use alloc::vec::Vec;
+
+use super::Filter;
+use crate::ApiKey;
+use crate::ErrorCode;
+use crate::messages::api_versions::ApiVersion;
+use crate::messages::{ApiVersionsResponse, ApiVersionsResponseView};
+use crate::types::{List, Versions};
+
+/// The versions of `api_key` a client may use through the chain, `None` for none: the
+/// broker's range `(min, max)`, cut to what kwire reads (requests and responses) and to
+/// what each filter handles.
+pub(super) fn allowed(
+    raw_key: i16,
+    min: i16,
+    max: i16,
+    filters: &[alloc::boxed::Box<dyn Filter + Send>],
+) -> Option<Versions> {
+    let key = ApiKey::from_i16(raw_key)?;
+    if !key.is_enabled() {
+        return None;
+    }
+    let kwire = meet(key.request_versions(), key.response_versions());
+    let mut range = meet(Versions::new(min, max), kwire);
+    for filter in filters {
+        if range.is_empty() {
+            break;
+        }
+        range = meet(range, filter.versions(key, range)?);
+    }
+    (!range.is_empty()).then_some(range)
+}
+
+/// The versions in both ranges.
+fn meet(a: Versions, b: Versions) -> Versions {
+    Versions::new(a.min.max(b.min), a.max.min(b.max))
+}
+
+/// The ApiVersions answer with every API cut to [`allowed`], or `None` when nothing changes.
+pub(super) fn clamp<'a>(
+    view: &ApiVersionsResponseView<'a>,
+    filters: &[alloc::boxed::Box<dyn Filter + Send>],
+) -> Option<ApiVersionsResponse<'a>> {
+    let same = view.api_keys().iter().all(|k| {
+        allowed(k.api_key(), k.min_version(), k.max_version(), filters)
+            == Some(Versions::new(k.min_version(), k.max_version()))
+    });
+    if same {
+        return None;
+    }
+    let mut body = ApiVersionsResponse::from(*view);
+    let keys: Vec<ApiVersion<'a>> = body
+        .api_keys
+        .iter()
+        .filter_map(|k| {
+            let range = allowed(k.api_key, k.min_version, k.max_version, filters)?;
+            Some(ApiVersion { min_version: range.min, max_version: range.max, ..k.clone() })
+        })
+        .collect();
+    body.api_keys = List::Owned(keys);
+    Some(body)
+}
+
+/// What a broker answers an ApiVersions request at a version it does not read: a version-0
+/// body with UNSUPPORTED_VERSION and the ApiVersions versions it reads, so that the client
+/// asks again at one of those (Apache Kafka's `ApiVersionsRequest.getErrorResponse`).
+pub(super) fn unsupported_answer(
+    filters: &[alloc::boxed::Box<dyn Filter + Send>],
+) -> ApiVersionsResponse<'static> {
+    let ours = ApiKey::ApiVersions.request_versions();
+    let range = allowed(ApiKey::ApiVersions.to_i16(), ours.min, ours.max, filters).unwrap_or(ours);
+    let entry = ApiVersion {
+        api_key: ApiKey::ApiVersions.to_i16(),
+        min_version: range.min,
+        max_version: range.max,
+        ..Default::default()
+    };
+    ApiVersionsResponse {
+        error_code: ErrorCode::UnsupportedVersion.to_i16(),
+        api_keys: List::Owned(alloc::vec![entry]),
+        ..Default::default()
+    }
+}

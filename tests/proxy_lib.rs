@@ -1,0 +1,491 @@
+//! `kwire::proxy` as a library, without real clients: a user's filter that answers requests
+//! itself, ApiVersions clamping in front of a cluster newer than kwire, hostile upstreams
+//! and graceful shutdown. The upstream is `kwire::broker`, in-process; a small relay in
+//! front of it stands in for a newer cluster, and fake upstreams misbehave on purpose.
+//! tests/proxy.rs runs real clients through the same library runtime (`kwire proxy`).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::audit::AuditTopics;
+use common::newer_cluster::widening_relay;
+use kwire::dispatch;
+use kwire::filter::FilterChain;
+use kwire::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ResponseBodyView,
+};
+use kwire::proxy::{ConnInfo, Event, Exchange, Hooks, Proxy, RequestHead};
+use kwire::{AnyBody, ApiKey, ErrorCode};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn broker() -> kwire::broker::Broker {
+    kwire::broker::Broker::start(Default::default()).unwrap()
+}
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+fn send(s: &mut TcpStream, body: &impl AnyBody, version: i16, correlation_id: i32) {
+    let mut buf = vec![0u8; 4096];
+    let n =
+        dispatch::encode_request(body, version, correlation_id, Some("proxy-lib-test"), &mut buf).unwrap();
+    s.write_all(&buf[..n]).unwrap();
+}
+
+/// The next response frame (without its size prefix).
+fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size)?;
+    let mut frame = vec![0u8; u32::from_be_bytes(size) as usize];
+    s.read_exact(&mut frame)?;
+    Ok(frame)
+}
+
+/// The API key, lowest and highest version of each entry of an ApiVersions answer.
+fn listed(frame: &[u8], version: i16) -> (i16, Vec<(i16, i16, i16)>) {
+    let (response, _) = kwire::conn::read_response(frame, ApiKey::ApiVersions, version).unwrap();
+    let ResponseBodyView::ApiVersions(v) = response.body else { panic!() };
+    (v.error_code(), v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect())
+}
+
+/// Hooks that count what a test checks: frames kwire could not read, and the events.
+#[derive(Default)]
+struct Counts {
+    undecoded: AtomicUsize,
+    violations: AtomicUsize,
+    closed: Mutex<Vec<String>>,
+    principals: Mutex<Vec<String>>,
+}
+
+impl Hooks for Counts {
+    type Tag = ();
+    fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+    fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
+        if dispatch::parse_request_prefix(frame).is_err() {
+            self.undecoded.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn response(&self, _: &ConnInfo, frame: &[u8], e: Exchange<()>, _: bool, _: Duration) {
+        if kwire::conn::read_response(frame, e.api_key, e.api_version).is_err() {
+            self.undecoded.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn event(&self, conn: Option<&ConnInfo>, event: Event<'_>) {
+        match event {
+            Event::Violation { .. } => {
+                self.violations.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::Unpaired { .. } | Event::BadRequest { .. } => {
+                self.undecoded.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::Closed { why } => self.closed.lock().unwrap().push(why.to_string()),
+            Event::Auth(_) => {
+                if let Some(p) = conn.and_then(ConnInfo::principal) {
+                    self.principals.lock().unwrap().push(p);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn produce_to(topic: &str) -> ProduceRequest<'_> {
+    use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
+    let partitions = vec![PartitionProduceData { index: 0, records: None, ..Default::default() }];
+    let topics = vec![TopicProduceData {
+        name: topic.into(),
+        partition_data: partitions.into(),
+        ..Default::default()
+    }];
+    ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: topics.into(), ..Default::default() }
+}
+
+#[test]
+fn a_users_filter_answers_in_turn_among_the_brokers_answers() {
+    let rt = runtime();
+    let broker = broker();
+    broker.create_topic("audit.logins", 1);
+    broker.create_topic("orders", 1);
+    let counts = Counts::default();
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(|conn: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(AuditTopics(conn.clone()));
+                    chain
+                })
+                .hooks(counts)
+                .start(),
+        )
+        .unwrap();
+    let mut c = connect(proxy.local_addr());
+    // Pipelined: the filter's answer to 2 must come after the broker's answer to 1, and
+    // before its answer to 3.
+    send(&mut c, &MetadataRequest::default(), 12, 1);
+    send(&mut c, &produce_to("audit.logins"), 9, 2);
+    send(&mut c, &produce_to("orders"), 9, 3);
+    send(&mut c, &ApiVersionsRequest::default(), 3, 4);
+    let mut ids = Vec::new();
+    for (key, version) in
+        [(ApiKey::Metadata, 12), (ApiKey::Produce, 9), (ApiKey::Produce, 9), (ApiKey::ApiVersions, 3)]
+    {
+        let frame = read_frame(&mut c).unwrap();
+        let response = dispatch::parse_response(&frame, key, version).unwrap();
+        ids.push(response.header.correlation_id());
+        if let ResponseBodyView::Produce(p) = response.body {
+            let t = p.responses().iter().next().unwrap();
+            let code = t.partition_responses().iter().next().unwrap().error_code();
+            match t.name() {
+                "audit.logins" => assert_eq!(code, ErrorCode::TopicAuthorizationFailed.to_i16()),
+                // The broker's own answer (it refuses a partition without records).
+                "orders" => assert_ne!(code, ErrorCode::TopicAuthorizationFailed.to_i16()),
+                other => panic!("{other}"),
+            }
+        }
+    }
+    assert_eq!(ids, [1, 2, 3, 4]);
+    // Only the allowed Produce reached the broker (it holds no record either way, but the
+    // filter's answer never went there: its log of audit.logins is untouched).
+    assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 0);
+    drop(c);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
+
+#[test]
+fn api_versions_are_clamped_in_front_of_a_newer_cluster() {
+    let rt = runtime();
+    let broker = broker();
+    let relay = widening_relay(broker.addr());
+    // Without the proxy, the relay advertises what kwire cannot read.
+    let mut direct = connect(relay);
+    send(&mut direct, &ApiVersionsRequest::default(), 3, 1);
+    let (_, keys) = listed(&read_frame(&mut direct).unwrap(), 3);
+    assert!(keys.iter().any(|k| k.0 == 999));
+    let metadata_max = ApiKey::Metadata.request_versions().max;
+    assert!(keys.contains(&(3, 0, metadata_max + 1)), "{keys:?}");
+
+    let proxy = rt
+        .block_on(Proxy::builder(any_port(), [relay.to_string()]).hooks(Counts::default()).start())
+        .unwrap();
+    let mut c = connect(proxy.local_addr());
+    for (version, id) in [(3, 1), (0, 2), (4, 3)] {
+        send(&mut c, &ApiVersionsRequest::default(), version, id);
+        let (error, keys) = listed(&read_frame(&mut c).unwrap(), version);
+        assert_eq!(error, 0);
+        assert!(!keys.iter().any(|k| k.0 == 999), "v{version}: {keys:?}");
+        let metadata = keys.iter().find(|k| k.0 == 3).expect("Metadata listed");
+        assert_eq!(metadata.2, metadata_max, "v{version}");
+        for (key, min, max) in keys {
+            let ours = ApiKey::from_i16(key).unwrap().request_versions();
+            assert!(ours.contains(min) && ours.contains(max), "{key} {min}-{max} past kwire's {ours}");
+        }
+    }
+    // The highest Metadata the client was offered goes through, decoded both ways.
+    send(&mut c, &MetadataRequest::default(), metadata_max, 4);
+    let frame = read_frame(&mut c).unwrap();
+    assert!(dispatch::parse_response(&frame, ApiKey::Metadata, metadata_max).is_ok());
+    assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 0, "a frame of the session went undecoded");
+    // An ApiVersions request past what kwire reads gets what a broker answers: v0,
+    // UNSUPPORTED_VERSION, and the versions to ask at.
+    let mut frame = Vec::new();
+    let past = ApiKey::ApiVersions.request_versions().max + 1;
+    for part in [&18i16.to_be_bytes()[..], &past.to_be_bytes(), &5i32.to_be_bytes(), &[0xff, 0xff, 0]] {
+        frame.extend_from_slice(part);
+    }
+    c.write_all(&(frame.len() as u32).to_be_bytes()).unwrap();
+    c.write_all(&frame).unwrap();
+    let (error, keys) = listed(&read_frame(&mut c).unwrap(), 0);
+    assert_eq!(error, ErrorCode::UnsupportedVersion.to_i16());
+    let ours = ApiKey::ApiVersions.request_versions();
+    assert_eq!(keys, [(18, ours.min, ours.max)]);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
+
+/// How a fake upstream misbehaves after reading a request.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// A size prefix of 2 GiB.
+    HugeSize,
+    /// A well-formed answer to a correlation id nobody asked for.
+    UnknownCorrelation,
+    /// One byte of a valid answer every 50 ms.
+    Trickle,
+    /// Bytes of a TLS record where a Kafka frame should be.
+    TlsGarbage,
+    /// Half a frame, then a reset.
+    ResetMidFrame,
+}
+
+fn hostile_upstream(how: Hostile) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { return };
+            thread::spawn(move || {
+                let Ok(request) = read_frame(&mut s) else { return };
+                let id = i32::from_be_bytes(request[4..8].try_into().unwrap());
+                let body = ApiVersionsResponse::default();
+                let mut answer = vec![0u8; dispatch::response_len(&body, 0).unwrap()];
+                dispatch::encode_response(&body, 0, id, &mut answer).unwrap();
+                let _ = match how {
+                    Hostile::HugeSize => s.write_all(&[0x7f, 0xff, 0xff, 0xff, 1, 2, 3]),
+                    Hostile::UnknownCorrelation => {
+                        answer[4..8].copy_from_slice(&(id + 1000).to_be_bytes());
+                        s.write_all(&answer)
+                    }
+                    Hostile::Trickle => {
+                        for b in &answer {
+                            if s.write_all(&[*b]).is_err() {
+                                return;
+                            }
+                            thread::sleep(Duration::from_millis(50));
+                        }
+                        Ok(())
+                    }
+                    Hostile::TlsGarbage => {
+                        s.write_all(&[0x16, 0x03, 0x03, 0x00, 0x30, 0xde, 0xad, 0xbe, 0xef])
+                    }
+                    Hostile::ResetMidFrame => s.write_all(&answer[..answer.len() / 2]),
+                };
+                if matches!(how, Hostile::ResetMidFrame) {
+                    drop(s);
+                    return;
+                }
+                // Hold the connection open until the proxy closes it.
+                let mut sink = [0u8; 64];
+                while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn hostile_upstreams_close_only_their_own_connections() {
+    let rt = runtime();
+    let broker = broker();
+    let good = rt
+        .block_on(Proxy::builder(any_port(), [broker.addr().to_string()]).hooks(Counts::default()).start())
+        .unwrap();
+    let mut steady = connect(good.local_addr());
+    let mut round = 0;
+    let mut check_steady = |steady: &mut TcpStream| {
+        round += 1;
+        send(steady, &ApiVersionsRequest::default(), 3, round);
+        let frame = read_frame(steady).expect("the good connection goes on");
+        assert_eq!(listed(&frame, 3).0, 0);
+    };
+    check_steady(&mut steady);
+    for how in [
+        Hostile::HugeSize,
+        Hostile::UnknownCorrelation,
+        Hostile::Trickle,
+        Hostile::TlsGarbage,
+        Hostile::ResetMidFrame,
+    ] {
+        let upstream = hostile_upstream(how);
+        let proxy = rt
+            .block_on(
+                Proxy::builder(any_port(), [upstream.to_string()])
+                    .max_frame_bytes(1 << 20)
+                    .hooks(Counts::default())
+                    .start(),
+            )
+            .unwrap();
+        let mut victims: Vec<TcpStream> = (0..3).map(|_| connect(proxy.local_addr())).collect();
+        for (i, v) in victims.iter_mut().enumerate() {
+            send(v, &ApiVersionsRequest::default(), 0, i as i32);
+        }
+        let started = Instant::now();
+        for v in &mut victims {
+            let got = read_frame(v);
+            match how {
+                // The answer arrives whole, a byte at a time.
+                Hostile::Trickle => assert!(got.is_ok(), "{how:?}: {got:?}"),
+                // Forwarded unpaired (the client decides what an answer to nothing means).
+                Hostile::UnknownCorrelation => assert!(got.is_ok(), "{how:?}: {got:?}"),
+                // The proxy closes the connection: the client reads its end, not a frame.
+                _ => assert!(got.is_err(), "{how:?}: the client got a frame: {got:?}"),
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{how:?} took {:?}", started.elapsed());
+        match how {
+            Hostile::HugeSize | Hostile::TlsGarbage => {
+                // A prefix over the limit is refused before anything is read into memory.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while proxy.hooks().violations.load(Ordering::Relaxed) < 3 && Instant::now() < deadline {
+                    thread::sleep(Duration::from_millis(20));
+                }
+                assert_eq!(proxy.hooks().violations.load(Ordering::Relaxed), 3, "{how:?}");
+            }
+            Hostile::UnknownCorrelation => assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 3),
+            _ => {}
+        }
+        check_steady(&mut steady);
+        drop(victims);
+        rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+    }
+    check_steady(&mut steady);
+    assert!(good.hooks().closed.lock().unwrap().is_empty(), "{:?}", good.hooks().closed.lock().unwrap());
+}
+
+#[test]
+fn shutdown_answers_requests_in_flight_then_refuses_new_connections() {
+    let rt = runtime();
+    let upstream = hostile_upstream(Hostile::Trickle);
+    let proxy = rt
+        .block_on(Proxy::builder(any_port(), [upstream.to_string()]).hooks(Counts::default()).start())
+        .unwrap();
+    let addr = proxy.local_addr();
+    let mut c = connect(addr);
+    send(&mut c, &ApiVersionsRequest::default(), 0, 7);
+    thread::sleep(Duration::from_millis(100));
+    let stopping = rt.spawn(proxy.clone().shutdown_within(Duration::from_secs(10)));
+    // The request in flight is still answered, whole.
+    let frame = read_frame(&mut c).expect("answered during shutdown");
+    assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), 7);
+    rt.block_on(stopping).unwrap();
+    // Then the connection is closed, and the listener with it.
+    let mut end = [0u8; 1];
+    assert!(matches!(c.read(&mut end), Ok(0) | Err(_)));
+    assert!(TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err(), "still accepting");
+    assert_eq!(proxy.open_connections(), 0);
+}
+
+#[test]
+fn idle_connections_are_closed_after_the_idle_timeout_and_busy_ones_are_not() {
+    let rt = runtime();
+    let upstream = hostile_upstream(Hostile::Trickle);
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [upstream.to_string()])
+                .idle_timeout(Duration::from_millis(300))
+                .hooks(Counts::default())
+                .start(),
+        )
+        .unwrap();
+    // Awaiting an answer that takes longer than the timeout: not idle, so it is answered.
+    let mut busy = connect(proxy.local_addr());
+    send(&mut busy, &ApiVersionsRequest::default(), 0, 1);
+    assert!(read_frame(&mut busy).is_ok(), "closed while a request was in flight");
+    // Then nothing: closed.
+    let started = Instant::now();
+    let mut end = [0u8; 1];
+    assert!(matches!(busy.read(&mut end), Ok(0) | Err(_)));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proxy.hooks().closed.lock().unwrap().is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let closed = proxy.hooks().closed.lock().unwrap().clone();
+    assert!(closed.iter().any(|why| why.contains("idle")), "{closed:?}");
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
+
+/// A waiting filter: before a Produce goes on, it asks the broker (a Metadata request of the
+/// proxy's own) whether its topic exists, and closes the connection if not.
+struct KnownTopicsOnly {
+    asked: Arc<AtomicUsize>,
+}
+
+impl kwire::proxy::WaitingFilter for KnownTopicsOnly {
+    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
+        api_key == ApiKey::Produce
+    }
+
+    fn on_request<'a>(
+        &'a mut self,
+        frame: Vec<u8>,
+        upstream: &'a mut kwire::proxy::Upstream<'_>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = kwire::proxy::Decision> + Send + 'a>> {
+        use kwire::messages::metadata::MetadataRequestTopic;
+        use kwire::proxy::Decision;
+        Box::pin(async move {
+            let topic = match dispatch::parse_request(&frame).map(|r| r.body) {
+                Ok(kwire::messages::RequestBodyView::Produce(p)) => match p.topic_data().iter().next() {
+                    Some(t) => t.name().to_string(),
+                    None => return Decision::Forward(frame),
+                },
+                _ => return Decision::Forward(frame),
+            };
+            let topics = [MetadataRequestTopic { name: Some(topic.as_str().into()), ..Default::default() }];
+            let ask = MetadataRequest {
+                topics: Some((&topics).into()),
+                allow_auto_topic_creation: false,
+                ..Default::default()
+            };
+            let answer = match upstream.request(&ask, 12).await {
+                Ok(a) => a,
+                Err(e) => return Decision::Close(e.to_string()),
+            };
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            let Ok((response, _)) = kwire::conn::read_response(&answer, ApiKey::Metadata, 12) else {
+                return Decision::Close("the broker's Metadata answer does not decode".into());
+            };
+            let ResponseBodyView::Metadata(m) = response.body else { unreachable!() };
+            let known = m.topics().iter().any(|t| t.name() == Some(topic.as_str()) && t.error_code() == 0);
+            if known { Decision::Forward(frame) } else { Decision::Close(format!("no topic {topic}")) }
+        })
+    }
+}
+
+#[test]
+fn a_waiting_filter_asks_the_broker_with_ids_the_client_never_sees() {
+    let rt = runtime();
+    let broker = broker();
+    broker.create_topic("orders", 1);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .waiting_filter(move |_| Box::new(KnownTopicsOnly { asked: counter.clone() }))
+                .hooks(Counts::default())
+                .start(),
+        )
+        .unwrap();
+    let mut c = connect(proxy.local_addr());
+    // Pipelined around the waiting Produce: the answers come in the client's order, with
+    // the client's correlation ids only.
+    send(&mut c, &ApiVersionsRequest::default(), 3, 1);
+    send(&mut c, &produce_to("orders"), 9, 2);
+    send(&mut c, &ApiVersionsRequest::default(), 3, 3);
+    for (id, key, version) in
+        [(1, ApiKey::ApiVersions, 3), (2, ApiKey::Produce, 9), (3, ApiKey::ApiVersions, 3)]
+    {
+        let frame = read_frame(&mut c).unwrap();
+        let response = dispatch::parse_response(&frame, key, version).unwrap();
+        assert_eq!(response.header.correlation_id(), id);
+    }
+    assert_eq!(asked.load(Ordering::Relaxed), 1);
+    // A topic the broker does not have: the filter closes the connection.
+    send(&mut c, &produce_to("nowhere"), 9, 4);
+    assert!(read_frame(&mut c).is_err(), "answered a Produce to a topic that does not exist");
+    assert_eq!(asked.load(Ordering::Relaxed), 2);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proxy.hooks().closed.lock().unwrap().is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let closed = proxy.hooks().closed.lock().unwrap().clone();
+    assert!(closed.iter().any(|w| w.contains("no topic nowhere")), "{closed:?}");
+    assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 0);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
