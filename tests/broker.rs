@@ -10,6 +10,10 @@
 //!   from tests/proxy/setup.sh (run when `target/proxy-clients/ready` is missing); a
 //!   missing client fails its test. These run with the `interop` feature only (plain
 //!   `cargo test` lists them as ignored).
+//! - Transactions with confluent-kafka, franz-go and kafka-python (`interop` feature too):
+//!   commit, abort, a zombie fenced, both isolation levels record by record, and
+//!   (confluent-kafka) read-process-write exactly once across a crash and restart (the
+//!   raw-frame cases, in plain `cargo test`, are in tests/broker_txn.rs).
 //! - Bad input and edge cases over raw frames: a corrupt batch fails its partition only,
 //!   a batch that inflates past the limit is refused, acks=0 gets no answer (and an
 //!   acks=0 failure closes the connection, as Kafka does), idempotent producers'
@@ -21,9 +25,11 @@ mod common;
 
 use common::clients::{client_command, partition_log, setup};
 use common::process::run;
+use common::root;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -476,8 +482,11 @@ fn idempotent_producers_duplicates_and_gaps() {
     use kwire::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
     let b = broker_with_topic(Config::default(), "t", 1);
     let mut c = Conn::open(b.addr());
+    // An idempotent producer sends a null transactional id (an empty one is
+    // INVALID_REQUEST, as from Kafka).
     let frame = c.call(
         &InitProducerIdRequest {
+            transactional_id: None,
             transaction_timeout_ms: 60000,
             producer_id: -1,
             producer_epoch: -1,
@@ -513,7 +522,8 @@ fn idempotent_producers_duplicates_and_gaps() {
     assert_eq!(produce(&mut c, "t", -1, &[(0, &bad_start)]).unwrap(), [(0, 45, -1)]);
     let values = fetch(&mut c, "t", 0, 0, 0).2;
     assert_eq!(values, ["s0-0", "s0-1", "s0-2", "s3-0", "s3-1", "e1-0"]);
-    // Transactions are not served.
+    // A transactional id gets its producer id from the transaction coordinator
+    // (tests/broker_txn.rs has the rest).
     let frame = c.call(
         &InitProducerIdRequest {
             transactional_id: Some("tx".into()),
@@ -529,7 +539,8 @@ fn idempotent_producers_duplicates_and_gaps() {
     else {
         panic!()
     };
-    assert_eq!(r.error_code(), 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
+    assert_eq!((r.error_code(), r.producer_epoch()), (0, 0));
+    assert!(r.producer_id() > pid, "a new producer id");
 }
 
 #[test]
@@ -721,4 +732,180 @@ fn a_client_that_never_reads_does_not_grow_memory() {
     assert!(during < before + 64 * 1024, "memory grew from {before} KiB to {during} KiB");
     drop(c);
     assert_eq!(b.end_offset("t", 0), Some(1));
+}
+
+// ---- transactions with real clients ----
+
+/// Runs a transactional client program; its last JSON line.
+fn txn_client(cmd: Command, what: &str, broker_log: &Mutex<Vec<String>>) -> Value {
+    let out = run(cmd, what, CLIENT_TIMEOUT);
+    let lines = broker_log.lock().unwrap().join("\n");
+    assert!(out.ok, "{what} failed\nstdout:\n{}\nstderr:\n{}\nbroker log:\n{lines}", out.stdout, out.stderr);
+    let answer = out.stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+        panic!("{what} printed no JSON\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr)
+    });
+    serde_json::from_str(answer).expect("client JSON")
+}
+
+/// `[[offset, value], ...]` as pairs.
+fn offsets_and_values(v: &Value) -> Vec<(i64, String)> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|r| (r[0].as_i64().unwrap(), r[1].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn logging_broker() -> (Broker, std::sync::Arc<Mutex<Vec<String>>>) {
+    let log = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = log.clone();
+    let config = Config {
+        logger: Some(std::sync::Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string()))),
+        ..Config::default()
+    };
+    (Broker::start(config).expect("start the broker"), log)
+}
+
+/// confluent-kafka (librdkafka): commit, abort, a zombie fenced, and read_committed and
+/// read_uncommitted consumers checked record by record; then a read-process-write loop
+/// (consume, produce, the group's offsets in the transaction) whose process is killed in
+/// the middle of a transaction and restarted: the output at read_committed has every input
+/// exactly once, in order.
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
+fn confluent_kafka_transactions() {
+    let _serial = serial();
+    setup(|| true);
+    let (broker, log) = logging_broker();
+    let prefix = format!("ctxn-{}", std::process::id());
+    let (src, dst) = (format!("{prefix}-in"), format!("{prefix}-out"));
+    assert!(broker.create_topic(&src, 1) && broker.create_topic(&dst, 1));
+    let python = root().join("target/interop/venv/bin/python");
+    let script = root().join("tests/broker_txn/confluent_txn.py");
+    let bootstrap = broker.addr().to_string();
+    let cmd = |args: &[&str]| {
+        let mut c = Command::new(&python);
+        c.arg(&script).args([bootstrap.as_str(), prefix.as_str()]).args(args);
+        c
+    };
+
+    let basics = txn_client(cmd(&["basics"]), "confluent-kafka basics", &log);
+    let fenced = &basics["fenced"];
+    assert!(fenced.is_object(), "the zombie was not fenced: {basics}");
+    assert_eq!(fenced["fatal"], true, "{fenced}");
+    assert!(
+        ["_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"].contains(&fenced["name"].as_str().unwrap()),
+        "{fenced}"
+    );
+    // The log: c-0..9, commit marker (10), a-0..4, abort marker (16), d-0..2, commit marker
+    // (20), zombie-0, the abort marker of the fencing (22), fresh-0, commit marker (24).
+    let c = |tag: &str, n: usize, first: i64| -> Vec<(i64, String)> {
+        (0..n).map(|i| (first + i as i64, format!("{tag}-{i}"))).collect()
+    };
+    let committed: Vec<(i64, String)> =
+        [c("c", 10, 0), c("d", 3, 17), c("fresh", 1, 23)].into_iter().flatten().collect();
+    let uncommitted: Vec<(i64, String)> =
+        [c("c", 10, 0), c("a", 5, 11), c("d", 3, 17), c("zombie", 1, 21), c("fresh", 1, 23)]
+            .into_iter()
+            .flatten()
+            .collect();
+    assert_eq!(offsets_and_values(&basics["committed"]), committed, "read_committed");
+    assert_eq!(offsets_and_values(&basics["uncommitted"]), uncommitted, "read_uncommitted");
+    assert_eq!(broker.end_offset(&src, 0), Some(25));
+
+    // Read-process-write, killed mid-transaction after 6 records, then restarted.
+    let out = run(cmd(&["rpw", "6"]), "confluent-kafka rpw (crashing)", CLIENT_TIMEOUT);
+    assert!(
+        !out.ok && !out.stderr.contains("Traceback") && !out.stdout.contains('{'),
+        "the first run must die mid-transaction (exit 3)\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let written_before_restart = broker.end_offset(&dst, 0).unwrap();
+    let second = txn_client(cmd(&["rpw"]), "confluent-kafka rpw (restarted)", &log);
+    let processed = second["processed"].as_i64().unwrap();
+    assert!(processed > 0 && processed < 14, "the restart goes on from the committed offsets: {second}");
+    let read = txn_client(cmd(&["read", &dst]), "confluent-kafka read", &log);
+    let expected: Vec<String> = committed.iter().map(|(_, v)| format!("out:{v}")).collect();
+    let got: Vec<String> = offsets_and_values(&read["committed"]).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(got, expected, "read_committed output: every input once, in order");
+    let all: Vec<String> = offsets_and_values(&read["uncommitted"]).into_iter().map(|(_, v)| v).collect();
+    assert!(all.len() > got.len(), "the crashed transaction's output is in the log, aborted: {all:?}");
+    assert!(all.iter().all(|v| expected.contains(v)), "{all:?}");
+    assert!(written_before_restart > 0);
+    let lines = log.lock().unwrap().join("\n");
+    assert!(lines.contains(&format!("transaction {prefix}-rpw")) && lines.contains("aborted"), "{lines}");
+    eprintln!(
+        "confluent-kafka transactions: {} committed / {} uncommitted records checked; rpw restarted after a crash, {processed} records after the restart, output exactly once",
+        committed.len(),
+        uncommitted.len()
+    );
+}
+
+/// franz-go: commit, abort and a zombie fenced by a new producer with its transactional
+/// id; read_committed and read_uncommitted consumers checked record by record.
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
+fn franz_go_transactions() {
+    let _serial = serial();
+    setup(|| true);
+    let (broker, log) = logging_broker();
+    let topic = format!("gtxn-{}", std::process::id());
+    assert!(broker.create_topic(&topic, 1));
+    let go_client = root().join("target/go-client/go-client");
+    // A go-client built before its `txn` subcommand (setup ran earlier) is built again.
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if modified(&go_client) < modified(&root().join("tests/interop/go/txn.go")) {
+        let mut build = Command::new("go");
+        build.current_dir(root().join("tests/interop/go")).arg("build").arg("-o").arg(&go_client).arg(".");
+        let out = run(build, "go build (go-client)", common::clients::SETUP_TIMEOUT);
+        assert!(out.ok, "go build failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    }
+    let mut cmd = Command::new(&go_client);
+    cmd.args(["txn", &broker.addr().to_string(), &topic]);
+    let out = txn_client(cmd, "franz-go txn", &log);
+    let e = out["zombie_produce"].as_str().unwrap_or_else(|| panic!("the zombie was not fenced: {out}"));
+    assert!(e.contains("INVALID_PRODUCER_EPOCH") || e.contains("PRODUCER_FENCED"), "zombie produce: {e}");
+    // After that, franz-go refuses the commit itself (its error varies by version); that the
+    // zombie's record stays uncommitted is checked below.
+    assert!(out["zombie_commit"].is_string(), "the zombie's commit succeeded: {out}");
+    // g-0..4, commit marker (5), ga-0..2, abort marker (9), gz-0, the fencing abort (11),
+    // gf-0, commit marker (13).
+    let rec = |o: i64, v: &str| (o, v.to_string());
+    let committed: Vec<(i64, String)> =
+        (0..5).map(|i| rec(i, &format!("g-{i}"))).chain([rec(12, "gf-0")]).collect();
+    let uncommitted: Vec<(i64, String)> = (0..5)
+        .map(|i| rec(i, &format!("g-{i}")))
+        .chain((0..3).map(|i| rec(6 + i, &format!("ga-{i}"))))
+        .chain([rec(10, "gz-0"), rec(12, "gf-0")])
+        .collect();
+    assert_eq!(offsets_and_values(&out["committed"]), committed, "read_committed");
+    assert_eq!(offsets_and_values(&out["uncommitted"]), uncommitted, "read_uncommitted");
+    assert_eq!(broker.end_offset(&topic, 0), Some(14));
+    eprintln!(
+        "franz-go transactions: commit, abort and a fenced zombie; both isolation levels checked record by record"
+    );
+}
+
+/// kafka-python (the README's demo client): commit, abort, commit; both isolation levels
+/// checked record by record.
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
+fn kafka_python_transactions() {
+    let _serial = serial();
+    setup(|| true);
+    let (broker, log) = logging_broker();
+    let topic = format!("kptxn-{}", std::process::id());
+    assert!(broker.create_topic(&topic, 1));
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.arg(root().join("tests/broker_txn/kafka_python_txn.py")).args([&broker.addr().to_string(), &topic]);
+    let out = txn_client(cmd, "kafka-python txn", &log);
+    // k-0..2, commit marker (3), ka-0..1, abort marker (6), k-3, commit marker (8).
+    let rec = |o: i64, v: &str| (o, v.to_string());
+    let committed = vec![rec(0, "k-0"), rec(1, "k-1"), rec(2, "k-2"), rec(7, "k-3")];
+    let uncommitted =
+        vec![rec(0, "k-0"), rec(1, "k-1"), rec(2, "k-2"), rec(4, "ka-0"), rec(5, "ka-1"), rec(7, "k-3")];
+    assert_eq!(offsets_and_values(&out["committed"]), committed, "read_committed");
+    assert_eq!(offsets_and_values(&out["uncommitted"]), uncommitted, "read_uncommitted");
+    assert_eq!(broker.end_offset(&topic, 0), Some(9));
 }

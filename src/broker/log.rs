@@ -66,6 +66,11 @@ pub(crate) struct Log {
     index: Vec<Entry>,
     next_offset: i64,
     producers: HashMap<i64, ProducerState>,
+    /// The open transactions' producers, with the offset of their first batch here.
+    ongoing: HashMap<i64, i64>,
+    /// Aborted transactions: (producer id, first offset, offset of the abort marker), in
+    /// marker order (Kafka's transaction index).
+    aborted: Vec<(i64, i64, i64)>,
 }
 
 /// Where an append went.
@@ -79,6 +84,56 @@ pub(crate) struct Appended {
 impl Log {
     pub fn next_offset(&self) -> i64 {
         self.next_offset
+    }
+
+    /// The last stable offset: the first offset of the oldest open transaction here, or
+    /// the high watermark when none is open.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.ongoing.values().copied().min().unwrap_or(self.next_offset)
+    }
+
+    /// The aborted transactions a read of `[from, to)` at read_committed must be told of:
+    /// (producer id, first offset) of those whose data overlaps it.
+    pub fn aborted_between(&self, from: i64, to: i64) -> Vec<(i64, i64)> {
+        self.aborted.iter().filter(|a| a.2 >= from && a.1 < to).map(|a| (a.0, a.1)).collect()
+    }
+
+    /// Writes a transaction marker (a control batch of one record: the key is version 0
+    /// and type 0 for abort or 1 for commit, the value version 0 and the coordinator
+    /// epoch) for producer `producer_id` at `epoch`, closing its transaction here. Returns
+    /// the marker's offset.
+    pub fn write_marker(&mut self, producer_id: i64, epoch: i16, commit: bool, now_ms: i64) -> i64 {
+        use crate::records::{BatchBuilder, NewRecord};
+        let key = [0, 0, 0, u8::from(commit)];
+        let value = [0u8; 6];
+        let records = [NewRecord { key: Some(&key), value: Some(&value), headers: &[], timestamp: None }];
+        let mut builder = BatchBuilder::new(self.next_offset, now_ms, &records);
+        builder.transactional = true;
+        builder.control = true;
+        builder.producer_id = producer_id;
+        builder.producer_epoch = epoch;
+        builder.base_sequence = -1;
+        builder.partition_leader_epoch = 0;
+        let len = builder.encoded_len().expect("a marker batch has a size");
+        let offset = self.next_offset;
+        let (segment, bytes) = self.writable(len);
+        let start = bytes.len();
+        bytes.resize(start + len, 0);
+        builder.encode(&mut bytes[start..]).expect("sized above");
+        let end = bytes.len();
+        self.index.push(Entry { last_offset: offset, max_timestamp: now_ms, segment, start, end });
+        self.next_offset = offset + 1;
+        if let Some(first) = self.ongoing.remove(&producer_id)
+            && !commit
+        {
+            self.aborted.push((producer_id, first, offset));
+        }
+        let state = self.producers.entry(producer_id).or_default();
+        if epoch > state.epoch {
+            state.epoch = epoch;
+            state.batches.clear();
+        }
+        offset
     }
 
     /// The bytes of its record batches.
@@ -152,13 +207,6 @@ impl Log {
             }
         };
         let p = v.producer;
-        if p.transactional {
-            undo(self);
-            return Err(reject(
-                ErrorCode::InvalidTxnState,
-                "transactional batches need a transaction, which this broker does not serve",
-            ));
-        }
         if p.has_producer_id()
             && let Some(state) = self.producers.get(&p.producer_id)
         {
@@ -217,6 +265,9 @@ impl Log {
                 state.batches.pop_front();
             }
             state.batches.push_back((p.base_sequence, p.last_sequence, v.first_offset));
+            if p.transactional {
+                self.ongoing.entry(p.producer_id).or_insert(v.first_offset);
+            }
         }
         Ok(Appended { base_offset: v.first_offset, duplicate: false })
     }
@@ -224,11 +275,26 @@ impl Log {
     /// The batches from the one holding `offset`, in its segment: whole batches of that
     /// segment while they fit in `max_bytes`, and the first one even if it does not when
     /// `at_least_one`. `None` when there are none (past the end, or the first does not fit).
+    #[cfg(test)]
     pub fn read(&self, offset: i64, max_bytes: usize, at_least_one: bool) -> Option<(Segment, Range<usize>)> {
+        self.read_below(offset, i64::MAX, max_bytes, at_least_one)
+    }
+
+    /// [`Log::read`], of the batches that end before offset `below` only (a read at
+    /// read_committed stops at the last stable offset).
+    pub fn read_below(
+        &self,
+        offset: i64,
+        below: i64,
+        max_bytes: usize,
+        at_least_one: bool,
+    ) -> Option<(Segment, Range<usize>)> {
         let first = self.index.partition_point(|e| e.last_offset < offset);
-        let start = self.index.get(first)?;
+        let start = self.index.get(first).filter(|e| e.last_offset < below)?;
         let mut end = start.start;
-        for e in self.index[first..].iter().take_while(|e| e.segment == start.segment) {
+        for e in
+            self.index[first..].iter().take_while(|e| e.segment == start.segment && e.last_offset < below)
+        {
             if e.end - start.start > max_bytes && !(at_least_one && end == start.start) {
                 break;
             }

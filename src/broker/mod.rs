@@ -18,16 +18,17 @@
 //! dropped. Produce runs [`crate::records::validate`] (Kafka's `LogValidator`) on each
 //! batch where it lands in the log, assigning its offsets and leader epoch in place. Threads: one
 //! accepts, one per connection serves requests in order through [`crate::conn::ServerConn`],
-//! and one ticks the group coordinator's timers. Fetch long-polls (`max_wait_ms`,
+//! and one ticks the group and transaction coordinators' timers. Fetch long-polls (`max_wait_ms`,
 //! `min_bytes`) wait on a condition variable that every append signals, never spinning.
 //!
 //! **APIs served** ([`SERVED`]): ApiVersions, Metadata, DescribeCluster, Produce (acks 0, 1
 //! and all, which are the same on one node), Fetch, ListOffsets, InitProducerId (idempotent
-//! producers, with Kafka's duplicate and sequence checks), CreateTopics, CreatePartitions,
+//! producers, with Kafka's duplicate and sequence checks, and transactional ones), CreateTopics, CreatePartitions,
 //! DeleteTopics, FindCoordinator, the classic consumer-group protocol (JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup with rebalances, generations, member ids, the join and sync
 //! barriers and session timeouts), OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and
-//! DescribeConfigs (a topic's defaults and the configs it was created with). Any other API
+//! DescribeConfigs (a topic's defaults and the configs it was created with), and the
+//! transaction APIs below. Any other API
 //! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
 //! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
 //! all (an unknown API key or version, a malformed request, a bad size) closes that
@@ -41,17 +42,27 @@
 //! **SASL/PLAIN** ([`Config::plain_users`]) is offered, not required: SaslHandshake v0
 //! and v1, SaslAuthenticate, and the bare token frame after a v0 handshake.
 //!
-//! **Not here:** transactions (InitProducerId with a transactional id gets
-//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a transactional batch INVALID_TXN_STATE), the
-//! KIP-848 consumer protocol, share groups, other SASL mechanisms and TLS, retention and
-//! compaction (logs only grow), replication. It is a test double, not a broker to keep data
-//! in.
+//! **Transactions** follow Apache Kafka's coordinator (transaction version 1):
+//! InitProducerId with a transactional id (epoch bumps, fencing), AddPartitionsToTxn (v0-v3,
+//! and the batched v4+ form), AddOffsetsToTxn, TxnOffsetCommit, EndTxn (commit and abort
+//! markers written into the partitions' logs), the last stable offset, Fetch and ListOffsets
+//! at read_committed, transaction timeouts (aborting and fencing), DescribeTransactions and
+//! ListTransactions. `docs/serve.md` lists the error code of each bad transition.
+//!
+//! **Hooks** ([`Broker::add_hook`]) catch the requests of an API to answer, fail, delay or
+//! drop them, or count them.
+//!
+//! **Not here:** the KIP-848 consumer protocol, share groups, fetch sessions, more than one
+//! node, per-partition faults and throttling, other SASL mechanisms and TLS, retention and compaction
+//! (logs only grow), replication. It is a test double, not a broker to keep data in.
 
 mod conn;
 mod groups;
 mod handle;
+mod hooks;
 mod log;
 mod state;
+mod txn;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -64,6 +75,7 @@ use std::vec::Vec;
 use std::string::{String, ToString};
 
 pub use handle::SERVED;
+pub use hooks::{Action, AnswerFn, Hook, HookId};
 
 use crate::ApiKey;
 
@@ -104,6 +116,10 @@ pub struct Config {
     /// The session timeouts a member may ask for (default 6 s to 30 min, as Kafka's
     /// `group.min.session.timeout.ms` and `group.max.session.timeout.ms`).
     pub session_timeout_range: (Duration, Duration),
+    /// The longest transaction timeout a transactional producer may ask for (default 15
+    /// minutes, Kafka's `transaction.max.timeout.ms`); a longer one gets
+    /// INVALID_TRANSACTION_TIMEOUT.
+    pub transaction_max_timeout: Duration,
     /// Serve at most these versions of these APIs (ApiVersions lists the result).
     pub max_versions: Vec<(ApiKey, i16)>,
     /// SASL/PLAIN users (name, password): with at least one, SaslHandshake and
@@ -131,6 +147,7 @@ impl Default for Config {
             fetch_max_bytes: 55 << 20,
             initial_rebalance_delay: Duration::ZERO,
             session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
+            transaction_max_timeout: Duration::from_secs(900),
             max_versions: Vec::new(),
             plain_users: Vec::new(),
             logger: None,
@@ -191,9 +208,10 @@ impl Broker {
         let shared = Arc::new(state::Shared::new(config, host, port));
         let ticker = {
             let shared = shared.clone();
-            std::thread::Builder::new().name("kwire-broker-groups".into()).spawn(move || {
+            std::thread::Builder::new().name("kwire-broker-timers".into()).spawn(move || {
                 while !shared.stopping() {
                     shared.groups.tick(&shared);
+                    shared.txns.abort_timed_out(&shared);
                     std::thread::sleep(Duration::from_millis(100));
                 }
             })?
@@ -240,6 +258,67 @@ impl Broker {
         let p = self.shared.topics.partition(topic, partition)?;
         let log = p.lock();
         Some(log.len_bytes())
+    }
+
+    /// Adds a hook: the requests of its API it catches (the first hook that matches, in the
+    /// order added) are answered, failed, delayed, dropped or let through as its
+    /// [`Action`] says, before the broker looks at them.
+    ///
+    /// A test makes a client retry: the first InitProducerId fails with a retriable error,
+    /// the client asks again and gets its producer id.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use kwire::broker::{Action, Broker, Config, Hook};
+    /// use kwire::messages::init_producer_id::InitProducerIdRequest;
+    /// use kwire::messages::ResponseBodyView;
+    /// use kwire::{dispatch, ApiKey, ErrorCode};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// let hook = broker.add_hook(Hook::once(
+    ///     ApiKey::InitProducerId,
+    ///     Action::Fail(ErrorCode::CoordinatorLoadInProgress),
+    /// ));
+    /// let mut s = std::net::TcpStream::connect(broker.addr())?;
+    /// let req = InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: 60_000, ..Default::default() };
+    /// // A client's loop: retry while the error is retriable.
+    /// let mut attempts = 0;
+    /// let producer_id = loop {
+    ///     attempts += 1;
+    ///     let header = kwire::frame::RequestHeader { correlation_id: attempts, client_id: Some("doc"), unknown_tagged_fields: &[] };
+    ///     let mut frame = vec![0; dispatch::request_len(&req, 4, &header).unwrap()];
+    ///     dispatch::encode_request_with(&req, 4, &header, &mut frame).unwrap();
+    ///     s.write_all(&frame)?;
+    ///     let mut size = [0; 4];
+    ///     s.read_exact(&mut size)?;
+    ///     let mut answer = vec![0; i32::from_be_bytes(size) as usize];
+    ///     s.read_exact(&mut answer)?;
+    ///     let ResponseBodyView::InitProducerId(r) =
+    ///         dispatch::parse_response(&answer, ApiKey::InitProducerId, 4).unwrap().body else { unreachable!() };
+    ///     match ErrorCode::from_i16(r.error_code()) {
+    ///         Some(ErrorCode::None) => break r.producer_id(),
+    ///         Some(e) if e.is_retriable() => continue,
+    ///         e => panic!("{e:?}"),
+    ///     }
+    /// };
+    /// assert_eq!(attempts, 2);
+    /// assert!(producer_id >= 0);
+    /// assert_eq!(broker.hook_fired(hook), Some(1));
+    /// assert!(broker.remove_hook(hook));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn add_hook(&self, hook: Hook) -> HookId {
+        self.shared.hooks.add(hook)
+    }
+
+    /// Removes a hook; `false` if it was not there.
+    pub fn remove_hook(&self, id: HookId) -> bool {
+        self.shared.hooks.remove(id)
+    }
+
+    /// How many requests a hook has caught (`None` once removed).
+    pub fn hook_fired(&self, id: HookId) -> Option<usize> {
+        self.shared.hooks.fired(id)
     }
 
     /// Connections open now.

@@ -10,7 +10,9 @@ use std::vec::Vec;
 
 use super::Config;
 use super::groups::Groups;
+use super::hooks::Hooks;
 use super::log::Log;
+use super::txn::Txns;
 use crate::ApiKey;
 use crate::error_code::ErrorCode;
 use crate::records::validate::{TopicCompression, ValidateConfig};
@@ -170,6 +172,8 @@ pub(crate) struct Shared {
     pub port: i32,
     pub topics: Topics,
     pub groups: Groups,
+    pub txns: Txns,
+    pub hooks: Hooks,
     pub stop: AtomicBool,
     next_producer_id: AtomicI64,
     /// Bumped by every append (and on stop); Fetch long-polls wait for it to change.
@@ -211,6 +215,8 @@ impl Shared {
             port,
             topics: Topics::default(),
             groups: Groups::default(),
+            txns: Txns::default(),
+            hooks: Hooks::default(),
             stop: AtomicBool::new(false),
             next_producer_id: AtomicI64::new(1000),
             appended: Mutex::new(0),

@@ -5,13 +5,13 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use kwire::ApiKey;
-use kwire::broker::{Broker, Config};
+use kwire::broker::{Action, Broker, Config, Hook};
 
 /// Run a single-node, in-memory Kafka broker for tests and demos (records are kept in
 /// memory only, and lost when it stops).
 #[derive(clap::Args)]
 #[command(after_help = "A test double, not a broker to keep data in: one node leads every partition, logs
-live in memory and only grow, there are no transactions, no TLS and no KIP-848 groups.
+live in memory and only grow, there is no TLS and no KIP-848 group protocol; transactions are served.
 Clients produce (acks 0, 1, all; idempotent), fetch, create and delete topics and consume
 in classic consumer groups. Metadata auto-creates the topics it names, as Kafka does.
 
@@ -19,7 +19,9 @@ Examples:
   kwire serve                                  # 127.0.0.1:9092
   kwire serve --listen 127.0.0.1:0 -v          # a free port (the first line says which)
   kwire serve --topic orders:3 --topic audit   # topics ready before the first client
-  kwire serve --max-version Fetch=11           # make clients fall back to older versions")]
+  kwire serve --max-version Fetch=11           # make clients fall back to older versions
+  kwire serve --fail InitProducerId=COORDINATOR_LOAD_IN_PROGRESS:2   # fail the first two
+  kwire serve --delay Fetch=500 --drop Produce:1                     # slow fetches, drop a produce")]
 pub struct Args {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:9092")]
@@ -47,6 +49,17 @@ pub struct Args {
     /// authenticate (it is offered, not required).
     #[arg(long, value_name = "FILE")]
     users: Option<String>,
+    /// Fail requests of an API with an error (a name such as NOT_COORDINATOR, or a code) in
+    /// the response's top-level error code: the first N, or every one (repeatable).
+    #[arg(long = "fail", value_name = "API=ERROR[:N]")]
+    fail: Vec<String>,
+    /// Delay every request of an API by this many milliseconds (repeatable).
+    #[arg(long = "delay", value_name = "API=MS")]
+    delay: Vec<String>,
+    /// Close the connection of a request of an API without answering: the first N, or
+    /// every one (repeatable).
+    #[arg(long = "drop", value_name = "API[:N]")]
+    drop: Vec<String>,
     /// Log every request, not only connections.
     #[arg(short, long)]
     verbose: bool,
@@ -81,6 +94,62 @@ fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
     Ok((key, version))
 }
 
+fn api_named(flag: &str, spec: &str, name: &str) -> Result<ApiKey, String> {
+    ApiKey::ALL
+        .iter()
+        .copied()
+        .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+        .ok_or(format!("--{flag} {spec}: unknown API {name:?} (see `kwire versions`)"))
+}
+
+/// `NAME[:N]`: the name and the count (`None`: every one).
+fn counted<'a>(flag: &str, spec: &'a str, text: &'a str) -> Result<(&'a str, Option<usize>), String> {
+    match text.rsplit_once(':') {
+        Some((name, n)) => {
+            let n: usize = n.trim().parse().map_err(|_| format!("--{flag} {spec}: bad count {n:?}"))?;
+            Ok((name, Some(n)))
+        }
+        None => Ok((text, None)),
+    }
+}
+
+fn hook(key: ApiKey, action: Action, times: Option<usize>) -> Hook {
+    match times {
+        Some(n) => Hook::times(key, action, n),
+        None => Hook::new(key, action),
+    }
+}
+
+/// The hooks of `--fail`, `--delay` and `--drop`.
+fn hooks(args: &Args) -> Result<Vec<Hook>, String> {
+    let mut out = Vec::new();
+    for spec in &args.fail {
+        let (api, rest) = spec.split_once('=').ok_or(format!("--fail {spec}: expected API=ERROR[:N]"))?;
+        let key = api_named("fail", spec, api)?;
+        let (error, times) = counted("fail", spec, rest)?;
+        let error = error.trim();
+        let code = match error.parse::<i16>() {
+            Ok(n) => kwire::ErrorCode::from_i16(n),
+            Err(_) => (-1..=1000)
+                .filter_map(kwire::ErrorCode::from_i16)
+                .find(|e| e.name().eq_ignore_ascii_case(error)),
+        }
+        .ok_or(format!("--fail {spec}: unknown error {error:?}"))?;
+        out.push(hook(key, Action::Fail(code), times));
+    }
+    for spec in &args.delay {
+        let (api, ms) = spec.split_once('=').ok_or(format!("--delay {spec}: expected API=MS"))?;
+        let key = api_named("delay", spec, api)?;
+        let ms: u64 = ms.trim().parse().map_err(|_| format!("--delay {spec}: bad milliseconds"))?;
+        out.push(Hook::new(key, Action::Delay(std::time::Duration::from_millis(ms))));
+    }
+    for spec in &args.drop {
+        let (api, times) = counted("drop", spec, spec)?;
+        out.push(hook(api_named("drop", spec, api)?, Action::Drop, times));
+    }
+    Ok(out)
+}
+
 fn log(line: &str) {
     eprintln!("[kwire serve] {line}");
 }
@@ -106,7 +175,11 @@ pub fn run(args: Args) -> Result<(), String> {
         let users: Users = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
         config.plain_users = users.users.into_iter().map(|u| (u.name, u.password)).collect();
     }
+    let hooks = hooks(&args)?;
     let broker = Broker::start(config).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    for h in hooks {
+        broker.add_hook(h);
+    }
     for spec in &args.topics {
         let (name, n) = match spec.split_once(':') {
             Some((name, n)) => (name, n.parse().map_err(|_| format!("--topic {spec}: bad partition count"))?),

@@ -47,6 +47,10 @@ func main() {
 		bench(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "txn" {
+		txn(os.Args[2:])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "ping" {
 		ping(os.Args[2:])
 		return

@@ -1,0 +1,493 @@
+//! The classic consumer-group protocol and its offsets: FindCoordinator, JoinGroup,
+//! SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups and DescribeGroups.
+
+use super::*;
+
+/// OffsetFetch's answer for one topic: (name, id, [(partition, offset, leader epoch,
+/// metadata, error)]).
+type FetchedTopic = (String, Uuid, Vec<(i32, i64, i32, Option<String>, i16)>);
+
+impl Handler<'_> {
+    pub(super) fn find_coordinator(
+        &mut self,
+        reply: ReplyTo,
+        f: crate::messages::FindCoordinatorRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        let v = reply.api_version;
+        let node = self.shared.config.node_id;
+        use crate::messages::find_coordinator::{Coordinator, FindCoordinatorResponse};
+        let host = self.shared.host.as_str();
+        let port = self.shared.port;
+        let bad_type = !(0..=1).contains(&f.key_type());
+        let code = if bad_type { ErrorCode::InvalidRequest.to_i16() } else { 0 };
+        let body = if v >= 4 {
+            let coordinators: Vec<Coordinator<'_>> = f
+                .coordinator_keys()
+                .iter()
+                .map(|key| Coordinator {
+                    key: key.into(),
+                    node_id: if bad_type { -1 } else { node },
+                    host: if bad_type { "".into() } else { host.into() },
+                    port: if bad_type { -1 } else { port },
+                    error_code: code,
+                    ..Default::default()
+                })
+                .collect();
+            FindCoordinatorResponse { coordinators: coordinators.into(), ..Default::default() }
+        } else {
+            FindCoordinatorResponse {
+                error_code: code,
+                node_id: if bad_type { -1 } else { node },
+                host: if bad_type { "".into() } else { host.into() },
+                port: if bad_type { -1 } else { port },
+                ..Default::default()
+            }
+        };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn join_group(
+        &mut self,
+        reply: ReplyTo,
+        j: crate::messages::JoinGroupRequestView<'_>,
+        client_id: &str,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        let v = reply.api_version;
+        use crate::messages::join_group::{JoinGroupResponse, JoinGroupResponseMember};
+        let result = self.shared.groups.join(
+            self.shared,
+            Join {
+                group_id: j.group_id(),
+                member_id: j.member_id(),
+                instance_id: if v >= 5 { j.group_instance_id() } else { None },
+                client_id,
+                client_host: &self.client_host,
+                session_timeout_ms: j.session_timeout_ms(),
+                rebalance_timeout_ms: if v >= 1 { j.rebalance_timeout_ms() } else { j.session_timeout_ms() },
+                protocol_type: j.protocol_type(),
+                protocols: j
+                    .protocols()
+                    .iter()
+                    .map(|p| (p.name().to_string(), p.metadata().to_vec()))
+                    .collect(),
+                require_known_member_id: v >= 4,
+            },
+        );
+        let members: Vec<JoinGroupResponseMember<'_>> = result
+            .members
+            .iter()
+            .map(|(id, instance, md)| JoinGroupResponseMember {
+                member_id: id.as_str().into(),
+                group_instance_id: instance.as_deref().map(Into::into),
+                metadata: md.as_slice().into(),
+                ..Default::default()
+            })
+            .collect();
+        let protocol_name = match (&result.protocol, v >= 7) {
+            (Some(p), _) => Some(p.as_str().into()),
+            (None, true) => None,
+            (None, false) => Some("".into()),
+        };
+        let body = JoinGroupResponse {
+            error_code: result.error.map_or(0, |e| e.to_i16()),
+            generation_id: result.generation,
+            protocol_type: result.protocol_type.as_deref().filter(|_| v >= 7).map(Into::into),
+            protocol_name,
+            leader: result.leader.as_str().into(),
+            member_id: result.member_id.as_str().into(),
+            members: members.into(),
+            ..Default::default()
+        };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn sync_group(
+        &mut self,
+        reply: ReplyTo,
+        s: crate::messages::SyncGroupRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        let v = reply.api_version;
+        use crate::messages::sync_group::SyncGroupResponse;
+        let assignments =
+            s.assignments().iter().map(|a| (a.member_id().to_string(), a.assignment().to_vec())).collect();
+        let (code, assignment, ptype, pname) = self.shared.groups.sync(
+            self.shared,
+            s.group_id(),
+            s.generation_id(),
+            s.member_id(),
+            if v >= 5 { s.protocol_type() } else { None },
+            if v >= 5 { s.protocol_name() } else { None },
+            assignments,
+        );
+        let body = SyncGroupResponse {
+            error_code: code.to_i16(),
+            protocol_type: ptype.filter(|_| v >= 5).map(Into::into),
+            protocol_name: pname.filter(|_| v >= 5).map(Into::into),
+            assignment: assignment.into(),
+            ..Default::default()
+        };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn heartbeat(
+        &mut self,
+        reply: ReplyTo,
+        h: crate::messages::HeartbeatRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        use crate::messages::heartbeat::HeartbeatResponse;
+        let code = self.shared.groups.heartbeat(h.group_id(), h.generation_id(), h.member_id());
+        let body = HeartbeatResponse { error_code: code.to_i16(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn leave_group(
+        &mut self,
+        reply: ReplyTo,
+        l: crate::messages::LeaveGroupRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        let v = reply.api_version;
+        use crate::messages::leave_group::{LeaveGroupResponse, MemberResponse};
+        let body = if v >= 3 {
+            let members: Vec<MemberResponse<'_>> = l
+                .members()
+                .iter()
+                .map(|m| MemberResponse {
+                    member_id: m.member_id().into(),
+                    group_instance_id: m.group_instance_id().map(Into::into),
+                    error_code: self
+                        .shared
+                        .groups
+                        .leave(self.shared, l.group_id(), m.member_id(), m.group_instance_id())
+                        .to_i16(),
+                    ..Default::default()
+                })
+                .collect();
+            LeaveGroupResponse { members: members.into(), ..Default::default() }
+        } else {
+            let code = self.shared.groups.leave(self.shared, l.group_id(), l.member_id(), None);
+            LeaveGroupResponse { error_code: code.to_i16(), ..Default::default() }
+        };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn offset_commit(
+        &mut self,
+        reply: ReplyTo,
+        c: crate::messages::OffsetCommitRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        let v = reply.api_version;
+        use crate::messages::offset_commit::{
+            OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+        };
+        let group = c.group_id();
+        let check = self.shared.groups.check_commit(group, c.generation_id_or_member_epoch(), c.member_id());
+        let mut topics = Vec::new();
+        for t in c.topics() {
+            let name: Option<String> =
+                if v >= 10 { self.shared.topics.name_of(t.topic_id()) } else { Some(t.name().into()) };
+            let mut parts = Vec::new();
+            for p in t.partitions() {
+                let i = p.partition_index();
+                let code = if check != ErrorCode::None {
+                    check
+                } else if let Some(name) =
+                    name.as_deref().filter(|n| self.shared.topics.partition(n, i).is_some())
+                {
+                    let metadata = p.committed_metadata();
+                    if metadata.is_some_and(|m| m.len() > 4096) {
+                        ErrorCode::OffsetMetadataTooLarge
+                    } else {
+                        self.shared.groups.store_offset(
+                            group,
+                            name,
+                            i,
+                            Committed {
+                                offset: p.committed_offset(),
+                                leader_epoch: if v >= 6 { p.committed_leader_epoch() } else { -1 },
+                                metadata: metadata.map(Into::into),
+                            },
+                        );
+                        ErrorCode::None
+                    }
+                } else if v >= 10 && name.is_none() {
+                    ErrorCode::UnknownTopicId
+                } else {
+                    ErrorCode::UnknownTopicOrPartition
+                };
+                parts.push(OffsetCommitResponsePartition {
+                    partition_index: i,
+                    error_code: code.to_i16(),
+                    ..Default::default()
+                });
+            }
+            topics.push(OffsetCommitResponseTopic {
+                name: t.name().into(),
+                topic_id: t.topic_id(),
+                partitions: parts.into(),
+                ..Default::default()
+            });
+        }
+        let body = OffsetCommitResponse { topics: topics.into(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn list_groups(
+        &mut self,
+        reply: ReplyTo,
+        l: crate::messages::ListGroupsRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        let v = reply.api_version;
+        use crate::messages::list_groups::{ListGroupsResponse, ListedGroup};
+        let states: Vec<&str> = if v >= 4 { l.states_filter().iter().collect() } else { Vec::new() };
+        let types: Vec<&str> = if v >= 5 { l.types_filter().iter().collect() } else { Vec::new() };
+        let listed: Vec<(String, String, &'static str)> = {
+            let g = self.shared.groups.lock();
+            g.iter()
+                .map(|(id, g)| (id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state.name()))
+                .filter(|(_, _, s)| states.is_empty() || states.iter().any(|w| w.eq_ignore_ascii_case(s)))
+                .filter(|_| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("classic")))
+                .collect()
+        };
+        let groups: Vec<ListedGroup<'_>> = listed
+            .iter()
+            .map(|(id, ptype, state)| ListedGroup {
+                group_id: id.as_str().into(),
+                protocol_type: ptype.as_str().into(),
+                group_state: if v >= 4 { *state } else { "" }.into(),
+                group_type: if v >= 5 { "classic" } else { "" }.into(),
+                ..Default::default()
+            })
+            .collect();
+        let body = ListGroupsResponse { groups: groups.into(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn describe_groups(
+        &mut self,
+        reply: ReplyTo,
+        d: crate::messages::DescribeGroupsRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        let v = reply.api_version;
+        use crate::messages::describe_groups::{
+            DescribeGroupsResponse, DescribedGroup, DescribedGroupMember,
+        };
+        let ops = if v >= 3 && d.include_authorized_operations() { 0b1_0001_1000 } else { i32::MIN };
+        let g = self.shared.groups.lock();
+        let mut groups = Vec::new();
+        for id in d.groups() {
+            let Some(group) = g.get(id) else {
+                groups.push(DescribedGroup {
+                    error_code: if v >= 6 { ErrorCode::GroupIdNotFound.to_i16() } else { 0 },
+                    error_message: (v >= 6).then(|| std::format!("Group {id} not found.").into()),
+                    group_id: id.into(),
+                    group_state: "Dead".into(),
+                    authorized_operations: ops,
+                    ..Default::default()
+                });
+                continue;
+            };
+            let show = matches!(group.state, State::Stable | State::CompletingRebalance);
+            let members: Vec<DescribedGroupMember<'_>> = group
+                .members
+                .values()
+                .map(|m| DescribedGroupMember {
+                    member_id: m.id.as_str().into(),
+                    group_instance_id: m.instance_id.as_deref().filter(|_| v >= 4).map(Into::into),
+                    client_id: m.client_id.as_str().into(),
+                    client_host: m.client_host.as_str().into(),
+                    member_metadata: if show { group.metadata_of(m).into() } else { List::Borrowed(&[]) },
+                    member_assignment: if group.state == State::Stable {
+                        m.assignment.as_slice().into()
+                    } else {
+                        List::Borrowed(&[])
+                    },
+                    ..Default::default()
+                })
+                .collect();
+            groups.push(DescribedGroup {
+                group_id: id.into(),
+                group_state: group.state.name().into(),
+                protocol_type: group.protocol_type.as_deref().unwrap_or_default().into(),
+                protocol_data: if show { group.protocol.as_deref().unwrap_or_default() } else { "" }.into(),
+                members: members.into(),
+                authorized_operations: ops,
+                ..Default::default()
+            });
+        }
+        let body = DescribeGroupsResponse { groups: groups.into(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn offset_fetch(
+        &mut self,
+        reply: ReplyTo,
+        f: crate::messages::OffsetFetchRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        use crate::messages::offset_fetch::{
+            OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition,
+            OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+        };
+        let v = reply.api_version;
+        // (group, [(topic name, topic id, [(partition, offset, epoch, metadata, error)])])
+        type Parts = Vec<(i32, i64, i32, Option<String>, i16)>;
+        // A topic asked for: its name (None for an unknown id), its id, its partitions.
+        type Wanted = (Option<String>, Uuid, Vec<i32>);
+        let lookup = |group: &str, wanted: Option<Vec<Wanted>>| -> Vec<(String, Uuid, Parts)> {
+            let g = self.shared.groups.lock();
+            let committed = g.get(group).map(|g| &g.offsets);
+            match wanted {
+                None => {
+                    let mut out: Vec<(String, Uuid, Parts)> = Vec::new();
+                    if let Some(c) = committed {
+                        for ((topic, p), o) in c {
+                            let entry = (*p, o.offset, o.leader_epoch, o.metadata.clone(), 0);
+                            match out.last_mut() {
+                                Some(last) if last.0 == *topic => last.2.push(entry),
+                                _ => out.push((topic.clone(), Uuid::ZERO, std::vec![entry])),
+                            }
+                        }
+                    }
+                    drop(g);
+                    for t in &mut out {
+                        t.1 = self.shared.topics.id_of(&t.0).unwrap_or_default();
+                    }
+                    out
+                }
+                Some(list) => list
+                    .into_iter()
+                    .map(|(name, id, parts)| {
+                        let parts = parts
+                            .into_iter()
+                            .map(|p| match (&name, committed) {
+                                (None, _) => (p, -1, -1, None, ErrorCode::UnknownTopicId.to_i16()),
+                                (Some(n), Some(c)) => match c.get(&(n.clone(), p)) {
+                                    Some(o) => (p, o.offset, o.leader_epoch, o.metadata.clone(), 0),
+                                    None => (p, -1, -1, Some(String::new()), 0),
+                                },
+                                (Some(_), None) => (p, -1, -1, Some(String::new()), 0),
+                            })
+                            .collect();
+                        (name.unwrap_or_default(), id, parts)
+                    })
+                    .collect(),
+            }
+        };
+        if v < 8 {
+            let wanted = f.topics().map(|ts| {
+                ts.iter()
+                    .map(|t| (Some(t.name().to_string()), Uuid::ZERO, t.partition_indexes().iter().collect()))
+                    .collect()
+            });
+            let mut found = lookup(f.group_id(), wanted);
+            if v >= 7 && f.require_stable() {
+                self.unstable(f.group_id(), &mut found);
+            }
+            let topics: Vec<OffsetFetchResponseTopic<'_>> = found
+                .iter()
+                .map(|(name, _, parts)| OffsetFetchResponseTopic {
+                    name: name.as_str().into(),
+                    partitions: parts
+                        .iter()
+                        .map(|(p, offset, epoch, md, code)| OffsetFetchResponsePartition {
+                            partition_index: *p,
+                            committed_offset: *offset,
+                            committed_leader_epoch: if v >= 5 { *epoch } else { -1 },
+                            metadata: md.as_deref().map(Into::into),
+                            error_code: *code,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect();
+            let body = OffsetFetchResponse { topics: topics.into(), ..Default::default() };
+            ServerConn::encode_response(reply, &body, out)?;
+            return Ok(());
+        }
+        let mut groups = Vec::new();
+        for g in f.groups() {
+            let wanted = g.topics().map(|ts| {
+                ts.iter()
+                    .map(|t| {
+                        if v >= 10 {
+                            (
+                                self.shared.topics.name_of(t.topic_id()),
+                                t.topic_id(),
+                                t.partition_indexes().iter().collect(),
+                            )
+                        } else {
+                            (Some(t.name().to_string()), Uuid::ZERO, t.partition_indexes().iter().collect())
+                        }
+                    })
+                    .collect()
+            });
+            let mut found = lookup(g.group_id(), wanted);
+            if f.require_stable() {
+                self.unstable(g.group_id(), &mut found);
+            }
+            groups.push((g.group_id().to_string(), found));
+        }
+        let groups: Vec<OffsetFetchResponseGroup<'_>> = groups
+            .iter()
+            .map(|(id, topics)| OffsetFetchResponseGroup {
+                group_id: id.as_str().into(),
+                topics: topics
+                    .iter()
+                    .map(|(name, tid, parts)| OffsetFetchResponseTopics {
+                        name: if v >= 10 { "" } else { name.as_str() }.into(),
+                        topic_id: if v >= 10 { *tid } else { Uuid::ZERO },
+                        partitions: parts
+                            .iter()
+                            .map(|(p, offset, epoch, md, code)| OffsetFetchResponsePartitions {
+                                partition_index: *p,
+                                committed_offset: *offset,
+                                committed_leader_epoch: *epoch,
+                                metadata: md.as_deref().map(Into::into),
+                                error_code: *code,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        let body = OffsetFetchResponse { groups: groups.into(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    /// OffsetFetch with `require_stable`: the partitions with offsets pending in an open
+    /// transaction get UNSTABLE_OFFSET_COMMIT (the client retries).
+    fn unstable(&self, group: &str, found: &mut [FetchedTopic]) {
+        let pending = self.shared.txns.pending_offsets(group);
+        if pending.is_empty() {
+            return;
+        }
+        for (topic, _, parts) in found.iter_mut() {
+            for p in parts.iter_mut() {
+                if pending.contains(&(topic.clone(), p.0)) {
+                    *p = (p.0, -1, -1, None, ErrorCode::UnstableOffsetCommit.to_i16());
+                }
+            }
+        }
+    }
+}
