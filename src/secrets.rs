@@ -604,10 +604,10 @@ enum Phase {
 /// other mechanism the rest of the connection is treated as tokens.
 ///
 /// ```
-/// use kwire::secrets::RawSasl;
+/// use kwire::{secrets::RawSasl, ApiKey};
 ///
 /// let mut sasl = RawSasl::new();
-/// sasl.on_request(17, 0, Some("PLAIN")); // SaslHandshake v0
+/// sasl.on_request(ApiKey::SaslHandshake, 0, Some("PLAIN")); // v0
 /// assert!(sasl.client_token()); // nothing but tokens may follow until the answer
 /// sasl.on_handshake_response(0); // accepted
 /// assert!(sasl.client_token()); // the client's token

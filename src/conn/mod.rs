@@ -35,7 +35,7 @@
 //!     let Received::Request(request) = received else { unreachable!() };
 //!     assert_eq!(request.header.client_id(), Some("my-client"));
 //!     assert!(matches!(request.body, RequestBodyView::ApiVersions(_)));
-//!     let keys = [ApiVersion { api_key: ApiKey::ApiVersions.key(), min_version: 0, max_version: 4, ..Default::default() }];
+//!     let keys = [ApiVersion { api_key: ApiKey::ApiVersions.to_i16(), min_version: 0, max_version: 4, ..Default::default() }];
 //!     let body = ApiVersionsResponse { api_keys: (&keys).into(), ..Default::default() };
 //!     ServerConn::encode_response(request.reply_to(), &body, &mut to_client)?;
 //! }
