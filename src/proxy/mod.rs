@@ -92,7 +92,7 @@ use std::time::Duration;
 
 pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
 pub use session::{
-    Action, Answer, Answered, AuthNote, Exchange, FromBroker, FromClient, RequestHead, Sent, Session,
+    Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,
 };
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
