@@ -11,7 +11,9 @@
 //!
 //! Built in: [`DenyApis`] (an API deny-list), [`RewriteAddresses`] (broker addresses in
 //! responses replaced, so that clients keep talking through a proxy; [`BrokerPorts`] is the
-//! rule of a port per broker by node id, the same in every proxy instance). The masking of
+//! rule of a port per broker by node id, the same in every proxy instance), [`ValidateRecords`]
+//! (the records of Produce requests checked against rules per topic: JSON values, keys,
+//! sizes, headers; [`check_json`] is its JSON check). The masking of
 //! secrets in copies of frames for logs and recordings is [`crate::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
@@ -457,10 +459,18 @@ impl FilterChain {
 }
 
 mod deny;
+mod json;
 mod rewrite;
+#[cfg(feature = "api-produce")]
+mod validate;
 mod versions;
 
 pub use deny::DenyApis;
+pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
+#[cfg(feature = "api-produce")]
+pub use validate::{
+    Checks, DEFAULT_DECOMPRESSION_LIMIT, MAX_RECORD_ERRORS, Rule, RuleError, ValidateRecords,
+};
 pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
 
 #[cfg(test)]

@@ -1,0 +1,790 @@
+//! [`ValidateRecords`]: the records of Produce requests checked against [`Rule`]s per topic
+//! pattern, in the proxy, before they reach the broker.
+
+use alloc::borrow::Cow;
+use alloc::collections::VecDeque;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::{Exchange, Filter, RequestAction, ResponseAction, check_json};
+use crate::dispatch::{Request, Response};
+use crate::messages::produce::{
+    BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, TopicProduceData,
+    TopicProduceResponse,
+};
+use crate::messages::{
+    ProduceRequest, ProduceRequestView, ProduceResponse, ProduceResponseView, RequestBody, RequestBodyView,
+    ResponseBody, ResponseBodyView,
+};
+use crate::records::{ErrorKind, Record, RecordBatches};
+use crate::types::{List, Uuid, Versions};
+use crate::{ApiKey, ErrorCode};
+
+/// The decompression limit of [`ValidateRecords::new`]: 16 MiB of records a batch.
+pub const DEFAULT_DECOMPRESSION_LIMIT: usize = 16 << 20;
+
+/// The most `record_errors` one partition's answer lists (the count in its message is the
+/// true one): a frame of tiny failing records cannot make an answer many times its size.
+pub const MAX_RECORD_ERRORS: usize = 1000;
+
+/// The highest Produce version that names topics (v13 names them by id only).
+const LAST_NAMED_PRODUCE: i16 = 12;
+
+/// What a [`Rule`] checks in each record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Checks {
+    /// A value must be one JSON text ([`check_json`]); a null value (a tombstone) passes.
+    pub json: bool,
+    /// The record must have a key (an empty key is a key; null is none).
+    pub key: bool,
+    /// The record's key, value, header keys and header values together may be at most
+    /// this many bytes.
+    pub max_bytes: Option<usize>,
+    /// Header names the record must carry (each at least once).
+    pub headers: Vec<String>,
+}
+
+impl Checks {
+    /// No checks yet.
+    pub fn new() -> Self {
+        Checks::default()
+    }
+
+    /// Values must be JSON.
+    pub fn json(mut self) -> Self {
+        self.json = true;
+        self
+    }
+
+    /// Records must have a key.
+    pub fn key(mut self) -> Self {
+        self.key = true;
+        self
+    }
+
+    /// Records may be at most `bytes` (key, value and headers).
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = Some(bytes);
+        self
+    }
+
+    /// Records must carry a header named `name`.
+    pub fn header(mut self, name: impl Into<String>) -> Self {
+        self.headers.push(name.into());
+        self
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.json && !self.key && self.max_bytes.is_none() && self.headers.is_empty()
+    }
+
+    /// Both rules' checks: every check of either, the smaller size limit.
+    fn merge(&mut self, other: &Checks) {
+        self.json |= other.json;
+        self.key |= other.key;
+        self.max_bytes = match (self.max_bytes, other.max_bytes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        for h in &other.headers {
+            if !self.headers.contains(h) {
+                self.headers.push(h.clone());
+            }
+        }
+    }
+
+    /// Why a record fails, or `None`: the first failing check, in the order size, key,
+    /// headers, JSON.
+    fn check(&self, record: &Record<'_>) -> Option<String> {
+        if let Some(max) = self.max_bytes {
+            let size = record_size(record);
+            if size > max {
+                return Some(alloc::format!(
+                    "the record is {size} bytes (key, value and headers), more than the maximum of {max}"
+                ));
+            }
+        }
+        if self.key && record.key().is_none() {
+            return Some("the record has no key".into());
+        }
+        for name in &self.headers {
+            if !record.headers().any(|h| h.key == name.as_bytes()) {
+                return Some(alloc::format!("the record lacks the required header {name:?}"));
+            }
+        }
+        if self.json
+            && let Some(value) = record.value()
+            && let Err(e) = check_json(value)
+        {
+            return Some(alloc::format!("the value is not valid JSON: {e}"));
+        }
+        None
+    }
+}
+
+/// A record's key, value, header keys and header values, in bytes.
+fn record_size(record: &Record<'_>) -> usize {
+    let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
+    len(record.key()) + len(record.value()) + record.headers().map(|h| h.key.len() + len(h.value)).sum::<usize>()
+}
+
+/// Why a rule was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuleError {
+    /// The rule has no `=` between its topic pattern and its checks.
+    NoChecks(String),
+    /// The topic pattern is empty, or holds a character that is neither one of a Kafka
+    /// topic name (`A-Z a-z 0-9 . _ -`) nor `*`.
+    Pattern(String),
+    /// A check that is not `json`, `key`, `max-bytes=N` or `header=NAME`.
+    UnknownCheck(String),
+    /// `max-bytes=` without a whole number of bytes.
+    MaxBytes(String),
+    /// `header=` without a name.
+    EmptyHeader,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleError::NoChecks(rule) => {
+                write!(f, "{rule:?} has no checks: write PATTERN=CHECK[,CHECK...], e.g. 'orders.*=json,key'")
+            }
+            RuleError::Pattern(p) => write!(
+                f,
+                "topic pattern {p:?} is not a topic name with '*' wildcards (letters, digits, '.', '_', '-', '*')"
+            ),
+            RuleError::UnknownCheck(c) => {
+                write!(f, "unknown check {c:?}: the checks are json, key, max-bytes=N and header=NAME")
+            }
+            RuleError::MaxBytes(v) => write!(f, "max-bytes={v}: not a whole number of bytes"),
+            RuleError::EmptyHeader => f.write_str("header= needs a header name"),
+        }
+    }
+}
+
+impl core::error::Error for RuleError {}
+
+/// Checks for the records of the topics a pattern matches: an exact topic name, or a name
+/// with `*` wildcards (any run of characters, none included), e.g. `orders.*`.
+///
+/// ```
+/// use kwire::filter::{Checks, Rule};
+///
+/// let rule: Rule = "orders.*=json,key,max-bytes=1048576,header=trace-id".parse()?;
+/// assert!(rule.matches("orders.eu") && !rule.matches("payments"));
+/// assert_eq!(rule.checks(), &Checks::new().json().key().max_bytes(1048576).header("trace-id"));
+/// assert!("orders.*=jsn".parse::<Rule>().is_err());
+/// # Ok::<(), kwire::filter::RuleError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pattern: String,
+    checks: Checks,
+}
+
+impl Rule {
+    /// A rule of `checks` for the topics `pattern` matches.
+    pub fn new(pattern: &str, checks: Checks) -> Result<Rule, RuleError> {
+        let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '*');
+        if pattern.is_empty() || !pattern.chars().all(ok) {
+            return Err(RuleError::Pattern(pattern.to_string()));
+        }
+        if checks.headers.iter().any(String::is_empty) {
+            return Err(RuleError::EmptyHeader);
+        }
+        if checks.is_empty() {
+            return Err(RuleError::NoChecks(pattern.to_string()));
+        }
+        Ok(Rule { pattern: pattern.to_string(), checks })
+    }
+
+    /// The topic pattern.
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// The checks.
+    pub fn checks(&self) -> &Checks {
+        &self.checks
+    }
+
+    /// Whether the pattern matches every topic (`*`, `**`, ...).
+    fn matches_all(&self) -> bool {
+        self.pattern.bytes().all(|b| b == b'*')
+    }
+
+    /// Whether the pattern matches `topic`.
+    pub fn matches(&self, topic: &str) -> bool {
+        glob(self.pattern.as_bytes(), topic.as_bytes())
+    }
+}
+
+impl core::str::FromStr for Rule {
+    type Err = RuleError;
+
+    /// `PATTERN=CHECK[,CHECK...]`, the checks being `json`, `key`, `max-bytes=N` and
+    /// `header=NAME` (repeatable).
+    fn from_str(s: &str) -> Result<Rule, RuleError> {
+        let Some((pattern, list)) = s.split_once('=') else { return Err(RuleError::NoChecks(s.to_string())) };
+        let mut checks = Checks::new();
+        for item in list.split(',').map(str::trim) {
+            match item.split_once('=') {
+                None if item == "json" => checks.json = true,
+                None if item == "key" => checks.key = true,
+                Some(("max-bytes", n)) => match n.trim().parse::<usize>() {
+                    Ok(n) => checks.max_bytes = Some(checks.max_bytes.map_or(n, |m| m.min(n))),
+                    Err(_) => return Err(RuleError::MaxBytes(n.to_string())),
+                },
+                Some(("header", name)) if name.trim().is_empty() => return Err(RuleError::EmptyHeader),
+                Some(("header", name)) => checks.headers.push(name.trim().to_string()),
+                _ if item.is_empty() && list.trim().is_empty() => {
+                    return Err(RuleError::NoChecks(s.to_string()));
+                }
+                _ => return Err(RuleError::UnknownCheck(item.to_string())),
+            }
+        }
+        Rule::new(pattern.trim(), checks)
+    }
+}
+
+/// Whether `pattern` (with `*` for any run of bytes) matches all of `name`.
+fn glob(pattern: &[u8], name: &[u8]) -> bool {
+    let (mut p, mut n) = (0, 0);
+    // Where the last `*` was, and the name position it matched up to.
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, n));
+                p += 1;
+            }
+            Some(&c) if c == name[n] => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    star = Some((sp, sn + 1));
+                    p = sp + 1;
+                    n = sn + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// Why a partition failed: its error, message and record errors.
+#[derive(Debug)]
+struct Failure {
+    code: ErrorCode,
+    message: String,
+    /// (batch index, message), at most [`MAX_RECORD_ERRORS`].
+    records: Vec<(u32, String)>,
+}
+
+impl Failure {
+    fn partition(code: ErrorCode, message: String) -> Self {
+        Failure { code, message, records: Vec::new() }
+    }
+
+    /// Records that broke the rules: Kafka's `LogValidator` form of the message.
+    fn records(total: usize, records: Vec<(u32, String)>) -> Self {
+        let mut message = alloc::format!(
+            "One or more records have been rejected due to {total} record errors in total, and only showing \
+             the first three errors at most: ["
+        );
+        for (i, (index, why)) in records.iter().take(3).enumerate() {
+            if i > 0 {
+                message.push_str(", ");
+            }
+            message.push_str(&alloc::format!("RecordError(batchIndex={index}, message='{why}')"));
+        }
+        message.push(']');
+        Failure { code: ErrorCode::InvalidRecord, message, records }
+    }
+
+    /// Bytes the proxy cannot read as records.
+    fn unreadable(e: crate::records::Error, limit: usize) -> Self {
+        match e.kind() {
+            ErrorKind::CrcMismatch { .. } => {
+                Failure::partition(ErrorCode::CorruptMessage, alloc::format!("the record batch is corrupt: {e}"))
+            }
+            ErrorKind::DecompressedTooLarge { .. } | ErrorKind::RecordCountTooLarge { .. } => Failure::partition(
+                ErrorCode::InvalidRecord,
+                alloc::format!(
+                    "the records decompress to more than this proxy's limit of {limit} bytes, so they cannot be validated"
+                ),
+            ),
+            _ => Failure::partition(ErrorCode::InvalidRecord, alloc::format!("the records cannot be read: {e}")),
+        }
+    }
+
+    fn into_response(self, index: i32) -> PartitionProduceResponse<'static> {
+        let record_errors: Vec<BatchIndexAndErrorMessage<'static>> = self
+            .records
+            .into_iter()
+            .map(|(i, why)| BatchIndexAndErrorMessage {
+                batch_index: i32::try_from(i).unwrap_or(i32::MAX),
+                batch_index_error_message: Some(why.into()),
+                ..Default::default()
+            })
+            .collect();
+        PartitionProduceResponse {
+            index,
+            error_code: self.code.to_i16(),
+            base_offset: -1,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+            record_errors: record_errors.into(),
+            error_message: Some(self.message.into()),
+            ..Default::default()
+        }
+    }
+}
+
+/// Checks one partition's records; `scratch` takes decompressed records.
+fn check_records(
+    records: RecordBatches<'_>,
+    checks: &Checks,
+    scratch: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), Failure> {
+    let mut batches = records;
+    let mut index: u32 = 0;
+    let mut total = 0usize;
+    let mut errors: Vec<(u32, String)> = Vec::new();
+    for batch in batches.by_ref() {
+        let batch = batch.map_err(|e| Failure::unreadable(e, limit))?;
+        if batch.is_control() {
+            // Clients may not write control batches: the broker refuses them.
+            index = index.saturating_add(u32::try_from(batch.records_count()).unwrap_or(0));
+            continue;
+        }
+        let records = batch.records_in_vec(scratch, limit).map_err(|e| Failure::unreadable(e, limit))?;
+        for record in records {
+            let record = record.map_err(|e| {
+                Failure::partition(ErrorCode::InvalidRecord, alloc::format!("record {index} cannot be read: {e}"))
+            })?;
+            if let Some(why) = checks.check(&record) {
+                total += 1;
+                if errors.len() < MAX_RECORD_ERRORS {
+                    errors.push((index, why));
+                }
+            }
+            index = index.saturating_add(1);
+        }
+    }
+    if batches.partial() {
+        return Err(Failure::partition(
+            ErrorCode::InvalidRecord,
+            "the records end with a cut-short record batch".into(),
+        ));
+    }
+    if errors.is_empty() { Ok(()) } else { Err(Failure::records(total, errors)) }
+}
+
+/// What happens to one partition of a request the filter changed.
+#[derive(Debug)]
+enum Slot {
+    /// Sent to the broker: its answer is the broker's.
+    Forwarded(i32),
+    /// Answered by the filter.
+    Failed(PartitionProduceResponse<'static>),
+}
+
+#[derive(Debug)]
+struct PendingTopic {
+    name: String,
+    topic_id: Uuid,
+    slots: Vec<Slot>,
+}
+
+/// A Produce request sent on without its failing partitions: their answers, to be merged
+/// into the broker's.
+#[derive(Debug)]
+struct Pending {
+    correlation_id: i32,
+    topics: Vec<PendingTopic>,
+}
+
+/// The most requests awaiting a merge a connection keeps (Kafka's in-flight limit in
+/// `kwire::conn::InFlight`); older entries, whose answers never came through the filter,
+/// go first.
+const MAX_PENDING: usize = 1024;
+
+/// Validates the records of Produce requests against [`Rule`]s per topic pattern, and
+/// answers partitions that fail as a broker would: INVALID_RECORD (87) with `record_errors`
+/// (each failing record's index in its batch and why) and an error message in the form
+/// of Kafka's `LogValidator`. Every rule whose pattern matches a topic applies to it.
+///
+/// - **Nothing fails:** the request is forwarded as it came ([`super::Verdict::Forward`]):
+///   not a byte is copied.
+/// - **Some partitions fail:** the request is sent on without them, and the broker's
+///   answer gets the filter's answers for them merged back, in the request's order, so that
+///   the client gets one response. The filter keeps the failing partitions' answers by
+///   correlation id until the broker's answer passes.
+/// - **Every partition fails:** the filter answers the request itself.
+/// - **`acks=0`:** failing partitions are dropped and the rest sent on; nothing is
+///   answered (a broker would close the connection instead, which the client notices as a
+///   lost connection, not as an error of its records).
+///
+/// Compressed batches are decompressed into a buffer of the filter's to be checked, up to a
+/// limit ([`DEFAULT_DECOMPRESSION_LIMIT`], [`ValidateRecords::decompression_limit`]);
+/// past it, or if the records cannot be read at all (a wrong CRC gives CORRUPT_MESSAGE),
+/// the partition fails with a message saying so. A partition of a topic no rule matches is
+/// not read.
+///
+/// **Topic ids.** Produce v13 names topics by id only, and the filter does not know topic
+/// names by id. So while some rule's pattern is not `*`, the filter takes Produce v13 out
+/// of the ApiVersions answers clients get through the proxy ([`Filter::versions`]): clients
+/// produce at v12 or older, which name topics. A v13 request that comes all the same has
+/// every partition failed (INVALID_RECORD, a message saying why) rather than sent on
+/// unchecked. Rules whose pattern is `*` apply at every version.
+///
+/// ```
+/// use kwire::filter::{FilterChain, Rule, ValidateRecords, Verdict};
+/// use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
+/// use kwire::messages::{ProduceRequest, ProduceResponse, ResponseBodyView};
+/// use kwire::records::{BatchBuilder, NewRecord};
+/// use kwire::ApiKey;
+///
+/// let rules: Vec<Rule> = vec!["orders.*=json,key".parse()?];
+/// let mut chain = FilterChain::new();
+/// chain.push(ValidateRecords::new(rules));
+///
+/// let records = [NewRecord::new(Some(b"k1"), Some(b"{\"id\": 1"))]; // not JSON
+/// let mut batch = Vec::new();
+/// BatchBuilder::new(0, 1_700_000_000_000, &records).encode_to_vec(&mut batch)?;
+/// let partitions = [PartitionProduceData { index: 0, records: Some((&batch[..]).into()), ..Default::default() }];
+/// let topics = [TopicProduceData { name: "orders.eu".into(), partition_data: (&partitions).into(), ..Default::default() }];
+/// let body = ProduceRequest { acks: -1, timeout_ms: 1000, topic_data: (&topics).into(), ..Default::default() };
+/// let mut frame = vec![0u8; 256];
+/// let n = kwire::dispatch::encode_request(&body, 12, 7, None, &mut frame)?;
+///
+/// // Its only partition fails: the filter answers.
+/// let Verdict::Respond(answer) = chain.on_request(&frame[4..n]) else { panic!() };
+/// let response = kwire::dispatch::parse_response(&answer, ApiKey::Produce, 12)?;
+/// let ResponseBodyView::Produce(view) = response.body else { unreachable!() };
+/// let partition = view.responses().iter().next().unwrap().partition_responses().iter().next().unwrap();
+/// assert_eq!(partition.error_code(), 87);
+/// let errors: Vec<_> = partition.record_errors().iter().map(|e| e.batch_index()).collect();
+/// assert_eq!(errors, [0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ValidateRecords {
+    rules: Arc<[Rule]>,
+    /// Some rule needs a topic's name (its pattern is not `*`).
+    by_name: bool,
+    limit: usize,
+    scratch: Vec<u8>,
+    pending: VecDeque<Pending>,
+}
+
+/// The scratch buffer kept between requests at most; a larger one is freed after use.
+const KEEP_SCRATCH: usize = 1 << 20;
+
+impl ValidateRecords {
+    /// A filter of these rules (give each connection its own, the rules shared:
+    /// `Arc<[Rule]>` and `Vec<Rule>` both do), with the default decompression limit.
+    pub fn new(rules: impl Into<Arc<[Rule]>>) -> Self {
+        let rules = rules.into();
+        let by_name = rules.iter().any(|r| !r.matches_all());
+        ValidateRecords {
+            rules,
+            by_name,
+            limit: DEFAULT_DECOMPRESSION_LIMIT,
+            scratch: Vec::new(),
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Decompresses at most `bytes` of records a batch to check them; a batch whose records
+    /// are larger fails.
+    pub fn decompression_limit(mut self, bytes: usize) -> Self {
+        self.limit = bytes;
+        self
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The checks for a topic (`None` for a topic named by id only), or why its partitions
+    /// fail without being read.
+    fn checks_for<'r>(rules: &'r [Rule], by_name: bool, name: Option<&str>) -> Lookup<'r> {
+        let mut found: Option<Cow<'r, Checks>> = None;
+        for rule in rules {
+            let applies = match name {
+                Some(name) => rule.matches(name),
+                None if by_name => return Lookup::Unnamed,
+                None => true,
+            };
+            if applies {
+                match &mut found {
+                    None => found = Some(Cow::Borrowed(&rule.checks)),
+                    Some(c) => c.to_mut().merge(&rule.checks),
+                }
+            }
+        }
+        found.map_or(Lookup::Pass, Lookup::Check)
+    }
+
+    /// Each partition's failure, in request order (`(topic, partition)` positions).
+    fn failures(&mut self, produce: &ProduceRequestView<'_>, version: i16) -> Vec<(usize, usize, Failure)> {
+        let rules = self.rules.clone();
+        let mut failures = Vec::new();
+        for (t, topic) in produce.topic_data().iter().enumerate() {
+            let name = (version <= LAST_NAMED_PRODUCE).then(|| topic.name());
+            let checks = match Self::checks_for(&rules, self.by_name, name) {
+                Lookup::Pass => continue,
+                Lookup::Check(c) => c,
+                Lookup::Unnamed => {
+                    for p in 0..topic.partition_data().len() {
+                        let why = alloc::format!(
+                            "this proxy validates records by topic name, and Produce v{version} names topics \
+                             by id only: produce at v{LAST_NAMED_PRODUCE} or older, as the proxy's ApiVersions \
+                             answer offers"
+                        );
+                        failures.push((t, p, Failure::partition(ErrorCode::InvalidRecord, why)));
+                    }
+                    continue;
+                }
+            };
+            for (p, partition) in topic.partition_data().iter().enumerate() {
+                // Null records: the broker answers them.
+                let Some(records) = partition.records() else { continue };
+                if let Err(f) = check_records(records, &checks, &mut self.scratch, self.limit) {
+                    failures.push((t, p, f));
+                }
+            }
+        }
+        if self.scratch.capacity() > KEEP_SCRATCH {
+            self.scratch = Vec::new();
+        }
+        failures
+    }
+}
+
+enum Lookup<'r> {
+    /// No rule applies.
+    Pass,
+    /// These checks apply.
+    Check(Cow<'r, Checks>),
+    /// Rules need the topic's name, and the request names it by id only.
+    Unnamed,
+}
+
+impl Filter for ValidateRecords {
+    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
+        api_key == ApiKey::Produce && !self.rules.is_empty()
+    }
+
+    fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+        let RequestBodyView::Produce(produce) = request.body else { return RequestAction::Pass };
+        let version = request.header.api_version();
+        let failures = self.failures(&produce, version);
+        if failures.is_empty() {
+            return RequestAction::Pass;
+        }
+        let mut failures = failures.into_iter().peekable();
+        let mut kept_topics: Vec<TopicProduceData<'a>> = Vec::new();
+        let mut answers: Vec<PendingTopic> = Vec::new();
+        let mut forwarded = 0usize;
+        for (t, topic) in produce.topic_data().iter().enumerate() {
+            let mut kept: Vec<PartitionProduceData<'a>> = Vec::new();
+            let mut slots = Vec::new();
+            for (p, partition) in topic.partition_data().iter().enumerate() {
+                match failures.next_if(|(ft, fp, _)| (*ft, *fp) == (t, p)) {
+                    Some((_, _, failure)) => slots.push(Slot::Failed(failure.into_response(partition.index()))),
+                    None => {
+                        slots.push(Slot::Forwarded(partition.index()));
+                        kept.push(PartitionProduceData::from(partition));
+                    }
+                }
+            }
+            forwarded += kept.len();
+            if !kept.is_empty() {
+                let mut data = TopicProduceData::from(topic);
+                data.partition_data = kept.into();
+                kept_topics.push(data);
+            }
+            answers.push(PendingTopic { name: topic.name().to_string(), topic_id: topic.topic_id(), slots });
+        }
+        if forwarded == 0 {
+            // Every partition failed: the filter answers (nothing, at acks=0).
+            let responses: Vec<TopicProduceResponse<'a>> = answers
+                .into_iter()
+                .map(|t| TopicProduceResponse {
+                    name: t.name.into(),
+                    topic_id: t.topic_id,
+                    partition_responses: t
+                        .slots
+                        .into_iter()
+                        .filter_map(|s| match s {
+                            Slot::Failed(r) => Some(r),
+                            Slot::Forwarded(_) => None,
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect();
+            return RequestAction::Respond(ResponseBody::Produce(ProduceResponse {
+                responses: responses.into(),
+                ..Default::default()
+            }));
+        }
+        if produce.acks() != 0 {
+            if self.pending.len() == MAX_PENDING {
+                self.pending.pop_front();
+            }
+            self.pending.push_back(Pending { correlation_id: request.header.correlation_id(), topics: answers });
+        }
+        let mut body = ProduceRequest::from(produce);
+        body.topic_data = kept_topics.into();
+        RequestAction::Rewrite(RequestBody::Produce(body))
+    }
+
+    fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
+        api_key == ApiKey::Produce && !self.pending.is_empty()
+    }
+
+    fn on_response<'a>(&mut self, exchange: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
+        let Some(at) = self.pending.iter().position(|p| p.correlation_id == exchange.correlation_id) else {
+            return ResponseAction::Pass;
+        };
+        // Answers come in order: the entries before it were answered without passing here
+        // (by a filter nearer the broker), and are done with.
+        self.pending.drain(..at);
+        let Some(pending) = self.pending.pop_front() else { return ResponseAction::Pass };
+        let ResponseBodyView::Produce(view) = response.body else { return ResponseAction::Pass };
+        ResponseAction::Rewrite(ResponseBody::Produce(merge(pending, view, exchange.api_version)))
+    }
+
+    fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
+        if api_key != ApiKey::Produce || !self.by_name || self.rules.is_empty() {
+            return Some(readable);
+        }
+        let cut = Versions::new(readable.min, readable.max.min(LAST_NAMED_PRODUCE));
+        (cut.min <= cut.max).then_some(cut)
+    }
+}
+
+fn into_vec<T: Clone>(list: List<'_, T>) -> Vec<T> {
+    match list {
+        List::Owned(v) => v,
+        other => other.to_vec(),
+    }
+}
+
+/// The broker's answer with the filter's answers put back, in the request's order.
+fn merge<'a>(pending: Pending, view: ProduceResponseView<'a>, version: i16) -> ProduceResponse<'a> {
+    let mut response = ProduceResponse::from(view);
+    let mut broker: Vec<Option<TopicProduceResponse<'a>>> =
+        into_vec(core::mem::take(&mut response.responses)).into_iter().map(Some).collect();
+    let mut topics = Vec::with_capacity(pending.topics.len());
+    for topic in pending.topics {
+        let same = |b: &TopicProduceResponse<'_>| {
+            if version <= LAST_NAMED_PRODUCE { b.name.as_str() == topic.name } else { b.topic_id == topic.topic_id }
+        };
+        let found = broker.iter_mut().find(|b| b.as_ref().is_some_and(same)).and_then(Option::take);
+        let mut answered = found.as_ref().map(|b| into_vec(b.partition_responses.clone())).unwrap_or_default();
+        let mut partitions = Vec::with_capacity(topic.slots.len());
+        for slot in topic.slots {
+            match slot {
+                Slot::Failed(r) => partitions.push(r),
+                Slot::Forwarded(index) => {
+                    if let Some(i) = answered.iter().position(|p| p.index == index) {
+                        partitions.push(answered.remove(i));
+                    }
+                }
+            }
+        }
+        // Whatever else the broker answered for the topic stays.
+        partitions.extend(answered);
+        let mut out = found.unwrap_or_else(|| TopicProduceResponse {
+            name: topic.name.into(),
+            topic_id: topic.topic_id,
+            ..Default::default()
+        });
+        out.partition_responses = partitions.into();
+        topics.push(out);
+    }
+    topics.extend(broker.into_iter().flatten());
+    response.responses = topics.into();
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_whole_names() {
+        let m = |p: &str, n: &str| glob(p.as_bytes(), n.as_bytes());
+        assert!(m("orders", "orders"));
+        assert!(!m("orders", "orders2"));
+        assert!(!m("orders", "order"));
+        assert!(m("orders.*", "orders."));
+        assert!(m("orders.*", "orders.eu.1"));
+        assert!(!m("orders.*", "orders"));
+        assert!(!m("orders.*", "xorders.eu"));
+        assert!(m("*", ""));
+        assert!(m("*", "anything"));
+        assert!(m("*.dlq", "a.b.dlq"));
+        assert!(!m("*.dlq", "a.b.dlq2"));
+        assert!(m("a*b*c", "aXXbYYbZc"));
+        assert!(!m("a*b*c", "aXXbYYbZ"));
+        assert!(m("a**", "a"));
+        assert!(m("*a*a*a*", "aaa"));
+        assert!(!m("*a*a*a*", "aa"));
+    }
+
+    #[test]
+    fn rules_parse_or_name_the_problem() {
+        let r: Rule = "t=json".parse().unwrap();
+        assert_eq!(r.checks(), &Checks::new().json());
+        let r: Rule = " a.* = key , header=x, header=y, max-bytes=10 ,max-bytes=20".parse().unwrap();
+        assert_eq!(r.pattern(), "a.*");
+        assert_eq!(r.checks(), &Checks::new().key().header("x").header("y").max_bytes(10));
+        assert_eq!("orders".parse::<Rule>(), Err(RuleError::NoChecks("orders".into())));
+        assert_eq!("orders=".parse::<Rule>(), Err(RuleError::NoChecks("orders=".into())));
+        assert_eq!("orders=json,".parse::<Rule>(), Err(RuleError::UnknownCheck("".into())));
+        assert_eq!("orders=jsn".parse::<Rule>(), Err(RuleError::UnknownCheck("jsn".into())));
+        assert_eq!("orders=max-bytes=1k".parse::<Rule>(), Err(RuleError::MaxBytes("1k".into())));
+        assert_eq!("orders=header=".parse::<Rule>(), Err(RuleError::EmptyHeader));
+        assert_eq!("ord ers=json".parse::<Rule>(), Err(RuleError::Pattern("ord ers".into())));
+        assert_eq!("=json".parse::<Rule>(), Err(RuleError::Pattern("".into())));
+        assert_eq!("a/b=json".parse::<Rule>(), Err(RuleError::Pattern("a/b".into())));
+        // Each message names what was wrong.
+        let e = "orders=jsn".parse::<Rule>().unwrap_err().to_string();
+        assert!(e.contains("\"jsn\"") && e.contains("json, key, max-bytes=N and header=NAME"), "{e}");
+        assert!(Rule::new("t", Checks::new()).is_err());
+    }
+
+    #[test]
+    fn matching_rules_merge() {
+        let rules: Vec<Rule> = vec![
+            "*=max-bytes=100".parse().unwrap(),
+            "orders.*=json,max-bytes=50,header=a".parse().unwrap(),
+            "orders.eu=key,header=a,header=b".parse().unwrap(),
+        ];
+        let Lookup::Check(c) = ValidateRecords::checks_for(&rules, true, Some("orders.eu")) else { panic!() };
+        assert_eq!(*c, Checks::new().json().key().max_bytes(50).header("a").header("b"));
+        let Lookup::Check(c) = ValidateRecords::checks_for(&rules, true, Some("other")) else { panic!() };
+        assert!(matches!(c, Cow::Borrowed(_)), "one rule: no copy");
+        assert_eq!(*c, Checks::new().max_bytes(100));
+        assert!(matches!(ValidateRecords::checks_for(&rules, true, None), Lookup::Unnamed));
+        assert!(matches!(ValidateRecords::checks_for(&rules[1..], true, Some("x")), Lookup::Pass));
+        let Lookup::Check(c) = ValidateRecords::checks_for(&rules[..1], false, None) else { panic!() };
+        assert_eq!(*c, Checks::new().max_bytes(100));
+    }
+}
