@@ -421,3 +421,18 @@ fn help_has_examples() {
         assert!(help.contains("Examples:"), "{cmd:?}\n{help}");
     }
 }
+
+#[test]
+fn proxy_refuses_a_wrong_validation_rule_at_start_up() {
+    for (rule, problem) in [
+        ("orders.*=json,kye", "unknown check \"kye\": the checks are json, key, max-bytes=N and header=NAME"),
+        ("orders.*", "\"orders.*\" has no checks"),
+        ("orders/*=json", "topic pattern \"orders/*\" is not a topic name"),
+        ("t=max-bytes=1MB", "max-bytes=1MB: not a whole number of bytes"),
+        ("t=header=", "header= needs a header name"),
+    ] {
+        let args = ["proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--validate", "t=json", "--validate", rule];
+        let (_, err) = fails(&args, b"");
+        assert!(err.contains(&format!("--validate {rule}: {problem}")), "{rule}: {err}");
+    }
+}

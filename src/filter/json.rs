@@ -2,7 +2,8 @@
 
 use core::fmt;
 
-/// The deepest nesting of arrays and objects [`check_json`] accepts.
+/// The deepest nesting of arrays and objects (an empty one innermost aside) [`check_json`]
+/// accepts.
 pub const MAX_JSON_DEPTH: usize = 1024;
 
 /// Why bytes are not a JSON text: what was wrong, and at which byte.
@@ -404,6 +405,7 @@ mod tests {
         let deep = |n: usize| {
             let mut v: Vec<u8> = Vec::new();
             v.extend(core::iter::repeat_n(b'[', n));
+            v.push(b'0');
             v.extend(core::iter::repeat_n(b']', n));
             v
         };

@@ -455,7 +455,7 @@ const MAX_PENDING: usize = 1024;
 /// use kwire::records::{BatchBuilder, NewRecord};
 /// use kwire::ApiKey;
 ///
-/// let rules: Vec<Rule> = vec!["orders.*=json,key".parse()?];
+/// let rules: Vec<Rule> = alloc::vec!["orders.*=json,key".parse()?];
 /// let mut chain = FilterChain::new();
 /// chain.push(ValidateRecords::new(rules));
 ///
@@ -772,7 +772,7 @@ mod tests {
 
     #[test]
     fn matching_rules_merge() {
-        let rules: Vec<Rule> = vec![
+        let rules: Vec<Rule> = alloc::vec![
             "*=max-bytes=100".parse().unwrap(),
             "orders.*=json,max-bytes=50,header=a".parse().unwrap(),
             "orders.eu=key,header=a,header=b".parse().unwrap(),

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kwire::Direction;
 use kwire::conn::metrics::{Metrics, Undecoded};
-use kwire::filter::{DenyApis, FilterChain};
+use kwire::filter::{DenyApis, FilterChain, Rule, ValidateRecords};
 use kwire::proxy::Proxy;
 
 const AFTER_HELP: &str = "\
@@ -125,6 +125,18 @@ pub struct Args {
     /// and ApiVersions answers no longer list it.
     #[arg(long = "deny-api", value_name = "API")]
     deny_api: Vec<String>,
+    /// Validate the records of Produce requests (repeatable): `PATTERN=CHECK[,CHECK...]`,
+    /// PATTERN a topic name with `*` wildcards, the checks `json` (values are JSON), `key`
+    /// (a key is required), `max-bytes=N` (key, value and headers at most N bytes) and
+    /// `header=NAME` (a header is required), e.g. `--validate
+    /// 'orders.*=json,key,max-bytes=1048576,header=trace-id'`. A partition with a failing
+    /// record gets INVALID_RECORD with the record errors; the rest go on to the broker.
+    #[arg(long = "validate", value_name = "RULE")]
+    validate: Vec<String>,
+    /// Decompress at most this many bytes of records a batch to validate them; a larger
+    /// batch fails with a message saying so.
+    #[arg(long, default_value_t = kwire::filter::DEFAULT_DECOMPRESSION_LIMIT, value_name = "BYTES")]
+    validate_decompression_limit: usize,
     /// Show secrets (SASL tokens, delegation-token HMACs, SCRAM credentials, password
     /// configs) in the JSON log and in recorded frames, where they are masked by default.
     /// Raw SaslHandshake v0 tokens are never shown.
@@ -389,6 +401,13 @@ pub fn run(args: Args) -> Result<(), String> {
                 .ok_or(format!("--deny-api {name}: no such API (see `kwire versions`)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let rules: Arc<[Rule]> = args
+        .validate
+        .iter()
+        .map(|rule| rule.parse::<Rule>().map_err(|e| format!("--validate {rule}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?
+        .into();
+    let decompression_limit = args.validate_decompression_limit;
     let nofile = limits::raise_nofile()?;
     let max_connections = match args.max_connections {
         Some(n) if n > nofile.connections() => {
@@ -453,10 +472,15 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(host) = &args.advertise {
         builder = builder.advertise(host.clone());
     }
-    if !denied.is_empty() {
+    if !denied.is_empty() || !rules.is_empty() {
         builder = builder.filters(move |_| {
             let mut chain = FilterChain::new();
-            chain.push(DenyApis::new(denied.iter().copied()));
+            if !denied.is_empty() {
+                chain.push(DenyApis::new(denied.iter().copied()));
+            }
+            if !rules.is_empty() {
+                chain.push(ValidateRecords::new(rules.clone()).decompression_limit(decompression_limit));
+            }
             chain
         });
     }
