@@ -489,3 +489,99 @@ fn a_waiting_filter_asks_the_broker_with_ids_the_client_never_sees() {
     assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 0);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }
+
+/// A Produce request of `(topic, [(partition, records)])` at `version`.
+fn produce_records<'a>(topics: &'a [(&'a str, Vec<(i32, Vec<u8>)>)]) -> ProduceRequest<'a> {
+    use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
+    let topics: Vec<TopicProduceData<'a>> = topics
+        .iter()
+        .map(|(name, parts)| TopicProduceData {
+            name: (*name).into(),
+            partition_data: parts
+                .iter()
+                .map(|(i, r)| PartitionProduceData { index: *i, records: Some(r[..].into()), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: topics.into(), ..Default::default() }
+}
+
+#[test]
+fn record_validation_answers_failing_partitions_and_the_broker_the_rest_in_one_response() {
+    use kwire::filter::{Rule, ValidateRecords};
+    use kwire::records::{BatchBuilder, Compression, NewRecord};
+    let batch = |values: &[&'static [u8]], codec| {
+        let records: Vec<NewRecord<'_>> = values.iter().map(|v| NewRecord::new(Some(b"k"), Some(*v))).collect();
+        let mut b = BatchBuilder::new(0, 1_700_000_000_000, &records);
+        b.compression = codec;
+        let mut out = Vec::new();
+        b.encode_to_vec(&mut out).unwrap();
+        out
+    };
+    let good = batch(&[b"{\"a\": 1}", b"[]", b"2"], Compression::Zstd);
+    let bad = batch(&[b"{}", b"{\"a\": }", b"3", b"x"], Compression::Gzip);
+    let rt = runtime();
+    let broker = broker();
+    broker.create_topic("orders.eu", 3);
+    broker.create_topic("logs", 1);
+    let rules: Arc<[Rule]> = vec!["orders.*=json,key".parse::<Rule>().unwrap()].into();
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(move |_: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(ValidateRecords::new(rules.clone()));
+                    chain
+                })
+                .start(),
+        )
+        .unwrap();
+    let mut c = connect(proxy.local_addr());
+    // Pipelined: a mixed request, one the filter answers whole, and one that passes.
+    let mixed = [
+        ("orders.eu", vec![(0, good.clone()), (1, bad.clone()), (2, good.clone())]),
+        ("logs", vec![(0, bad.clone())]),
+    ];
+    send(&mut c, &produce_records(&mixed), 9, 1);
+    send(&mut c, &produce_records(&[("orders.eu", vec![(1, bad.clone())])]), 9, 2);
+    send(&mut c, &produce_records(&[("orders.eu", vec![(0, good.clone())])]), 9, 3);
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let frame = read_frame(&mut c).unwrap();
+        let response = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap();
+        let ResponseBodyView::Produce(p) = response.body else { panic!() };
+        let mut parts = Vec::new();
+        for t in p.responses() {
+            for q in t.partition_responses() {
+                let errors: Vec<i32> = q.record_errors().iter().map(|e| e.batch_index()).collect();
+                parts.push((t.name().to_string(), q.index(), q.error_code(), errors));
+            }
+        }
+        got.push((response.header.correlation_id(), parts));
+    }
+    let part = |t: &str, i, code, errors: &[i32]| (t.to_string(), i, code, errors.to_vec());
+    assert_eq!(
+        got,
+        [
+            (
+                1,
+                vec![
+                    part("orders.eu", 0, 0, &[]),
+                    part("orders.eu", 1, 87, &[1, 3]),
+                    part("orders.eu", 2, 0, &[]),
+                    part("logs", 0, 0, &[]),
+                ]
+            ),
+            (2, vec![part("orders.eu", 1, 87, &[1, 3])]),
+            (3, vec![part("orders.eu", 0, 0, &[])]),
+        ]
+    );
+    // The broker holds the good records only (and the unvalidated topic's).
+    assert_eq!(broker.end_offset("orders.eu", 0), Some(6));
+    assert_eq!(broker.end_offset("orders.eu", 1), Some(0));
+    assert_eq!(broker.end_offset("orders.eu", 2), Some(3));
+    assert_eq!(broker.end_offset("logs", 0), Some(4));
+    drop(c);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
