@@ -431,7 +431,17 @@ fn proxy_refuses_a_wrong_validation_rule_at_start_up() {
         ("t=max-bytes=1MB", "max-bytes=1MB: not a whole number of bytes"),
         ("t=header=", "header= needs a header name"),
     ] {
-        let args = ["proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--validate", "t=json", "--validate", rule];
+        let args = [
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+            "--validate",
+            "t=json",
+            "--validate",
+            rule,
+        ];
         let (_, err) = fails(&args, b"");
         assert!(err.contains(&format!("--validate {rule}: {problem}")), "{rule}: {err}");
     }

@@ -490,8 +490,11 @@ fn a_waiting_filter_asks_the_broker_with_ids_the_client_never_sees() {
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }
 
-/// A Produce request of `(topic, [(partition, records)])` at `version`.
-fn produce_records<'a>(topics: &'a [(&'a str, Vec<(i32, Vec<u8>)>)]) -> ProduceRequest<'a> {
+/// A topic's partitions and their records.
+type Partitions = Vec<(i32, Vec<u8>)>;
+
+/// A Produce request of `(topic, [(partition, records)])`.
+fn produce_records<'a>(topics: &'a [(&'a str, Partitions)]) -> ProduceRequest<'a> {
     use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
     let topics: Vec<TopicProduceData<'a>> = topics
         .iter()
@@ -499,7 +502,11 @@ fn produce_records<'a>(topics: &'a [(&'a str, Vec<(i32, Vec<u8>)>)]) -> ProduceR
             name: (*name).into(),
             partition_data: parts
                 .iter()
-                .map(|(i, r)| PartitionProduceData { index: *i, records: Some(r[..].into()), ..Default::default() })
+                .map(|(i, r)| PartitionProduceData {
+                    index: *i,
+                    records: Some(r[..].into()),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         })
@@ -512,7 +519,8 @@ fn record_validation_answers_failing_partitions_and_the_broker_the_rest_in_one_r
     use kwire::filter::{Rule, ValidateRecords};
     use kwire::records::{BatchBuilder, Compression, NewRecord};
     let batch = |values: &[&'static [u8]], codec| {
-        let records: Vec<NewRecord<'_>> = values.iter().map(|v| NewRecord::new(Some(b"k"), Some(*v))).collect();
+        let records: Vec<NewRecord<'_>> =
+            values.iter().map(|v| NewRecord::new(Some(b"k"), Some(*v))).collect();
         let mut b = BatchBuilder::new(0, 1_700_000_000_000, &records);
         b.compression = codec;
         let mut out = Vec::new();

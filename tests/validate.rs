@@ -6,7 +6,9 @@
 use kwire::ApiKey;
 use kwire::filter::{FilterChain, Rule, ValidateRecords, Verdict, check_json};
 use kwire::messages::api_versions::ApiVersion;
-use kwire::messages::produce::{PartitionProduceData, PartitionProduceResponse, TopicProduceData, TopicProduceResponse};
+use kwire::messages::produce::{
+    PartitionProduceData, PartitionProduceResponse, TopicProduceData, TopicProduceResponse,
+};
 use kwire::messages::{
     ApiVersionsResponse, ProduceRequest, ProduceResponse, RequestBodyView, ResponseBodyView,
 };
@@ -25,14 +27,17 @@ fn batch(records: &[NewRecord<'_>], codec: Compression) -> Vec<u8> {
     out
 }
 
+/// Each partition's index and records.
+type Partitions = Vec<(i32, Vec<u8>)>;
+
 /// A topic of the request: name, id, and each partition's index and records.
 struct T<'a> {
     name: &'a str,
     id: Uuid,
-    parts: Vec<(i32, Vec<u8>)>,
+    parts: Partitions,
 }
 
-fn t<'a>(name: &'a str, parts: Vec<(i32, Vec<u8>)>) -> T<'a> {
+fn t(name: &str, parts: Partitions) -> T<'_> {
     let mut id = [0u8; 16];
     for (i, b) in name.bytes().enumerate() {
         id[i % 16] ^= b;
@@ -48,7 +53,11 @@ fn produce(version: i16, acks: i16, correlation_id: i32, topics: &[T<'_>]) -> Ve
         .map(|t| {
             t.parts
                 .iter()
-                .map(|(i, r)| PartitionProduceData { index: *i, records: Some(r[..].into()), ..Default::default() })
+                .map(|(i, r)| PartitionProduceData {
+                    index: *i,
+                    records: Some(r[..].into()),
+                    ..Default::default()
+                })
                 .collect()
         })
         .collect();
@@ -79,14 +88,17 @@ fn chain(rules: &[&str]) -> FilterChain {
 
 /// What the forwarded request holds: each topic's key (name or id) and partitions with
 /// their records bytes.
-fn forwarded(frame: &[u8]) -> Vec<(String, Uuid, Vec<(i32, Vec<u8>)>)> {
+fn forwarded(frame: &[u8]) -> Vec<(String, Uuid, Partitions)> {
     let request = dispatch::parse_request(frame).unwrap();
     let RequestBodyView::Produce(p) = request.body else { panic!() };
     p.topic_data()
         .iter()
         .map(|t| {
-            let parts =
-                t.partition_data().iter().map(|p| (p.index(), p.records().unwrap().bytes().to_vec())).collect();
+            let parts = t
+                .partition_data()
+                .iter()
+                .map(|p| (p.index(), p.records().unwrap().bytes().to_vec()))
+                .collect();
             (t.name().to_string(), t.topic_id(), parts)
         })
         .collect()
@@ -177,7 +189,8 @@ fn bad_json_records() -> Vec<NewRecord<'static>> {
 fn good_records_are_forwarded_as_they_came_at_every_version_and_codec() {
     for version in 3..=13 {
         // v13 names topics by id: a `*` rule applies at every version.
-        let rules: &[&str] = if version == 13 { &["*=json,key"] } else { &["orders.*=json,key", "*=max-bytes=1000"] };
+        let rules: &[&str] =
+            if version == 13 { &["*=json,key"] } else { &["orders.*=json,key", "*=max-bytes=1000"] };
         let mut chain = chain(rules);
         for codec in CODECS {
             if codec == Compression::Zstd && version < 7 {
@@ -187,7 +200,10 @@ fn good_records_are_forwarded_as_they_came_at_every_version_and_codec() {
                 version,
                 -1,
                 5,
-                &[t("orders.eu", vec![(0, batch(&json_records(), codec)), (1, batch(&json_records(), codec))])],
+                &[t(
+                    "orders.eu",
+                    vec![(0, batch(&json_records(), codec)), (1, batch(&json_records(), codec))],
+                )],
             );
             assert_eq!(chain.on_request(&frame), Verdict::Forward, "v{version} {codec:?}");
         }
@@ -202,7 +218,10 @@ fn failing_partitions_are_answered_by_the_filter_and_merged_into_the_brokers_ans
         let mut chain = chain(&["orders.*=json", "audit=key"]);
         let good = batch(&json_records(), Compression::None);
         let bad = batch(&bad_json_records(), Compression::None);
-        let keyless = batch(&[NewRecord::new(Some(b"k"), Some(b"1")), NewRecord::new(None, Some(b"2"))], Compression::None);
+        let keyless = batch(
+            &[NewRecord::new(Some(b"k"), Some(b"1")), NewRecord::new(None, Some(b"2"))],
+            Compression::None,
+        );
         let topics = [
             t("orders.eu", vec![(0, good.clone()), (1, bad.clone()), (2, good.clone())]),
             // No rule: not read, even with bad JSON.
@@ -305,7 +324,11 @@ fn record_errors_carry_each_failing_records_message() {
             (4, "the value is not valid JSON: the text ends inside a value (byte 1)".to_string()),
         ]
     );
-    assert!(p.error_message().unwrap().starts_with("One or more records have been rejected due to 4 record errors"));
+    assert!(
+        p.error_message()
+            .unwrap()
+            .starts_with("One or more records have been rejected due to 4 record errors")
+    );
 }
 
 #[test]
@@ -313,11 +336,20 @@ fn a_request_whose_every_partition_fails_is_answered_by_the_filter() {
     for version in 3..=12 {
         let mut chain = chain(&["orders.*=json"]);
         let bad = batch(&bad_json_records(), Compression::Gzip);
-        let frame = produce(version, -1, 9, &[t("orders.a", vec![(0, bad.clone())]), t("orders.b", vec![(2, bad.clone()), (1, bad.clone())])]);
+        let frame = produce(
+            version,
+            -1,
+            9,
+            &[t("orders.a", vec![(0, bad.clone())]), t("orders.b", vec![(2, bad.clone()), (1, bad.clone())])],
+        );
         let Verdict::Respond(answer) = chain.on_request(&frame) else { panic!("v{version}") };
         let got = answers(&answer, version, 9);
-        let order: Vec<(String, i32, i16)> = got.iter().map(|a| (a.topic.clone(), a.index, a.error)).collect();
-        assert_eq!(order, [("orders.a".into(), 0, 87), ("orders.b".into(), 2, 87), ("orders.b".into(), 1, 87)]);
+        let order: Vec<(String, i32, i16)> =
+            got.iter().map(|a| (a.topic.clone(), a.index, a.error)).collect();
+        assert_eq!(
+            order,
+            [("orders.a".into(), 0, 87), ("orders.b".into(), 2, 87), ("orders.b".into(), 1, 87)]
+        );
         assert!(got.iter().all(|a| a.record_errors == if version >= 8 { vec![1, 3] } else { vec![] }));
         // Nothing awaits the broker.
         assert!(!chain.wants_response(ApiKey::Produce, version));
@@ -350,7 +382,8 @@ fn compressed_batches_are_checked_inside_a_decompression_limit() {
     }
     // 100 records of 1 KB of JSON compress well and decompress past a 16 KiB limit.
     let value = format!("{{\"pad\": \"{}\"}}", "x".repeat(1000));
-    let big: Vec<NewRecord<'_>> = (0..100).map(|_| NewRecord::new(Some(b"k"), Some(value.as_bytes()))).collect();
+    let big: Vec<NewRecord<'_>> =
+        (0..100).map(|_| NewRecord::new(Some(b"k"), Some(value.as_bytes()))).collect();
     for codec in &CODECS[1..] {
         let compressed = batch(&big, *codec);
         assert!(compressed.len() < 16 << 10, "{codec:?} {}", compressed.len());
@@ -363,7 +396,9 @@ fn compressed_batches_are_checked_inside_a_decompression_limit() {
         assert_eq!(got.error, 87);
         assert_eq!(
             got.message.as_deref(),
-            Some("the records decompress to more than this proxy's limit of 16384 bytes, so they cannot be validated")
+            Some(
+                "the records decompress to more than this proxy's limit of 16384 bytes, so they cannot be validated"
+            )
         );
         // Within the default limit they pass, untouched.
         let mut default = FilterChain::new();
@@ -417,8 +452,13 @@ fn topic_ids_need_name_free_rules() {
     let frame = produce(13, -1, 8, &topics);
     let Verdict::Replace(sent) = chain.on_request(&frame) else { panic!() };
     let sent_topics = forwarded(&sent);
-    assert_eq!(sent_topics.iter().map(|t| (t.1, t.2.len())).collect::<Vec<_>>(), [(topics[0].id, 1), (topics[1].id, 1)]);
-    let Verdict::Replace(merged) = chain.on_response(&broker_answer(&sent), ApiKey::Produce, 13) else { panic!() };
+    assert_eq!(
+        sent_topics.iter().map(|t| (t.1, t.2.len())).collect::<Vec<_>>(),
+        [(topics[0].id, 1), (topics[1].id, 1)]
+    );
+    let Verdict::Replace(merged) = chain.on_response(&broker_answer(&sent), ApiKey::Produce, 13) else {
+        panic!()
+    };
     let got = answers(&merged, 13, 8);
     let summary: Vec<(String, i32, i16)> = got.iter().map(|a| (a.topic.clone(), a.index, a.error)).collect();
     let (a, b) = (format!("{:?}", topics[0].id), format!("{:?}", topics[1].id));
@@ -453,12 +493,18 @@ fn requests_in_flight_are_merged_by_correlation_id() {
     let Verdict::Replace(sent1) = chain.on_request(&one) else { panic!() };
     assert_eq!(chain.on_request(&two), Verdict::Forward);
     let Verdict::Replace(sent3) = chain.on_request(&three) else { panic!() };
-    let summary = |frame: &[u8], id| -> Vec<(i32, i16)> { answers(frame, 12, id).iter().map(|a| (a.index, a.error)).collect() };
-    let Verdict::Replace(m1) = chain.on_response(&broker_answer(&sent1), ApiKey::Produce, 12) else { panic!() };
+    let summary = |frame: &[u8], id| -> Vec<(i32, i16)> {
+        answers(frame, 12, id).iter().map(|a| (a.index, a.error)).collect()
+    };
+    let Verdict::Replace(m1) = chain.on_response(&broker_answer(&sent1), ApiKey::Produce, 12) else {
+        panic!()
+    };
     assert_eq!(summary(&m1, 1), [(0, 0), (1, 87)]);
     // The unchanged request's answer passes unchanged.
     assert_eq!(chain.on_response(&broker_answer(&two), ApiKey::Produce, 12), Verdict::Forward);
-    let Verdict::Replace(m3) = chain.on_response(&broker_answer(&sent3), ApiKey::Produce, 12) else { panic!() };
+    let Verdict::Replace(m3) = chain.on_response(&broker_answer(&sent3), ApiKey::Produce, 12) else {
+        panic!()
+    };
     assert_eq!(summary(&m3, 3), [(5, 87), (6, 0)]);
     assert!(!chain.wants_response(ApiKey::Produce, 12));
 }
@@ -509,7 +555,12 @@ fn check_json_agrees_with_serde_json_on_mutated_documents() {
             // serde_json's Value holds f64s; check_json checks syntax only.
             continue;
         }
-        assert_eq!(ours.is_ok(), theirs.is_ok(), "{:?}: ours {ours:?}, serde_json {theirs:?}", String::from_utf8_lossy(&doc));
+        assert_eq!(
+            ours.is_ok(),
+            theirs.is_ok(),
+            "{:?}: ours {ours:?}, serde_json {theirs:?}",
+            String::from_utf8_lossy(&doc)
+        );
         if ours.is_ok() { valid += 1 } else { invalid += 1 }
     }
     // Both kinds were exercised.

@@ -177,7 +177,11 @@ impl Checker<'_> {
             loop {
                 self.ws();
                 if self.depth == 0 {
-                    return if self.i == self.b.len() { Ok(()) } else { self.err(JsonErrorKind::TrailingBytes) };
+                    return if self.i == self.b.len() {
+                        Ok(())
+                    } else {
+                        self.err(JsonErrorKind::TrailingBytes)
+                    };
                 }
                 let object = self.in_object();
                 match self.peek() {
@@ -396,7 +400,12 @@ mod tests {
             (b"'a'", JsonErrorKind::Unexpected(b'\''), 0),
         ];
         for &(input, kind, offset) in cases {
-            assert_eq!(check_json(input), Err(JsonError { kind, offset }), "{:?}", alloc::string::String::from_utf8_lossy(input));
+            assert_eq!(
+                check_json(input),
+                Err(JsonError { kind, offset }),
+                "{:?}",
+                alloc::string::String::from_utf8_lossy(input)
+            );
         }
     }
 

@@ -467,11 +467,11 @@ mod versions;
 
 pub use deny::DenyApis;
 pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
+pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
 #[cfg(feature = "api-produce")]
 pub use validate::{
     Checks, DEFAULT_DECOMPRESSION_LIMIT, MAX_RECORD_ERRORS, Rule, RuleError, ValidateRecords,
 };
-pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
 
 #[cfg(test)]
 mod tests;

@@ -128,7 +128,9 @@ impl Checks {
 /// A record's key, value, header keys and header values, in bytes.
 fn record_size(record: &Record<'_>) -> usize {
     let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
-    len(record.key()) + len(record.value()) + record.headers().map(|h| h.key.len() + len(h.value)).sum::<usize>()
+    len(record.key())
+        + len(record.value())
+        + record.headers().map(|h| h.key.len() + len(h.value)).sum::<usize>()
 }
 
 /// Why a rule was refused.
@@ -313,16 +315,22 @@ impl Failure {
     /// Bytes the proxy cannot read as records.
     fn unreadable(e: crate::records::Error, limit: usize) -> Self {
         match e.kind() {
-            ErrorKind::CrcMismatch { .. } => {
-                Failure::partition(ErrorCode::CorruptMessage, alloc::format!("the record batch is corrupt: {e}"))
-            }
-            ErrorKind::DecompressedTooLarge { .. } | ErrorKind::RecordCountTooLarge { .. } => Failure::partition(
-                ErrorCode::InvalidRecord,
-                alloc::format!(
-                    "the records decompress to more than this proxy's limit of {limit} bytes, so they cannot be validated"
-                ),
+            ErrorKind::CrcMismatch { .. } => Failure::partition(
+                ErrorCode::CorruptMessage,
+                alloc::format!("the record batch is corrupt: {e}"),
             ),
-            _ => Failure::partition(ErrorCode::InvalidRecord, alloc::format!("the records cannot be read: {e}")),
+            ErrorKind::DecompressedTooLarge { .. } | ErrorKind::RecordCountTooLarge { .. } => {
+                Failure::partition(
+                    ErrorCode::InvalidRecord,
+                    alloc::format!(
+                        "the records decompress to more than this proxy's limit of {limit} bytes, so they cannot be validated"
+                    ),
+                )
+            }
+            _ => Failure::partition(
+                ErrorCode::InvalidRecord,
+                alloc::format!("the records cannot be read: {e}"),
+            ),
         }
     }
 
@@ -370,7 +378,10 @@ fn check_records(
         let records = batch.records_in_vec(scratch, limit).map_err(|e| Failure::unreadable(e, limit))?;
         for record in records {
             let record = record.map_err(|e| {
-                Failure::partition(ErrorCode::InvalidRecord, alloc::format!("record {index} cannot be read: {e}"))
+                Failure::partition(
+                    ErrorCode::InvalidRecord,
+                    alloc::format!("record {index} cannot be read: {e}"),
+                )
             })?;
             if let Some(why) = checks.check(&record) {
                 total += 1;
@@ -604,7 +615,9 @@ impl Filter for ValidateRecords {
             let mut slots = Vec::new();
             for (p, partition) in topic.partition_data().iter().enumerate() {
                 match failures.next_if(|(ft, fp, _)| (*ft, *fp) == (t, p)) {
-                    Some((_, _, failure)) => slots.push(Slot::Failed(failure.into_response(partition.index()))),
+                    Some((_, _, failure)) => {
+                        slots.push(Slot::Failed(failure.into_response(partition.index())))
+                    }
                     None => {
                         slots.push(Slot::Forwarded(partition.index()));
                         kept.push(PartitionProduceData::from(partition));
@@ -646,7 +659,8 @@ impl Filter for ValidateRecords {
             if self.pending.len() == MAX_PENDING {
                 self.pending.pop_front();
             }
-            self.pending.push_back(Pending { correlation_id: request.header.correlation_id(), topics: answers });
+            self.pending
+                .push_back(Pending { correlation_id: request.header.correlation_id(), topics: answers });
         }
         let mut body = ProduceRequest::from(produce);
         body.topic_data = kept_topics.into();
@@ -693,10 +707,15 @@ fn merge<'a>(pending: Pending, view: ProduceResponseView<'a>, version: i16) -> P
     let mut topics = Vec::with_capacity(pending.topics.len());
     for topic in pending.topics {
         let same = |b: &TopicProduceResponse<'_>| {
-            if version <= LAST_NAMED_PRODUCE { b.name.as_str() == topic.name } else { b.topic_id == topic.topic_id }
+            if version <= LAST_NAMED_PRODUCE {
+                b.name.as_str() == topic.name
+            } else {
+                b.topic_id == topic.topic_id
+            }
         };
         let found = broker.iter_mut().find(|b| b.as_ref().is_some_and(same)).and_then(Option::take);
-        let mut answered = found.as_ref().map(|b| into_vec(b.partition_responses.clone())).unwrap_or_default();
+        let mut answered =
+            found.as_ref().map(|b| into_vec(b.partition_responses.clone())).unwrap_or_default();
         let mut partitions = Vec::with_capacity(topic.slots.len());
         for slot in topic.slots {
             match slot {
