@@ -968,3 +968,124 @@ print(json.dumps(out))
     rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
     eprintln!("library proxy with a user's filter: {v}");
 }
+
+/// Record validation (`kwire::filter::ValidateRecords`) in the library proxy with kafka-python
+/// against the real broker: good records are written, a partition with a bad record gets
+/// INVALID_RECORD while the other partition of the same request is written, a topic no rule
+/// names takes anything, and a consumer reads back only the good records.
+#[test]
+fn library_proxy_validating_records_with_a_real_client() {
+    use kwire::filter::{FilterChain, Rule, ValidateRecords};
+    use kwire::proxy::{ConnInfo, Hooks, Pairing, RequestHead};
+
+    /// Counts the frames kwire could not read and the Produce answers the filter gave or
+    /// merged.
+    #[derive(Default)]
+    struct Seen {
+        undecoded: std::sync::atomic::AtomicUsize,
+        merged: std::sync::atomic::AtomicUsize,
+    }
+    impl Hooks for Seen {
+        type Tag = ();
+        fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+        fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
+            if kwire::dispatch::parse_request_prefix(frame).is_err() {
+                self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        fn response(&self, _: &ConnInfo, frame: &[u8], e: Pairing<()>, rewritten: bool, _: Duration) {
+            if kwire::conn::read_response(frame, e.api_key, e.api_version).is_err() {
+                self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if rewritten && e.api_key == kwire::ApiKey::Produce {
+                self.merged.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    let _serial = serial();
+    setup();
+    let upstream = broker().to_string();
+    let rules: Arc<[Rule]> = vec!["valid.*=json,key".parse::<Rule>().unwrap()].into();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let proxy = rt
+        .block_on(
+            kwire::proxy::Proxy::builder("127.0.0.1:0".parse().unwrap(), [upstream])
+                .filters(move |_: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(ValidateRecords::new(rules.clone()));
+                    chain
+                })
+                .hooks(Seen::default())
+                .start(),
+        )
+        .unwrap();
+    let tag = format!("{}", std::process::id());
+    let script = r#"
+import json, sys, time
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+bootstrap, tag = sys.argv[1], sys.argv[2]
+valid, plain = "valid.orders-" + tag, "plain-" + tag
+admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+admin.create_topics([NewTopic(valid, 2, 1), NewTopic(plain, 1, 1)])
+admin.close()
+p = KafkaProducer(bootstrap_servers=bootstrap, retries=0, acks="all", linger_ms=200, max_block_ms=20000)
+def outcome(f):
+    try:
+        md = f.get(timeout=30)
+        return {"partition": md.partition, "offset": md.offset}
+    except Exception as e:
+        return {"error": type(e).__name__, "message": str(e)}
+# One linger: the good partition and the bad one most likely in one request. Partition 1's
+# batch holds a good record and then a bad one: the whole batch is refused.
+sent = [p.send(valid, key=b"k%d" % i, value=json.dumps({"n": i}).encode(), partition=0) for i in range(3)]
+sent.append(p.send(valid, key=b"ky", value=b"[]", partition=1))
+sent.append(p.send(valid, key=b"kx", value=b"{not json", partition=1))
+p.flush()
+first = [outcome(f) for f in sent]
+keyless = outcome(p.send(valid, value=b'{"n": 9}', partition=0))
+other = outcome(p.send(plain, value=b"{not json"))
+p.close()
+c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000)
+parts = [TopicPartition(valid, 0), TopicPartition(valid, 1)]
+c.assign(parts)
+c.seek_to_beginning(*parts)
+read = sorted([m.partition, m.offset, m.value.decode()] for m in c)
+c.close()
+print(json.dumps({"first": first, "keyless": keyless, "other": other, "read": read}))
+"#;
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.args(["-c", script, &proxy.local_addr().to_string(), &tag]);
+    let out = run(cmd, "kafka-python through the validating library proxy", CLIENT_TIMEOUT);
+    assert!(out.ok, "kafka-python failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let mut v: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+    // The client tells each record of the refused batch why, from `record_errors`: the bad
+    // one by its message, the good one as part of a batch with an invalid record.
+    let message = |at: &str| v.pointer(at).and_then(Value::as_str).unwrap_or_default().to_string();
+    let (bad, good, keyless) = (message("/first/4/message"), message("/first/3/message"), message("/keyless/message"));
+    assert!(bad.contains("the value is not valid JSON: unexpected 'n' at byte 1"), "{v}");
+    assert!(good.contains("part of a batch which had one more more invalid records"), "{v}");
+    assert!(keyless.contains("the record has no key"), "{v}");
+    for at in ["/first/3", "/first/4", "/keyless"] {
+        v.pointer_mut(at).unwrap().as_object_mut().unwrap().remove("message");
+    }
+    let expected: Value = serde_json::json!({
+        "first": [
+            {"partition": 0, "offset": 0},
+            {"partition": 0, "offset": 1},
+            {"partition": 0, "offset": 2},
+            {"error": "KafkaError"},
+            {"error": "InvalidRecordError"},
+        ],
+        "keyless": {"error": "InvalidRecordError"},
+        "other": {"partition": 0, "offset": 0},
+        "read": [[0, 0, "{\"n\": 0}"], [0, 1, "{\"n\": 1}"], [0, 2, "{\"n\": 2}"]],
+    });
+    assert_eq!(v, expected);
+    // The filter answered or merged the failing partitions' requests.
+    assert!(proxy.hooks().merged.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
+    eprintln!("library proxy validating records: {v}");
+}

@@ -285,9 +285,7 @@ impl Checker<'_> {
         self.i += 1;
         loop {
             // The common case: plain bytes.
-            let rest = &self.b[self.i..];
-            let n = rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
-            let Some(n) = n else {
+            let Some(n) = special_byte(&self.b[self.i..]) else {
                 self.i = self.b.len();
                 return self.err(JsonErrorKind::UnexpectedEnd);
             };
@@ -330,10 +328,62 @@ impl Checker<'_> {
     }
 }
 
+/// Where the first `"`, `\\` or control character (below 0x20) of `bytes` is: eight bytes
+/// at a time (SWAR), then byte by byte.
+#[inline]
+fn special_byte(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in chunks.by_ref() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        // A byte's high bit is set where it is zero (after the xor) or below 0x20. Borrows
+        // can flag a byte above a true match, never below one: the lowest flag is exact.
+        let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+        let flags = zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGHS);
+        if flags != 0 {
+            return Some(at + (flags.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let tail = chunks.remainder();
+    tail.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|n| at + n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloc::vec::Vec;
+
+    #[test]
+    fn special_bytes_are_found_at_every_position() {
+        // Every position of a 0-24 byte run, each special byte, beside bytes that border
+        // them (0x1f/0x20, 0x21/0x23, 0x5b/0x5d, 0x80, 0xff) before and after.
+        for len in 0..24 {
+            for at in 0..len {
+                for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                    for filler in [b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x80, 0xff] {
+                        let mut v = alloc::vec![filler; len];
+                        v[at] = special;
+                        assert_eq!(special_byte(&v), Some(at), "{v:?}");
+                        // A second one after it changes nothing.
+                        if at + 1 < len {
+                            v[len - 1] = b'"';
+                            assert_eq!(special_byte(&v), Some(at), "{v:?}");
+                        }
+                    }
+                }
+            }
+            for filler in [b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xff] {
+                assert_eq!(special_byte(&alloc::vec![filler; len]), None);
+            }
+        }
+    }
 
     fn ok(s: &str) -> bool {
         check_json(s.as_bytes()).is_ok()
