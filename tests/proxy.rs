@@ -1063,7 +1063,8 @@ print(json.dumps({"first": first, "keyless": keyless, "other": other, "read": re
     // The client tells each record of the refused batch why, from `record_errors`: the bad
     // one by its message, the good one as part of a batch with an invalid record.
     let message = |at: &str| v.pointer(at).and_then(Value::as_str).unwrap_or_default().to_string();
-    let (bad, good, keyless) = (message("/first/4/message"), message("/first/3/message"), message("/keyless/message"));
+    let (bad, good, keyless) =
+        (message("/first/4/message"), message("/first/3/message"), message("/keyless/message"));
     assert!(bad.contains("the value is not valid JSON: unexpected 'n' at byte 1"), "{v}");
     assert!(good.contains("part of a batch which had one more more invalid records"), "{v}");
     assert!(keyless.contains("the record has no key"), "{v}");
