@@ -37,7 +37,7 @@ fn order(i: usize) -> String {
         r#"{{"id": {i}, "customer": {{"id": "c-{}", "name": "Customer {}", "vip": {}}}, "items": [{}], "total": -1.25e3, "note": null}}"#,
         i % 977,
         i % 977,
-        i % 2 == 0,
+        i.is_multiple_of(2),
         items.join(", ")
     )
 }

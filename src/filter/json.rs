@@ -8,6 +8,7 @@ pub const MAX_JSON_DEPTH: usize = 1024;
 
 /// Why bytes are not a JSON text: what was wrong, and at which byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct JsonError {
     /// What was wrong.
     pub kind: JsonErrorKind,
