@@ -466,7 +466,7 @@ const MAX_PENDING: usize = 1024;
 /// use kwire::records::{BatchBuilder, NewRecord};
 /// use kwire::ApiKey;
 ///
-/// let rules: Vec<Rule> = alloc::vec!["orders.*=json,key".parse()?];
+/// let rules: Vec<Rule> = vec!["orders.*=json,key".parse()?];
 /// let mut chain = FilterChain::new();
 /// chain.push(ValidateRecords::new(rules));
 ///
