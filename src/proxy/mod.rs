@@ -84,6 +84,7 @@ mod io;
 mod listeners;
 mod runtime;
 mod session;
+mod tenants;
 mod tls;
 mod waiting;
 
@@ -94,6 +95,7 @@ pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
 pub use session::{
     Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,
 };
+pub use tenants::{TenantError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 
