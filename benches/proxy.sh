@@ -26,6 +26,8 @@
 # Proxy CPU is the proxy process's utime + stime from /proc/PID/stat (10 ms ticks) over
 # the phase; memory is its VmRSS. haproxy is installed with apt-get if missing (needs
 # root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
+# PATHS may add "tenant": kwire --quiet with every connection one tenant (--tenant
+# default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants").
 # KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
 # rounds as the others (an A/B of two builds against the same haproxy), e.g.
 #   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
@@ -141,9 +143,10 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet | base)
+    kwire | quiet | base | tenant)
       local flags=() bin=$kwire
       [ "$1" = kwire ] || flags=(--quiet)
+      [ "$1" = tenant ] && flags=(--quiet --tenant default=bench.)
       if [ "$1" = base ]; then
         bin=${KWIRE_BASE:?set KWIRE_BASE to run the base path}
       fi

@@ -11,8 +11,9 @@ use crate::filter::Tenant;
 /// Tenants of a virtual cluster by the connection's SNI name or authenticated SASL
 /// principal, each with the prefix its names carry on the broker. [`Tenants::filter`] makes
 /// a connection's [`Tenant`] filter: by SNI name at once, else by principal once the broker
-/// has accepted the authentication; a connection that is neither gets no topics or groups
-/// (a request naming one closes it).
+/// has accepted the authentication (when principals are configured), else the default
+/// tenant if there is one; a connection that is none of these gets no topics or groups (a
+/// request naming one closes it).
 ///
 /// ```
 /// use kwire::proxy::Tenants;
@@ -26,6 +27,7 @@ use crate::filter::Tenant;
 pub struct Tenants {
     by_principal: BTreeMap<String, String>,
     by_sni: BTreeMap<String, String>,
+    default: Option<String>,
 }
 
 /// Why a tenant's prefix was refused.
@@ -89,9 +91,16 @@ impl Tenants {
         Ok(self)
     }
 
+    /// Connections that no SNI name or principal names are the tenant whose names carry
+    /// `prefix` (once authenticated, when principals are configured; at once otherwise).
+    pub fn default_tenant(&mut self, prefix: &str) -> Result<&mut Self, TenantError> {
+        self.default = Some(check(prefix)?);
+        Ok(self)
+    }
+
     /// Whether no tenant is configured.
     pub fn is_empty(&self) -> bool {
-        self.by_principal.is_empty() && self.by_sni.is_empty()
+        self.by_principal.is_empty() && self.by_sni.is_empty() && self.default.is_none()
     }
 
     /// The [`Tenant`] filter of a connection.
@@ -100,7 +109,16 @@ impl Tenants {
         if let Some(prefix) = sni.and_then(|name| self.by_sni.get(&name)) {
             return Tenant::new(prefix.clone());
         }
+        if self.by_principal.is_empty() {
+            return match &self.default {
+                Some(prefix) => Tenant::new(prefix.clone()),
+                None => Tenant::when_known(|| None),
+            };
+        }
         let (tenants, conn) = (Arc::clone(self), Arc::clone(conn));
-        Tenant::when_known(move || conn.principal().and_then(|p| tenants.by_principal.get(&p).cloned()))
+        Tenant::when_known(move || {
+            let principal = conn.principal()?;
+            tenants.by_principal.get(&principal).or(tenants.default.as_ref()).cloned()
+        })
     }
 }

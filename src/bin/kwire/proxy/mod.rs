@@ -126,8 +126,8 @@ pub struct Args {
     /// and ApiVersions answers no longer list it.
     #[arg(long = "deny-api", value_name = "API")]
     deny_api: Vec<String>,
-    /// A tenant of a virtual cluster (repeatable): `principal:USER=PREFIX` or
-    /// `sni:NAME=PREFIX`. The tenant's topic names, group ids and transactional ids carry
+    /// A tenant of a virtual cluster (repeatable): `principal:USER=PREFIX`,
+    /// `sni:NAME=PREFIX`, or `default=PREFIX` for connections no other rule names. The tenant's topic names, group ids and transactional ids carry
     /// PREFIX on the broker and not in its clients' eyes, and it sees no other tenant's;
     /// a connection that is no tenant gets no topics or groups (docs/proxy.md, "Tenants").
     #[arg(long = "tenant", value_name = "WHO=PREFIX")]
@@ -376,7 +376,8 @@ fn parse_tenants(flags: &[String]) -> Result<Tenants, String> {
         let added = match who.split_once(':') {
             Some(("principal", user)) if !user.is_empty() => tenants.principal(user, prefix),
             Some(("sni", name)) if !name.is_empty() => tenants.sni(name, prefix),
-            _ => return Err(bad("WHO is principal:USER or sni:NAME".into())),
+            None if who == "default" => tenants.default_tenant(prefix),
+            _ => return Err(bad("WHO is principal:USER, sni:NAME or default".into())),
         };
         added.map_err(|e| bad(e.to_string()))?;
     }
