@@ -162,15 +162,7 @@ impl<M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Rewriter<'_, M> {
                 self.changed = true;
             }
         }
-        let mut tagged: Vec<(u32, usize)> = schema
-            .fields
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.is_tagged(version))
-            .filter_map(|(i, f)| Some((f.tag?, i)))
-            .collect();
-        tagged.sort_unstable();
-        for (_, i) in tagged {
+        for i in schema.tagged_in_order(version) {
             if let Some(Some(v)) = s.fields.get_mut(i) {
                 self.value(v);
             }

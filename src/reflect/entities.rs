@@ -125,15 +125,7 @@ fn rewrite_struct(s: &mut StructValue, version: i16, map: Map<'_>) {
     for i in inline {
         rewrite_field(s, i, version, map);
     }
-    let mut tagged: alloc::vec::Vec<(u32, usize)> = schema
-        .fields
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.is_tagged(version))
-        .filter_map(|(i, f)| Some((f.tag?, i)))
-        .collect();
-    tagged.sort_unstable();
-    for (_, i) in tagged {
+    for i in schema.tagged_in_order(version) {
         rewrite_field(s, i, version, map);
     }
 }

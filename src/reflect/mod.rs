@@ -155,6 +155,20 @@ impl Entity {
     }
 }
 
+impl StructSchema {
+    /// The indexes of the fields that are tagged in `version`, in tag order (the order
+    /// they are written in, after the inline fields).
+    #[cfg(feature = "alloc")]
+    pub(crate) fn tagged_in_order(&self, version: i16) -> alloc::vec::Vec<usize> {
+        let mut tagged: alloc::vec::Vec<(u32, usize)> = (self.fields.iter().enumerate())
+            .filter(|(_, f)| f.is_tagged(version))
+            .filter_map(|(i, f)| Some((f.tag?, i)))
+            .collect();
+        tagged.sort_unstable();
+        tagged.into_iter().map(|(_, i)| i).collect()
+    }
+}
+
 impl FieldSchema {
     /// Whether the field is written in place (not as a tagged field) in `version`.
     pub const fn is_inline(&self, version: i16) -> bool {
