@@ -78,6 +78,7 @@
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
+mod audit;
 mod dial;
 mod hooks;
 mod io;
@@ -91,6 +92,7 @@ mod waiting;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use audit::{AuditLog, timestamp};
 pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
 pub use session::{
     Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,

@@ -24,7 +24,7 @@ use kwire::Direction;
 use kwire::conn::metrics::{Metrics, Undecoded};
 use kwire::filter::{DenyApis, FilterChain};
 use kwire::proxy::Proxy;
-use kwire::proxy::Tenants;
+use kwire::proxy::{AuditLog, Tenants};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -132,6 +132,11 @@ pub struct Args {
     /// a connection that is no tenant gets no topics or groups (docs/proxy.md, "Tenants").
     #[arg(long = "tenant", value_name = "WHO=PREFIX")]
     tenant: Vec<String>,
+    /// Append one JSON line per security-relevant event to FILE: authentication, changes
+    /// to topics, ACLs, configs, quotas and credentials, and connections the proxy refused
+    /// or closed (docs/proxy.md, "Audit log"). No secret is written.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
     /// Show secrets (SASL tokens, delegation-token HMACs, SCRAM credentials, password
     /// configs) in the JSON log and in recorded frames, where they are masked by default.
     /// Raw SaslHandshake v0 tokens are never shown.
@@ -164,6 +169,8 @@ pub struct Cli {
     stats: Stats,
     /// What `--metrics` serves; the proxy counts into it too.
     metrics: Arc<Metrics>,
+    /// `--audit FILE`.
+    audit: Option<AuditLog>,
 }
 
 /// Counters for the summary printed at exit.
@@ -467,6 +474,12 @@ pub fn run(args: Args) -> Result<(), String> {
         }),
         stats: Stats::default(),
         metrics: metrics.clone(),
+        audit: match &args.audit {
+            Some(path) => {
+                Some(AuditLog::to_file(path).map_err(|e| format!("--audit {}: {e}", path.display()))?)
+            }
+            None => None,
+        },
     };
     let mut builder = Proxy::builder(listen, upstreams)
         .max_frame_bytes(args.max_frame_bytes)
