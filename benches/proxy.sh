@@ -26,6 +26,8 @@
 # Proxy CPU is the proxy process's utime + stime from /proc/PID/stat (10 ms ticks) over
 # the phase; memory is its VmRSS. haproxy is installed with apt-get if missing (needs
 # root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
+# PATHS may add "tenant": kwire --quiet with every connection one tenant (--tenant
+# default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants").
 # KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
 # rounds as the others (an A/B of two builds against the same haproxy), e.g.
 #   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
@@ -141,9 +143,10 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet | base)
+    kwire | quiet | base | tenant)
       local flags=() bin=$kwire
       [ "$1" = kwire ] || flags=(--quiet)
+      [ "$1" = tenant ] && flags=(--quiet --tenant default=bench.)
       if [ "$1" = base ]; then
         bin=${KWIRE_BASE:?set KWIRE_BASE to run the base path}
       fi
@@ -230,8 +233,8 @@ def mbytes(r):
     x = r["load"]
     return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
 names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet",
-         "base": "base build --quiet (KWIRE_BASE)"}
-paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base"] if any(r["path"] == p for r in rows)]
+         "base": "base build --quiet (KWIRE_BASE)", "tenant": "kwire proxy --quiet, one tenant"}
+paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant"] if any(r["path"] == p for r in rows)]
 print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
       f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
       f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")
@@ -244,7 +247,8 @@ for conns in ["few", idle]:
         for rnd in range(1, rounds + 1):
             tp, pg = get(rnd, p, conns, "throughput"), get(rnd, p, conns, "ping")
             d_tp, d_pg = get(rnd, "direct", conns, "throughput"), get(rnd, "direct", conns, "ping")
-            x, y, dy = tp["load"], pg["load"], d_pg["load"]
+            x, y = tp["load"], pg["load"]
+            dy = d_pg["load"] if d_pg else None
             proxied = p != "direct"
             cpu_mb = f"{tp['proxy_cpu_s'] / mbytes(tp) * 1e3:.2f}" if proxied else "-"
             h_tp = get(rnd, "haproxy", conns, "throughput")
@@ -254,9 +258,11 @@ for conns in ["few", idle]:
             cpu_req = f"{tp['proxy_cpu_s'] / x['requests'] * 1e6:.0f}" if proxied and x["requests"] else "-"
             cpu_ping = f"{pg['proxy_cpu_s'] / y['requests'] * 1e6:.0f}" if proxied else "-"
             rss = f"{tp['rss_kib'] / 1024:.0f} MB" if proxied else "-"
-            print(f"| {names[p]} | {rnd} | {mbps(tp):.0f} | {100 * mbps(tp) / mbps(d_tp):.0f}% | {cpu_mb} | {vs_hap} | {cpu_req} | "
+            vs_direct = f"{100 * mbps(tp) / mbps(d_tp):.0f}%" if d_tp else "-"
+            added = f"{y['p50_us'] - dy['p50_us']:+d} / {y['p99_us'] - dy['p99_us']:+d}" if dy else "-"
+            print(f"| {names[p]} | {rnd} | {mbps(tp):.0f} | {vs_direct} | {cpu_mb} | {vs_hap} | {cpu_req} | "
                   f"{x.get('produce_p50_us', 0) / 1e3:.1f} / {x.get('produce_p99_us', 0) / 1e3:.1f} | "
-                  f"{y['p50_us']} / {y['p99_us']} | {y['p50_us'] - dy['p50_us']:+d} / {y['p99_us'] - dy['p99_us']:+d} | "
+                  f"{y['p50_us']} / {y['p99_us']} | {added} | "
                   f"{cpu_ping} | {rss} |")
     print()
 print(f"**memory** (RSS of the proxy process before any connection, and with {idle} idle connections)\n")

@@ -593,3 +593,117 @@ fn record_validation_answers_failing_partitions_and_the_broker_the_rest_in_one_r
     drop(c);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }
+
+/// A writer the test reads back.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// SaslHandshake v1 and SaslAuthenticate v2 with PLAIN; the broker's error code.
+fn authenticate(c: &mut TcpStream, user: &str, password: &str) -> i16 {
+    use kwire::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    send(c, &SaslHandshakeRequest { mechanism: "PLAIN".into() }, 1, 1);
+    read_frame(c).unwrap();
+    let token = format!("\0{user}\0{password}");
+    send(c, &SaslAuthenticateRequest { auth_bytes: token.as_bytes().into(), ..Default::default() }, 2, 2);
+    let frame = read_frame(c).unwrap();
+    let (response, _) = kwire::conn::read_response(&frame, ApiKey::SaslAuthenticate, 2).unwrap();
+    let ResponseBodyView::SaslAuthenticate(r) = response.body else { panic!() };
+    r.error_code()
+}
+
+/// The audit log as hooks: authentication (accepted and refused), topic creation and
+/// deletion (with their names and errors), and a connection a filter closed, one JSON line
+/// each, with the principal; the password appears nowhere.
+#[test]
+fn the_audit_log_writes_security_events_and_no_secret() {
+    use kwire::filter::DenyApis;
+    use kwire::messages::create_topics::CreatableTopic;
+    use kwire::messages::{CreateTopicsRequest, DeleteTopicsRequest, DescribeAclsRequest};
+    use kwire::proxy::AuditLog;
+    const PASSWORD: &str = "pw-audit-7781";
+
+    let rt = runtime();
+    let broker = kwire::broker::Broker::start(kwire::broker::Config {
+        plain_users: vec![("alice".into(), PASSWORD.into())],
+        ..Default::default()
+    })
+    .unwrap();
+    let out = Shared::default();
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(|_: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(DenyApis::new([ApiKey::DescribeAcls]));
+                    chain
+                })
+                .hooks(AuditLog::new(out.clone()))
+                .start(),
+        )
+        .unwrap();
+
+    let mut c = connect(proxy.local_addr());
+    assert_eq!(authenticate(&mut c, "alice", PASSWORD), 0);
+    let topics = [CreatableTopic {
+        name: "orders".into(),
+        num_partitions: 1,
+        replication_factor: 1,
+        ..Default::default()
+    }];
+    let create = CreateTopicsRequest { topics: (&topics[..]).into(), timeout_ms: 5000, ..Default::default() };
+    send(&mut c, &create, 7, 3);
+    read_frame(&mut c).unwrap();
+    send(&mut c, &create, 7, 4); // exists already
+    read_frame(&mut c).unwrap();
+    let names = ["orders".into()];
+    send(
+        &mut c,
+        &DeleteTopicsRequest { topic_names: (&names[..]).into(), timeout_ms: 5000, ..Default::default() },
+        5,
+        5,
+    );
+    read_frame(&mut c).unwrap();
+    send(&mut c, &DescribeAclsRequest::default(), 3, 6); // denied: the proxy closes
+    assert!(read_frame(&mut c).is_err());
+
+    let mut wrong = connect(proxy.local_addr());
+    assert_ne!(authenticate(&mut wrong, "alice", "not-the-password"), 0);
+    drop(wrong);
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let find = |event: &str, outcome: &str| {
+        lines
+            .iter()
+            .find(|l| l["event"] == event && l["outcome"] == outcome)
+            .unwrap_or_else(|| panic!("no {event} {outcome} line in\n{text}"))
+    };
+    let ok = find("authentication", "ok");
+    assert_eq!((ok["principal"].as_str(), ok["mechanism"].as_str()), (Some("alice"), Some("PLAIN")));
+    assert_eq!(ok["client"].as_str().unwrap(), c.local_addr().unwrap().to_string());
+    let created = find("CreateTopics", "ok");
+    assert_eq!(created["objects"], serde_json::json!([{"name": "orders", "error": "NONE"}]), "{text}");
+    assert_eq!(created["principal"], "alice");
+    let again = find("CreateTopics", "failed");
+    assert_eq!(again["objects"][0]["error"], "TOPIC_ALREADY_EXISTS", "{text}");
+    assert_eq!(find("DeleteTopics", "ok")["objects"][0]["name"], "orders");
+    let closed = find("connection closed by the proxy", "refused");
+    assert!(closed["why"].as_str().unwrap().contains("DescribeAcls"), "{text}");
+    let refused = find("authentication", "failed");
+    assert_eq!((refused["user"].as_str(), refused["principal"].as_str()), (Some("alice"), None), "{text}");
+    assert!(
+        !text.contains(PASSWORD) && !text.contains("not-the-password"),
+        "a password is in the audit log:\n{text}"
+    );
+}

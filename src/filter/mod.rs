@@ -103,6 +103,10 @@ pub enum RequestAction<'a> {
     /// Replace the body with this one (the same API, encoded at the request's version);
     /// the header is kept.
     Rewrite(RequestBody<'a>),
+    /// Replace the body with these bytes: a body of the same API encoded at the request's
+    /// version (by a generic filter, from `reflect`'s `Value`); the header is kept. Bytes
+    /// that do not decode as such close the connection.
+    RewriteBody(Vec<u8>),
     /// Keep the body and write the header again with this client id.
     RewriteHeader {
         /// The new client id.
@@ -131,6 +135,10 @@ pub enum ResponseAction<'a> {
     /// Replace the body with this one (the same API, encoded at the response's version);
     /// the header is kept.
     Rewrite(ResponseBody<'a>),
+    /// Replace the body with these bytes: a body of the same API encoded at the response's
+    /// version (by a generic filter, from `reflect`'s `Value`); the header is kept. Bytes
+    /// that do not decode as such close the connection.
+    RewriteBody(Vec<u8>),
     /// Close the connection, for this reason.
     Close(String),
 }
@@ -241,6 +249,16 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
                 Ok(b) => Step::New(splice(&frame[..header.as_bytes().len()], &b)),
                 Err(e) => Step::Done(Verdict::Close(alloc::format!(
                     "a filter's rewritten {} request: {e}",
+                    key.name()
+                ))),
+            }
+        }
+        RequestAction::RewriteBody(body) => {
+            let new = splice(&frame[..header.as_bytes().len()], &body);
+            match dispatch::parse_request(&new) {
+                Ok(r) if r.body.api_key() == key => Step::New(new),
+                _ => Step::Done(Verdict::Close(alloc::format!(
+                    "a filter's rewritten {} request does not decode",
                     key.name()
                 ))),
             }
@@ -451,6 +469,16 @@ impl FilterChain {
                         }
                     }
                 }
+                ResponseAction::RewriteBody(body) => {
+                    let new = splice(response.header.as_bytes(), &body);
+                    if dispatch::parse_response(&new, api_key, read_at).is_err() {
+                        return Some(Verdict::Close(alloc::format!(
+                            "a filter's rewritten {} response does not decode",
+                            api_key.name()
+                        )));
+                    }
+                    *current = Some(new);
+                }
                 ResponseAction::Close(why) => return Some(Verdict::Close(why)),
             }
         }
@@ -461,6 +489,8 @@ impl FilterChain {
 mod deny;
 mod json;
 mod rewrite;
+#[cfg(feature = "reflect")]
+mod tenant;
 #[cfg(feature = "api-produce")]
 mod validate;
 mod versions;
@@ -468,6 +498,8 @@ mod versions;
 pub use deny::DenyApis;
 pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
 pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
+#[cfg(feature = "reflect")]
+pub use tenant::Tenant;
 #[cfg(feature = "api-produce")]
 pub use validate::{
     Checks, DEFAULT_DECOMPRESSION_LIMIT, MAX_RECORD_ERRORS, Rule, RuleError, ValidateRecords,

@@ -78,22 +78,26 @@
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
+mod audit;
 mod dial;
 mod hooks;
 mod io;
 mod listeners;
 mod runtime;
 mod session;
+mod tenants;
 mod tls;
 mod waiting;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use audit::{AuditLog, timestamp};
 pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
 pub use session::{
     Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,
 };
+pub use tenants::{TenantError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 

@@ -13,13 +13,11 @@
 //! order, then its known tagged fields in tag order, depth first. [`scan`] and
 //! [`rewrite`] number them the same way.
 
+use super::value::{Encoding, StructValue, Value};
+use super::walk::{self, Field, Scalar, Visitor, WalkError};
+use super::{MessageSchema, RewriteError};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt;
-
-use super::MessageSchema;
-use super::value::{Encoding, StructValue, Value, ValueError};
-use super::walk::{self, Field, Scalar, Visitor, WalkError};
 
 /// What [`scan`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -102,34 +100,6 @@ pub fn find(schema: &MessageSchema, version: i16, body: &[u8]) -> Result<Vec<(St
     Ok(f.found.addresses)
 }
 
-/// Why [`rewrite`] failed.
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub enum RewriteError {
-    /// The body does not decode (or has bytes after it).
-    Walk(WalkError),
-    /// The rewritten body cannot be encoded (a host longer than a string can be).
-    Encode(ValueError),
-}
-
-impl fmt::Display for RewriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RewriteError::Walk(e) => e.fmt(f),
-            RewriteError::Encode(e) => e.fmt(f),
-        }
-    }
-}
-
-impl core::error::Error for RewriteError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match self {
-            RewriteError::Walk(e) => Some(e),
-            RewriteError::Encode(e) => Some(e),
-        }
-    }
-}
-
 /// Rewrites the addresses of a whole body of `schema` at `version`: `map(index, host,
 /// port)` returns the address to write instead, or `None` to keep it. Returns the body
 /// encoded again (byte for byte the input where nothing changed, for bodies in Kafka's
@@ -192,15 +162,7 @@ impl<M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Rewriter<'_, M> {
                 self.changed = true;
             }
         }
-        let mut tagged: Vec<(u32, usize)> = schema
-            .fields
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.is_tagged(version))
-            .filter_map(|(i, f)| Some((f.tag?, i)))
-            .collect();
-        tagged.sort_unstable();
-        for (_, i) in tagged {
+        for i in schema.tagged_in_order(version) {
             if let Some(Some(v)) = s.fields.get_mut(i) {
                 self.value(v);
             }

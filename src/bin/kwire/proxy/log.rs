@@ -39,6 +39,9 @@ impl Hooks for Cli {
     }
 
     fn response(&self, conn: &ConnInfo, frame: &[u8], e: Pairing<Tag>, rewritten: bool, latency: Duration) {
+        if let Some(audit) = &self.audit {
+            audit.answer(conn, e.api_key, e.api_version, frame);
+        }
         self.stats.responses.fetch_add(1, Ordering::Relaxed);
         if rewritten {
             self.stats.rewritten.fetch_add(1, Ordering::Relaxed);
@@ -118,6 +121,9 @@ impl Hooks for Cli {
     }
 
     fn event(&self, conn: Option<&ConnInfo>, event: Event<'_>) {
+        if let Some(audit) = &self.audit {
+            audit.event(conn, &event);
+        }
         let id = conn.map_or(0, |c| c.id);
         let peer = conn.map(|c| c.peer.to_string()).unwrap_or_default();
         match event {

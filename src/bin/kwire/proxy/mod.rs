@@ -24,6 +24,7 @@ use kwire::Direction;
 use kwire::conn::metrics::{Metrics, Undecoded};
 use kwire::filter::{DenyApis, FilterChain, Rule, ValidateRecords};
 use kwire::proxy::Proxy;
+use kwire::proxy::{AuditLog, Tenants};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -137,6 +138,17 @@ pub struct Args {
     /// batch fails with a message saying so.
     #[arg(long, default_value_t = kwire::filter::DEFAULT_DECOMPRESSION_LIMIT, value_name = "BYTES")]
     validate_decompression_limit: usize,
+    /// A tenant of a virtual cluster (repeatable): `principal:USER=PREFIX`,
+    /// `sni:NAME=PREFIX`, or `default=PREFIX` for connections no other rule names. The tenant's topic names, group ids and transactional ids carry
+    /// PREFIX on the broker and not in its clients' eyes, and it sees no other tenant's;
+    /// a connection that is no tenant gets no topics or groups (docs/proxy.md, "Tenants").
+    #[arg(long = "tenant", value_name = "WHO=PREFIX")]
+    tenant: Vec<String>,
+    /// Append one JSON line per security-relevant event to FILE: authentication, changes
+    /// to topics, ACLs, configs, quotas and credentials, and connections the proxy refused
+    /// or closed (docs/proxy.md, "Audit log"). No secret is written.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
     /// Show secrets (SASL tokens, delegation-token HMACs, SCRAM credentials, password
     /// configs) in the JSON log and in recorded frames, where they are masked by default.
     /// Raw SaslHandshake v0 tokens are never shown.
@@ -169,6 +181,8 @@ pub struct Cli {
     stats: Stats,
     /// What `--metrics` serves; the proxy counts into it too.
     metrics: Arc<Metrics>,
+    /// `--audit FILE`.
+    audit: Option<AuditLog>,
 }
 
 /// Counters for the summary printed at exit.
@@ -372,6 +386,23 @@ fn now() -> String {
     )
 }
 
+/// `--tenant principal:USER=PREFIX` and `--tenant sni:NAME=PREFIX`.
+fn parse_tenants(flags: &[String]) -> Result<Tenants, String> {
+    let mut tenants = Tenants::new();
+    for flag in flags {
+        let bad = |why: String| format!("--tenant {flag}: {why}");
+        let (who, prefix) = flag.split_once('=').ok_or_else(|| bad("expected WHO=PREFIX".into()))?;
+        let added = match who.split_once(':') {
+            Some(("principal", user)) if !user.is_empty() => tenants.principal(user, prefix),
+            Some(("sni", name)) if !name.is_empty() => tenants.sni(name, prefix),
+            None if who == "default" => tenants.default_tenant(prefix),
+            _ => return Err(bad("WHO is principal:USER, sni:NAME or default".into())),
+        };
+        added.map_err(|e| bad(e.to_string()))?;
+    }
+    Ok(tenants)
+}
+
 fn parse_upstream(s: &str) -> Result<(), String> {
     let (_, port) = s.rsplit_once(':').ok_or(format!("--upstream {s}: expected HOST:PORT"))?;
     port.parse::<u16>().map_err(|_| format!("--upstream {s}: bad port"))?;
@@ -408,6 +439,7 @@ pub fn run(args: Args) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?
         .into();
     let decompression_limit = args.validate_decompression_limit;
+    let tenants = Arc::new(parse_tenants(&args.tenant)?);
     let nofile = limits::raise_nofile()?;
     let max_connections = match args.max_connections {
         Some(n) if n > nofile.connections() => {
@@ -461,6 +493,12 @@ pub fn run(args: Args) -> Result<(), String> {
         }),
         stats: Stats::default(),
         metrics: metrics.clone(),
+        audit: match &args.audit {
+            Some(path) => {
+                Some(AuditLog::to_file(path).map_err(|e| format!("--audit {}: {e}", path.display()))?)
+            }
+            None => None,
+        },
     };
     let mut builder = Proxy::builder(listen, upstreams)
         .max_frame_bytes(args.max_frame_bytes)
@@ -472,12 +510,16 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(host) = &args.advertise {
         builder = builder.advertise(host.clone());
     }
-    if !denied.is_empty() || !rules.is_empty() {
-        builder = builder.filters(move |_| {
+    if !denied.is_empty() || !tenants.is_empty() || !rules.is_empty() {
+        builder = builder.filters(move |conn| {
             let mut chain = FilterChain::new();
             if !denied.is_empty() {
                 chain.push(DenyApis::new(denied.iter().copied()));
             }
+            if !tenants.is_empty() {
+                chain.push(tenants.filter(conn));
+            }
+            // After the tenants' prefixing: rules name topics as the broker holds them.
             if !rules.is_empty() {
                 chain.push(ValidateRecords::new(rules.clone()).decompression_limit(decompression_limit));
             }
