@@ -56,7 +56,9 @@
 //! node, per-partition faults and throttling, other SASL mechanisms and TLS, retention and compaction
 //! (logs only grow), replication. It is a test double, not a broker to keep data in.
 
+mod acl;
 mod conn;
+mod fetch_sessions;
 mod groups;
 mod handle;
 mod hooks;
@@ -120,6 +122,12 @@ pub struct Config {
     /// minutes, Kafka's `transaction.max.timeout.ms`); a longer one gets
     /// INVALID_TRANSACTION_TIMEOUT.
     pub transaction_max_timeout: Duration,
+    /// The most fetch sessions (KIP-227) kept at once (default 1000, Kafka's
+    /// `max.incremental.fetch.session.cache.slots`); 0 serves every Fetch without one.
+    pub fetch_session_slots: usize,
+    /// How long a fetch session must have been unused before a new one may take its place
+    /// in a full cache (default 120 s, Kafka's `min.incremental.fetch.session.eviction.ms`).
+    pub fetch_session_idle: Duration,
     /// Serve at most these versions of these APIs (ApiVersions lists the result).
     pub max_versions: Vec<(ApiKey, i16)>,
     /// SASL/PLAIN users (name, password): with at least one, SaslHandshake and
@@ -148,6 +156,8 @@ impl Default for Config {
             initial_rebalance_delay: Duration::ZERO,
             session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
             transaction_max_timeout: Duration::from_secs(900),
+            fetch_session_slots: 1000,
+            fetch_session_idle: Duration::from_secs(120),
             max_versions: Vec::new(),
             plain_users: Vec::new(),
             logger: None,
@@ -251,6 +261,19 @@ impl Broker {
         let p = self.shared.topics.partition(topic, partition)?;
         let log = p.lock();
         Some(log.next_offset())
+    }
+
+    /// The first offset of a partition a read may ask for (0 until DeleteRecords moves it),
+    /// if it exists.
+    pub fn log_start_offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        let p = self.shared.topics.partition(topic, partition)?;
+        let log = p.lock();
+        Some(log.log_start_offset())
+    }
+
+    /// Fetch sessions (KIP-227) open now.
+    pub fn fetch_sessions(&self) -> usize {
+        self.shared.fetch_sessions.len()
     }
 
     /// The bytes a partition's log holds (its record batches, as fetched).
