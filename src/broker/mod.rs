@@ -27,8 +27,14 @@
 //! DeleteTopics, FindCoordinator, the classic consumer-group protocol (JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup with rebalances, generations, member ids, the join and sync
 //! barriers and session timeouts), OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and
-//! DescribeConfigs (a topic's defaults and the configs it was created with), and the
-//! transaction APIs below. Any other API
+//! DescribeConfigs (a topic's defaults and the configs it was created or altered with), the
+//! transaction APIs below, and the admin calls clients make: DescribeLogDirs, AlterConfigs
+//! and IncrementalAlterConfigs (topic configs, checked as Kafka checks them, that take effect
+//! at the next Produce), DeleteRecords (the log start offset moves; Fetch and ListOffsets
+//! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed on
+//! one node) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
+//! serves fetch sessions (KIP-227: full and incremental requests, session ids and epochs, a
+//! bounded cache, [`Config::fetch_session_slots`]). Any other API
 //! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
 //! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
 //! all (an unknown API key or version, a malformed request, a bad size) closes that
@@ -52,9 +58,10 @@
 //! **Hooks** ([`Broker::add_hook`]) catch the requests of an API to answer, fail, delay or
 //! drop them, or count them.
 //!
-//! **Not here:** the KIP-848 consumer protocol, share groups, fetch sessions, more than one
-//! node, per-partition faults and throttling, other SASL mechanisms and TLS, retention and compaction
-//! (logs only grow), replication. It is a test double, not a broker to keep data in.
+//! **Not here:** the KIP-848 consumer protocol, share groups, more than one node,
+//! per-partition faults and throttling, ACL enforcement, other SASL mechanisms and TLS,
+//! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
+//! them), replication. It is a test double, not a broker to keep data in.
 
 mod acl;
 mod conn;
