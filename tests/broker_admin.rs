@@ -3,6 +3,8 @@
 //! (and Fetch and ListOffsets honouring the log start offset), DeleteGroups, OffsetDelete,
 //! DescribeProducers, ElectLeaders and the ACL APIs, each with Apache Kafka's error codes.
 #![cfg(feature = "broker")]
+// Tuples of a response's fields, compared whole.
+#![allow(clippy::type_complexity)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -289,20 +291,14 @@ impl Conn {
         use kwire::messages::offset_delete::{
             OffsetDeleteRequest, OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
         };
-        let partitions: Vec<[OffsetDeleteRequestPartition; 1]> = parts
-            .iter()
-            .map(|&(_, p)| [OffsetDeleteRequestPartition { partition_index: p, ..Default::default() }])
-            .collect();
+        let partitions: Vec<[OffsetDeleteRequestPartition; 1]> =
+            parts.iter().map(|&(_, p)| [OffsetDeleteRequestPartition { partition_index: p }]).collect();
         let topics: Vec<OffsetDeleteRequestTopic<'_>> = parts
             .iter()
             .zip(&partitions)
-            .map(|(&(t, _), p)| OffsetDeleteRequestTopic {
-                name: t.into(),
-                partitions: p.as_slice().into(),
-                ..Default::default()
-            })
+            .map(|(&(t, _), p)| OffsetDeleteRequestTopic { name: t.into(), partitions: p.as_slice().into() })
             .collect();
-        let req = OffsetDeleteRequest { group_id: group.into(), topics: topics.into(), ..Default::default() };
+        let req = OffsetDeleteRequest { group_id: group.into(), topics: topics.into() };
         let frame = self.call(&req, 0);
         let r = answer!(frame, OffsetDelete, 0);
         let codes = r

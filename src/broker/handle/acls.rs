@@ -72,8 +72,10 @@ impl Handler<'_> {
         }
         let found = self.shared.acls.describe(&filter);
         // Grouped by resource pattern, in the order first seen.
-        let mut resources: Vec<((i8, &str, i8), Vec<&Binding>)> = Vec::new();
-        let mut at: std::collections::HashMap<(i8, &str, i8), usize> = std::collections::HashMap::new();
+        // (resource type, name, pattern type)
+        type Resource<'b> = (i8, &'b str, i8);
+        let mut resources: Vec<(Resource<'_>, Vec<&Binding>)> = Vec::new();
+        let mut at: std::collections::HashMap<Resource<'_>, usize> = std::collections::HashMap::new();
         for b in &found {
             let key = (b.resource_type, b.resource_name.as_str(), b.pattern_type);
             match at.get(&key) {

@@ -334,10 +334,8 @@ impl Handler<'_> {
                             .map(|p| OffsetDeleteResponsePartition {
                                 partition_index: p.partition_index(),
                                 error_code: codes.next().unwrap_or(ErrorCode::None).to_i16(),
-                                ..Default::default()
                             })
                             .collect(),
-                        ..Default::default()
                     })
                     .collect();
                 OffsetDeleteResponse { topics: topics.into(), ..Default::default() }

@@ -196,7 +196,9 @@ impl Handler<'_> {
         // One node leads every partition, and is its preferred leader and only replica:
         // no election is ever needed. Asked for every partition (null), Kafka leaves out
         // those that need none, which here is all of them.
-        let mut results: Vec<(String, Vec<(i32, ErrorCode, String)>)> = Vec::new();
+        // (topic, [(partition, error, message)])
+        type Elected = (String, Vec<(i32, ErrorCode, String)>);
+        let mut results: Vec<Elected> = Vec::new();
         if let Some(list) = e.topic_partitions() {
             for t in list {
                 let count = self.shared.topics.with(|all| all.get(t.topic()).map(|t| t.partitions.len()));
