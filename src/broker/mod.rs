@@ -56,10 +56,11 @@
 //! ListTransactions. `docs/serve.md` lists the error code of each bad transition.
 //!
 //! **Hooks** ([`Broker::add_hook`]) catch the requests of an API to answer, fail, delay or
-//! drop them, or count them.
+//! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
+//! Produce, Fetch and ListOffsets requests with an error code and serve the others.
 //!
 //! **Not here:** the KIP-848 consumer protocol, share groups, more than one node,
-//! per-partition faults and throttling, ACL enforcement, other SASL mechanisms and TLS,
+//! throttling, per-record Produce errors, ACL enforcement, other SASL mechanisms and TLS,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
 
@@ -84,7 +85,7 @@ use std::vec::Vec;
 use std::string::{String, ToString};
 
 pub use handle::SERVED;
-pub use hooks::{Action, AnswerFn, Hook, HookId};
+pub use hooks::{Action, AnswerFn, Fault, Hook, HookId};
 
 use crate::ApiKey;
 
@@ -341,12 +342,35 @@ impl Broker {
         self.shared.hooks.add(hook)
     }
 
-    /// Removes a hook; `false` if it was not there.
+    /// Adds a per-partition fault: the partitions it names, in the requests of its API
+    /// (Produce, Fetch or ListOffsets), are answered with its error code, and the other
+    /// partitions of those requests are served. [`Broker::hook_fired`] counts the requests
+    /// it caught and [`Broker::remove_hook`] removes it.
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config, Fault};
+    /// use kwire::{ApiKey, ErrorCode};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// broker.create_topic("orders", 3);
+    /// // The next two Produce requests naming orders/1 get NOT_LEADER_OR_FOLLOWER for it.
+    /// let fault = broker.add_fault(
+    ///     Fault::new(ApiKey::Produce, "orders", Some(1), ErrorCode::NotLeaderOrFollower).times(2),
+    /// );
+    /// assert_eq!(broker.hook_fired(fault), Some(0));
+    /// assert!(broker.remove_hook(fault));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn add_fault(&self, fault: Fault) -> HookId {
+        self.shared.hooks.add_fault(fault)
+    }
+
+    /// Removes a hook or a fault; `false` if it was not there.
     pub fn remove_hook(&self, id: HookId) -> bool {
         self.shared.hooks.remove(id)
     }
 
-    /// How many requests a hook has caught (`None` once removed).
+    /// How many requests a hook or a fault has caught (`None` once removed).
     pub fn hook_fired(&self, id: HookId) -> Option<usize> {
         self.shared.hooks.fired(id)
     }

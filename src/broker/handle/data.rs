@@ -22,19 +22,39 @@ impl Handler<'_> {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        for t in p.topic_data() {
-            let name: Option<String> =
-                if v >= 13 { self.shared.topics.name_of(t.topic_id()) } else { Some(t.name().into()) };
+        let names: Vec<Option<String>> = p
+            .topic_data()
+            .iter()
+            .map(|t| if v >= 13 { self.shared.topics.name_of(t.topic_id()) } else { Some(t.name().into()) })
+            .collect();
+        // The partitions the faults fail (`Broker::add_fault`).
+        let faults = {
+            let asked: Vec<(&str, i32)> = p
+                .topic_data()
+                .iter()
+                .zip(&names)
+                .flat_map(|(t, n)| {
+                    t.partition_data().iter().map(move |d| (n.as_deref().unwrap_or_default(), d.index()))
+                })
+                .collect();
+            self.shared.hooks.partition_faults(ApiKey::Produce, &asked)
+        };
+        let mut faults = faults.into_iter();
+        for (t, name) in p.topic_data().iter().zip(names) {
             let mut parts = Vec::new();
             for d in t.partition_data() {
                 let index = d.index();
                 let mut errors = Vec::new();
+                let fault = faults.next().flatten();
                 let result: Result<(i64, i64, i64), Rejected> = (|| {
                     if !matches!(acks, -1..=1) {
                         return Err(Rejected {
                             code: ErrorCode::InvalidRequiredAcks,
                             message: String::new(),
                         });
+                    }
+                    if let Some(code) = fault {
+                        return Err(Rejected { code, message: "injected by a fault".into() });
                     }
                     let Some(name) = name.as_deref() else {
                         return Err(Rejected { code: ErrorCode::UnknownTopicId, message: String::new() });
@@ -187,10 +207,17 @@ impl Handler<'_> {
         let v = reply.api_version;
         let limit = self.shared.config.max_decompressed_bytes;
         let mut topics = Vec::new();
+        let asked: Vec<(&str, i32)> = l
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(move |p| (t.name(), p.partition_index())))
+            .collect();
+        let mut faults = self.shared.hooks.partition_faults(ApiKey::ListOffsets, &asked).into_iter();
         for t in l.topics() {
             let mut parts = Vec::new();
             for p in t.partitions() {
                 let index = p.partition_index();
+                let fault = faults.next().flatten();
                 let mut r = ListOffsetsPartitionResponse {
                     partition_index: index,
                     timestamp: -1,
@@ -199,6 +226,7 @@ impl Handler<'_> {
                     ..Default::default()
                 };
                 match self.shared.topics.partition(t.name(), index) {
+                    _ if fault.is_some() => r.error_code = fault.map_or(0, |c| c.to_i16()),
                     None => r.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
                     Some(_) if v >= 4 && p.current_leader_epoch() > 0 => {
                         r.error_code = ErrorCode::UnknownLeaderEpoch.to_i16()

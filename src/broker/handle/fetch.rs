@@ -113,13 +113,34 @@ impl Handler<'_> {
                 }
             }
         }
+        // The partitions the faults fail (`Broker::add_fault`), once per request.
+        let faults = {
+            let asked: Vec<(&str, i32)> = context
+                .partitions
+                .iter()
+                .map(|p| {
+                    let name = if uses_ids {
+                        names.iter().find(|(id, _)| *id == p.topic_id).and_then(|(_, n)| n.as_deref())
+                    } else {
+                        Some(p.topic.as_str())
+                    };
+                    (name.unwrap_or_default(), p.partition)
+                })
+                .collect();
+            self.shared.hooks.partition_faults(ApiKey::Fetch, &asked)
+        };
         let answers: Vec<PartAnswer> = loop {
             let seen = self.shared.append_count();
             let mut total = 0usize;
             let mut errors = false;
             let mut answers: Vec<PartAnswer> = Vec::with_capacity(context.partitions.len());
-            for p in &context.partitions {
+            for (p, fault) in context.partitions.iter().zip(&faults) {
                 let key = p.key();
+                if let Some(code) = fault {
+                    errors = true;
+                    answers.push(PartAnswer::error(key, *code));
+                    continue;
+                }
                 let name = if uses_ids {
                     names.iter().find(|(id, _)| *id == p.topic_id).and_then(|(_, n)| n.as_deref())
                 } else {
