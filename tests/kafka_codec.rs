@@ -829,6 +829,7 @@ fn kafka_form_sets_aside_kwires_additions() {
             tag: None,
             default: None,
             ignorable: false,
+            entity: None,
             about: "",
         }
     }

@@ -883,7 +883,7 @@ fn many_idle_connections_held() {
 fn library_proxy_with_a_users_filter_and_a_real_client() {
     use common::audit::AuditTopics;
     use kwire::filter::FilterChain;
-    use kwire::proxy::{ConnInfo, Exchange, Hooks, RequestHead};
+    use kwire::proxy::{ConnInfo, Hooks, Pairing, RequestHead};
 
     /// Counts the frames kwire could not read, and the answers the filter gave.
     #[derive(Default)]
@@ -900,7 +900,7 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
                 self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
-        fn response(&self, _: &ConnInfo, frame: &[u8], e: Exchange<()>, rewritten: bool, _: Duration) {
+        fn response(&self, _: &ConnInfo, frame: &[u8], e: Pairing<()>, rewritten: bool, _: Duration) {
             if kwire::conn::read_response(frame, e.api_key, e.api_version).is_err() {
                 self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }

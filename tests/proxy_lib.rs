@@ -20,7 +20,7 @@ use kwire::filter::FilterChain;
 use kwire::messages::{
     ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ResponseBodyView,
 };
-use kwire::proxy::{ConnInfo, Event, Exchange, Hooks, Proxy, RequestHead};
+use kwire::proxy::{ConnInfo, Event, Hooks, Pairing, Proxy, RequestHead};
 use kwire::{AnyBody, ApiKey, ErrorCode};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -81,7 +81,7 @@ impl Hooks for Counts {
             self.undecoded.fetch_add(1, Ordering::Relaxed);
         }
     }
-    fn response(&self, _: &ConnInfo, frame: &[u8], e: Exchange<()>, _: bool, _: Duration) {
+    fn response(&self, _: &ConnInfo, frame: &[u8], e: Pairing<()>, _: bool, _: Duration) {
         if kwire::conn::read_response(frame, e.api_key, e.api_version).is_err() {
             self.undecoded.fetch_add(1, Ordering::Relaxed);
         }

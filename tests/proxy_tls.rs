@@ -317,9 +317,10 @@ fn broker() -> &'static (String, String) {
                  ssl.truststore.type=PEM\nssl.truststore.location={}\n\
                  ssl.client.auth=required\n\
                  sasl.enabled.mechanisms=PLAIN\n\
-                 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}=\"{}\";\n",
+                 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}=\"{}\" user_{SECOND_USER}=\"{}\";\n",
                 c.path("broker.pem"),
                 c.path("ca.pem"),
+                sasl_password(),
                 sasl_password()
             ),
         )
@@ -349,6 +350,8 @@ fn sasl_ssl() -> String {
 }
 
 const SASL_USER: &str = "alice";
+/// A second user of the SASL_SSL listener (same password), another tenant's.
+const SECOND_USER: &str = "bob";
 
 /// The SASL user's password: new in each run, so that finding it anywhere means it leaked.
 fn sasl_password() -> &'static str {
@@ -531,6 +534,93 @@ fn sasl_ssl_through_tls_origination_hides_the_password() {
         assert!(!stderr.contains(needle), "the password ({form}) is in the proxy's stderr");
     }
     eprintln!("SASL_SSL through the proxy: {} records; {user_line}", v["produced"].as_array().unwrap().len());
+}
+
+/// Tenants by SASL principal (`--tenant principal:USER=PREFIX`): two users run kafka-python
+/// at once through one proxy against the real broker, with the same topic and group names.
+/// Each consumes only its own records and lists only its own topic and group; the broker
+/// holds both, prefixed.
+#[test]
+fn tenants_by_principal_share_names_and_see_only_their_own() {
+    let addr = sasl_ssl();
+    let c = certs();
+    let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
+    let tag = prefix("tenants");
+    let proxy = start_proxy(&[
+        "--upstream",
+        &addr,
+        "--upstream-tls",
+        "--upstream-ca",
+        &ca,
+        "--upstream-cert",
+        &cert,
+        "--upstream-key",
+        &key,
+        "--tenant",
+        &format!("principal:{SASL_USER}=tenant-a."),
+        "--tenant",
+        &format!("principal:{SECOND_USER}=tenant-b."),
+    ]);
+    proxy.wait_for(&["TLS to brokers"]);
+    setup();
+    let script = r#"
+import json, os, sys
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+bootstrap, user, tag = sys.argv[1], sys.argv[2], sys.argv[3]
+auth = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+            sasl_plain_username=user, sasl_plain_password=os.environ["KWIRE_SASL_PASSWORD"])
+topic, group = "orders-" + tag, "group-" + tag
+admin = KafkaAdminClient(**auth)
+admin.create_topics([NewTopic(topic, 1, 1)])
+p = KafkaProducer(acks="all", retries=20, **auth)
+values = [f"{user}-{i}" for i in range(3)]
+for v in values:
+    p.send(topic, v.encode()).get(timeout=60)
+p.close()
+c = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", consumer_timeout_ms=20000, **auth)
+got = []
+for m in c:
+    got.append(m.value.decode())
+    if len(got) == len(values):
+        break
+c.commit()
+c.close()
+topics = sorted(t for t in admin.list_topics() if tag in t)
+names = [g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups()]
+groups = sorted(g for g in names if tag in g)
+admin.close()
+print(json.dumps({"produced": values, "consumed": got, "topics": topics, "groups": groups}))
+"#;
+    let r = root();
+    let spawn = |user: &str| {
+        let mut cmd = Command::new(r.join("target/interop/venv/bin/python"));
+        cmd.args(["-c", script, &proxy.addr, user, &tag]).env("KWIRE_SASL_PASSWORD", sasl_password());
+        thread::spawn(move || run(cmd, "kafka-python as a tenant", CLIENT_TIMEOUT))
+    };
+    let (a, b) = (spawn(SASL_USER), spawn(SECOND_USER));
+    for (user, out) in [(SASL_USER, a.join().unwrap()), (SECOND_USER, b.join().unwrap())] {
+        assert!(out.ok, "{user}: kafka-python failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+        let v: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+        assert_eq!(v["consumed"], v["produced"], "{user} read what it wrote, and only that: {v}");
+        assert_eq!(v["topics"], serde_json::json!([format!("orders-{tag}")]), "{user}: {v}");
+        assert_eq!(v["groups"], serde_json::json!([format!("group-{tag}")]), "{user}: {v}");
+        eprintln!("tenant {user}: {v}");
+    }
+    // The broker holds both tenants' topics, under their prefixes (read past the proxy).
+    let list = r#"
+import json, sys
+from kafka.admin import KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1])
+print(json.dumps(sorted(t for t in admin.list_topics() if sys.argv[2] in t)))
+"#;
+    let (plain, _) = broker();
+    let mut cmd = Command::new(r.join("target/interop/venv/bin/python"));
+    cmd.args(["-c", list, plain, &tag]);
+    let out = run(cmd, "kafka-python on the broker", CLIENT_TIMEOUT);
+    assert!(out.ok, "{}", out.stderr);
+    let held: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(held, serde_json::json!([format!("tenant-a.orders-{tag}"), format!("tenant-b.orders-{tag}")]));
 }
 
 /// SNI routing against the real broker: one port per proxy for the whole cluster, names

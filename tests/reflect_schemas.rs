@@ -5,8 +5,8 @@
 //! Compared: the message's name, API key, direction, valid and flexible versions and
 //! `about`; for each field, in order, its name, type (nested struct names included; a struct
 //! name that the request and response share is prefixed with the message's name), versions,
-//! nullable and tagged versions, tag, default (as written), `ignorable` and `about`. A field
-//! of the file that the table lacks, or the other way round, fails.
+//! nullable and tagged versions, tag, default (as written), `ignorable`, `entityType` and
+//! `about`. A field of the file that the table lacks, or the other way round, fails.
 
 #![cfg(feature = "reflect")]
 
@@ -131,6 +131,9 @@ impl Check<'_> {
         self.expect(have.default == default.as_deref(), &path, "default", have.default, &default);
         let ignorable = want.get("ignorable").and_then(Value::as_bool).unwrap_or(false);
         self.expect(have.ignorable == ignorable, &path, "ignorable", have.ignorable, ignorable);
+        let entity = want.get("entityType").and_then(Value::as_str);
+        let have_entity = have.entity.map(|e| e.schema_name());
+        self.expect(have_entity == entity, &path, "entityType", have_entity, entity);
         let about = want["about"].as_str().expect("an about");
         self.expect(have.about == about, &path, "about", have.about, about);
 

@@ -20,7 +20,7 @@
 //! - `NS_connections_open` (gauge), `NS_connections_max` (gauge, if the caller gives a
 //!   bound), `NS_connections_total` (counter), `NS_listener_closes_total` (counter);
 //! - `NS_upstream_errors_total{kind}` (counter): connections to an upstream broker that
-//!   failed, by [`Upstream`] kind;
+//!   failed, by [`UpstreamFailure`] kind;
 //! - `NS_framing_violations_total{side}` (counter): `client` or `broker`.
 //!
 //! ```
@@ -94,7 +94,7 @@ impl Undecoded {
 
 /// How a connection to an upstream broker failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Upstream {
+pub enum UpstreamFailure {
     /// It could not be opened (`connect`).
     Connect,
     /// A read failed (`read`).
@@ -105,16 +105,17 @@ pub enum Upstream {
     Closed,
 }
 
-impl Upstream {
-    const ALL: [Upstream; 4] = [Upstream::Connect, Upstream::Read, Upstream::Write, Upstream::Closed];
+impl UpstreamFailure {
+    const ALL: [UpstreamFailure; 4] =
+        [UpstreamFailure::Connect, UpstreamFailure::Read, UpstreamFailure::Write, UpstreamFailure::Closed];
 
     /// The label value.
     pub fn label(self) -> &'static str {
         match self {
-            Upstream::Connect => "connect",
-            Upstream::Read => "read",
-            Upstream::Write => "write",
-            Upstream::Closed => "closed",
+            UpstreamFailure::Connect => "connect",
+            UpstreamFailure::Read => "read",
+            UpstreamFailure::Write => "write",
+            UpstreamFailure::Closed => "closed",
         }
     }
 }
@@ -140,7 +141,7 @@ pub struct Metrics {
     connections: AtomicU64,
     open: AtomicU64,
     listener_closes: AtomicU64,
-    upstream: [AtomicU64; Upstream::ALL.len()],
+    upstream: [AtomicU64; UpstreamFailure::ALL.len()],
     violations: [AtomicU64; 2],
 }
 
@@ -239,7 +240,7 @@ impl Metrics {
     }
 
     /// An upstream connection failed.
-    pub fn upstream_error(&self, kind: Upstream) {
+    pub fn upstream_error(&self, kind: UpstreamFailure) {
         self.upstream[kind as usize].fetch_add(1, Relaxed);
     }
 
@@ -337,8 +338,13 @@ impl Metrics {
             "Times a listener closed because the connection bound was reached.",
         );
         let _ = writeln!(s, "{ns}_listener_closes_total {}", self.listener_closes.load(Relaxed));
-        head(s, "upstream_errors_total", "counter", "Upstream broker connections that failed, by kind.");
-        for kind in Upstream::ALL {
+        head(
+            s,
+            "upstream_errors_total",
+            "counter",
+            "UpstreamFailure broker connections that failed, by kind.",
+        );
+        for kind in UpstreamFailure::ALL {
             let n = self.upstream[kind as usize].load(Relaxed);
             let _ = writeln!(s, "{ns}_upstream_errors_total{{kind=\"{}\"}} {n}", kind.label());
         }
@@ -402,7 +408,7 @@ mod tests {
         m.request(ApiKey::Fetch, -1, 10);
         m.unknown_request(10);
         m.undecoded(Direction::Response, Undecoded::Unpaired);
-        m.upstream_error(Upstream::Write);
+        m.upstream_error(UpstreamFailure::Write);
         m.violation(Direction::Request);
         m.bytes(Direction::Response, 7);
         let text = m.render(None);

@@ -101,6 +101,10 @@ pub enum RequestAction<'a> {
     /// Replace the body with this one (the same API, encoded at the request's version);
     /// the header is kept.
     Rewrite(RequestBody<'a>),
+    /// Replace the body with these bytes: a body of the same API encoded at the request's
+    /// version (by a generic filter, from `reflect`'s `Value`); the header is kept. Bytes
+    /// that do not decode as such close the connection.
+    RewriteBody(Vec<u8>),
     /// Keep the body and write the header again with this client id.
     RewriteHeader {
         /// The new client id.
@@ -129,6 +133,10 @@ pub enum ResponseAction<'a> {
     /// Replace the body with this one (the same API, encoded at the response's version);
     /// the header is kept.
     Rewrite(ResponseBody<'a>),
+    /// Replace the body with these bytes: a body of the same API encoded at the response's
+    /// version (by a generic filter, from `reflect`'s `Value`); the header is kept. Bytes
+    /// that do not decode as such close the connection.
+    RewriteBody(Vec<u8>),
     /// Close the connection, for this reason.
     Close(String),
 }
@@ -239,6 +247,16 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
                 Ok(b) => Step::New(splice(&frame[..header.as_bytes().len()], &b)),
                 Err(e) => Step::Done(Verdict::Close(alloc::format!(
                     "a filter's rewritten {} request: {e}",
+                    key.name()
+                ))),
+            }
+        }
+        RequestAction::RewriteBody(body) => {
+            let new = splice(&frame[..header.as_bytes().len()], &body);
+            match dispatch::parse_request(&new) {
+                Ok(r) if r.body.api_key() == key => Step::New(new),
+                _ => Step::Done(Verdict::Close(alloc::format!(
+                    "a filter's rewritten {} request does not decode",
                     key.name()
                 ))),
             }
@@ -387,6 +405,8 @@ impl FilterChain {
     /// broker serves, kwire reads and every filter handles; `None` if nothing changes.
     fn clamp(&self, frame: &[u8], version: i16) -> Option<Vec<u8>> {
         let (response, read_at) = read_response(frame, ApiKey::ApiVersions, version)?;
+        // Irrefutable in a build whose only API is ApiVersions.
+        #[allow(irrefutable_let_patterns)]
         let ResponseBodyView::ApiVersions(view) = response.body else { return None };
         let body = versions::clamp(&view, &self.filters)?;
         let body = encode_body(&ResponseBody::ApiVersions(body), read_at).ok()?;
@@ -447,6 +467,16 @@ impl FilterChain {
                         }
                     }
                 }
+                ResponseAction::RewriteBody(body) => {
+                    let new = splice(response.header.as_bytes(), &body);
+                    if dispatch::parse_response(&new, api_key, read_at).is_err() {
+                        return Some(Verdict::Close(alloc::format!(
+                            "a filter's rewritten {} response does not decode",
+                            api_key.name()
+                        )));
+                    }
+                    *current = Some(new);
+                }
                 ResponseAction::Close(why) => return Some(Verdict::Close(why)),
             }
         }
@@ -456,10 +486,14 @@ impl FilterChain {
 
 mod deny;
 mod rewrite;
+#[cfg(feature = "reflect")]
+mod tenant;
 mod versions;
 
 pub use deny::DenyApis;
 pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
+#[cfg(feature = "reflect")]
+pub use tenant::Tenant;
 
 #[cfg(test)]
 mod tests;

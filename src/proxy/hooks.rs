@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::session::{AuthNote, Exchange, RequestHead, Sent};
+use super::session::{Admitted, AuthNote, Pairing, RequestHead};
 
 /// What a proxy knows of one client connection, for its filters and hooks. What
 /// authentication tells (mechanism, principal) is filled in as the connection authenticates.
@@ -152,7 +152,7 @@ pub trait Hooks: Send + Sync + 'static {
         &self,
         conn: &ConnInfo,
         frame: &[u8],
-        exchange: Exchange<Self::Tag>,
+        exchange: Pairing<Self::Tag>,
         rewritten: bool,
         latency: Duration,
     ) {
@@ -160,8 +160,9 @@ pub trait Hooks: Send + Sync + 'static {
     }
 
     /// A request that expects no answer was sent (Produce with acks=0, a dropped request),
-    /// or one still awaited its answer when the connection closed.
-    fn no_response(&self, conn: &ConnInfo, api_key: i16, api_version: i16, request: Sent<Self::Tag>) {
+    /// or one still awaited its answer when the connection closed. `api_key` is the raw value
+    /// the client sent (kwire may not know the API), as in [`RequestHead`].
+    fn no_response(&self, conn: &ConnInfo, api_key: i16, api_version: i16, request: Admitted<Self::Tag>) {
         let _ = (conn, api_key, api_version, request);
     }
 

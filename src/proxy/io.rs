@@ -39,7 +39,7 @@ use super::{ConnInfo, Decision, Event, Hooks, Upstream, WaitingFilter, tls};
 use crate::ApiKey;
 use crate::Direction;
 use crate::conn::FrameBuf;
-use crate::conn::metrics::Upstream as Failure;
+use crate::conn::metrics::UpstreamFailure as Failure;
 
 /// The frame buffers' base size (`kwire::conn`'s default): they grow as a larger frame's
 /// bytes arrive.
@@ -490,7 +490,7 @@ impl<H: Hooks> Side for Requests<'_, H> {
                 let Some(tag) = meta.tag else { return };
                 hooks.request(&info, frame, head, &tag);
                 if !expects {
-                    let sent = super::Sent {
+                    let sent = super::Admitted {
                         client_id: client_id.clone(),
                         at: Instant::now(),
                         size: frame.len() + 4,
@@ -564,7 +564,7 @@ struct Responses<'s, H: Hooks> {
 /// What the response side keeps of a frame until it reports it.
 enum ResponseMeta<T> {
     Broker(super::FromBroker<T>),
-    Filter(super::Exchange<T>),
+    Filter(super::Pairing<T>),
 }
 
 impl<H: Hooks> Side for Responses<'_, H> {

@@ -84,6 +84,7 @@ mod io;
 mod listeners;
 mod runtime;
 mod session;
+mod tenants;
 mod tls;
 mod waiting;
 
@@ -92,8 +93,9 @@ use std::time::Duration;
 
 pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
 pub use session::{
-    Action, Answer, Answered, AuthNote, Exchange, FromBroker, FromClient, RequestHead, Sent, Session,
+    Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,
 };
+pub use tenants::{TenantError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 

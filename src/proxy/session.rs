@@ -86,7 +86,7 @@ pub struct FromClient {
 
 /// A request that was sent on (or answered by a filter), as kept until its answer.
 #[derive(Debug)]
-pub struct Sent<T> {
+pub struct Admitted<T> {
     /// The client id.
     pub client_id: Option<Arc<str>>,
     /// When it was admitted.
@@ -99,7 +99,7 @@ pub struct Sent<T> {
 
 /// What a response answers.
 #[derive(Debug)]
-pub struct Exchange<T> {
+pub struct Pairing<T> {
     /// The request's API.
     pub api_key: ApiKey,
     /// The request's version.
@@ -107,14 +107,14 @@ pub struct Exchange<T> {
     /// The correlation id.
     pub correlation_id: i32,
     /// The request.
-    pub request: Sent<T>,
+    pub request: Admitted<T>,
 }
 
 /// What a response frame answers.
 #[derive(Debug)]
 pub enum Answer<T> {
     /// The answer to this request; whether a filter (or the clamping) rewrote it.
-    Paired(Exchange<T>, bool),
+    Paired(Pairing<T>, bool),
     /// A response that answers no request awaiting one, with the reason.
     Unpaired(String),
     /// A raw SASL token of the SaslHandshake v0 phase.
@@ -144,14 +144,14 @@ pub struct Answered<T> {
     /// The response frame.
     pub frame: Vec<u8>,
     /// What it answers.
-    pub exchange: Exchange<T>,
+    pub exchange: Pairing<T>,
 }
 
 /// A request awaiting an answer: from the broker, or already answered by a filter and
 /// waiting for the broker's answers before it.
 enum Entry<T> {
-    Broker(Sent<T>),
-    Filter(Vec<u8>, Sent<T>),
+    Broker(Admitted<T>),
+    Filter(Vec<u8>, Admitted<T>),
     /// A request of the proxy's own (a waiting filter's): its answer goes to the waiter, not
     /// to the client.
     Own(tokio::sync::oneshot::Sender<Vec<u8>>),
@@ -267,7 +267,7 @@ impl<T> Session<T> {
             client_id: client_id.clone(),
             expects,
         };
-        let sent = Sent { client_id, at: now, size: frame.len() + 4, tag: tag(&head) };
+        let sent = Admitted { client_id, at: now, size: frame.len() + 4, tag: tag(&head) };
         let key = ApiKey::from_i16(peek.api_key);
         let action = match verdict {
             Verdict::Forward | Verdict::Replace(_) => {
@@ -309,10 +309,10 @@ impl<T> Session<T> {
         key: ApiKey,
         version: i16,
         frame: Vec<u8>,
-        sent: Sent<T>,
+        sent: Admitted<T>,
     ) -> Action {
         if self.in_flight.is_empty() {
-            let exchange = Exchange { api_key: key, api_version: version, correlation_id, request: sent };
+            let exchange = Pairing { api_key: key, api_version: version, correlation_id, request: sent };
             self.answers.push_back(Answered { frame, exchange });
             return Action::Hold;
         }
@@ -333,7 +333,7 @@ impl<T> Session<T> {
             let Ok(p) = self.in_flight.complete(id) else { break };
             let Entry::Filter(frame, request) = p.payload else { break };
             let exchange =
-                Exchange { api_key: p.api_key, api_version: p.api_version, correlation_id: id, request };
+                Pairing { api_key: p.api_key, api_version: p.api_version, correlation_id: id, request };
             self.answers.push_back(Answered { frame, exchange });
         }
     }
@@ -460,7 +460,7 @@ impl<T> Session<T> {
             _ => (Action::Forward, false),
         };
         self.release_answers();
-        let exchange = Exchange { api_key: p.api_key, api_version: p.api_version, correlation_id, request };
+        let exchange = Pairing { api_key: p.api_key, api_version: p.api_version, correlation_id, request };
         FromBroker { answer: Answer::Paired(exchange, rewritten), action, auth, out_of_order }
     }
 
@@ -497,13 +497,13 @@ impl<T> Session<T> {
 
     /// The requests still awaiting an answer, oldest first, when the connection ends (the
     /// proxy's own are dropped: their waiters see the connection end).
-    pub fn drain(&mut self) -> impl Iterator<Item = Exchange<T>> + '_ {
+    pub fn drain(&mut self) -> impl Iterator<Item = Pairing<T>> + '_ {
         self.in_flight.drain().filter_map(|p| {
             let request = match p.payload {
                 Entry::Broker(s) | Entry::Filter(_, s) => s,
                 Entry::Own(_) => return None,
             };
-            Some(Exchange {
+            Some(Pairing {
                 api_key: p.api_key,
                 api_version: p.api_version,
                 correlation_id: p.correlation_id,

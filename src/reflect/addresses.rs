@@ -13,13 +13,11 @@
 //! order, then its known tagged fields in tag order, depth first. [`scan`] and
 //! [`rewrite`] number them the same way.
 
+use super::value::{Encoding, StructValue, Value};
+use super::walk::{self, Field, Scalar, Visitor, WalkError};
+use super::{MessageSchema, RewriteError};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt;
-
-use super::MessageSchema;
-use super::value::{Encoding, StructValue, Value, ValueError};
-use super::walk::{self, Field, Scalar, Visitor, WalkError};
 
 /// What [`scan`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,34 +98,6 @@ pub fn find(schema: &MessageSchema, version: i16, body: &[u8]) -> Result<Vec<(St
     let mut f = Finder { found: Scan::default(), pending: alloc::vec![None] };
     walk::walk_body(schema, version, body, 0, &mut f)?;
     Ok(f.found.addresses)
-}
-
-/// Why [`rewrite`] failed.
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub enum RewriteError {
-    /// The body does not decode (or has bytes after it).
-    Walk(WalkError),
-    /// The rewritten body cannot be encoded (a host longer than a string can be).
-    Encode(ValueError),
-}
-
-impl fmt::Display for RewriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RewriteError::Walk(e) => e.fmt(f),
-            RewriteError::Encode(e) => e.fmt(f),
-        }
-    }
-}
-
-impl core::error::Error for RewriteError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match self {
-            RewriteError::Walk(e) => Some(e),
-            RewriteError::Encode(e) => Some(e),
-        }
-    }
 }
 
 /// Rewrites the addresses of a whole body of `schema` at `version`: `map(index, host,

@@ -1,10 +1,11 @@
 //! The builders the generated tables (`schemas.rs`) are written with, so that each field
 //! takes one line: [`field`] with its name, type and versions, then a method for each fact
-//! it has beyond those (nullable or tagged versions, a default, `ignorable`), then its
+//! it has beyond those (nullable or tagged versions, a default, `ignorable`, an entity), then its
 //! description. Everything here is `const`, so the tables stay static data.
 
+pub(super) use super::Entity::*;
 pub(super) use super::FieldType::*;
-use super::{FieldSchema, FieldType};
+use super::{Entity, FieldSchema, FieldType};
 use crate::types::Versions;
 
 /// No versions.
@@ -32,6 +33,7 @@ pub(super) const fn field(name: &'static str, ty: FieldType, versions: Versions)
         tag: None,
         default: None,
         ignorable: false,
+        entity: None,
         about: "",
     }
 }
@@ -59,6 +61,12 @@ impl FieldSchema {
     /// A non-default value is dropped, rather than refused, in versions without the field.
     pub(super) const fn ignorable(mut self) -> Self {
         self.ignorable = true;
+        self
+    }
+
+    /// The field identifies an entity of this kind (the schema's `entityType`).
+    pub(super) const fn entity(mut self, entity: Entity) -> Self {
+        self.entity = Some(entity);
         self
     }
 

@@ -11,6 +11,8 @@ use crate::types::Versions;
 #[cfg(feature = "alloc")]
 pub mod addresses;
 mod build;
+#[cfg(feature = "alloc")]
+pub mod entities;
 #[cfg(feature = "explain")]
 pub mod explain;
 #[cfg(feature = "json")]
@@ -27,6 +29,38 @@ pub use walk::{
     Field, Path, Scalar, Visitor, WalkError, walk_body, walk_body_prefix, walk_request_header,
     walk_response_header,
 };
+
+/// Why rewriting a body through its schema ([`addresses::rewrite`], [`entities::rewrite`])
+/// failed.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum RewriteError {
+    /// The body does not decode (or has bytes after it).
+    Walk(WalkError),
+    /// The rewritten body cannot be encoded (a string longer than a string can be).
+    Encode(ValueError),
+}
+
+#[cfg(feature = "alloc")]
+impl core::fmt::Display for RewriteError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RewriteError::Walk(_) => f.write_str("the body does not decode"),
+            RewriteError::Encode(_) => f.write_str("the rewritten body cannot be encoded"),
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl core::error::Error for RewriteError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            RewriteError::Walk(e) => Some(e),
+            RewriteError::Encode(e) => Some(e),
+        }
+    }
+}
 
 /// The schema of a request or response body.
 #[derive(Debug)]
@@ -83,8 +117,42 @@ pub struct FieldSchema {
     /// Whether a non-default value is dropped, rather than refused, in versions without
     /// the field.
     pub ignorable: bool,
+    /// What the field identifies, as Apache Kafka's schema marks it (`entityType`): a topic
+    /// name, a group id, ... (`None` for a field that names no entity).
+    pub entity: Option<Entity>,
     /// A short description.
     pub about: &'static str,
+}
+
+/// What a field identifies, as Apache Kafka's schemas mark it (`"entityType"`): a tenant
+/// or authorization filter finds every topic name, group id or transactional id of any
+/// message by this mark, in every API and version, without code per API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Entity {
+    /// A topic's name (`topicName`).
+    TopicName,
+    /// A group's id (`groupId`): classic, consumer and share groups.
+    GroupId,
+    /// A transactional producer's id (`transactionalId`).
+    TransactionalId,
+    /// A producer id (`producerId`).
+    ProducerId,
+    /// A broker's node id (`brokerId`).
+    BrokerId,
+}
+
+impl Entity {
+    /// The schema's name for it, e.g. `"topicName"`.
+    pub const fn schema_name(self) -> &'static str {
+        match self {
+            Entity::TopicName => "topicName",
+            Entity::GroupId => "groupId",
+            Entity::TransactionalId => "transactionalId",
+            Entity::ProducerId => "producerId",
+            Entity::BrokerId => "brokerId",
+        }
+    }
 }
 
 impl FieldSchema {

@@ -210,14 +210,14 @@ mod produce {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ProduceRequest", api_key: 0, is_request: true, versions: v(3, 13), flexible_versions: since(9), body: &PRODUCE_REQUEST, about: "Sends record batches to the leaders of the given partitions to be appended to their logs." };
 
     static PRODUCE_REQUEST: StructSchema = StructSchema { name: "ProduceRequest", fields: &[
-        field("TransactionalId", String, since(3)).nullable(since(3)).default_value("null").about("Transactional ID of the producer, or null when the records are not part of a transaction."),
+        field("TransactionalId", String, since(3)).nullable(since(3)).default_value("null").entity(TransactionalId).about("Transactional ID of the producer, or null when the records are not part of a transaction."),
         field("Acks", Int16, since(0)).about("How many replicas must have the records before the broker answers: 0 for none (no response is sent), 1 for the leader only, -1 for every in-sync replica."),
         field("TimeoutMs", Int32, since(0)).about("How long, in milliseconds, the broker may wait for the required acknowledgements."),
         field("TopicData", Array(&Struct(&TOPIC_PRODUCE_DATA)), since(0)).about("Records to append, grouped by topic."),
     ] };
 
     static TOPIC_PRODUCE_DATA: StructSchema = StructSchema { name: "TopicProduceData", fields: &[
-        field("Name", String, v(0, 12)).ignorable().about("Name of the topic (up to version 12)."),
+        field("Name", String, v(0, 12)).ignorable().entity(TopicName).about("Name of the topic (up to version 12)."),
         field("TopicId", Uuid, since(13)).ignorable().about("ID of the topic (from version 13, which names topics by ID only)."),
         field("PartitionData", Array(&Struct(&PARTITION_PRODUCE_DATA)), since(0)).about("Records for each partition of this topic."),
     ] };
@@ -236,7 +236,7 @@ mod produce {
     ] };
 
     static TOPIC_PRODUCE_RESPONSE: StructSchema = StructSchema { name: "TopicProduceResponse", fields: &[
-        field("Name", String, v(0, 12)).ignorable().about("Name of the topic (up to version 12)."),
+        field("Name", String, v(0, 12)).ignorable().entity(TopicName).about("Name of the topic (up to version 12)."),
         field("TopicId", Uuid, since(13)).ignorable().about("ID of the topic (from version 13)."),
         field("PartitionResponses", Array(&Struct(&PARTITION_PRODUCE_RESPONSE)), since(0)).about("Result for each partition of this topic."),
     ] };
@@ -258,12 +258,12 @@ mod produce {
     ] };
 
     static LEADER_ID_AND_EPOCH: StructSchema = StructSchema { name: "LeaderIdAndEpoch", fields: &[
-        field("LeaderId", Int32, since(10)).default_value("-1").about("Broker ID of the current leader; -1 when unknown."),
+        field("LeaderId", Int32, since(10)).default_value("-1").entity(BrokerId).about("Broker ID of the current leader; -1 when unknown."),
         field("LeaderEpoch", Int32, since(10)).default_value("-1").about("Current leader epoch; -1 when unknown."),
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(10)).about("ID of the broker."),
+        field("NodeId", Int32, since(10)).entity(BrokerId).about("ID of the broker."),
         field("Host", String, since(10)).about("Host name of the broker."),
         field("Port", Int32, since(10)).about("Port of the broker."),
         field("Rack", String, since(10)).nullable(since(10)).default_value("null").about("Rack the broker is in, or null."),
@@ -279,7 +279,7 @@ mod fetch {
 
     static FETCH_REQUEST: StructSchema = StructSchema { name: "FetchRequest", fields: &[
         field("ClusterId", String, since(12)).nullable(since(12)).tagged(0, since(12)).default_value("null").ignorable().about("Cluster ID the sender expects the receiver to belong to, or null to skip the check."),
-        field("ReplicaId", Int32, v(0, 14)).default_value("-1").about("Broker ID of a follower that fetches, or -1 for a consumer (up to version 14; later versions use ReplicaState)."),
+        field("ReplicaId", Int32, v(0, 14)).default_value("-1").entity(BrokerId).about("Broker ID of a follower that fetches, or -1 for a consumer (up to version 14; later versions use ReplicaState)."),
         field("ReplicaState", Struct(&REPLICA_STATE), since(15)).tagged(1, since(15)).about("Identity of the fetching follower (from version 15)."),
         field("MaxWaitMs", Int32, since(0)).about("Longest time, in milliseconds, the broker may hold the request while waiting for MinBytes of data."),
         field("MinBytes", Int32, since(0)).about("Smallest amount of data, in bytes, worth answering with before MaxWaitMs runs out."),
@@ -293,12 +293,12 @@ mod fetch {
     ] };
 
     static REPLICA_STATE: StructSchema = StructSchema { name: "ReplicaState", fields: &[
-        field("ReplicaId", Int32, since(15)).default_value("-1").about("Broker ID of the fetching follower, or -1 for a consumer."),
+        field("ReplicaId", Int32, since(15)).default_value("-1").entity(BrokerId).about("Broker ID of the fetching follower, or -1 for a consumer."),
         field("ReplicaEpoch", Int64, since(15)).default_value("-1").about("Broker epoch of the fetching follower, or -1 when not known."),
     ] };
 
     static FETCH_TOPIC: StructSchema = StructSchema { name: "FetchTopic", fields: &[
-        field("Topic", String, v(0, 12)).ignorable().about("Name of the topic (up to version 12)."),
+        field("Topic", String, v(0, 12)).ignorable().entity(TopicName).about("Name of the topic (up to version 12)."),
         field("TopicId", Uuid, since(13)).ignorable().about("ID of the topic (from version 13)."),
         field("Partitions", Array(&Struct(&FETCH_PARTITION)), since(0)).about("Partitions of this topic to fetch."),
     ] };
@@ -315,7 +315,7 @@ mod fetch {
     ] };
 
     static FORGOTTEN_TOPIC: StructSchema = StructSchema { name: "ForgottenTopic", fields: &[
-        field("Topic", String, v(7, 12)).ignorable().about("Name of the topic (up to version 12)."),
+        field("Topic", String, v(7, 12)).ignorable().entity(TopicName).about("Name of the topic (up to version 12)."),
         field("TopicId", Uuid, since(13)).ignorable().about("ID of the topic (from version 13)."),
         field("Partitions", Array(&Int32), since(7)).about("Indexes of the partitions to drop."),
     ] };
@@ -331,7 +331,7 @@ mod fetch {
     ] };
 
     static FETCHABLE_TOPIC_RESPONSE: StructSchema = StructSchema { name: "FetchableTopicResponse", fields: &[
-        field("Topic", String, v(0, 12)).ignorable().about("Name of the topic (up to version 12)."),
+        field("Topic", String, v(0, 12)).ignorable().entity(TopicName).about("Name of the topic (up to version 12)."),
         field("TopicId", Uuid, since(13)).ignorable().about("ID of the topic (from version 13)."),
         field("Partitions", Array(&Struct(&PARTITION_DATA)), since(0)).about("Result for each partition of this topic."),
     ] };
@@ -346,7 +346,7 @@ mod fetch {
         field("CurrentLeader", Struct(&LEADER_ID_AND_EPOCH), since(12)).tagged(1, since(12)).about("The partition's current leader, sent when the request reached a broker that no longer leads it."),
         field("SnapshotId", Struct(&SNAPSHOT_ID), since(12)).tagged(2, since(12)).about("Set when the fetcher must load a snapshot because the offset it asked for is no longer in the log."),
         field("AbortedTransactions", Array(&Struct(&ABORTED_TRANSACTION)), since(4)).nullable(since(4)).ignorable().about("Transactions aborted within the returned records (read-committed fetches only), or null."),
-        field("PreferredReadReplica", Int32, since(11)).default_value("-1").about("Broker ID of the replica the consumer should fetch from instead; -1 when it should stay on this broker."),
+        field("PreferredReadReplica", Int32, since(11)).default_value("-1").entity(BrokerId).about("Broker ID of the replica the consumer should fetch from instead; -1 when it should stay on this broker."),
         field("Records", Records, since(0)).nullable(since(0)).about("Record batches read from the partition."),
     ] };
 
@@ -356,7 +356,7 @@ mod fetch {
     ] };
 
     static LEADER_ID_AND_EPOCH: StructSchema = StructSchema { name: "LeaderIdAndEpoch", fields: &[
-        field("LeaderId", Int32, since(12)).default_value("-1").about("Broker ID of the current leader; -1 when unknown."),
+        field("LeaderId", Int32, since(12)).default_value("-1").entity(BrokerId).about("Broker ID of the current leader; -1 when unknown."),
         field("LeaderEpoch", Int32, since(12)).default_value("-1").about("Current leader epoch; -1 when unknown."),
     ] };
 
@@ -366,12 +366,12 @@ mod fetch {
     ] };
 
     static ABORTED_TRANSACTION: StructSchema = StructSchema { name: "AbortedTransaction", fields: &[
-        field("ProducerId", Int64, since(4)).about("Producer ID that ran the aborted transaction."),
+        field("ProducerId", Int64, since(4)).entity(ProducerId).about("Producer ID that ran the aborted transaction."),
         field("FirstOffset", Int64, since(4)).about("Offset of the aborted transaction's first record in this partition; records of that producer from here on, up to the abort marker, are to be skipped."),
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(16)).about("ID of the broker."),
+        field("NodeId", Int32, since(16)).entity(BrokerId).about("ID of the broker."),
         field("Host", String, since(16)).about("Host name of the broker."),
         field("Port", Int32, since(16)).about("Port of the broker."),
         field("Rack", String, since(16)).nullable(since(16)).default_value("null").about("Rack the broker is in, or null."),
@@ -386,14 +386,14 @@ mod list_offsets {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ListOffsetsRequest", api_key: 2, is_request: true, versions: v(1, 11), flexible_versions: since(6), body: &LIST_OFFSETS_REQUEST, about: "Asks partition leaders for the offset that corresponds to a given timestamp, or to a special position such as the earliest or latest offset, in each listed partition." };
 
     static LIST_OFFSETS_REQUEST: StructSchema = StructSchema { name: "ListOffsetsRequest", fields: &[
-        field("ReplicaId", Int32, since(0)).about("Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer makes it."),
+        field("ReplicaId", Int32, since(0)).entity(BrokerId).about("Broker ID of the sender when a broker makes the request, or -1 when an ordinary consumer makes it."),
         field("IsolationLevel", Int8, since(2)).about("Which transactional records count as visible. 0 (READ_UNCOMMITTED) treats every record as visible. 1 (READ_COMMITTED) treats only non-transactional and committed transactional records as visible, so results are limited to offsets below the last stable offset (LSO)."),
         field("Topics", Array(&Struct(&LIST_OFFSETS_TOPIC)), since(0)).about("Topics whose offsets are being looked up."),
         field("TimeoutMs", Int32, since(10)).ignorable().about("How long, in milliseconds, to wait for an answer when serving the request needs a read from remote (tiered) storage."),
     ] };
 
     static LIST_OFFSETS_TOPIC: StructSchema = StructSchema { name: "ListOffsetsTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&LIST_OFFSETS_PARTITION)), since(0)).about("Partitions of this topic to look up."),
     ] };
 
@@ -411,7 +411,7 @@ mod list_offsets {
     ] };
 
     static LIST_OFFSETS_TOPIC_RESPONSE: StructSchema = StructSchema { name: "ListOffsetsTopicResponse", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&LIST_OFFSETS_PARTITION_RESPONSE)), since(0)).about("Results for each partition of this topic."),
     ] };
 
@@ -440,7 +440,7 @@ mod metadata {
 
     static METADATA_REQUEST_TOPIC: StructSchema = StructSchema { name: "MetadataRequestTopic", fields: &[
         field("TopicId", Uuid, since(10)).ignorable().about("Topic ID to look up; the all-zero UUID when the topic is named instead."),
-        field("Name", String, since(0)).nullable(since(10)).about("Name of the topic; null when it is looked up by ID."),
+        field("Name", String, since(0)).nullable(since(10)).entity(TopicName).about("Name of the topic; null when it is looked up by ID."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "MetadataResponse", api_key: 3, is_request: false, versions: v(0, 13), flexible_versions: since(9), body: &METADATA_RESPONSE, about: "Describes the brokers of the cluster, its controller, and for each requested topic its partitions with their leaders and replicas." };
@@ -449,14 +449,14 @@ mod metadata {
         field("ThrottleTimeMs", Int32, since(3)).ignorable().about("Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded."),
         field("Brokers", Array(&Struct(&METADATA_RESPONSE_BROKER)), since(0)).about("The brokers of the cluster."),
         field("ClusterId", String, since(2)).nullable(since(2)).default_value("null").ignorable().about("ID of the cluster the answering broker belongs to."),
-        field("ControllerId", Int32, since(1)).default_value("-1").ignorable().about("ID of the broker acting as controller; -1 when unknown."),
+        field("ControllerId", Int32, since(1)).default_value("-1").ignorable().entity(BrokerId).about("ID of the broker acting as controller; -1 when unknown."),
         field("Topics", Array(&Struct(&METADATA_RESPONSE_TOPIC)), since(0)).about("One entry for each topic described."),
         field("ClusterAuthorizedOperations", Int32, v(8, 10)).default_value("-2147483648").about("Bit field of the operations the caller may perform on the cluster; the minimum int32 when not requested."),
         field("ErrorCode", Int16, since(13)).ignorable().about("Error code for the response as a whole; 0 means success."),
     ] };
 
     static METADATA_RESPONSE_BROKER: StructSchema = StructSchema { name: "MetadataResponseBroker", fields: &[
-        field("NodeId", Int32, since(0)).about("ID of the broker."),
+        field("NodeId", Int32, since(0)).entity(BrokerId).about("ID of the broker."),
         field("Host", String, since(0)).about("Host name clients should connect to."),
         field("Port", Int32, since(0)).about("Port clients should connect to."),
         field("Rack", String, since(1)).nullable(since(1)).default_value("null").ignorable().about("Rack the broker is in; null when it has none."),
@@ -464,7 +464,7 @@ mod metadata {
 
     static METADATA_RESPONSE_TOPIC: StructSchema = StructSchema { name: "MetadataResponseTopic", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this topic; 0 means success."),
-        field("Name", String, since(0)).nullable(since(12)).about("Name of the topic; null only for a topic asked for by an ID that does not exist."),
+        field("Name", String, since(0)).nullable(since(12)).entity(TopicName).about("Name of the topic; null only for a topic asked for by an ID that does not exist."),
         field("TopicId", Uuid, since(10)).ignorable().about("ID of the topic; all zeros for a topic asked for by a name that does not exist."),
         field("IsInternal", Bool, since(1)).default_value("false").ignorable().about("Whether the topic is internal to Kafka, such as the offsets topic."),
         field("Partitions", Array(&Struct(&METADATA_RESPONSE_PARTITION)), since(0)).about("The partitions of the topic."),
@@ -474,11 +474,11 @@ mod metadata {
     static METADATA_RESPONSE_PARTITION: StructSchema = StructSchema { name: "MetadataResponsePartition", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this partition; 0 means success."),
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
-        field("LeaderId", Int32, since(0)).about("ID of the broker leading the partition."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the broker leading the partition."),
         field("LeaderEpoch", Int32, since(7)).default_value("-1").ignorable().about("Current leader epoch of the partition."),
-        field("ReplicaNodes", Array(&Int32), since(0)).about("IDs of every broker holding a replica of the partition."),
-        field("IsrNodes", Array(&Int32), since(0)).about("IDs of the replicas that are in sync with the leader."),
-        field("OfflineReplicas", Array(&Int32), since(5)).ignorable().about("IDs of the replicas that are offline."),
+        field("ReplicaNodes", Array(&Int32), since(0)).entity(BrokerId).about("IDs of every broker holding a replica of the partition."),
+        field("IsrNodes", Array(&Int32), since(0)).entity(BrokerId).about("IDs of the replicas that are in sync with the leader."),
+        field("OfflineReplicas", Array(&Int32), since(5)).ignorable().entity(BrokerId).about("IDs of the replicas that are offline."),
     ] };
 }
 
@@ -490,7 +490,7 @@ mod offset_commit {
     pub static REQUEST: MessageSchema = MessageSchema { name: "OffsetCommitRequest", api_key: 8, is_request: true, versions: v(2, 10), flexible_versions: since(8), body: &OFFSET_COMMIT_REQUEST, about: "Stores consumed offsets for partitions on behalf of a consumer group." };
 
     static OFFSET_COMMIT_REQUEST: StructSchema = StructSchema { name: "OffsetCommitRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group the offsets belong to."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group the offsets belong to."),
         field("GenerationIdOrMemberEpoch", Int32, since(1)).default_value("-1").ignorable().about("For a classic group the generation ID, for a consumer-protocol group the member epoch; -1 when committing outside group management."),
         field("MemberId", String, since(1)).ignorable().about("ID the coordinator gave the committing member; empty when committing outside group management."),
         field("GroupInstanceId", String, since(7)).nullable(since(7)).default_value("null").about("Static membership ID of the committing member, or null for a dynamic member."),
@@ -499,7 +499,7 @@ mod offset_commit {
     ] };
 
     static OFFSET_COMMIT_REQUEST_TOPIC: StructSchema = StructSchema { name: "OffsetCommitRequestTopic", fields: &[
-        field("Name", String, v(0, 9)).ignorable().about("Name of the topic (up to version 9)."),
+        field("Name", String, v(0, 9)).ignorable().entity(TopicName).about("Name of the topic (up to version 9)."),
         field("TopicId", Uuid, since(10)).ignorable().about("ID of the topic (from version 10)."),
         field("Partitions", Array(&Struct(&OFFSET_COMMIT_REQUEST_PARTITION)), since(0)).about("Offsets for each partition of this topic."),
     ] };
@@ -519,7 +519,7 @@ mod offset_commit {
     ] };
 
     static OFFSET_COMMIT_RESPONSE_TOPIC: StructSchema = StructSchema { name: "OffsetCommitResponseTopic", fields: &[
-        field("Name", String, v(0, 9)).ignorable().about("Name of the topic (up to version 9)."),
+        field("Name", String, v(0, 9)).ignorable().entity(TopicName).about("Name of the topic (up to version 9)."),
         field("TopicId", Uuid, since(10)).ignorable().about("ID of the topic (from version 10)."),
         field("Partitions", Array(&Struct(&OFFSET_COMMIT_RESPONSE_PARTITION)), since(0)).about("Result for each partition of this topic."),
     ] };
@@ -538,26 +538,26 @@ mod offset_fetch {
     pub static REQUEST: MessageSchema = MessageSchema { name: "OffsetFetchRequest", api_key: 9, is_request: true, versions: v(1, 10), flexible_versions: since(6), body: &OFFSET_FETCH_REQUEST, about: "Reads the committed offsets of one group (up to version 7) or several groups (from version 8)." };
 
     static OFFSET_FETCH_REQUEST: StructSchema = StructSchema { name: "OffsetFetchRequest", fields: &[
-        field("GroupId", String, v(0, 7)).about("ID of the group whose offsets are read (up to version 7)."),
+        field("GroupId", String, v(0, 7)).entity(GroupId).about("ID of the group whose offsets are read (up to version 7)."),
         field("Topics", Array(&Struct(&OFFSET_FETCH_REQUEST_TOPIC)), v(0, 7)).nullable(v(2, 7)).about("Partitions to read offsets for, grouped by topic; null (from version 2) means every partition with a committed offset."),
         field("Groups", Array(&Struct(&OFFSET_FETCH_REQUEST_GROUP)), since(8)).about("Groups whose offsets are read (from version 8)."),
         field("RequireStable", Bool, since(7)).default_value("false").about("Whether the broker should fail partitions that have offsets from a transaction not yet decided, instead of returning the last decided offset."),
     ] };
 
     static OFFSET_FETCH_REQUEST_TOPIC: StructSchema = StructSchema { name: "OffsetFetchRequestTopic", fields: &[
-        field("Name", String, v(0, 7)).about("Name of the topic."),
+        field("Name", String, v(0, 7)).entity(TopicName).about("Name of the topic."),
         field("PartitionIndexes", Array(&Int32), v(0, 7)).about("Indexes of the partitions."),
     ] };
 
     static OFFSET_FETCH_REQUEST_GROUP: StructSchema = StructSchema { name: "OffsetFetchRequestGroup", fields: &[
-        field("GroupId", String, since(8)).about("ID of the group."),
+        field("GroupId", String, since(8)).entity(GroupId).about("ID of the group."),
         field("MemberId", String, since(9)).nullable(since(9)).default_value("null").ignorable().about("ID of the member asking, when it asks as a member of a consumer-protocol group; null otherwise."),
         field("MemberEpoch", Int32, since(9)).default_value("-1").ignorable().about("Member epoch of the member asking; -1 when it does not ask as a member."),
         field("Topics", Array(&Struct(&OFFSET_FETCH_REQUEST_TOPICS)), since(8)).nullable(since(8)).about("Partitions to read offsets for, grouped by topic; null means every partition with a committed offset."),
     ] };
 
     static OFFSET_FETCH_REQUEST_TOPICS: StructSchema = StructSchema { name: "OffsetFetchRequestTopics", fields: &[
-        field("Name", String, v(8, 9)).ignorable().about("Name of the topic (versions 8 and 9)."),
+        field("Name", String, v(8, 9)).ignorable().entity(TopicName).about("Name of the topic (versions 8 and 9)."),
         field("TopicId", Uuid, since(10)).ignorable().about("ID of the topic (from version 10)."),
         field("PartitionIndexes", Array(&Int32), since(8)).about("Indexes of the partitions."),
     ] };
@@ -572,7 +572,7 @@ mod offset_fetch {
     ] };
 
     static OFFSET_FETCH_RESPONSE_TOPIC: StructSchema = StructSchema { name: "OffsetFetchResponseTopic", fields: &[
-        field("Name", String, v(0, 7)).about("Name of the topic."),
+        field("Name", String, v(0, 7)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&OFFSET_FETCH_RESPONSE_PARTITION)), v(0, 7)).about("Result for each partition of this topic."),
     ] };
 
@@ -585,13 +585,13 @@ mod offset_fetch {
     ] };
 
     static OFFSET_FETCH_RESPONSE_GROUP: StructSchema = StructSchema { name: "OffsetFetchResponseGroup", fields: &[
-        field("GroupId", String, since(8)).about("ID of the group."),
+        field("GroupId", String, since(8)).entity(GroupId).about("ID of the group."),
         field("Topics", Array(&Struct(&OFFSET_FETCH_RESPONSE_TOPICS)), since(8)).about("Results grouped by topic."),
         field("ErrorCode", Int16, since(8)).default_value("0").about("Error code for this group; 0 means success."),
     ] };
 
     static OFFSET_FETCH_RESPONSE_TOPICS: StructSchema = StructSchema { name: "OffsetFetchResponseTopics", fields: &[
-        field("Name", String, v(8, 9)).ignorable().about("Name of the topic (versions 8 and 9)."),
+        field("Name", String, v(8, 9)).ignorable().entity(TopicName).about("Name of the topic (versions 8 and 9)."),
         field("TopicId", Uuid, since(10)).ignorable().about("ID of the topic (from version 10)."),
         field("Partitions", Array(&Struct(&OFFSET_FETCH_RESPONSE_PARTITIONS)), since(8)).about("Result for each partition of this topic."),
     ] };
@@ -624,7 +624,7 @@ mod find_coordinator {
         field("ThrottleTimeMs", Int32, since(1)).ignorable().about("Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded."),
         field("ErrorCode", Int16, v(0, 3)).about("Error code for the lookup (up to version 3); 0 means success."),
         field("ErrorMessage", String, v(1, 3)).nullable(v(1, 3)).ignorable().about("Human-readable error message, or null."),
-        field("NodeId", Int32, v(0, 3)).about("Broker ID of the coordinator (up to version 3)."),
+        field("NodeId", Int32, v(0, 3)).entity(BrokerId).about("Broker ID of the coordinator (up to version 3)."),
         field("Host", String, v(0, 3)).about("Host name of the coordinator (up to version 3)."),
         field("Port", Int32, v(0, 3)).about("Port of the coordinator (up to version 3)."),
         field("Coordinators", Array(&Struct(&COORDINATOR)), since(4)).about("One result for each key looked up (from version 4)."),
@@ -632,7 +632,7 @@ mod find_coordinator {
 
     static COORDINATOR: StructSchema = StructSchema { name: "Coordinator", fields: &[
         field("Key", String, since(4)).about("The key that was looked up."),
-        field("NodeId", Int32, since(4)).about("Broker ID of the coordinator."),
+        field("NodeId", Int32, since(4)).entity(BrokerId).about("Broker ID of the coordinator."),
         field("Host", String, since(4)).about("Host name of the coordinator."),
         field("Port", Int32, since(4)).about("Port of the coordinator."),
         field("ErrorCode", Int16, since(4)).about("Error code for this key; 0 means success."),
@@ -648,7 +648,7 @@ mod join_group {
     pub static REQUEST: MessageSchema = MessageSchema { name: "JoinGroupRequest", api_key: 11, is_request: true, versions: v(0, 9), flexible_versions: since(6), body: &JOIN_GROUP_REQUEST, about: "Joins a member to a classic group, or rejoins it, offering the protocols it can use." };
 
     static JOIN_GROUP_REQUEST: StructSchema = StructSchema { name: "JoinGroupRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group to join."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group to join."),
         field("SessionTimeoutMs", Int32, since(0)).about("How long, in milliseconds, the coordinator waits without a heartbeat before removing the member."),
         field("RebalanceTimeoutMs", Int32, since(1)).default_value("-1").ignorable().about("Time limit, in milliseconds, for every member to rejoin once a rebalance starts; -1 when not set."),
         field("MemberId", String, since(0)).about("ID the coordinator gave this member earlier, or empty on the first join."),
@@ -692,7 +692,7 @@ mod heartbeat {
     pub static REQUEST: MessageSchema = MessageSchema { name: "HeartbeatRequest", api_key: 12, is_request: true, versions: v(0, 4), flexible_versions: since(4), body: &HEARTBEAT_REQUEST, about: "Tells the coordinator that a member of a classic group is still alive." };
 
     static HEARTBEAT_REQUEST: StructSchema = StructSchema { name: "HeartbeatRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("GenerationId", Int32, since(0)).about("Generation the member believes it belongs to."),
         field("MemberId", String, since(0)).about("ID of the member."),
         field("GroupInstanceId", String, since(3)).nullable(since(3)).default_value("null").about("Static membership ID of the member, or null."),
@@ -714,7 +714,7 @@ mod leave_group {
     pub static REQUEST: MessageSchema = MessageSchema { name: "LeaveGroupRequest", api_key: 13, is_request: true, versions: v(0, 5), flexible_versions: since(4), body: &LEAVE_GROUP_REQUEST, about: "Removes one or more members from a classic group." };
 
     static LEAVE_GROUP_REQUEST: StructSchema = StructSchema { name: "LeaveGroupRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("MemberId", String, v(0, 2)).about("ID of the member leaving (up to version 2)."),
         field("Members", Array(&Struct(&MEMBER_IDENTITY)), since(3)).about("Members leaving the group (from version 3)."),
     ] };
@@ -748,7 +748,7 @@ mod sync_group {
     pub static REQUEST: MessageSchema = MessageSchema { name: "SyncGroupRequest", api_key: 14, is_request: true, versions: v(0, 5), flexible_versions: since(4), body: &SYNC_GROUP_REQUEST, about: "Ends a classic-group rebalance: the leader sends the assignment of every member, the others fetch their own." };
 
     static SYNC_GROUP_REQUEST: StructSchema = StructSchema { name: "SyncGroupRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("GenerationId", Int32, since(0)).about("Generation of the group the member joined."),
         field("MemberId", String, since(0)).about("ID of the member."),
         field("GroupInstanceId", String, since(3)).nullable(since(3)).default_value("null").about("Static membership ID of the member, or null."),
@@ -781,7 +781,7 @@ mod describe_groups {
     pub static REQUEST: MessageSchema = MessageSchema { name: "DescribeGroupsRequest", api_key: 15, is_request: true, versions: v(0, 6), flexible_versions: since(5), body: &DESCRIBE_GROUPS_REQUEST, about: "Asks for the state, protocol and members of the given classic groups." };
 
     static DESCRIBE_GROUPS_REQUEST: StructSchema = StructSchema { name: "DescribeGroupsRequest", fields: &[
-        field("Groups", Array(&String), since(0)).about("Group IDs to describe."),
+        field("Groups", Array(&String), since(0)).entity(GroupId).about("Group IDs to describe."),
         field("IncludeAuthorizedOperations", Bool, since(3)).about("Whether the response should carry the operations the caller may perform on each group."),
     ] };
 
@@ -795,7 +795,7 @@ mod describe_groups {
     static DESCRIBED_GROUP: StructSchema = StructSchema { name: "DescribedGroup", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this group; 0 means success."),
         field("ErrorMessage", String, since(6)).nullable(since(6)).default_value("null").about("Human-readable error message, or null."),
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("GroupState", String, since(0)).about("Name of the state the group is in, or empty when unknown."),
         field("ProtocolType", String, since(0)).about("Protocol type of the group, or empty."),
         field("ProtocolData", String, since(0)).about("Protocol chosen for the group while it is stable, e.g. an assignor name; empty otherwise."),
@@ -834,7 +834,7 @@ mod list_groups {
     ] };
 
     static LISTED_GROUP: StructSchema = StructSchema { name: "ListedGroup", fields: &[
-        field("GroupId", String, since(0)).about("Identifier of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("Identifier of the group."),
         field("ProtocolType", String, since(0)).about("Protocol type the group uses."),
         field("GroupState", String, since(4)).ignorable().about("Name of the state the group is in."),
         field("GroupType", String, since(5)).ignorable().about("Name of the group's type."),
@@ -919,7 +919,7 @@ mod create_topics {
     ] };
 
     static CREATABLE_TOPIC: StructSchema = StructSchema { name: "CreatableTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the new topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the new topic."),
         field("NumPartitions", Int32, since(0)).about("Number of partitions, or -1 for the broker default (or when Assignments is given)."),
         field("ReplicationFactor", Int16, since(0)).about("Number of replicas of each partition, or -1 for the broker default (or when Assignments is given)."),
         field("Assignments", Array(&Struct(&CREATABLE_REPLICA_ASSIGNMENT)), since(0)).about("Explicit replica placement for each partition; empty to let the controller place them."),
@@ -928,7 +928,7 @@ mod create_topics {
 
     static CREATABLE_REPLICA_ASSIGNMENT: StructSchema = StructSchema { name: "CreatableReplicaAssignment", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
-        field("BrokerIds", Array(&Int32), since(0)).about("Broker IDs that hold the partition's replicas, the preferred leader first."),
+        field("BrokerIds", Array(&Int32), since(0)).entity(BrokerId).about("Broker IDs that hold the partition's replicas, the preferred leader first."),
     ] };
 
     static CREATABLE_TOPIC_CONFIG: StructSchema = StructSchema { name: "CreatableTopicConfig", fields: &[
@@ -944,7 +944,7 @@ mod create_topics {
     ] };
 
     static CREATABLE_TOPIC_RESULT: StructSchema = StructSchema { name: "CreatableTopicResult", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("TopicId", Uuid, since(7)).ignorable().about("ID given to the new topic."),
         field("ErrorCode", Int16, since(0)).about("Error code for this topic; 0 means success."),
         field("ErrorMessage", String, since(1)).nullable(since(0)).ignorable().about("Human-readable error message, or null."),
@@ -972,12 +972,12 @@ mod delete_topics {
 
     static DELETE_TOPICS_REQUEST: StructSchema = StructSchema { name: "DeleteTopicsRequest", fields: &[
         field("Topics", Array(&Struct(&DELETE_TOPIC_STATE)), since(6)).about("Topics to delete, each by name or by ID (from version 6)."),
-        field("TopicNames", Array(&String), v(0, 5)).ignorable().about("Names of the topics to delete (up to version 5)."),
+        field("TopicNames", Array(&String), v(0, 5)).ignorable().entity(TopicName).about("Names of the topics to delete (up to version 5)."),
         field("TimeoutMs", Int32, since(0)).about("Milliseconds the controller may take to finish the deletions before it answers."),
     ] };
 
     static DELETE_TOPIC_STATE: StructSchema = StructSchema { name: "DeleteTopicState", fields: &[
-        field("Name", String, since(6)).nullable(since(6)).default_value("null").about("Name of the topic, or null when it is named by ID."),
+        field("Name", String, since(6)).nullable(since(6)).default_value("null").entity(TopicName).about("Name of the topic, or null when it is named by ID."),
         field("TopicId", Uuid, since(6)).about("ID of the topic, or all zeros when it is named by name."),
     ] };
 
@@ -989,7 +989,7 @@ mod delete_topics {
     ] };
 
     static DELETABLE_TOPIC_RESULT: StructSchema = StructSchema { name: "DeletableTopicResult", fields: &[
-        field("Name", String, since(0)).nullable(since(6)).about("Name of the topic; null (from version 6) when it was named by an unknown ID."),
+        field("Name", String, since(0)).nullable(since(6)).entity(TopicName).about("Name of the topic; null (from version 6) when it was named by an unknown ID."),
         field("TopicId", Uuid, since(6)).ignorable().about("ID of the topic."),
         field("ErrorCode", Int16, since(0)).about("Error code for this topic; 0 means success."),
         field("ErrorMessage", String, since(5)).nullable(since(5)).default_value("null").ignorable().about("Human-readable error message, or null."),
@@ -1009,7 +1009,7 @@ mod delete_records {
     ] };
 
     static DELETE_RECORDS_TOPIC: StructSchema = StructSchema { name: "DeleteRecordsTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&DELETE_RECORDS_PARTITION)), since(0)).about("Partitions of this topic to trim."),
     ] };
 
@@ -1026,7 +1026,7 @@ mod delete_records {
     ] };
 
     static DELETE_RECORDS_TOPIC_RESULT: StructSchema = StructSchema { name: "DeleteRecordsTopicResult", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&DELETE_RECORDS_PARTITION_RESULT)), since(0)).about("Result for each partition of this topic."),
     ] };
 
@@ -1045,9 +1045,9 @@ mod init_producer_id {
     pub static REQUEST: MessageSchema = MessageSchema { name: "InitProducerIdRequest", api_key: 22, is_request: true, versions: v(0, 5), flexible_versions: since(2), body: &INIT_PRODUCER_ID_REQUEST, about: "Obtains a producer ID and epoch, for an idempotent producer or for a transactional ID (fencing older producers that use it)." };
 
     static INIT_PRODUCER_ID_REQUEST: StructSchema = StructSchema { name: "InitProducerIdRequest", fields: &[
-        field("TransactionalId", String, since(0)).nullable(since(0)).about("Transactional ID of the producer, or null for an idempotent producer without transactions."),
+        field("TransactionalId", String, since(0)).nullable(since(0)).entity(TransactionalId).about("Transactional ID of the producer, or null for an idempotent producer without transactions."),
         field("TransactionTimeoutMs", Int32, since(0)).about("Longest time, in milliseconds, a transaction may stay open before the coordinator aborts it."),
-        field("ProducerId", Int64, since(3)).default_value("-1").about("Producer ID the client already has, to bump its epoch; -1 when it has none."),
+        field("ProducerId", Int64, since(3)).default_value("-1").entity(ProducerId).about("Producer ID the client already has, to bump its epoch; -1 when it has none."),
         field("ProducerEpoch", Int16, since(3)).default_value("-1").about("Epoch of that producer ID; -1 when it has none."),
         field("Enable2Pc", Bool, since(6)).default_value("false").about("Whether the producer takes part in two-phase commit with an external coordinator (only in version 6, which Kafka marks unstable)."),
         field("KeepPreparedTxn", Bool, since(6)).default_value("false").about("Whether to keep a transaction left prepared instead of aborting it (only in version 6, which Kafka marks unstable)."),
@@ -1058,9 +1058,9 @@ mod init_producer_id {
     static INIT_PRODUCER_ID_RESPONSE: StructSchema = StructSchema { name: "InitProducerIdResponse", fields: &[
         field("ThrottleTimeMs", Int32, since(0)).ignorable().about("Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded."),
         field("ErrorCode", Int16, since(0)).about("Error code for the request; 0 means success."),
-        field("ProducerId", Int64, since(0)).default_value("-1").about("The producer ID to use; -1 on error."),
+        field("ProducerId", Int64, since(0)).default_value("-1").entity(ProducerId).about("The producer ID to use; -1 on error."),
         field("ProducerEpoch", Int16, since(0)).about("Epoch of that producer ID."),
-        field("OngoingTxnProducerId", Int64, since(6)).default_value("-1").about("Producer ID of a transaction left prepared, or -1 (only in version 6, which Kafka marks unstable)."),
+        field("OngoingTxnProducerId", Int64, since(6)).default_value("-1").entity(ProducerId).about("Producer ID of a transaction left prepared, or -1 (only in version 6, which Kafka marks unstable)."),
         field("OngoingTxnProducerEpoch", Int16, since(6)).default_value("-1").about("Epoch of that prepared transaction, or -1 (only in version 6, which Kafka marks unstable)."),
     ] };
 }
@@ -1073,12 +1073,12 @@ mod offset_for_leader_epoch {
     pub static REQUEST: MessageSchema = MessageSchema { name: "OffsetForLeaderEpochRequest", api_key: 23, is_request: true, versions: v(2, 4), flexible_versions: since(4), body: &OFFSET_FOR_LEADER_EPOCH_REQUEST, about: "Asks a partition leader where each given leader epoch ends in its log, so that a follower or consumer can detect and truncate a diverged log." };
 
     static OFFSET_FOR_LEADER_EPOCH_REQUEST: StructSchema = StructSchema { name: "OffsetForLeaderEpochRequest", fields: &[
-        field("ReplicaId", Int32, since(3)).default_value("-2").ignorable().about("Broker ID of the follower asking, -1 for a consumer, or -2 for a debugging tool that may ask any replica."),
+        field("ReplicaId", Int32, since(3)).default_value("-2").ignorable().entity(BrokerId).about("Broker ID of the follower asking, -1 for a consumer, or -2 for a debugging tool that may ask any replica."),
         field("Topics", Array(&Struct(&OFFSET_FOR_LEADER_TOPIC)), since(0)).about("Partitions to look up, grouped by topic."),
     ] };
 
     static OFFSET_FOR_LEADER_TOPIC: StructSchema = StructSchema { name: "OffsetForLeaderTopic", fields: &[
-        field("Topic", String, since(0)).about("Name of the topic."),
+        field("Topic", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&OFFSET_FOR_LEADER_PARTITION)), since(0)).about("Partitions of this topic to look up."),
     ] };
 
@@ -1096,7 +1096,7 @@ mod offset_for_leader_epoch {
     ] };
 
     static OFFSET_FOR_LEADER_TOPIC_RESULT: StructSchema = StructSchema { name: "OffsetForLeaderTopicResult", fields: &[
-        field("Topic", String, since(0)).about("Name of the topic."),
+        field("Topic", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&EPOCH_END_OFFSET)), since(0)).about("Result for each partition of this topic."),
     ] };
 
@@ -1117,22 +1117,22 @@ mod add_partitions_to_txn {
 
     static ADD_PARTITIONS_TO_TXN_REQUEST: StructSchema = StructSchema { name: "AddPartitionsToTxnRequest", fields: &[
         field("Transactions", Array(&Struct(&ADD_PARTITIONS_TO_TXN_TRANSACTION)), since(4)).about("Transactions to add partitions to (from version 4, sent by brokers)."),
-        field("V3AndBelowTransactionalId", String, v(0, 3)).about("Transactional ID of the transaction (up to version 3)."),
-        field("V3AndBelowProducerId", Int64, v(0, 3)).about("Producer ID of the transaction (up to version 3)."),
+        field("V3AndBelowTransactionalId", String, v(0, 3)).entity(TransactionalId).about("Transactional ID of the transaction (up to version 3)."),
+        field("V3AndBelowProducerId", Int64, v(0, 3)).entity(ProducerId).about("Producer ID of the transaction (up to version 3)."),
         field("V3AndBelowProducerEpoch", Int16, v(0, 3)).about("Producer epoch of the transaction (up to version 3)."),
         field("V3AndBelowTopics", Array(&Struct(&ADD_PARTITIONS_TO_TXN_TOPIC)), v(0, 3)).about("Partitions to add, grouped by topic (up to version 3)."),
     ] };
 
     static ADD_PARTITIONS_TO_TXN_TRANSACTION: StructSchema = StructSchema { name: "AddPartitionsToTxnTransaction", fields: &[
-        field("TransactionalId", String, since(4)).about("Transactional ID of the transaction."),
-        field("ProducerId", Int64, since(4)).about("Producer ID of the transaction."),
+        field("TransactionalId", String, since(4)).entity(TransactionalId).about("Transactional ID of the transaction."),
+        field("ProducerId", Int64, since(4)).entity(ProducerId).about("Producer ID of the transaction."),
         field("ProducerEpoch", Int16, since(4)).about("Producer epoch of the transaction."),
         field("VerifyOnly", Bool, since(4)).default_value("false").about("When true, only check that the partitions are already in the transaction; add nothing."),
         field("Topics", Array(&Struct(&ADD_PARTITIONS_TO_TXN_TOPIC)), since(4)).about("Partitions to add, grouped by topic."),
     ] };
 
     static ADD_PARTITIONS_TO_TXN_TOPIC: StructSchema = StructSchema { name: "AddPartitionsToTxnTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of the partitions."),
     ] };
 
@@ -1146,12 +1146,12 @@ mod add_partitions_to_txn {
     ] };
 
     static ADD_PARTITIONS_TO_TXN_RESULT: StructSchema = StructSchema { name: "AddPartitionsToTxnResult", fields: &[
-        field("TransactionalId", String, since(4)).about("Transactional ID of the transaction."),
+        field("TransactionalId", String, since(4)).entity(TransactionalId).about("Transactional ID of the transaction."),
         field("TopicResults", Array(&Struct(&ADD_PARTITIONS_TO_TXN_TOPIC_RESULT)), since(4)).about("Results grouped by topic."),
     ] };
 
     static ADD_PARTITIONS_TO_TXN_TOPIC_RESULT: StructSchema = StructSchema { name: "AddPartitionsToTxnTopicResult", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("ResultsByPartition", Array(&Struct(&ADD_PARTITIONS_TO_TXN_PARTITION_RESULT)), since(0)).about("Result for each partition of this topic."),
     ] };
 
@@ -1169,10 +1169,10 @@ mod add_offsets_to_txn {
     pub static REQUEST: MessageSchema = MessageSchema { name: "AddOffsetsToTxnRequest", api_key: 25, is_request: true, versions: v(0, 4), flexible_versions: since(3), body: &ADD_OFFSETS_TO_TXN_REQUEST, about: "Adds a consumer group's offsets partition to a transaction, so that offsets can be committed inside it." };
 
     static ADD_OFFSETS_TO_TXN_REQUEST: StructSchema = StructSchema { name: "AddOffsetsToTxnRequest", fields: &[
-        field("TransactionalId", String, since(0)).about("Transactional ID of the transaction."),
-        field("ProducerId", Int64, since(0)).about("Producer ID of the transaction."),
+        field("TransactionalId", String, since(0)).entity(TransactionalId).about("Transactional ID of the transaction."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID of the transaction."),
         field("ProducerEpoch", Int16, since(0)).about("Producer epoch of the transaction."),
-        field("GroupId", String, since(0)).about("ID of the group whose offsets will be committed in the transaction."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group whose offsets will be committed in the transaction."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "AddOffsetsToTxnResponse", api_key: 25, is_request: false, versions: v(0, 4), flexible_versions: since(3), body: &ADD_OFFSETS_TO_TXN_RESPONSE, about: "Reports whether the group was added to the transaction." };
@@ -1191,8 +1191,8 @@ mod end_txn {
     pub static REQUEST: MessageSchema = MessageSchema { name: "EndTxnRequest", api_key: 26, is_request: true, versions: v(0, 5), flexible_versions: since(3), body: &END_TXN_REQUEST, about: "Asks the transaction coordinator to commit or abort a transaction." };
 
     static END_TXN_REQUEST: StructSchema = StructSchema { name: "EndTxnRequest", fields: &[
-        field("TransactionalId", String, since(0)).about("Transactional ID of the transaction."),
-        field("ProducerId", Int64, since(0)).about("Producer ID of the transaction."),
+        field("TransactionalId", String, since(0)).entity(TransactionalId).about("Transactional ID of the transaction."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID of the transaction."),
         field("ProducerEpoch", Int16, since(0)).about("Producer epoch of the transaction."),
         field("Committed", Bool, since(0)).about("True to commit the transaction, false to abort it."),
     ] };
@@ -1202,7 +1202,7 @@ mod end_txn {
     static END_TXN_RESPONSE: StructSchema = StructSchema { name: "EndTxnResponse", fields: &[
         field("ThrottleTimeMs", Int32, since(0)).about("Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded."),
         field("ErrorCode", Int16, since(0)).about("Error code for the request; 0 means success."),
-        field("ProducerId", Int64, since(5)).default_value("-1").ignorable().about("Producer ID to use from now on; -1 when not returned."),
+        field("ProducerId", Int64, since(5)).default_value("-1").ignorable().entity(ProducerId).about("Producer ID to use from now on; -1 when not returned."),
         field("ProducerEpoch", Int16, since(5)).default_value("-1").ignorable().about("Producer epoch to use from now on; -1 when not returned."),
     ] };
 }
@@ -1219,7 +1219,7 @@ mod write_txn_markers {
     ] };
 
     static WRITABLE_TXN_MARKER: StructSchema = StructSchema { name: "WritableTxnMarker", fields: &[
-        field("ProducerId", Int64, since(0)).about("Producer ID of the transaction."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID of the transaction."),
         field("ProducerEpoch", Int16, since(0)).about("Producer epoch of the transaction."),
         field("TransactionResult", Bool, since(0)).about("True for a commit marker, false for an abort marker."),
         field("Topics", Array(&Struct(&WRITABLE_TXN_MARKER_TOPIC)), since(0)).about("Partitions to write the marker to, grouped by topic."),
@@ -1228,7 +1228,7 @@ mod write_txn_markers {
     ] };
 
     static WRITABLE_TXN_MARKER_TOPIC: StructSchema = StructSchema { name: "WritableTxnMarkerTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("PartitionIndexes", Array(&Int32), since(0)).about("Indexes of the partitions."),
     ] };
 
@@ -1239,12 +1239,12 @@ mod write_txn_markers {
     ] };
 
     static WRITABLE_TXN_MARKER_RESULT: StructSchema = StructSchema { name: "WritableTxnMarkerResult", fields: &[
-        field("ProducerId", Int64, since(0)).about("Producer ID of the transaction."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID of the transaction."),
         field("Topics", Array(&Struct(&WRITABLE_TXN_MARKER_TOPIC_RESULT)), since(0)).about("Results grouped by topic."),
     ] };
 
     static WRITABLE_TXN_MARKER_TOPIC_RESULT: StructSchema = StructSchema { name: "WritableTxnMarkerTopicResult", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&WRITABLE_TXN_MARKER_PARTITION_RESULT)), since(0)).about("Result for each partition of this topic."),
     ] };
 
@@ -1262,9 +1262,9 @@ mod txn_offset_commit {
     pub static REQUEST: MessageSchema = MessageSchema { name: "TxnOffsetCommitRequest", api_key: 28, is_request: true, versions: v(0, 6), flexible_versions: since(3), body: &TXN_OFFSET_COMMIT_REQUEST, about: "Commits consumed offsets as part of a transaction; they become visible when the transaction commits." };
 
     static TXN_OFFSET_COMMIT_REQUEST: StructSchema = StructSchema { name: "TxnOffsetCommitRequest", fields: &[
-        field("TransactionalId", String, since(0)).about("Transactional ID of the transaction."),
-        field("GroupId", String, since(0)).about("ID of the group the offsets belong to."),
-        field("ProducerId", Int64, since(0)).about("Producer ID of the transaction."),
+        field("TransactionalId", String, since(0)).entity(TransactionalId).about("Transactional ID of the transaction."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group the offsets belong to."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID of the transaction."),
         field("ProducerEpoch", Int16, since(0)).about("Producer epoch of the transaction."),
         field("GenerationIdOrMemberEpoch", Int32, since(3)).default_value("-1").about("For a classic group the generation ID, for a consumer-protocol group the member epoch; -1 when unknown."),
         field("MemberId", String, since(3)).default_value("").about("ID of the group member the producer works for; empty when unknown."),
@@ -1273,7 +1273,7 @@ mod txn_offset_commit {
     ] };
 
     static TXN_OFFSET_COMMIT_REQUEST_TOPIC: StructSchema = StructSchema { name: "TxnOffsetCommitRequestTopic", fields: &[
-        field("Name", String, v(0, 5)).ignorable().about("Name of the topic (up to version 5)."),
+        field("Name", String, v(0, 5)).ignorable().entity(TopicName).about("Name of the topic (up to version 5)."),
         field("TopicId", Uuid, since(6)).ignorable().about("ID of the topic (from version 6)."),
         field("Partitions", Array(&Struct(&TXN_OFFSET_COMMIT_REQUEST_PARTITION)), since(0)).about("Offsets for each partition of this topic."),
     ] };
@@ -1293,7 +1293,7 @@ mod txn_offset_commit {
     ] };
 
     static TXN_OFFSET_COMMIT_RESPONSE_TOPIC: StructSchema = StructSchema { name: "TxnOffsetCommitResponseTopic", fields: &[
-        field("Name", String, v(0, 5)).ignorable().about("Name of the topic (up to version 5)."),
+        field("Name", String, v(0, 5)).ignorable().entity(TopicName).about("Name of the topic (up to version 5)."),
         field("TopicId", Uuid, since(6)).ignorable().about("ID of the topic (from version 6)."),
         field("Partitions", Array(&Struct(&TXN_OFFSET_COMMIT_RESPONSE_PARTITION)), since(0)).about("Result for each partition of this topic."),
     ] };
@@ -1533,7 +1533,7 @@ mod alter_replica_log_dirs {
     ] };
 
     static ALTER_REPLICA_LOG_DIR_TOPIC: StructSchema = StructSchema { name: "AlterReplicaLogDirTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of the partitions."),
     ] };
 
@@ -1545,7 +1545,7 @@ mod alter_replica_log_dirs {
     ] };
 
     static ALTER_REPLICA_LOG_DIR_TOPIC_RESULT: StructSchema = StructSchema { name: "AlterReplicaLogDirTopicResult", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&ALTER_REPLICA_LOG_DIR_PARTITION_RESULT)), since(0)).about("Result for each partition of this topic."),
     ] };
 
@@ -1567,7 +1567,7 @@ mod describe_log_dirs {
     ] };
 
     static DESCRIBABLE_LOG_DIR_TOPIC: StructSchema = StructSchema { name: "DescribableLogDirTopic", fields: &[
-        field("Topic", String, since(0)).about("Name of the topic."),
+        field("Topic", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of the partitions to describe."),
     ] };
 
@@ -1589,7 +1589,7 @@ mod describe_log_dirs {
     ] };
 
     static DESCRIBE_LOG_DIRS_TOPIC: StructSchema = StructSchema { name: "DescribeLogDirsTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&DESCRIBE_LOG_DIRS_PARTITION)), since(0)).about("Replicas of this topic's partitions in this directory."),
     ] };
 
@@ -1636,13 +1636,13 @@ mod create_partitions {
     ] };
 
     static CREATE_PARTITIONS_TOPIC: StructSchema = StructSchema { name: "CreatePartitionsTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Count", Int32, since(0)).about("Total number of partitions the topic should have afterwards."),
         field("Assignments", Array(&Struct(&CREATE_PARTITIONS_ASSIGNMENT)), since(0)).nullable(since(0)).about("Replica brokers for each new partition, in order; null lets the controller choose."),
     ] };
 
     static CREATE_PARTITIONS_ASSIGNMENT: StructSchema = StructSchema { name: "CreatePartitionsAssignment", fields: &[
-        field("BrokerIds", Array(&Int32), since(0)).about("IDs of the brokers that hold the replicas of this new partition."),
+        field("BrokerIds", Array(&Int32), since(0)).entity(BrokerId).about("IDs of the brokers that hold the replicas of this new partition."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "CreatePartitionsResponse", api_key: 37, is_request: false, versions: v(0, 3), flexible_versions: since(2), body: &CREATE_PARTITIONS_RESPONSE, about: "Reports, for each topic, whether its partitions were added." };
@@ -1653,7 +1653,7 @@ mod create_partitions {
     ] };
 
     static CREATE_PARTITIONS_TOPIC_RESULT: StructSchema = StructSchema { name: "CreatePartitionsTopicResult", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(0)).nullable(since(0)).default_value("null").about("Human-readable detail about this entry's error, or null when there is none."),
     ] };
@@ -1788,7 +1788,7 @@ mod delete_groups {
     pub static REQUEST: MessageSchema = MessageSchema { name: "DeleteGroupsRequest", api_key: 42, is_request: true, versions: v(0, 3), flexible_versions: since(2), body: &DELETE_GROUPS_REQUEST, about: "Deletes consumer groups, together with their committed offsets." };
 
     static DELETE_GROUPS_REQUEST: StructSchema = StructSchema { name: "DeleteGroupsRequest", fields: &[
-        field("GroupsNames", Array(&String), since(0)).about("IDs of the groups to delete."),
+        field("GroupsNames", Array(&String), since(0)).entity(GroupId).about("IDs of the groups to delete."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "DeleteGroupsResponse", api_key: 42, is_request: false, versions: v(0, 3), flexible_versions: since(2), body: &DELETE_GROUPS_RESPONSE, about: "Reports, for each group, whether it was deleted." };
@@ -1799,7 +1799,7 @@ mod delete_groups {
     ] };
 
     static DELETABLE_GROUP_RESULT: StructSchema = StructSchema { name: "DeletableGroupResult", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(3)).nullable(since(3)).default_value("null").ignorable().about("Human-readable detail about this entry's error, or null when there is none."),
     ] };
@@ -1819,7 +1819,7 @@ mod elect_leaders {
     ] };
 
     static TOPIC_PARTITIONS: StructSchema = StructSchema { name: "TopicPartitions", fields: &[
-        field("Topic", String, since(0)).about("Name of the topic."),
+        field("Topic", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of this topic's partitions to elect leaders for."),
     ] };
 
@@ -1832,7 +1832,7 @@ mod elect_leaders {
     ] };
 
     static REPLICA_ELECTION_RESULT: StructSchema = StructSchema { name: "ReplicaElectionResult", fields: &[
-        field("Topic", String, since(0)).about("Name of the topic."),
+        field("Topic", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("PartitionResult", Array(&Struct(&PARTITION_RESULT)), since(0)).about("One result for each partition of this topic."),
     ] };
 
@@ -1896,13 +1896,13 @@ mod alter_partition_reassignments {
     ] };
 
     static REASSIGNABLE_TOPIC: StructSchema = StructSchema { name: "ReassignableTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&REASSIGNABLE_PARTITION)), since(0)).about("Partitions of this topic to move."),
     ] };
 
     static REASSIGNABLE_PARTITION: StructSchema = StructSchema { name: "ReassignablePartition", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
-        field("Replicas", Array(&Int32), since(0)).nullable(since(0)).default_value("null").about("Brokers that should hold the partition's replicas; null cancels a reassignment in progress."),
+        field("Replicas", Array(&Int32), since(0)).nullable(since(0)).default_value("null").entity(BrokerId).about("Brokers that should hold the partition's replicas; null cancels a reassignment in progress."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "AlterPartitionReassignmentsResponse", api_key: 45, is_request: false, versions: v(0, 1), flexible_versions: since(0), body: &ALTER_PARTITION_REASSIGNMENTS_RESPONSE, about: "Reports, for each partition, whether its reassignment was started or cancelled." };
@@ -1916,7 +1916,7 @@ mod alter_partition_reassignments {
     ] };
 
     static REASSIGNABLE_TOPIC_RESPONSE: StructSchema = StructSchema { name: "ReassignableTopicResponse", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&REASSIGNABLE_PARTITION_RESPONSE)), since(0)).about("One result for each partition of this topic."),
     ] };
 
@@ -1940,7 +1940,7 @@ mod list_partition_reassignments {
     ] };
 
     static LIST_PARTITION_REASSIGNMENTS_TOPICS: StructSchema = StructSchema { name: "ListPartitionReassignmentsTopics", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("PartitionIndexes", Array(&Int32), since(0)).about("Indexes of this topic's partitions to look at."),
     ] };
 
@@ -1954,15 +1954,15 @@ mod list_partition_reassignments {
     ] };
 
     static ONGOING_TOPIC_REASSIGNMENT: StructSchema = StructSchema { name: "OngoingTopicReassignment", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&ONGOING_PARTITION_REASSIGNMENT)), since(0)).about("One entry for each partition of this topic being reassigned."),
     ] };
 
     static ONGOING_PARTITION_REASSIGNMENT: StructSchema = StructSchema { name: "OngoingPartitionReassignment", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
-        field("Replicas", Array(&Int32), since(0)).about("Brokers that currently hold replicas of the partition."),
-        field("AddingReplicas", Array(&Int32), since(0)).about("Brokers being added as replicas."),
-        field("RemovingReplicas", Array(&Int32), since(0)).about("Brokers being removed as replicas."),
+        field("Replicas", Array(&Int32), since(0)).entity(BrokerId).about("Brokers that currently hold replicas of the partition."),
+        field("AddingReplicas", Array(&Int32), since(0)).entity(BrokerId).about("Brokers being added as replicas."),
+        field("RemovingReplicas", Array(&Int32), since(0)).entity(BrokerId).about("Brokers being removed as replicas."),
     ] };
 }
 
@@ -1974,12 +1974,12 @@ mod offset_delete {
     pub static REQUEST: MessageSchema = MessageSchema { name: "OffsetDeleteRequest", api_key: 47, is_request: true, versions: v(0, 0), flexible_versions: NONE, body: &OFFSET_DELETE_REQUEST, about: "Deletes a consumer group's committed offsets for given partitions." };
 
     static OFFSET_DELETE_REQUEST: StructSchema = StructSchema { name: "OffsetDeleteRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("Topics", Array(&Struct(&OFFSET_DELETE_REQUEST_TOPIC)), since(0)).about("Topics whose committed offsets to delete."),
     ] };
 
     static OFFSET_DELETE_REQUEST_TOPIC: StructSchema = StructSchema { name: "OffsetDeleteRequestTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&OFFSET_DELETE_REQUEST_PARTITION)), since(0)).about("Partitions of this topic whose committed offsets to delete."),
     ] };
 
@@ -1996,7 +1996,7 @@ mod offset_delete {
     ] };
 
     static OFFSET_DELETE_RESPONSE_TOPIC: StructSchema = StructSchema { name: "OffsetDeleteResponseTopic", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&OFFSET_DELETE_RESPONSE_PARTITION)), since(0)).about("One result for each partition of this topic."),
     ] };
 
@@ -2181,19 +2181,19 @@ mod vote {
 
     static VOTE_REQUEST: StructSchema = StructSchema { name: "VoteRequest", fields: &[
         field("ClusterId", String, since(0)).nullable(since(0)).default_value("null").about("ID of the cluster; null when not known."),
-        field("VoterId", Int32, since(1)).default_value("-1").ignorable().about("Replica ID of the voter this request is sent to; -1 when not set."),
+        field("VoterId", Int32, since(1)).default_value("-1").ignorable().entity(BrokerId).about("Replica ID of the voter this request is sent to; -1 when not set."),
         field("Topics", Array(&Struct(&VOTE_REQUEST_TOPIC_DATA)), since(0)).about("Topics whose quorum the election is for; in practice the metadata log."),
     ] };
 
     static VOTE_REQUEST_TOPIC_DATA: StructSchema = StructSchema { name: "VoteRequestTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&VOTE_REQUEST_PARTITION_DATA)), since(0)).about("Partitions whose election this is."),
     ] };
 
     static VOTE_REQUEST_PARTITION_DATA: StructSchema = StructSchema { name: "VoteRequestPartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("ReplicaEpoch", Int32, since(0)).about("Epoch the candidate is standing in."),
-        field("ReplicaId", Int32, since(0)).about("Replica ID of the candidate."),
+        field("ReplicaId", Int32, since(0)).entity(BrokerId).about("Replica ID of the candidate."),
         field("ReplicaDirectoryId", Uuid, since(1)).ignorable().about("Log directory ID of the candidate."),
         field("VoterDirectoryId", Uuid, since(1)).ignorable().about("Log directory ID of the voter this request is sent to."),
         field("LastOffsetEpoch", Int32, since(0)).about("Epoch of the last record in the candidate's log."),
@@ -2210,20 +2210,20 @@ mod vote {
     ] };
 
     static VOTE_RESPONSE_TOPIC_DATA: StructSchema = StructSchema { name: "VoteResponseTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&VOTE_RESPONSE_PARTITION_DATA)), since(0)).about("One result for each partition in the request."),
     ] };
 
     static VOTE_RESPONSE_PARTITION_DATA: StructSchema = StructSchema { name: "VoteResponsePartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
-        field("LeaderId", Int32, since(0)).about("ID of the leader the voter knows, or -1 when it knows none."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the leader the voter knows, or -1 when it knows none."),
         field("LeaderEpoch", Int32, since(0)).about("Latest leader epoch the voter knows."),
         field("VoteGranted", Bool, since(0)).about("True when the voter gives the candidate its vote."),
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(1)).about("ID of the node."),
+        field("NodeId", Int32, since(1)).entity(BrokerId).about("ID of the node."),
         field("Host", String, since(1)).about("Host name of the node."),
         field("Port", Uint16, since(1)).about("Port of the node."),
     ] };
@@ -2238,20 +2238,20 @@ mod begin_quorum_epoch {
 
     static BEGIN_QUORUM_EPOCH_REQUEST: StructSchema = StructSchema { name: "BeginQuorumEpochRequest", fields: &[
         field("ClusterId", String, since(0)).nullable(since(0)).default_value("null").about("ID of the cluster; null when not known."),
-        field("VoterId", Int32, since(1)).default_value("-1").ignorable().about("Replica ID of the voter this request is sent to; -1 when not set."),
+        field("VoterId", Int32, since(1)).default_value("-1").ignorable().entity(BrokerId).about("Replica ID of the voter this request is sent to; -1 when not set."),
         field("Topics", Array(&Struct(&BEGIN_QUORUM_EPOCH_REQUEST_TOPIC_DATA)), since(0)).about("Topics whose quorum has a new leader; in practice the metadata log."),
         field("LeaderEndpoints", Array(&Struct(&LEADER_ENDPOINT)), since(1)).ignorable().about("Listeners on which the new leader can be reached."),
     ] };
 
     static BEGIN_QUORUM_EPOCH_REQUEST_TOPIC_DATA: StructSchema = StructSchema { name: "BeginQuorumEpochRequestTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&BEGIN_QUORUM_EPOCH_REQUEST_PARTITION_DATA)), since(0)).about("Partitions with a new leader."),
     ] };
 
     static BEGIN_QUORUM_EPOCH_REQUEST_PARTITION_DATA: StructSchema = StructSchema { name: "BeginQuorumEpochRequestPartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("VoterDirectoryId", Uuid, since(1)).ignorable().about("Log directory ID of the voter this request is sent to."),
-        field("LeaderId", Int32, since(0)).about("ID of the new leader."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the new leader."),
         field("LeaderEpoch", Int32, since(0)).about("Epoch of the new leader."),
     ] };
 
@@ -2270,19 +2270,19 @@ mod begin_quorum_epoch {
     ] };
 
     static BEGIN_QUORUM_EPOCH_RESPONSE_TOPIC_DATA: StructSchema = StructSchema { name: "BeginQuorumEpochResponseTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&BEGIN_QUORUM_EPOCH_RESPONSE_PARTITION_DATA)), since(0)).about("One result for each partition in the request."),
     ] };
 
     static BEGIN_QUORUM_EPOCH_RESPONSE_PARTITION_DATA: StructSchema = StructSchema { name: "BeginQuorumEpochResponsePartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
-        field("LeaderId", Int32, since(0)).about("ID of the leader the voter knows, or -1 when it knows none."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the leader the voter knows, or -1 when it knows none."),
         field("LeaderEpoch", Int32, since(0)).about("Latest leader epoch the voter knows."),
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(1)).about("ID of the node."),
+        field("NodeId", Int32, since(1)).entity(BrokerId).about("ID of the node."),
         field("Host", String, since(1)).about("Host name of the node."),
         field("Port", Uint16, since(1)).about("Port of the node."),
     ] };
@@ -2302,20 +2302,20 @@ mod end_quorum_epoch {
     ] };
 
     static END_QUORUM_EPOCH_REQUEST_TOPIC_DATA: StructSchema = StructSchema { name: "EndQuorumEpochRequestTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&END_QUORUM_EPOCH_REQUEST_PARTITION_DATA)), since(0)).about("Partitions whose leader resigns."),
     ] };
 
     static END_QUORUM_EPOCH_REQUEST_PARTITION_DATA: StructSchema = StructSchema { name: "EndQuorumEpochRequestPartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
-        field("LeaderId", Int32, since(0)).about("ID of the leader that is resigning."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the leader that is resigning."),
         field("LeaderEpoch", Int32, since(0)).about("Epoch of the leader that is resigning."),
         field("PreferredSuccessors", Array(&Int32), v(0, 0)).ignorable().about("Replica IDs the leader would like to succeed it, best first; replaced by PreferredCandidates in version 1."),
         field("PreferredCandidates", Array(&Struct(&REPLICA_INFO)), since(1)).ignorable().about("Replicas the leader would like to succeed it, best first."),
     ] };
 
     static REPLICA_INFO: StructSchema = StructSchema { name: "ReplicaInfo", fields: &[
-        field("CandidateId", Int32, since(1)).about("Replica ID of the candidate."),
+        field("CandidateId", Int32, since(1)).entity(BrokerId).about("Replica ID of the candidate."),
         field("CandidateDirectoryId", Uuid, since(1)).about("ID of the candidate's log directory."),
     ] };
 
@@ -2334,19 +2334,19 @@ mod end_quorum_epoch {
     ] };
 
     static END_QUORUM_EPOCH_RESPONSE_TOPIC_DATA: StructSchema = StructSchema { name: "EndQuorumEpochResponseTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&END_QUORUM_EPOCH_RESPONSE_PARTITION_DATA)), since(0)).about("One result for each partition in the request."),
     ] };
 
     static END_QUORUM_EPOCH_RESPONSE_PARTITION_DATA: StructSchema = StructSchema { name: "EndQuorumEpochResponsePartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
-        field("LeaderId", Int32, since(0)).about("ID of the leader the voter knows, or -1 when it knows none."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the leader the voter knows, or -1 when it knows none."),
         field("LeaderEpoch", Int32, since(0)).about("Latest leader epoch the voter knows."),
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(1)).about("ID of the node."),
+        field("NodeId", Int32, since(1)).entity(BrokerId).about("ID of the node."),
         field("Host", String, since(1)).about("Host name of the node."),
         field("Port", Uint16, since(1)).about("Port of the node."),
     ] };
@@ -2364,7 +2364,7 @@ mod describe_quorum {
     ] };
 
     static DESCRIBE_QUORUM_REQUEST_TOPIC_DATA: StructSchema = StructSchema { name: "DescribeQuorumRequestTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&DESCRIBE_QUORUM_REQUEST_PARTITION_DATA)), since(0)).about("Partitions whose quorum to describe."),
     ] };
 
@@ -2382,7 +2382,7 @@ mod describe_quorum {
     ] };
 
     static DESCRIBE_QUORUM_RESPONSE_TOPIC_DATA: StructSchema = StructSchema { name: "DescribeQuorumResponseTopicData", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&DESCRIBE_QUORUM_RESPONSE_PARTITION_DATA)), since(0)).about("One result for each partition in the request."),
     ] };
 
@@ -2390,7 +2390,7 @@ mod describe_quorum {
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(2)).nullable(since(2)).ignorable().about("Human-readable detail about this entry's error, or null when there is none."),
-        field("LeaderId", Int32, since(0)).about("ID of the leader, or -1 when unknown."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the leader, or -1 when unknown."),
         field("LeaderEpoch", Int32, since(0)).about("Latest known leader epoch."),
         field("HighWatermark", Int64, since(0)).about("High watermark of the log: the offset up to which records are committed."),
         field("CurrentVoters", Array(&Struct(&REPLICA_STATE)), since(0)).about("Replication state of each voter."),
@@ -2398,7 +2398,7 @@ mod describe_quorum {
     ] };
 
     static REPLICA_STATE: StructSchema = StructSchema { name: "ReplicaState", fields: &[
-        field("ReplicaId", Int32, since(0)).about("Replica ID."),
+        field("ReplicaId", Int32, since(0)).entity(BrokerId).about("Replica ID."),
         field("ReplicaDirectoryId", Uuid, since(2)).about("ID of the replica's log directory."),
         field("LogEndOffset", Int64, since(0)).about("Last end offset of the replica's log the leader knows, or -1 when unknown."),
         field("LastFetchTimestamp", Int64, since(1)).default_value("-1").ignorable().about("Leader's wall-clock time of the replica's last fetch, in milliseconds; -1 for the leader itself or when unknown."),
@@ -2406,7 +2406,7 @@ mod describe_quorum {
     ] };
 
     static NODE: StructSchema = StructSchema { name: "Node", fields: &[
-        field("NodeId", Int32, since(2)).about("ID of the node."),
+        field("NodeId", Int32, since(2)).entity(BrokerId).about("ID of the node."),
         field("Listeners", Array(&Struct(&LISTENER)), since(2)).about("Listeners of this node."),
     ] };
 
@@ -2425,7 +2425,7 @@ mod alter_partition {
     pub static REQUEST: MessageSchema = MessageSchema { name: "AlterPartitionRequest", api_key: 56, is_request: true, versions: v(2, 3), flexible_versions: since(0), body: &ALTER_PARTITION_REQUEST, about: "Sent by a partition leader to the controller to change the partition's in-sync replica set (ISR)." };
 
     static ALTER_PARTITION_REQUEST: StructSchema = StructSchema { name: "AlterPartitionRequest", fields: &[
-        field("BrokerId", Int32, since(0)).about("ID of the leader broker sending the request."),
+        field("BrokerId", Int32, since(0)).entity(BrokerId).about("ID of the leader broker sending the request."),
         field("BrokerEpoch", Int64, since(0)).default_value("-1").about("Registration epoch of the sending broker; -1 when not known."),
         field("Topics", Array(&Struct(&ALTER_PARTITION_REQUEST_TOPIC_DATA)), since(0)).about("Topics with partitions whose ISR changes."),
     ] };
@@ -2438,14 +2438,14 @@ mod alter_partition {
     static ALTER_PARTITION_REQUEST_PARTITION_DATA: StructSchema = StructSchema { name: "AlterPartitionRequestPartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("LeaderEpoch", Int32, since(0)).about("Leader epoch under which the leader proposes the change."),
-        field("NewIsr", Array(&Int32), v(0, 2)).about("Broker IDs of the proposed ISR; replaced by NewIsrWithEpochs in version 3."),
+        field("NewIsr", Array(&Int32), v(0, 2)).entity(BrokerId).about("Broker IDs of the proposed ISR; replaced by NewIsrWithEpochs in version 3."),
         field("NewIsrWithEpochs", Array(&Struct(&BROKER_STATE)), since(3)).about("Brokers of the proposed ISR, each with its registration epoch."),
         field("LeaderRecoveryState", Int8, since(1)).default_value("0").about("0 normally; 1 while the partition is still recovering after an unclean leader election."),
         field("PartitionEpoch", Int32, since(0)).about("Partition epoch the leader expects the controller to have, so that stale changes are refused."),
     ] };
 
     static BROKER_STATE: StructSchema = StructSchema { name: "BrokerState", fields: &[
-        field("BrokerId", Int32, since(3)).about("ID of the broker."),
+        field("BrokerId", Int32, since(3)).entity(BrokerId).about("ID of the broker."),
         field("BrokerEpoch", Int64, since(3)).default_value("-1").about("Registration epoch of the broker; -1 when the sender cannot check epochs."),
     ] };
 
@@ -2465,9 +2465,9 @@ mod alter_partition {
     static ALTER_PARTITION_RESPONSE_PARTITION_DATA: StructSchema = StructSchema { name: "AlterPartitionResponsePartitionData", fields: &[
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
-        field("LeaderId", Int32, since(0)).about("Broker ID of the partition's leader."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("Broker ID of the partition's leader."),
         field("LeaderEpoch", Int32, since(0)).about("Leader epoch of the partition."),
-        field("Isr", Array(&Int32), since(0)).about("Broker IDs of the in-sync replicas."),
+        field("Isr", Array(&Int32), since(0)).entity(BrokerId).about("Broker IDs of the in-sync replicas."),
         field("LeaderRecoveryState", Int8, since(1)).default_value("0").ignorable().about("0 normally; 1 while the partition is still recovering after an unclean leader election."),
         field("PartitionEpoch", Int32, since(0)).about("Partition epoch now held by the controller."),
     ] };
@@ -2539,13 +2539,13 @@ mod fetch_snapshot {
 
     static FETCH_SNAPSHOT_REQUEST: StructSchema = StructSchema { name: "FetchSnapshotRequest", fields: &[
         field("ClusterId", String, since(0)).nullable(since(0)).tagged(0, since(0)).default_value("null").about("ID of the cluster, if the sender knows it; lets the leader reject fetches from another cluster."),
-        field("ReplicaId", Int32, since(0)).default_value("-1").about("Broker ID of the fetching follower; -1 when not set."),
+        field("ReplicaId", Int32, since(0)).default_value("-1").entity(BrokerId).about("Broker ID of the fetching follower; -1 when not set."),
         field("MaxBytes", Int32, since(0)).default_value("0x7fffffff").about("Largest number of snapshot bytes to return, over all partitions."),
         field("Topics", Array(&Struct(&FETCH_SNAPSHOT_REQUEST_TOPIC_SNAPSHOT)), since(0)).about("Topics to fetch snapshots of."),
     ] };
 
     static FETCH_SNAPSHOT_REQUEST_TOPIC_SNAPSHOT: StructSchema = StructSchema { name: "FetchSnapshotRequestTopicSnapshot", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&FETCH_SNAPSHOT_REQUEST_PARTITION_SNAPSHOT)), since(0)).about("Partitions to fetch snapshots of."),
     ] };
 
@@ -2572,7 +2572,7 @@ mod fetch_snapshot {
     ] };
 
     static FETCH_SNAPSHOT_RESPONSE_TOPIC_SNAPSHOT: StructSchema = StructSchema { name: "FetchSnapshotResponseTopicSnapshot", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&FETCH_SNAPSHOT_RESPONSE_PARTITION_SNAPSHOT)), since(0)).about("One result for each partition in the request."),
     ] };
 
@@ -2592,12 +2592,12 @@ mod fetch_snapshot {
     ] };
 
     static LEADER_ID_AND_EPOCH: StructSchema = StructSchema { name: "LeaderIdAndEpoch", fields: &[
-        field("LeaderId", Int32, since(0)).about("ID of the leader, or -1 when unknown."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("ID of the leader, or -1 when unknown."),
         field("LeaderEpoch", Int32, since(0)).about("Latest known leader epoch."),
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(1)).about("ID of the node."),
+        field("NodeId", Int32, since(1)).entity(BrokerId).about("ID of the node."),
         field("Host", String, since(1)).about("Host name of the node."),
         field("Port", Uint16, since(1)).about("Port of the node."),
     ] };
@@ -2624,13 +2624,13 @@ mod describe_cluster {
         field("ErrorMessage", String, since(0)).nullable(since(0)).default_value("null").about("Human-readable detail about the error, or null when there is none."),
         field("EndpointType", Int8, since(1)).default_value("1").about("Which nodes are listed: 1 brokers, 2 controllers."),
         field("ClusterId", String, since(0)).about("ID of the cluster."),
-        field("ControllerId", Int32, since(0)).default_value("-1").about("ID of the controller; a controller answers with the quorum leader, a broker with some live broker. -1 when unknown."),
+        field("ControllerId", Int32, since(0)).default_value("-1").entity(BrokerId).about("ID of the controller; a controller answers with the quorum leader, a broker with some live broker. -1 when unknown."),
         field("Brokers", Array(&Struct(&DESCRIBE_CLUSTER_BROKER)), since(0)).about("The nodes listed."),
         field("ClusterAuthorizedOperations", Int32, since(0)).default_value("-2147483648").about("Bit set of the cluster operations the requester may perform; -2147483648 when not requested."),
     ] };
 
     static DESCRIBE_CLUSTER_BROKER: StructSchema = StructSchema { name: "DescribeClusterBroker", fields: &[
-        field("BrokerId", Int32, since(0)).about("ID of the node."),
+        field("BrokerId", Int32, since(0)).entity(BrokerId).about("ID of the node."),
         field("Host", String, since(0)).about("Host name of the node."),
         field("Port", Int32, since(0)).about("Port of the node."),
         field("Rack", String, since(0)).nullable(since(0)).default_value("null").about("Rack of the node, or null when it has none."),
@@ -2650,7 +2650,7 @@ mod describe_producers {
     ] };
 
     static TOPIC_REQUEST: StructSchema = StructSchema { name: "TopicRequest", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("PartitionIndexes", Array(&Int32), since(0)).about("Indexes of this topic's partitions to look at."),
     ] };
 
@@ -2662,7 +2662,7 @@ mod describe_producers {
     ] };
 
     static TOPIC_RESPONSE: StructSchema = StructSchema { name: "TopicResponse", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&PARTITION_RESPONSE)), since(0)).about("One result for each partition in the request."),
     ] };
 
@@ -2674,7 +2674,7 @@ mod describe_producers {
     ] };
 
     static PRODUCER_STATE: StructSchema = StructSchema { name: "ProducerState", fields: &[
-        field("ProducerId", Int64, since(0)).about("Producer ID."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID."),
         field("ProducerEpoch", Int32, since(0)).about("Producer epoch."),
         field("LastSequence", Int32, since(0)).default_value("-1").about("Last sequence number written by the producer; -1 when none."),
         field("LastTimestamp", Int64, since(0)).default_value("-1").about("Timestamp of the producer's last write; -1 when none."),
@@ -2691,7 +2691,7 @@ mod broker_registration {
     pub static REQUEST: MessageSchema = MessageSchema { name: "BrokerRegistrationRequest", api_key: 62, is_request: true, versions: v(0, 4), flexible_versions: since(0), body: &BROKER_REGISTRATION_REQUEST, about: "KRaft: a broker registers itself with the controller at startup, with its listeners, features and log directories." };
 
     static BROKER_REGISTRATION_REQUEST: StructSchema = StructSchema { name: "BrokerRegistrationRequest", fields: &[
-        field("BrokerId", Int32, since(0)).about("ID of the broker."),
+        field("BrokerId", Int32, since(0)).entity(BrokerId).about("ID of the broker."),
         field("ClusterId", String, since(0)).about("ID of the cluster the broker belongs to."),
         field("IncarnationId", Uuid, since(0)).about("Random ID the broker picks each time its process starts."),
         field("Listeners", Array(&Struct(&LISTENER)), since(0)).about("Listeners on which the broker can be reached."),
@@ -2732,7 +2732,7 @@ mod broker_heartbeat {
     pub static REQUEST: MessageSchema = MessageSchema { name: "BrokerHeartbeatRequest", api_key: 63, is_request: true, versions: v(0, 2), flexible_versions: since(0), body: &BROKER_HEARTBEAT_REQUEST, about: "KRaft: a broker's periodic heartbeat to the controller, which keeps its registration alive and reports its progress." };
 
     static BROKER_HEARTBEAT_REQUEST: StructSchema = StructSchema { name: "BrokerHeartbeatRequest", fields: &[
-        field("BrokerId", Int32, since(0)).about("ID of the broker."),
+        field("BrokerId", Int32, since(0)).entity(BrokerId).about("ID of the broker."),
         field("BrokerEpoch", Int64, since(0)).default_value("-1").about("Epoch of the broker's registration; -1 when not known."),
         field("CurrentMetadataOffset", Int64, since(0)).about("Highest offset of the metadata log the broker has applied."),
         field("WantFence", Bool, since(0)).about("True when the broker asks to be fenced."),
@@ -2760,7 +2760,7 @@ mod unregister_broker {
     pub static REQUEST: MessageSchema = MessageSchema { name: "UnregisterBrokerRequest", api_key: 64, is_request: true, versions: v(0, 0), flexible_versions: since(0), body: &UNREGISTER_BROKER_REQUEST, about: "Removes a broker's registration from the cluster metadata." };
 
     static UNREGISTER_BROKER_REQUEST: StructSchema = StructSchema { name: "UnregisterBrokerRequest", fields: &[
-        field("BrokerId", Int32, since(0)).about("ID of the broker to unregister."),
+        field("BrokerId", Int32, since(0)).entity(BrokerId).about("ID of the broker to unregister."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "UnregisterBrokerResponse", api_key: 64, is_request: false, versions: v(0, 0), flexible_versions: since(0), body: &UNREGISTER_BROKER_RESPONSE, about: "Reports whether the broker was unregistered." };
@@ -2780,7 +2780,7 @@ mod describe_transactions {
     pub static REQUEST: MessageSchema = MessageSchema { name: "DescribeTransactionsRequest", api_key: 65, is_request: true, versions: v(0, 0), flexible_versions: since(0), body: &DESCRIBE_TRANSACTIONS_REQUEST, about: "Asks transaction coordinators for the state of given transactional IDs." };
 
     static DESCRIBE_TRANSACTIONS_REQUEST: StructSchema = StructSchema { name: "DescribeTransactionsRequest", fields: &[
-        field("TransactionalIds", Array(&String), since(0)).about("Transactional IDs to describe; an empty list returns nothing."),
+        field("TransactionalIds", Array(&String), since(0)).entity(TransactionalId).about("Transactional IDs to describe; an empty list returns nothing."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "DescribeTransactionsResponse", api_key: 65, is_request: false, versions: v(0, 0), flexible_versions: since(0), body: &DESCRIBE_TRANSACTIONS_RESPONSE, about: "Describes the state of each transactional ID: its producer, timeout and the partitions of the open transaction." };
@@ -2792,17 +2792,17 @@ mod describe_transactions {
 
     static TRANSACTION_STATE: StructSchema = StructSchema { name: "TransactionState", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
-        field("TransactionalId", String, since(0)).about("Transactional ID."),
+        field("TransactionalId", String, since(0)).entity(TransactionalId).about("Transactional ID."),
         field("TransactionState", String, since(0)).about("State of the transaction, such as \"Ongoing\" or \"CompleteCommit\"."),
         field("TransactionTimeoutMs", Int32, since(0)).about("Transaction timeout in milliseconds."),
         field("TransactionStartTimeMs", Int64, since(0)).about("When the open transaction started, in milliseconds since the Unix epoch."),
-        field("ProducerId", Int64, since(0)).about("Producer ID bound to the transactional ID."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID bound to the transactional ID."),
         field("ProducerEpoch", Int16, since(0)).about("Epoch of that producer ID."),
         field("Topics", Array(&Struct(&TOPIC_DATA)), since(0)).about("Partitions in the open transaction; while it commits or aborts, only those still waiting for a marker."),
     ] };
 
     static TOPIC_DATA: StructSchema = StructSchema { name: "TopicData", fields: &[
-        field("Topic", String, since(0)).about("Name of the topic."),
+        field("Topic", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of this topic's partitions in the transaction."),
     ] };
 }
@@ -2816,7 +2816,7 @@ mod list_transactions {
 
     static LIST_TRANSACTIONS_REQUEST: StructSchema = StructSchema { name: "ListTransactionsRequest", fields: &[
         field("StateFilters", Array(&String), since(0)).about("Keep only transactions in one of these states; empty keeps all."),
-        field("ProducerIdFilters", Array(&Int64), since(0)).about("Keep only transactions of these producer IDs; empty keeps all."),
+        field("ProducerIdFilters", Array(&Int64), since(0)).entity(ProducerId).about("Keep only transactions of these producer IDs; empty keeps all."),
         field("DurationFilter", Int64, since(1)).default_value("-1").about("Keep only transactions open longer than this many milliseconds; negative keeps all."),
         field("TransactionalIdPattern", String, since(2)).nullable(since(2)).default_value("null").about("Keep only transactional IDs matching this regular expression; null or empty keeps all."),
     ] };
@@ -2831,8 +2831,8 @@ mod list_transactions {
     ] };
 
     static TRANSACTION_STATE: StructSchema = StructSchema { name: "TransactionState", fields: &[
-        field("TransactionalId", String, since(0)).about("Transactional ID."),
-        field("ProducerId", Int64, since(0)).about("Producer ID bound to the transactional ID."),
+        field("TransactionalId", String, since(0)).entity(TransactionalId).about("Transactional ID."),
+        field("ProducerId", Int64, since(0)).entity(ProducerId).about("Producer ID bound to the transactional ID."),
         field("TransactionState", String, since(0)).about("State of the transaction."),
     ] };
 }
@@ -2845,7 +2845,7 @@ mod allocate_producer_ids {
     pub static REQUEST: MessageSchema = MessageSchema { name: "AllocateProducerIdsRequest", api_key: 67, is_request: true, versions: v(0, 0), flexible_versions: since(0), body: &ALLOCATE_PRODUCER_IDS_REQUEST, about: "A broker asks the controller for a new block of producer IDs to hand out." };
 
     static ALLOCATE_PRODUCER_IDS_REQUEST: StructSchema = StructSchema { name: "AllocateProducerIdsRequest", fields: &[
-        field("BrokerId", Int32, since(0)).about("ID of the broker asking."),
+        field("BrokerId", Int32, since(0)).entity(BrokerId).about("ID of the broker asking."),
         field("BrokerEpoch", Int64, since(0)).default_value("-1").about("Registration epoch of the broker asking; -1 when not known."),
     ] };
 
@@ -2854,7 +2854,7 @@ mod allocate_producer_ids {
     static ALLOCATE_PRODUCER_IDS_RESPONSE: StructSchema = StructSchema { name: "AllocateProducerIdsResponse", fields: &[
         field("ThrottleTimeMs", Int32, since(0)).about("Milliseconds by which the broker delayed this response because a quota was exceeded; 0 when no quota was exceeded."),
         field("ErrorCode", Int16, since(0)).about("Error code for the request as a whole; 0 means success."),
-        field("ProducerIdStart", Int64, since(0)).about("First producer ID of the block."),
+        field("ProducerIdStart", Int64, since(0)).entity(ProducerId).about("First producer ID of the block."),
         field("ProducerIdLen", Int32, since(0)).about("How many producer IDs the block holds."),
     ] };
 }
@@ -2867,13 +2867,13 @@ mod consumer_group_heartbeat {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ConsumerGroupHeartbeatRequest", api_key: 68, is_request: true, versions: v(0, 1), flexible_versions: since(0), body: &CONSUMER_GROUP_HEARTBEAT_REQUEST, about: "A member of a consumer group (new rebalance protocol) joins, stays in, or leaves the group, and reports its subscription." };
 
     static CONSUMER_GROUP_HEARTBEAT_REQUEST: StructSchema = StructSchema { name: "ConsumerGroupHeartbeatRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("MemberId", String, since(0)).about("ID of the member; chosen by the consumer and kept for the life of its process."),
         field("MemberEpoch", Int32, since(0)).about("Member's current epoch; 0 to join, -1 to leave, -2 for a static member that will come back."),
         field("InstanceId", String, since(0)).nullable(since(0)).default_value("null").about("Static instance ID of the member; null when not used or unchanged since the last heartbeat."),
         field("RackId", String, since(0)).nullable(since(0)).default_value("null").about("Rack of the member; null when not set or unchanged since the last heartbeat."),
         field("RebalanceTimeoutMs", Int32, since(0)).default_value("-1").about("Milliseconds the coordinator waits for the member to give up partitions; -1 when unchanged since the last heartbeat."),
-        field("SubscribedTopicNames", Array(&String), since(0)).nullable(since(0)).default_value("null").about("Names of the topics the member subscribes to; null when unchanged since the last heartbeat."),
+        field("SubscribedTopicNames", Array(&String), since(0)).nullable(since(0)).default_value("null").entity(TopicName).about("Names of the topics the member subscribes to; null when unchanged since the last heartbeat."),
         field("SubscribedTopicRegex", String, since(1)).nullable(since(1)).default_value("null").about("Regular expression for the topics the member subscribes to; null when unchanged since the last heartbeat."),
         field("ServerAssignor", String, since(0)).nullable(since(0)).default_value("null").about("Broker-side assignor the member wants; null when not used or unchanged since the last heartbeat."),
         field("TopicPartitions", Array(&Struct(&CONSUMER_GROUP_HEARTBEAT_REQUEST_TOPIC_PARTITIONS)), since(0)).nullable(since(0)).default_value("null").about("Partitions the member owns now; null when unchanged since the last heartbeat."),
@@ -2914,7 +2914,7 @@ mod consumer_group_describe {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ConsumerGroupDescribeRequest", api_key: 69, is_request: true, versions: v(0, 1), flexible_versions: since(0), body: &CONSUMER_GROUP_DESCRIBE_REQUEST, about: "Describes consumer groups that use the new rebalance protocol." };
 
     static CONSUMER_GROUP_DESCRIBE_REQUEST: StructSchema = StructSchema { name: "ConsumerGroupDescribeRequest", fields: &[
-        field("GroupIds", Array(&String), since(0)).about("Groups to describe, by ID."),
+        field("GroupIds", Array(&String), since(0)).entity(GroupId).about("Groups to describe, by ID."),
         field("IncludeAuthorizedOperations", Bool, since(0)).about("True to also return which operations the requester may perform on each group."),
     ] };
 
@@ -2928,7 +2928,7 @@ mod consumer_group_describe {
     static DESCRIBED_GROUP: StructSchema = StructSchema { name: "DescribedGroup", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(0)).nullable(since(0)).default_value("null").about("Human-readable detail about this entry's error, or null when there is none."),
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("GroupState", String, since(0)).about("State of the group, or an empty string."),
         field("GroupEpoch", Int32, since(0)).about("Epoch of the group, raised whenever its membership or subscriptions change."),
         field("AssignmentEpoch", Int32, since(0)).about("Group epoch for which the current target assignment was computed."),
@@ -2944,7 +2944,7 @@ mod consumer_group_describe {
         field("MemberEpoch", Int32, since(0)).about("Member's current epoch."),
         field("ClientId", String, since(0)).about("Client ID the member connected with."),
         field("ClientHost", String, since(0)).about("Host the member connected from."),
-        field("SubscribedTopicNames", Array(&String), since(0)).about("Names of the topics the member subscribes to."),
+        field("SubscribedTopicNames", Array(&String), since(0)).entity(TopicName).about("Names of the topics the member subscribes to."),
         field("SubscribedTopicRegex", String, since(0)).nullable(since(0)).default_value("null").about("Regular expression the member subscribes with, or null."),
         field("Assignment", Struct(&ASSIGNMENT), since(0)).about("Partitions the member owns now."),
         field("TargetAssignment", Struct(&ASSIGNMENT), since(0)).about("Partitions the member is meant to own once the rebalance completes."),
@@ -2957,7 +2957,7 @@ mod consumer_group_describe {
 
     static TOPIC_PARTITIONS: StructSchema = StructSchema { name: "TopicPartitions", fields: &[
         field("TopicId", Uuid, since(0)).about("Unique ID of the topic."),
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of the partitions."),
     ] };
 }
@@ -3056,7 +3056,7 @@ mod assign_replicas_to_dirs {
     pub static REQUEST: MessageSchema = MessageSchema { name: "AssignReplicasToDirsRequest", api_key: 73, is_request: true, versions: v(0, 0), flexible_versions: since(0), body: &ASSIGN_REPLICAS_TO_DIRS_REQUEST, about: "A broker tells the controller which of its log directories holds each of its partition replicas." };
 
     static ASSIGN_REPLICAS_TO_DIRS_REQUEST: StructSchema = StructSchema { name: "AssignReplicasToDirsRequest", fields: &[
-        field("BrokerId", Int32, since(0)).about("ID of the broker sending the request."),
+        field("BrokerId", Int32, since(0)).entity(BrokerId).about("ID of the broker sending the request."),
         field("BrokerEpoch", Int64, since(0)).default_value("-1").about("Registration epoch of the sending broker; -1 when not known."),
         field("Directories", Array(&Struct(&ASSIGN_REPLICAS_TO_DIRS_REQUEST_DIRECTORY_DATA)), since(0)).about("One entry for each log directory."),
     ] };
@@ -3138,11 +3138,11 @@ mod describe_topic_partitions {
     ] };
 
     static TOPIC_REQUEST: StructSchema = StructSchema { name: "TopicRequest", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
     ] };
 
     static DESCRIBE_TOPIC_PARTITIONS_REQUEST_CURSOR: StructSchema = StructSchema { name: "DescribeTopicPartitionsRequestCursor", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic to start at."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic to start at."),
         field("PartitionIndex", Int32, since(0)).about("Index of the partition to start at."),
     ] };
 
@@ -3156,7 +3156,7 @@ mod describe_topic_partitions {
 
     static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_TOPIC: StructSchema = StructSchema { name: "DescribeTopicPartitionsResponseTopic", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
-        field("Name", String, since(0)).nullable(since(0)).about("Name of the topic; may be null."),
+        field("Name", String, since(0)).nullable(since(0)).entity(TopicName).about("Name of the topic; may be null."),
         field("TopicId", Uuid, since(0)).ignorable().about("Unique ID of the topic."),
         field("IsInternal", Bool, since(0)).default_value("false").ignorable().about("True for an internal topic, such as __consumer_offsets."),
         field("Partitions", Array(&Struct(&DESCRIBE_TOPIC_PARTITIONS_RESPONSE_PARTITION)), since(0)).about("Partitions of this topic in this page."),
@@ -3166,17 +3166,17 @@ mod describe_topic_partitions {
     static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_PARTITION: StructSchema = StructSchema { name: "DescribeTopicPartitionsResponsePartition", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("PartitionIndex", Int32, since(0)).about("Index of the partition."),
-        field("LeaderId", Int32, since(0)).about("Broker ID of the partition's leader."),
+        field("LeaderId", Int32, since(0)).entity(BrokerId).about("Broker ID of the partition's leader."),
         field("LeaderEpoch", Int32, since(0)).default_value("-1").ignorable().about("Leader epoch of the partition; -1 when unknown."),
-        field("ReplicaNodes", Array(&Int32), since(0)).about("IDs of all brokers that hold a replica."),
-        field("IsrNodes", Array(&Int32), since(0)).about("IDs of the in-sync replicas."),
-        field("EligibleLeaderReplicas", Array(&Int32), since(0)).nullable(since(0)).default_value("null").about("IDs of replicas outside the ISR that may still safely become leader (ELR); null when unknown."),
-        field("LastKnownElr", Array(&Int32), since(0)).nullable(since(0)).default_value("null").about("IDs of the last eligible leader replicas known before the set became empty; null when unknown."),
-        field("OfflineReplicas", Array(&Int32), since(0)).ignorable().about("IDs of replicas that are offline."),
+        field("ReplicaNodes", Array(&Int32), since(0)).entity(BrokerId).about("IDs of all brokers that hold a replica."),
+        field("IsrNodes", Array(&Int32), since(0)).entity(BrokerId).about("IDs of the in-sync replicas."),
+        field("EligibleLeaderReplicas", Array(&Int32), since(0)).nullable(since(0)).default_value("null").entity(BrokerId).about("IDs of replicas outside the ISR that may still safely become leader (ELR); null when unknown."),
+        field("LastKnownElr", Array(&Int32), since(0)).nullable(since(0)).default_value("null").entity(BrokerId).about("IDs of the last eligible leader replicas known before the set became empty; null when unknown."),
+        field("OfflineReplicas", Array(&Int32), since(0)).ignorable().entity(BrokerId).about("IDs of replicas that are offline."),
     ] };
 
     static DESCRIBE_TOPIC_PARTITIONS_RESPONSE_CURSOR: StructSchema = StructSchema { name: "DescribeTopicPartitionsResponseCursor", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic the next page starts at."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic the next page starts at."),
         field("PartitionIndex", Int32, since(0)).about("Index of the partition the next page starts at."),
     ] };
 }
@@ -3189,11 +3189,11 @@ mod share_group_heartbeat {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ShareGroupHeartbeatRequest", api_key: 76, is_request: true, versions: v(1, 1), flexible_versions: since(0), body: &SHARE_GROUP_HEARTBEAT_REQUEST, about: "A member of a share group joins, stays in, or leaves the group, and reports its subscription." };
 
     static SHARE_GROUP_HEARTBEAT_REQUEST: StructSchema = StructSchema { name: "ShareGroupHeartbeatRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the share group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the share group."),
         field("MemberId", String, since(0)).about("ID of the member; chosen by the consumer and kept for the life of its process."),
         field("MemberEpoch", Int32, since(0)).about("Member's current epoch; 0 to join, -1 to leave."),
         field("RackId", String, since(0)).nullable(since(0)).default_value("null").about("Rack of the member; null when not set or unchanged since the last heartbeat."),
-        field("SubscribedTopicNames", Array(&String), since(0)).nullable(since(0)).default_value("null").about("Names of the topics the member subscribes to; null when unchanged since the last heartbeat."),
+        field("SubscribedTopicNames", Array(&String), since(0)).nullable(since(0)).default_value("null").entity(TopicName).about("Names of the topics the member subscribes to; null when unchanged since the last heartbeat."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "ShareGroupHeartbeatResponse", api_key: 76, is_request: false, versions: v(1, 1), flexible_versions: since(0), body: &SHARE_GROUP_HEARTBEAT_RESPONSE, about: "The coordinator's answer to a share group heartbeat, with the member's epoch and, when it changed, its new assignment." };
@@ -3226,7 +3226,7 @@ mod share_group_describe {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ShareGroupDescribeRequest", api_key: 77, is_request: true, versions: v(1, 1), flexible_versions: since(0), body: &SHARE_GROUP_DESCRIBE_REQUEST, about: "Describes share groups." };
 
     static SHARE_GROUP_DESCRIBE_REQUEST: StructSchema = StructSchema { name: "ShareGroupDescribeRequest", fields: &[
-        field("GroupIds", Array(&String), since(0)).about("Groups to describe, by ID."),
+        field("GroupIds", Array(&String), since(0)).entity(GroupId).about("Groups to describe, by ID."),
         field("IncludeAuthorizedOperations", Bool, since(0)).about("True to also return which operations the requester may perform on each group."),
     ] };
 
@@ -3240,7 +3240,7 @@ mod share_group_describe {
     static DESCRIBED_GROUP: StructSchema = StructSchema { name: "DescribedGroup", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(0)).nullable(since(0)).default_value("null").about("Human-readable detail about this entry's error, or null when there is none."),
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("GroupState", String, since(0)).about("State of the group, or an empty string."),
         field("GroupEpoch", Int32, since(0)).about("Epoch of the group, raised whenever its membership or subscriptions change."),
         field("AssignmentEpoch", Int32, since(0)).about("Group epoch for which the current target assignment was computed."),
@@ -3255,7 +3255,7 @@ mod share_group_describe {
         field("MemberEpoch", Int32, since(0)).about("Member's current epoch."),
         field("ClientId", String, since(0)).about("Client ID the member connected with."),
         field("ClientHost", String, since(0)).about("Host the member connected from."),
-        field("SubscribedTopicNames", Array(&String), since(0)).about("Names of the topics the member subscribes to."),
+        field("SubscribedTopicNames", Array(&String), since(0)).entity(TopicName).about("Names of the topics the member subscribes to."),
         field("Assignment", Struct(&ASSIGNMENT), since(0)).about("Partitions assigned to the member."),
     ] };
 
@@ -3265,7 +3265,7 @@ mod share_group_describe {
 
     static TOPIC_PARTITIONS: StructSchema = StructSchema { name: "TopicPartitions", fields: &[
         field("TopicId", Uuid, since(0)).about("Unique ID of the topic."),
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of the partitions."),
     ] };
 }
@@ -3278,7 +3278,7 @@ mod share_fetch {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ShareFetchRequest", api_key: 78, is_request: true, versions: v(1, 2), flexible_versions: since(0), body: &SHARE_FETCH_REQUEST, about: "A share group member fetches records to process and acknowledges records it has processed, within a share session." };
 
     static SHARE_FETCH_REQUEST: StructSchema = StructSchema { name: "ShareFetchRequest", fields: &[
-        field("GroupId", String, since(0)).nullable(since(0)).default_value("null").about("ID of the share group; may be null."),
+        field("GroupId", String, since(0)).nullable(since(0)).default_value("null").entity(GroupId).about("ID of the share group; may be null."),
         field("MemberId", String, since(0)).nullable(since(0)).about("ID of the member; may be null."),
         field("ShareSessionEpoch", Int32, since(0)).about("Epoch of the share session: 0 opens a session, -1 closes it, and each further request adds one."),
         field("MaxWaitMs", Int32, since(0)).about("Longest time, in milliseconds, to wait for records before answering."),
@@ -3353,7 +3353,7 @@ mod share_fetch {
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(0)).about("ID of the node."),
+        field("NodeId", Int32, since(0)).entity(BrokerId).about("ID of the node."),
         field("Host", String, since(0)).about("Host name of the node."),
         field("Port", Int32, since(0)).about("Port of the node."),
         field("Rack", String, since(0)).nullable(since(0)).default_value("null").about("Rack the node is in; null when it has none."),
@@ -3368,7 +3368,7 @@ mod share_acknowledge {
     pub static REQUEST: MessageSchema = MessageSchema { name: "ShareAcknowledgeRequest", api_key: 79, is_request: true, versions: v(1, 2), flexible_versions: since(0), body: &SHARE_ACKNOWLEDGE_REQUEST, about: "A share group member acknowledges records it has processed, without fetching more." };
 
     static SHARE_ACKNOWLEDGE_REQUEST: StructSchema = StructSchema { name: "ShareAcknowledgeRequest", fields: &[
-        field("GroupId", String, since(0)).nullable(since(0)).default_value("null").about("ID of the share group; may be null."),
+        field("GroupId", String, since(0)).nullable(since(0)).default_value("null").entity(GroupId).about("ID of the share group; may be null."),
         field("MemberId", String, since(0)).nullable(since(0)).about("ID of the member; may be null."),
         field("ShareSessionEpoch", Int32, since(0)).about("Epoch of the share session: 0 opens a session, -1 closes it, and each further request adds one."),
         field("IsRenewAck", Bool, since(2)).default_value("false").about("True when the acknowledgements include renewals (type 4)."),
@@ -3420,7 +3420,7 @@ mod share_acknowledge {
     ] };
 
     static NODE_ENDPOINT: StructSchema = StructSchema { name: "NodeEndpoint", fields: &[
-        field("NodeId", Int32, since(0)).about("ID of the node."),
+        field("NodeId", Int32, since(0)).entity(BrokerId).about("ID of the node."),
         field("Host", String, since(0)).about("Host name of the node."),
         field("Port", Int32, since(0)).about("Port of the node."),
         field("Rack", String, since(0)).nullable(since(0)).default_value("null").about("Rack the node is in; null when it has none."),
@@ -3516,7 +3516,7 @@ mod update_raft_voter {
     ] };
 
     static CURRENT_LEADER: StructSchema = StructSchema { name: "CurrentLeader", fields: &[
-        field("LeaderId", Int32, since(0)).default_value("-1").about("Replica ID of the leader, or -1 when unknown."),
+        field("LeaderId", Int32, since(0)).default_value("-1").entity(BrokerId).about("Replica ID of the leader, or -1 when unknown."),
         field("LeaderEpoch", Int32, since(0)).default_value("-1").about("Latest known leader epoch, or -1."),
         field("Host", String, since(0)).about("Host name of the leader."),
         field("Port", Int32, since(0)).about("Port of the leader."),
@@ -3756,7 +3756,7 @@ mod streams_group_heartbeat {
     pub static REQUEST: MessageSchema = MessageSchema { name: "StreamsGroupHeartbeatRequest", api_key: 88, is_request: true, versions: v(0, 1), flexible_versions: since(0), body: &STREAMS_GROUP_HEARTBEAT_REQUEST, about: "A member of a Kafka Streams group joins, stays in, or leaves the group, reporting its topology, owned tasks and progress." };
 
     static STREAMS_GROUP_HEARTBEAT_REQUEST: StructSchema = StructSchema { name: "StreamsGroupHeartbeatRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("MemberId", String, since(0)).about("ID of the member; chosen by the Streams client and kept for the life of its process."),
         field("MemberEpoch", Int32, since(0)).about("Member's current epoch; 0 to join, -1 to leave, -2 for a static member that will come back."),
         field("EndpointInformationEpoch", Int32, since(0)).about("Latest epoch of the endpoint-to-partition information this member has received."),
@@ -3782,16 +3782,16 @@ mod streams_group_heartbeat {
 
     static SUBTOPOLOGY: StructSchema = StructSchema { name: "Subtopology", fields: &[
         field("SubtopologyId", String, since(0)).about("ID of the sub-topology, derived from the topology so that it is stable."),
-        field("SourceTopics", Array(&String), since(0)).about("Names of the topics the sub-topology reads."),
+        field("SourceTopics", Array(&String), since(0)).entity(TopicName).about("Names of the topics the sub-topology reads."),
         field("SourceTopicRegex", Array(&String), since(0)).about("Regular expressions for further topics the sub-topology reads."),
         field("StateChangelogTopics", Array(&Struct(&TOPIC_INFO)), since(0)).about("Changelog topics of the sub-topology's state stores; created by the broker."),
-        field("RepartitionSinkTopics", Array(&String), since(0)).about("Names of the repartition topics the sub-topology writes."),
+        field("RepartitionSinkTopics", Array(&String), since(0)).entity(TopicName).about("Names of the repartition topics the sub-topology writes."),
         field("RepartitionSourceTopics", Array(&Struct(&TOPIC_INFO)), since(0)).about("Repartition topics the sub-topology reads; created by the broker."),
         field("CopartitionGroups", Array(&Struct(&COPARTITION_GROUP)), since(0)).about("Sets of source topics that must have the same number of partitions."),
     ] };
 
     static TOPIC_INFO: StructSchema = StructSchema { name: "TopicInfo", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Int32, since(0)).about("Number of partitions required; 0 when any number will do (always 0 for changelogs)."),
         field("ReplicationFactor", Int16, since(0)).about("Replication factor required; 0 for the broker's default."),
         field("TopicConfigs", Array(&Struct(&KEY_VALUE)), since(0)).about("Topic configuration entries to create the topic with."),
@@ -3867,7 +3867,7 @@ mod streams_group_heartbeat {
     ] };
 
     static TOPIC_PARTITION: StructSchema = StructSchema { name: "TopicPartition", fields: &[
-        field("Topic", String, since(0)).about("Name of the topic."),
+        field("Topic", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of the partitions."),
     ] };
 }
@@ -3880,7 +3880,7 @@ mod streams_group_describe {
     pub static REQUEST: MessageSchema = MessageSchema { name: "StreamsGroupDescribeRequest", api_key: 89, is_request: true, versions: v(0, 1), flexible_versions: since(0), body: &STREAMS_GROUP_DESCRIBE_REQUEST, about: "Describes Kafka Streams groups." };
 
     static STREAMS_GROUP_DESCRIBE_REQUEST: StructSchema = StructSchema { name: "StreamsGroupDescribeRequest", fields: &[
-        field("GroupIds", Array(&String), since(0)).about("Groups to describe, by ID."),
+        field("GroupIds", Array(&String), since(0)).entity(GroupId).about("Groups to describe, by ID."),
         field("IncludeAuthorizedOperations", Bool, since(0)).about("True to also return which operations the requester may perform on each group."),
         field("IncludeTopologyDescription", Bool, since(1)).default_value("false").about("True to also return the full topology description stored for the group."),
     ] };
@@ -3895,7 +3895,7 @@ mod streams_group_describe {
     static DESCRIBED_GROUP: StructSchema = StructSchema { name: "DescribedGroup", fields: &[
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(0)).nullable(since(0)).default_value("null").about("Human-readable detail about this entry's error, or null when there is none."),
-        field("GroupId", String, since(0)).about("ID of the group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the group."),
         field("GroupState", String, since(0)).about("State of the group, or an empty string."),
         field("GroupEpoch", Int32, since(0)).about("Epoch of the group, raised whenever its membership or topology changes."),
         field("AssignmentEpoch", Int32, since(0)).about("Group epoch for which the current target assignment was computed."),
@@ -3914,14 +3914,14 @@ mod streams_group_describe {
 
     static SUBTOPOLOGY: StructSchema = StructSchema { name: "Subtopology", fields: &[
         field("SubtopologyId", String, since(0)).about("ID of the sub-topology."),
-        field("SourceTopics", Array(&String), since(0)).about("Names of the topics the sub-topology reads."),
-        field("RepartitionSinkTopics", Array(&String), since(0)).about("Names of the repartition topics the sub-topology writes."),
+        field("SourceTopics", Array(&String), since(0)).entity(TopicName).about("Names of the topics the sub-topology reads."),
+        field("RepartitionSinkTopics", Array(&String), since(0)).entity(TopicName).about("Names of the repartition topics the sub-topology writes."),
         field("StateChangelogTopics", Array(&Struct(&TOPIC_INFO)), since(0)).about("Changelog topics of the sub-topology's state stores."),
         field("RepartitionSourceTopics", Array(&Struct(&TOPIC_INFO)), since(0)).about("Repartition topics the sub-topology reads."),
     ] };
 
     static TOPIC_INFO: StructSchema = StructSchema { name: "TopicInfo", fields: &[
-        field("Name", String, since(0)).about("Name of the topic."),
+        field("Name", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Int32, since(0)).about("Number of partitions required; 0 when any number will do (always 0 for changelogs)."),
         field("ReplicationFactor", Int16, since(0)).about("Replication factor required; 0 for the broker's default."),
         field("TopicConfigs", Array(&Struct(&KEY_VALUE)), since(0)).about("Topic configuration entries to create the topic with."),
@@ -3985,8 +3985,8 @@ mod streams_group_describe {
     static TOPOLOGY_DESCRIPTION_NODE: StructSchema = StructSchema { name: "TopologyDescriptionNode", fields: &[
         field("Name", String, since(1)).about("Name of the node, such as KSTREAM-SOURCE-0000000000."),
         field("NodeType", Int8, since(1)).about("Kind of node: 1 source, 2 processor, 3 sink."),
-        field("SourceTopics", Array(&String), since(1)).about("Topics a source node reads; empty for other nodes, or when the topics are chosen at run time."),
-        field("SinkTopic", String, since(1)).nullable(since(1)).default_value("null").about("Topic a sink node writes; null for other nodes, or when the topic is chosen at run time."),
+        field("SourceTopics", Array(&String), since(1)).entity(TopicName).about("Topics a source node reads; empty for other nodes, or when the topics are chosen at run time."),
+        field("SinkTopic", String, since(1)).nullable(since(1)).default_value("null").entity(TopicName).about("Topic a sink node writes; null for other nodes, or when the topic is chosen at run time."),
         field("Stores", Array(&String), since(1)).about("Names of the state stores a processor node uses."),
         field("Successors", Array(&String), since(1)).about("Names of the nodes that follow this one in the graph."),
     ] };
@@ -4009,12 +4009,12 @@ mod describe_share_group_offsets {
     ] };
 
     static DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_GROUP: StructSchema = StructSchema { name: "DescribeShareGroupOffsetsRequestGroup", fields: &[
-        field("GroupId", String, since(0)).about("ID of the share group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the share group."),
         field("Topics", Array(&Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC)), since(0)).nullable(since(0)).about("Topics to look up; null means every partition the group has state for."),
     ] };
 
     static DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC: StructSchema = StructSchema { name: "DescribeShareGroupOffsetsRequestTopic", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Int32), since(0)).about("Indexes of the partitions."),
     ] };
 
@@ -4026,14 +4026,14 @@ mod describe_share_group_offsets {
     ] };
 
     static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_GROUP: StructSchema = StructSchema { name: "DescribeShareGroupOffsetsResponseGroup", fields: &[
-        field("GroupId", String, since(0)).about("ID of the share group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the share group."),
         field("Topics", Array(&Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC)), since(0)).about("Results grouped by topic."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(0)).nullable(since(0)).default_value("null").about("Human-readable detail about this entry's error, or null when there is none."),
     ] };
 
     static DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC: StructSchema = StructSchema { name: "DescribeShareGroupOffsetsResponseTopic", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("TopicId", Uuid, since(0)).about("Unique ID of the topic."),
         field("Partitions", Array(&Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION)), since(0)).about("One result for each partition."),
     ] };
@@ -4056,12 +4056,12 @@ mod alter_share_group_offsets {
     pub static REQUEST: MessageSchema = MessageSchema { name: "AlterShareGroupOffsetsRequest", api_key: 91, is_request: true, versions: v(0, 0), flexible_versions: since(0), body: &ALTER_SHARE_GROUP_OFFSETS_REQUEST, about: "Sets the start offsets of a share group on given partitions." };
 
     static ALTER_SHARE_GROUP_OFFSETS_REQUEST: StructSchema = StructSchema { name: "AlterShareGroupOffsetsRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the share group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the share group."),
         field("Topics", Array(&Struct(&ALTER_SHARE_GROUP_OFFSETS_REQUEST_TOPIC)), since(0)).about("Topics whose start offsets to set."),
     ] };
 
     static ALTER_SHARE_GROUP_OFFSETS_REQUEST_TOPIC: StructSchema = StructSchema { name: "AlterShareGroupOffsetsRequestTopic", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("Partitions", Array(&Struct(&ALTER_SHARE_GROUP_OFFSETS_REQUEST_PARTITION)), since(0)).about("Partitions whose start offset to set."),
     ] };
 
@@ -4080,7 +4080,7 @@ mod alter_share_group_offsets {
     ] };
 
     static ALTER_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC: StructSchema = StructSchema { name: "AlterShareGroupOffsetsResponseTopic", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("TopicId", Uuid, since(0)).about("Unique ID of the topic."),
         field("Partitions", Array(&Struct(&ALTER_SHARE_GROUP_OFFSETS_RESPONSE_PARTITION)), since(0)).about("One result for each partition."),
     ] };
@@ -4100,12 +4100,12 @@ mod delete_share_group_offsets {
     pub static REQUEST: MessageSchema = MessageSchema { name: "DeleteShareGroupOffsetsRequest", api_key: 92, is_request: true, versions: v(0, 0), flexible_versions: since(0), body: &DELETE_SHARE_GROUP_OFFSETS_REQUEST, about: "Deletes a share group's stored offsets for whole topics." };
 
     static DELETE_SHARE_GROUP_OFFSETS_REQUEST: StructSchema = StructSchema { name: "DeleteShareGroupOffsetsRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the share group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the share group."),
         field("Topics", Array(&Struct(&DELETE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC)), since(0)).about("Topics whose share group offsets to delete."),
     ] };
 
     static DELETE_SHARE_GROUP_OFFSETS_REQUEST_TOPIC: StructSchema = StructSchema { name: "DeleteShareGroupOffsetsRequestTopic", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
     ] };
 
     pub static RESPONSE: MessageSchema = MessageSchema { name: "DeleteShareGroupOffsetsResponse", api_key: 92, is_request: false, versions: v(0, 0), flexible_versions: since(0), body: &DELETE_SHARE_GROUP_OFFSETS_RESPONSE, about: "Reports, for each topic, whether the share group's offsets were deleted." };
@@ -4118,7 +4118,7 @@ mod delete_share_group_offsets {
     ] };
 
     static DELETE_SHARE_GROUP_OFFSETS_RESPONSE_TOPIC: StructSchema = StructSchema { name: "DeleteShareGroupOffsetsResponseTopic", fields: &[
-        field("TopicName", String, since(0)).about("Name of the topic."),
+        field("TopicName", String, since(0)).entity(TopicName).about("Name of the topic."),
         field("TopicId", Uuid, since(0)).about("Unique ID of the topic."),
         field("ErrorCode", Int16, since(0)).about("Error code for this entry; 0 means success."),
         field("ErrorMessage", String, since(0)).nullable(since(0)).default_value("null").about("Human-readable detail about this entry's error, or null when there is none."),
@@ -4133,7 +4133,7 @@ mod streams_group_topology_description_update {
     pub static REQUEST: MessageSchema = MessageSchema { name: "StreamsGroupTopologyDescriptionUpdateRequest", api_key: 93, is_request: true, versions: v(0, 0), flexible_versions: since(0), body: &STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE_REQUEST, about: "A Streams group member sends the broker a full description of the group's topology, for tools to show." };
 
     static STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE_REQUEST: StructSchema = StructSchema { name: "StreamsGroupTopologyDescriptionUpdateRequest", fields: &[
-        field("GroupId", String, since(0)).about("ID of the Streams group."),
+        field("GroupId", String, since(0)).entity(GroupId).about("ID of the Streams group."),
         field("MemberId", String, since(0)).about("ID of the member sending the description; a member no longer in the group gets UNKNOWN_MEMBER_ID and must rejoin."),
         field("TopologyEpoch", Int32, since(0)).about("Epoch of the topology described."),
         field("TopologyDescription", Struct(&TOPOLOGY_DESCRIPTION), since(0)).about("The description."),
@@ -4152,8 +4152,8 @@ mod streams_group_topology_description_update {
     static TOPOLOGY_DESCRIPTION_NODE: StructSchema = StructSchema { name: "TopologyDescriptionNode", fields: &[
         field("Name", String, since(0)).about("Name of the node, such as KSTREAM-SOURCE-0000000000."),
         field("NodeType", Int8, since(0)).about("Kind of node: 1 source, 2 processor, 3 sink."),
-        field("SourceTopics", Array(&String), since(0)).about("Topics a source node reads; empty for other nodes, or when the topics are chosen at run time."),
-        field("SinkTopic", String, since(0)).nullable(since(0)).default_value("null").about("Topic a sink node writes; null for other nodes, or when the topic is chosen at run time."),
+        field("SourceTopics", Array(&String), since(0)).entity(TopicName).about("Topics a source node reads; empty for other nodes, or when the topics are chosen at run time."),
+        field("SinkTopic", String, since(0)).nullable(since(0)).default_value("null").entity(TopicName).about("Topic a sink node writes; null for other nodes, or when the topic is chosen at run time."),
         field("Stores", Array(&String), since(0)).about("Names of the state stores a processor node uses."),
         field("Successors", Array(&String), since(0)).about("Names of the nodes that follow this one in the graph."),
     ] };

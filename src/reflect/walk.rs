@@ -424,6 +424,7 @@ const fn header_field(name: &'static str, ty: FieldType, nullable: bool, about: 
         tag: None,
         default: None,
         ignorable: false,
+        entity: None,
         about,
     }
 }

@@ -96,6 +96,8 @@ pub struct Field {
     pub default: Option<String>,
     pub ignorable: bool,
     pub map_key: bool,
+    /// What the field identifies (`entityType`), as the `reflect::Entity` variant's name.
+    pub entity: Option<&'static str>,
     pub about: String,
 }
 
@@ -225,6 +227,7 @@ fn add_struct(
             default: f.get("default").and_then(Value::as_str).map(str::to_string),
             ignorable: f.get("ignorable").and_then(Value::as_bool).unwrap_or(false),
             map_key: f.get("mapKey").and_then(Value::as_bool).unwrap_or(false),
+            entity: entity(f, &fctx)?,
             about: str_key(f, "about", &fctx)?.to_string(),
             ty: ty.clone(),
         };
@@ -341,4 +344,17 @@ pub fn parse_int(s: &str) -> Option<i64> {
         Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => s.parse().ok(),
     }
+}
+
+/// A field's `entityType`, as the name of its `reflect::Entity` variant.
+fn entity(f: &Value, ctx: &str) -> Result<Option<&'static str>, String> {
+    let Some(v) = f.get("entityType") else { return Ok(None) };
+    Ok(Some(match v.as_str() {
+        Some("topicName") => "TopicName",
+        Some("groupId") => "GroupId",
+        Some("transactionalId") => "TransactionalId",
+        Some("producerId") => "ProducerId",
+        Some("brokerId") => "BrokerId",
+        _ => return Err(format!("{ctx}: unknown entityType {v}")),
+    }))
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kwire::Direction;
 use kwire::conn::metrics::Undecoded;
-use kwire::proxy::{AuthNote, ConnInfo, Event, Exchange, Hooks, RequestHead, Sent};
+use kwire::proxy::{Admitted, AuthNote, ConnInfo, Event, Hooks, Pairing, RequestHead};
 
 use super::decode::{self, Decoded};
 use super::{Cli, Format, now};
@@ -38,7 +38,7 @@ impl Hooks for Cli {
         self.report("request", frame, &api, None, &decoded, roundtrip.as_ref(), conn.id, None);
     }
 
-    fn response(&self, conn: &ConnInfo, frame: &[u8], e: Exchange<Tag>, rewritten: bool, latency: Duration) {
+    fn response(&self, conn: &ConnInfo, frame: &[u8], e: Pairing<Tag>, rewritten: bool, latency: Duration) {
         self.stats.responses.fetch_add(1, Ordering::Relaxed);
         if rewritten {
             self.stats.rewritten.fetch_add(1, Ordering::Relaxed);
@@ -104,7 +104,7 @@ impl Hooks for Cli {
         );
     }
 
-    fn no_response(&self, conn: &ConnInfo, api_key: i16, api_version: i16, request: Sent<Tag>) {
+    fn no_response(&self, conn: &ConnInfo, api_key: i16, api_version: i16, request: Admitted<Tag>) {
         if self.format == Format::Text && !self.quiet {
             self.log.line(format!(
                 "{} conn={} {} {} v{api_version} req={}B no response",

@@ -24,6 +24,7 @@ use kwire::Direction;
 use kwire::conn::metrics::{Metrics, Undecoded};
 use kwire::filter::{DenyApis, FilterChain};
 use kwire::proxy::Proxy;
+use kwire::proxy::Tenants;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -125,6 +126,12 @@ pub struct Args {
     /// and ApiVersions answers no longer list it.
     #[arg(long = "deny-api", value_name = "API")]
     deny_api: Vec<String>,
+    /// A tenant of a virtual cluster (repeatable): `principal:USER=PREFIX` or
+    /// `sni:NAME=PREFIX`. The tenant's topic names, group ids and transactional ids carry
+    /// PREFIX on the broker and not in its clients' eyes, and it sees no other tenant's;
+    /// a connection that is no tenant gets no topics or groups (docs/proxy.md, "Tenants").
+    #[arg(long = "tenant", value_name = "WHO=PREFIX")]
+    tenant: Vec<String>,
     /// Show secrets (SASL tokens, delegation-token HMACs, SCRAM credentials, password
     /// configs) in the JSON log and in recorded frames, where they are masked by default.
     /// Raw SaslHandshake v0 tokens are never shown.
@@ -360,6 +367,22 @@ fn now() -> String {
     )
 }
 
+/// `--tenant principal:USER=PREFIX` and `--tenant sni:NAME=PREFIX`.
+fn parse_tenants(flags: &[String]) -> Result<Tenants, String> {
+    let mut tenants = Tenants::new();
+    for flag in flags {
+        let bad = |why: String| format!("--tenant {flag}: {why}");
+        let (who, prefix) = flag.split_once('=').ok_or_else(|| bad("expected WHO=PREFIX".into()))?;
+        let added = match who.split_once(':') {
+            Some(("principal", user)) if !user.is_empty() => tenants.principal(user, prefix),
+            Some(("sni", name)) if !name.is_empty() => tenants.sni(name, prefix),
+            _ => return Err(bad("WHO is principal:USER or sni:NAME".into())),
+        };
+        added.map_err(|e| bad(e.to_string()))?;
+    }
+    Ok(tenants)
+}
+
 fn parse_upstream(s: &str) -> Result<(), String> {
     let (_, port) = s.rsplit_once(':').ok_or(format!("--upstream {s}: expected HOST:PORT"))?;
     port.parse::<u16>().map_err(|_| format!("--upstream {s}: bad port"))?;
@@ -389,6 +412,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 .ok_or(format!("--deny-api {name}: no such API (see `kwire versions`)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let tenants = Arc::new(parse_tenants(&args.tenant)?);
     let nofile = limits::raise_nofile()?;
     let max_connections = match args.max_connections {
         Some(n) if n > nofile.connections() => {
@@ -453,10 +477,15 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(host) = &args.advertise {
         builder = builder.advertise(host.clone());
     }
-    if !denied.is_empty() {
-        builder = builder.filters(move |_| {
+    if !denied.is_empty() || !tenants.is_empty() {
+        builder = builder.filters(move |conn| {
             let mut chain = FilterChain::new();
-            chain.push(DenyApis::new(denied.iter().copied()));
+            if !denied.is_empty() {
+                chain.push(DenyApis::new(denied.iter().copied()));
+            }
+            if !tenants.is_empty() {
+                chain.push(tenants.filter(conn));
+            }
             chain
         });
     }

@@ -59,6 +59,9 @@ fn field(f: &Field) -> String {
     if f.ignorable {
         o.push_str(".ignorable()");
     }
+    if let Some(entity) = f.entity {
+        write!(o, ".entity({entity})").unwrap();
+    }
     write!(o, ".about({})", q(&f.about)).unwrap();
     o
 }

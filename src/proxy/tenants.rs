@@ -1,0 +1,106 @@
+//! [`Tenants`]: which tenant each connection is, for [`crate::filter::Tenant`].
+
+#[allow(unused_imports)]
+use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
+
+use std::collections::BTreeMap;
+
+use super::ConnInfo;
+use crate::filter::Tenant;
+
+/// Tenants of a virtual cluster by the connection's SNI name or authenticated SASL
+/// principal, each with the prefix its names carry on the broker. [`Tenants::filter`] makes
+/// a connection's [`Tenant`] filter: by SNI name at once, else by principal once the broker
+/// has accepted the authentication; a connection that is neither gets no topics or groups
+/// (a request naming one closes it).
+///
+/// ```
+/// use kwire::proxy::Tenants;
+///
+/// let mut tenants = Tenants::new();
+/// tenants.principal("alice", "tenant-a.").unwrap();
+/// tenants.sni("b.kafka.example.com", "tenant-b.").unwrap();
+/// assert!(tenants.principal("bob", "bad prefix").is_err());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Tenants {
+    by_principal: BTreeMap<String, String>,
+    by_sni: BTreeMap<String, String>,
+}
+
+/// Why a tenant's prefix was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TenantError {
+    /// The prefix is empty.
+    Empty,
+    /// The prefix holds a character Kafka does not allow in a topic name (it allows ASCII
+    /// letters, digits, `.`, `_` and `-`).
+    Character(char),
+    /// The prefix leaves no room for a name within Kafka's 249 bytes.
+    TooLong(usize),
+}
+
+impl core::fmt::Display for TenantError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TenantError::Empty => f.write_str("a tenant's prefix is empty"),
+            TenantError::Character(c) => {
+                write!(f, "a tenant's prefix holds {c:?}, which Kafka does not allow in a topic name")
+            }
+            TenantError::TooLong(n) => {
+                write!(f, "a tenant's prefix of {n} bytes leaves no room within Kafka's 249-byte names")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TenantError {}
+
+fn check(prefix: &str) -> Result<String, TenantError> {
+    if prefix.is_empty() {
+        return Err(TenantError::Empty);
+    }
+    if let Some(c) = prefix.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        return Err(TenantError::Character(c));
+    }
+    if prefix.len() >= 249 {
+        return Err(TenantError::TooLong(prefix.len()));
+    }
+    Ok(prefix.to_owned())
+}
+
+impl Tenants {
+    /// No tenants.
+    pub fn new() -> Self {
+        Tenants::default()
+    }
+
+    /// Connections authenticated as `principal` are the tenant whose names carry `prefix`.
+    pub fn principal(&mut self, principal: &str, prefix: &str) -> Result<&mut Self, TenantError> {
+        self.by_principal.insert(principal.to_owned(), check(prefix)?);
+        Ok(self)
+    }
+
+    /// Connections that asked for the TLS server name `name` (SNI) are the tenant whose names
+    /// carry `prefix`.
+    pub fn sni(&mut self, name: &str, prefix: &str) -> Result<&mut Self, TenantError> {
+        self.by_sni.insert(name.to_ascii_lowercase(), check(prefix)?);
+        Ok(self)
+    }
+
+    /// Whether no tenant is configured.
+    pub fn is_empty(&self) -> bool {
+        self.by_principal.is_empty() && self.by_sni.is_empty()
+    }
+
+    /// The [`Tenant`] filter of a connection.
+    pub fn filter(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> Tenant {
+        let sni = conn.server_name.as_deref().map(str::to_ascii_lowercase);
+        if let Some(prefix) = sni.and_then(|name| self.by_sni.get(&name)) {
+            return Tenant::new(prefix.clone());
+        }
+        let (tenants, conn) = (Arc::clone(self), Arc::clone(conn));
+        Tenant::when_known(move || conn.principal().and_then(|p| tenants.by_principal.get(&p).cloned()))
+    }
+}
