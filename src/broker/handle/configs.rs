@@ -24,7 +24,8 @@ pub(super) fn check_topic_config(name: &str, value: &str) -> Result<(), String> 
         return Err(std::format!("Unknown topic config name: {name}"));
     };
     let v = value.trim();
-    let bad = |why: &str| Err(std::format!("Invalid value {v} for configuration {name}: {why}"));
+    // The value is not echoed: a client may have put a secret in the wrong config.
+    let bad = |why: &str| Err(std::format!("Invalid value for configuration {name}: {why}"));
     let number: Option<f64> = match ty {
         1 if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") => {
             return bad("Expected value to be either true or false");
