@@ -603,11 +603,11 @@ fn fetch_long_polls_until_data_or_max_wait() {
 
 #[test]
 fn unsupported_apis_get_error_35_and_the_connection_stays_open() {
-    use kwire::messages::describe_acls::DescribeAclsRequest;
+    use kwire::messages::describe_client_quotas::DescribeClientQuotasRequest;
     use kwire::messages::{ApiVersionsRequest, MetadataRequest};
     let b = Broker::start(Config { max_versions: vec![(ApiKey::Metadata, 9)], ..Config::default() }).unwrap();
     let mut c = Conn::open(b.addr());
-    // ApiVersions lists what is served, not DescribeAcls.
+    // ApiVersions lists what is served, not DescribeClientQuotas.
     let frame = c.call(&ApiVersionsRequest::default(), 3);
     let ResponseBodyView::ApiVersions(v) =
         dispatch::parse_response(&frame, ApiKey::ApiVersions, 3).unwrap().body
@@ -617,22 +617,13 @@ fn unsupported_apis_get_error_35_and_the_connection_stays_open() {
     let keys: Vec<(i16, i16, i16)> =
         v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
     assert!(keys.contains(&(ApiKey::Metadata.to_i16(), 0, 9)), "{keys:?}");
-    assert!(!keys.iter().any(|k| k.0 == ApiKey::DescribeAcls.to_i16()));
+    assert!(!keys.iter().any(|k| k.0 == ApiKey::DescribeClientQuotas.to_i16()));
     assert_eq!(keys.len(), kwire::broker::SERVED.len());
     // An API it does not serve: its response with UNSUPPORTED_VERSION.
-    for version in [1, 3] {
-        let frame = c.call(
-            &DescribeAclsRequest {
-                resource_type_filter: 2,
-                pattern_type_filter: 3,
-                operation: 2,
-                permission_type: 3,
-                ..Default::default()
-            },
-            version,
-        );
-        let ResponseBodyView::DescribeAcls(r) =
-            dispatch::parse_response(&frame, ApiKey::DescribeAcls, version).unwrap().body
+    for version in [0, 1] {
+        let frame = c.call(&DescribeClientQuotasRequest { strict: true, ..Default::default() }, version);
+        let ResponseBodyView::DescribeClientQuotas(r) =
+            dispatch::parse_response(&frame, ApiKey::DescribeClientQuotas, version).unwrap().body
         else {
             panic!()
         };
@@ -771,6 +762,32 @@ fn logging_broker() -> (Broker, std::sync::Arc<Mutex<Vec<String>>>) {
 /// (consume, produce, the group's offsets in the transaction) whose process is killed in
 /// the middle of a transaction and restarted: the output at read_committed has every input
 /// exactly once, in order.
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
+fn confluent_kafka_admin() {
+    let _serial = serial();
+    setup(|| true);
+    let (broker, log) = logging_broker();
+    let topic = format!("admin-{}", std::process::id());
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.arg(root().join("tests/broker_admin/confluent_admin.py"))
+        .args([broker.addr().to_string(), topic.clone()]);
+    let out = txn_client(cmd, "confluent-kafka admin", &log);
+    // Source 1: DYNAMIC_TOPIC_CONFIG.
+    assert_eq!(out["configs"]["retention.ms"], serde_json::json!(["5000", "1"]), "{out}");
+    assert_eq!(out["configs"]["cleanup.policy"][0], "delete,compact", "{out}");
+    assert_eq!(out["bad"], "INVALID_CONFIG", "{out}");
+    assert_eq!(
+        (&out["low_watermark"], &out["earliest"]),
+        (&serde_json::json!(3), &serde_json::json!(3)),
+        "{out}"
+    );
+    assert_eq!(broker.log_start_offset(&topic, 0), Some(3));
+    assert_eq!(out["acls"], serde_json::json!(["User:alice"]), "{out}");
+    assert_eq!(out["deleted_acls"], serde_json::json!(["User:alice"]), "{out}");
+    assert_eq!(out["elect"], serde_json::json!(["ELECTION_NOT_NEEDED"]), "{out}");
+}
+
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "a real client: needs --features interop")]
 fn confluent_kafka_transactions() {

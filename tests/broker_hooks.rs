@@ -155,3 +155,109 @@ fn answer_writes_the_response_it_likes() {
     assert_eq!(c.coordinator(), (1, 0), "then the broker's own answer");
     assert_eq!(b.hook_fired(hook), Some(1));
 }
+
+/// Produce v9 of one record to each partition named: each one's (error, base offset).
+fn produce(c: &mut Conn, topic: &str, partitions: &[i32]) -> Vec<(i16, i64)> {
+    use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
+    use kwire::records::{BatchBuilder, NewRecord};
+    let records = [NewRecord { key: None, value: Some(b"v"), headers: &[], timestamp: None }];
+    let mut batch = Vec::new();
+    BatchBuilder::new(0, 1_700_000_000_000, &records).encode_to_vec(&mut batch).unwrap();
+    let data: Vec<PartitionProduceData<'_>> = partitions
+        .iter()
+        .map(|&index| PartitionProduceData {
+            index,
+            records: Some(batch.as_slice().into()),
+            ..Default::default()
+        })
+        .collect();
+    let topics = [TopicProduceData { name: topic.into(), partition_data: data.into(), ..Default::default() }];
+    let req =
+        ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
+    let frame = c.call(&req, 9).expect("an answer");
+    let ResponseBodyView::Produce(r) = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().body
+    else {
+        panic!()
+    };
+    let t = r.responses().iter().next().unwrap();
+    t.partition_responses().iter().map(|p| (p.error_code(), p.base_offset())).collect()
+}
+
+/// Fetch v12 (sessionless) of each partition named from 0: each one's (error, record bytes).
+fn fetch(c: &mut Conn, topic: &str, partitions: &[i32]) -> Vec<(i16, usize)> {
+    use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+    let parts: Vec<FetchPartition<'_>> = partitions
+        .iter()
+        .map(|&partition| FetchPartition { partition, partition_max_bytes: 1 << 20, ..Default::default() })
+        .collect();
+    let topics = [FetchTopic { topic: topic.into(), partitions: parts.into(), ..Default::default() }];
+    let req = FetchRequest {
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: (&topics).into(),
+        ..Default::default()
+    };
+    let frame = c.call(&req, 12).expect("an answer");
+    let ResponseBodyView::Fetch(r) = dispatch::parse_response(&frame, ApiKey::Fetch, 12).unwrap().body else {
+        panic!()
+    };
+    let t = r.responses().iter().next().unwrap();
+    t.partitions().iter().map(|p| (p.error_code(), p.records().map_or(0, |r| r.bytes().len()))).collect()
+}
+
+/// ListOffsets v5 latest of each partition named: each one's (error, offset).
+fn latest(c: &mut Conn, topic: &str, partitions: &[i32]) -> Vec<(i16, i64)> {
+    use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
+    let parts: Vec<ListOffsetsPartition<'_>> = partitions
+        .iter()
+        .map(|&partition_index| ListOffsetsPartition { partition_index, timestamp: -1, ..Default::default() })
+        .collect();
+    let topics = [ListOffsetsTopic { name: topic.into(), partitions: parts.into(), ..Default::default() }];
+    let req = ListOffsetsRequest { replica_id: -1, topics: (&topics).into(), ..Default::default() };
+    let frame = c.call(&req, 5).expect("an answer");
+    let ResponseBodyView::ListOffsets(r) =
+        dispatch::parse_response(&frame, ApiKey::ListOffsets, 5).unwrap().body
+    else {
+        panic!()
+    };
+    let t = r.topics().iter().next().unwrap();
+    t.partitions().iter().map(|p| (p.error_code(), p.offset())).collect()
+}
+
+#[test]
+fn faults_fail_their_partitions_only() {
+    use kwire::broker::Fault;
+    let broker = Broker::start(Config::default()).unwrap();
+    assert!(broker.create_topic("t", 3));
+    let mut c = Conn::open(broker.addr());
+    let not_leader = ErrorCode::NotLeaderOrFollower.to_i16();
+    let timed_out = ErrorCode::RequestTimedOut.to_i16();
+    // Produce: t/1 fails twice (not appended), then is served; t/0 and t/2 are served.
+    let f =
+        broker.add_fault(Fault::new(ApiKey::Produce, "t", Some(1), ErrorCode::NotLeaderOrFollower).times(2));
+    assert_eq!(produce(&mut c, "t", &[0, 1, 2]), vec![(0, 0), (not_leader, -1), (0, 0)]);
+    assert_eq!(produce(&mut c, "t", &[0]), vec![(0, 1)], "a request without t/1 is not counted");
+    assert_eq!(produce(&mut c, "t", &[1]), vec![(not_leader, -1)]);
+    assert_eq!(broker.hook_fired(f), Some(2));
+    assert_eq!(produce(&mut c, "t", &[1]), vec![(0, 0)], "used up");
+    assert_eq!(broker.end_offset("t", 1), Some(1));
+    assert!(broker.remove_hook(f));
+    assert_eq!(broker.hook_fired(f), None);
+
+    // Fetch: every partition of the topic, standing, until removed.
+    let f = broker.add_fault(Fault::new(ApiKey::Fetch, "t", None, ErrorCode::RequestTimedOut));
+    assert_eq!(fetch(&mut c, "t", &[0, 1]), vec![(timed_out, 0), (timed_out, 0)]);
+    assert_eq!(fetch(&mut c, "t", &[2]), vec![(timed_out, 0)]);
+    assert_eq!(broker.hook_fired(f), Some(2));
+    // Another API is not caught.
+    assert_eq!(latest(&mut c, "t", &[0, 1]), vec![(0, 2), (0, 1)]);
+    assert!(broker.remove_hook(f));
+    let served = fetch(&mut c, "t", &[0, 1]);
+    assert!(served.iter().all(|&(code, bytes)| code == 0 && bytes > 0), "{served:?}");
+
+    // ListOffsets, and a fault on another topic catches nothing here.
+    let f = broker.add_fault(Fault::new(ApiKey::ListOffsets, "t", Some(0), ErrorCode::NotLeaderOrFollower));
+    let other = broker.add_fault(Fault::new(ApiKey::ListOffsets, "u", None, ErrorCode::RequestTimedOut));
+    assert_eq!(latest(&mut c, "t", &[0, 1]), vec![(not_leader, -1), (0, 1)]);
+    assert_eq!((broker.hook_fired(f), broker.hook_fired(other)), (Some(1), Some(0)));
+}

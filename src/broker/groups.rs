@@ -564,6 +564,75 @@ impl Groups {
         group.offsets.insert((topic.into(), partition), c);
     }
 
+    /// DeleteGroups of one group, as Kafka's coordinator: an empty group is removed with
+    /// its committed offsets; one with members is NON_EMPTY_GROUP, an unknown one
+    /// GROUP_ID_NOT_FOUND.
+    pub fn delete(&self, group_id: &str) -> ErrorCode {
+        if group_id.is_empty() {
+            return ErrorCode::InvalidGroupId;
+        }
+        let mut g = self.lock();
+        match g.get(group_id) {
+            None => ErrorCode::GroupIdNotFound,
+            Some(group) if group.state != State::Empty || !group.members.is_empty() => {
+                ErrorCode::NonEmptyGroup
+            }
+            Some(_) => {
+                g.remove(group_id);
+                self.cv.notify_all();
+                ErrorCode::None
+            }
+        }
+    }
+
+    /// OffsetDelete, as Kafka's coordinator: the group-level error, or each partition's
+    /// (GROUP_SUBSCRIBED_TO_TOPIC for a topic a member of a live `consumer` group is
+    /// subscribed to; the others' offsets are removed). `known(topic, partition)` says
+    /// whether a partition exists (else UNKNOWN_TOPIC_OR_PARTITION).
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+        known: impl Fn(&str, i32) -> bool,
+    ) -> Result<Vec<ErrorCode>, ErrorCode> {
+        if group_id.is_empty() {
+            return Err(ErrorCode::InvalidGroupId);
+        }
+        let mut g = self.lock();
+        let Some(group) = g.get_mut(group_id) else { return Err(ErrorCode::GroupIdNotFound) };
+        let live = group.state != State::Empty;
+        if live && group.protocol_type.as_deref() != Some("consumer") {
+            return Err(ErrorCode::NonEmptyGroup);
+        }
+        // The topics the members subscribe to (`None`: some subscription could not be read,
+        // and every topic counts as subscribed, as in Kafka).
+        let subscribed: Option<Vec<String>> = if live {
+            let mut all = Vec::new();
+            let mut readable = true;
+            for m in group.members.values() {
+                match subscription_topics(&group.metadata_of(m)) {
+                    Some(t) => all.extend(t),
+                    None => readable = false,
+                }
+            }
+            readable.then_some(all)
+        } else {
+            Some(Vec::new())
+        };
+        let mut codes = Vec::with_capacity(partitions.len());
+        for (topic, partition) in partitions {
+            if !known(topic, *partition) {
+                codes.push(ErrorCode::UnknownTopicOrPartition);
+            } else if subscribed.as_ref().is_none_or(|s| s.contains(topic)) {
+                codes.push(ErrorCode::GroupSubscribedToTopic);
+            } else {
+                group.offsets.remove(&(topic.clone(), *partition));
+                codes.push(ErrorCode::None);
+            }
+        }
+        Ok(codes)
+    }
+
     /// Drops a deleted topic's committed offsets.
     pub fn forget_topic(&self, topic: &str) {
         let mut g = self.lock();
@@ -571,6 +640,26 @@ impl Groups {
             group.offsets.retain(|(t, _), _| t != topic);
         }
     }
+}
+
+/// The topics of a consumer protocol subscription (`ConsumerProtocolSubscription`: a
+/// version, then an array of topic names, in the classic encoding up to version 3).
+fn subscription_topics(metadata: &[u8]) -> Option<Vec<String>> {
+    let mut at = 2;
+    let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
+        let b = metadata.get(*at..at.checked_add(n)?)?;
+        *at += n;
+        Some(b)
+    };
+    let count = i32::from_be_bytes(take(&mut at, 4)?.try_into().ok()?);
+    let count = usize::try_from(count).ok()?;
+    let mut topics = Vec::with_capacity(count.min(metadata.len() / 2));
+    for _ in 0..count {
+        let len = i16::from_be_bytes(take(&mut at, 2)?.try_into().ok()?);
+        let name = take(&mut at, usize::try_from(len).ok()?)?;
+        topics.push(String::from_utf8(name.to_vec()).ok()?);
+    }
+    Some(topics)
 }
 
 fn uuid_text(b: &[u8; 16]) -> String {

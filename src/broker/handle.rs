@@ -16,9 +16,13 @@ use crate::messages::RequestBodyView;
 use crate::types::{List, Uuid};
 use crate::vectored::Part;
 
+mod acls;
 mod admin;
+mod configs;
 mod consumer_groups;
 mod data;
+mod fetch;
+mod partitions;
 mod sasl;
 mod txn;
 
@@ -51,6 +55,17 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::TxnOffsetCommit,
     ApiKey::DescribeTransactions,
     ApiKey::ListTransactions,
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DeleteRecords,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
+    ApiKey::DescribeProducers,
+    ApiKey::ElectLeaders,
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
 ];
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
@@ -171,6 +186,17 @@ impl<'s> Handler<'s> {
             RequestBodyView::EndTxn(e) => self.end_txn(reply, e, out)?,
             RequestBodyView::DescribeTransactions(d) => self.describe_transactions(reply, d, out)?,
             RequestBodyView::ListTransactions(l) => self.list_transactions(reply, l, out)?,
+            RequestBodyView::DescribeLogDirs(d) => self.describe_log_dirs(reply, d, out)?,
+            RequestBodyView::AlterConfigs(a) => self.alter_configs(reply, a, out)?,
+            RequestBodyView::IncrementalAlterConfigs(a) => self.incremental_alter_configs(reply, a, out)?,
+            RequestBodyView::DeleteRecords(d) => self.delete_records(reply, d, out)?,
+            RequestBodyView::DeleteGroups(d) => self.delete_groups(reply, d, out)?,
+            RequestBodyView::OffsetDelete(d) => self.offset_delete(reply, d, out)?,
+            RequestBodyView::DescribeProducers(d) => self.describe_producers(reply, d, out)?,
+            RequestBodyView::ElectLeaders(e) => self.elect_leaders(reply, e, out)?,
+            RequestBodyView::DescribeAcls(d) => self.describe_acls(reply, d, out)?,
+            RequestBodyView::CreateAcls(c) => self.create_acls(reply, c, out)?,
+            RequestBodyView::DeleteAcls(d) => self.delete_acls(reply, d, out)?,
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)

@@ -1,6 +1,7 @@
 //! Hooks: requests of an API caught before the broker serves them, to answer, fail, delay
 //! or drop them from a test ([`super::Broker::add_hook`]).
 
+use std::string::String;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use std::vec::Vec;
@@ -70,7 +71,36 @@ impl Hook {
     }
 }
 
-/// A hook's handle, to count its catches and remove it.
+/// A per-partition fault: the partitions of a topic (one, or all of them) that requests of
+/// an API name are answered with an error code for that partition, while the request's other
+/// partitions are served. For Produce, Fetch and ListOffsets (Kafka's per-partition errors:
+/// NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, ...). A Produce partition failed so is not
+/// appended.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    key: ApiKey,
+    topic: String,
+    partition: Option<i32>,
+    code: ErrorCode,
+    /// `None`: every request until removed.
+    times: Option<usize>,
+}
+
+impl Fault {
+    /// A standing fault on `partition` of `topic` (`None`: every partition of it) for
+    /// requests of `key`; [`Fault::times`] limits it.
+    pub fn new(key: ApiKey, topic: &str, partition: Option<i32>, code: ErrorCode) -> Fault {
+        Fault { key, topic: topic.into(), partition, code, times: None }
+    }
+
+    /// The same fault, for the next `n` requests that name its partition only (each request
+    /// counts once, whatever partitions of it the fault catches).
+    pub fn times(self, n: usize) -> Fault {
+        Fault { times: Some(n), ..self }
+    }
+}
+
+/// A hook's (or a fault's) handle, to count its catches and remove it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HookId(u64);
 
@@ -81,10 +111,19 @@ struct Entry {
     fired: usize,
 }
 
-/// Every hook, in the order added (the first that matches catches a request).
+#[derive(Debug)]
+struct FaultEntry {
+    id: HookId,
+    fault: Fault,
+    fired: usize,
+}
+
+/// Every hook, in the order added (the first that matches catches a request), and every
+/// fault.
 #[derive(Debug, Default)]
 pub(crate) struct Hooks {
     entries: Mutex<(u64, Vec<Entry>)>,
+    faults: Mutex<Vec<FaultEntry>>,
 }
 
 impl Hooks {
@@ -96,18 +135,60 @@ impl Hooks {
         id
     }
 
-    /// Removes a hook; whether it was there. A used-up counted hook stays (with its
+    pub fn add_fault(&self, fault: Fault) -> HookId {
+        let id = {
+            let mut e = lock(&self.entries);
+            e.0 += 1;
+            HookId(e.0)
+        };
+        lock(&self.faults).push(FaultEntry { id, fault, fired: 0 });
+        id
+    }
+
+    /// Removes a hook or fault; whether it was there. A used-up counted one stays (with its
     /// count) until removed.
     pub fn remove(&self, id: HookId) -> bool {
         let mut e = lock(&self.entries);
         let before = e.1.len();
         e.1.retain(|x| x.id != id);
-        e.1.len() != before
+        let mut f = lock(&self.faults);
+        let faults = f.len();
+        f.retain(|x| x.id != id);
+        e.1.len() != before || f.len() != faults
     }
 
-    /// How many requests a hook caught.
+    /// How many requests a hook or fault caught.
     pub fn fired(&self, id: HookId) -> Option<usize> {
-        lock(&self.entries).1.iter().find(|x| x.id == id).map(|x| x.fired)
+        let hook = lock(&self.entries).1.iter().find(|x| x.id == id).map(|x| x.fired);
+        hook.or_else(|| lock(&self.faults).iter().find(|x| x.id == id).map(|x| x.fired))
+    }
+
+    /// The error each of a request's partitions (topic, partition) gets from the faults, in
+    /// order (`None`: served). Each fault that catches one of them counts the request once.
+    pub fn partition_faults(&self, key: ApiKey, partitions: &[(&str, i32)]) -> Vec<Option<ErrorCode>> {
+        let mut out = std::vec![None; partitions.len()];
+        let mut f = lock(&self.faults);
+        if f.is_empty() {
+            return out;
+        }
+        for entry in f.iter_mut() {
+            let fault = &entry.fault;
+            if fault.key != key || fault.times.is_some_and(|n| entry.fired >= n) {
+                continue;
+            }
+            let mut caught = false;
+            for (i, &(topic, partition)) in partitions.iter().enumerate() {
+                if out[i].is_none() && topic == fault.topic && fault.partition.is_none_or(|p| p == partition)
+                {
+                    out[i] = Some(fault.code);
+                    caught = true;
+                }
+            }
+            if caught {
+                entry.fired += 1;
+            }
+        }
+        out
     }
 
     /// The action for a request of `key`, if a hook with catches left takes it.

@@ -50,14 +50,36 @@ const SEGMENT_BYTES: usize = 4 << 20;
 pub(crate) type Segment = Arc<Vec<u8>>;
 
 /// The last batches of an idempotent producer (Kafka keeps five), for duplicates.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ProducerState {
     epoch: i16,
     /// (first sequence, last sequence, base offset), oldest first.
     batches: VecDeque<(i32, i32, i64)>,
+    /// The largest timestamp of its last batch (or marker).
+    last_timestamp: i64,
+    /// The coordinator epoch of its last transaction marker (-1 before any).
+    coordinator_epoch: i32,
+}
+
+/// A producer as DescribeProducers reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+    pub coordinator_epoch: i32,
+    /// The first offset of its open transaction here, or -1.
+    pub current_txn_start_offset: i64,
 }
 
 const PRODUCER_BATCHES: usize = 5;
+
+impl ProducerState {
+    fn new() -> ProducerState {
+        ProducerState { epoch: 0, batches: VecDeque::new(), last_timestamp: -1, coordinator_epoch: -1 }
+    }
+}
 
 /// One partition's records.
 #[derive(Debug, Default)]
@@ -65,6 +87,8 @@ pub(crate) struct Log {
     segments: Vec<Segment>,
     index: Vec<Entry>,
     next_offset: i64,
+    /// The first offset a read may ask for (DeleteRecords moves it up).
+    log_start: i64,
     producers: HashMap<i64, ProducerState>,
     /// The open transactions' producers, with the offset of their first batch here.
     ongoing: HashMap<i64, i64>,
@@ -84,6 +108,42 @@ pub(crate) struct Appended {
 impl Log {
     pub fn next_offset(&self) -> i64 {
         self.next_offset
+    }
+
+    /// The log start offset: 0 until DeleteRecords moves it.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start
+    }
+
+    /// DeleteRecords: moves the log start offset up to `offset` (never down; -1 is the high
+    /// watermark). Returns the new log start offset, or `Err` for an offset outside the log
+    /// (Kafka's OFFSET_OUT_OF_RANGE). The batches' bytes are kept (a batch may hold records
+    /// on both sides), but no read below the log start offset is served.
+    pub fn delete_records(&mut self, offset: i64) -> Result<i64, ()> {
+        let offset = if offset == -1 { self.next_offset } else { offset };
+        if offset < 0 || offset > self.next_offset {
+            return Err(());
+        }
+        self.log_start = self.log_start.max(offset);
+        Ok(self.log_start)
+    }
+
+    /// The producers with state here (DescribeProducers), by producer id.
+    pub fn producers(&self) -> Vec<ActiveProducer> {
+        let mut all: Vec<ActiveProducer> = self
+            .producers
+            .iter()
+            .map(|(&producer_id, s)| ActiveProducer {
+                producer_id,
+                epoch: s.epoch,
+                last_sequence: s.batches.back().map_or(-1, |b| b.1),
+                last_timestamp: s.last_timestamp,
+                coordinator_epoch: s.coordinator_epoch,
+                current_txn_start_offset: self.ongoing.get(&producer_id).copied().unwrap_or(-1),
+            })
+            .collect();
+        all.sort_by_key(|p| p.producer_id);
+        all
     }
 
     /// The last stable offset: the first offset of the oldest open transaction here, or
@@ -128,11 +188,13 @@ impl Log {
         {
             self.aborted.push((producer_id, first, offset));
         }
-        let state = self.producers.entry(producer_id).or_default();
+        let state = self.producers.entry(producer_id).or_insert_with(ProducerState::new);
         if epoch > state.epoch {
             state.epoch = epoch;
             state.batches.clear();
         }
+        state.last_timestamp = now_ms;
+        state.coordinator_epoch = 0;
         offset
     }
 
@@ -256,7 +318,8 @@ impl Log {
         });
         self.next_offset = v.last_offset + 1;
         if p.has_producer_id() {
-            let state = self.producers.entry(p.producer_id).or_default();
+            let state = self.producers.entry(p.producer_id).or_insert_with(ProducerState::new);
+            state.last_timestamp = v.max_timestamp;
             if state.epoch != p.producer_epoch {
                 state.epoch = p.producer_epoch;
                 state.batches.clear();

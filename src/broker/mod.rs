@@ -27,8 +27,14 @@
 //! DeleteTopics, FindCoordinator, the classic consumer-group protocol (JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup with rebalances, generations, member ids, the join and sync
 //! barriers and session timeouts), OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and
-//! DescribeConfigs (a topic's defaults and the configs it was created with), and the
-//! transaction APIs below. Any other API
+//! DescribeConfigs (a topic's defaults and the configs it was created or altered with), the
+//! transaction APIs below, and the admin calls clients make: DescribeLogDirs, AlterConfigs
+//! and IncrementalAlterConfigs (topic configs, checked as Kafka checks them, that take effect
+//! at the next Produce), DeleteRecords (the log start offset moves; Fetch and ListOffsets
+//! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed on
+//! one node) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
+//! serves fetch sessions (KIP-227: full and incremental requests, session ids and epochs, a
+//! bounded cache, [`Config::fetch_session_slots`]). Any other API
 //! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
 //! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
 //! all (an unknown API key or version, a malformed request, a bad size) closes that
@@ -50,13 +56,17 @@
 //! ListTransactions. `docs/serve.md` lists the error code of each bad transition.
 //!
 //! **Hooks** ([`Broker::add_hook`]) catch the requests of an API to answer, fail, delay or
-//! drop them, or count them.
+//! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
+//! Produce, Fetch and ListOffsets requests with an error code and serve the others.
 //!
-//! **Not here:** the KIP-848 consumer protocol, share groups, fetch sessions, more than one
-//! node, per-partition faults and throttling, other SASL mechanisms and TLS, retention and compaction
-//! (logs only grow), replication. It is a test double, not a broker to keep data in.
+//! **Not here:** the KIP-848 consumer protocol, share groups, more than one node,
+//! throttling, per-record Produce errors, ACL enforcement, other SASL mechanisms and TLS,
+//! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
+//! them), replication. It is a test double, not a broker to keep data in.
 
+mod acl;
 mod conn;
+mod fetch_sessions;
 mod groups;
 mod handle;
 mod hooks;
@@ -75,7 +85,7 @@ use std::vec::Vec;
 use std::string::{String, ToString};
 
 pub use handle::SERVED;
-pub use hooks::{Action, AnswerFn, Hook, HookId};
+pub use hooks::{Action, AnswerFn, Fault, Hook, HookId};
 
 use crate::ApiKey;
 
@@ -120,6 +130,12 @@ pub struct Config {
     /// minutes, Kafka's `transaction.max.timeout.ms`); a longer one gets
     /// INVALID_TRANSACTION_TIMEOUT.
     pub transaction_max_timeout: Duration,
+    /// The most fetch sessions (KIP-227) kept at once (default 1000, Kafka's
+    /// `max.incremental.fetch.session.cache.slots`); 0 serves every Fetch without one.
+    pub fetch_session_slots: usize,
+    /// How long a fetch session must have been unused before a new one may take its place
+    /// in a full cache (default 120 s, Kafka's `min.incremental.fetch.session.eviction.ms`).
+    pub fetch_session_idle: Duration,
     /// Serve at most these versions of these APIs (ApiVersions lists the result).
     pub max_versions: Vec<(ApiKey, i16)>,
     /// SASL/PLAIN users (name, password): with at least one, SaslHandshake and
@@ -148,6 +164,8 @@ impl Default for Config {
             initial_rebalance_delay: Duration::ZERO,
             session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
             transaction_max_timeout: Duration::from_secs(900),
+            fetch_session_slots: 1000,
+            fetch_session_idle: Duration::from_secs(120),
             max_versions: Vec::new(),
             plain_users: Vec::new(),
             logger: None,
@@ -253,6 +271,19 @@ impl Broker {
         Some(log.next_offset())
     }
 
+    /// The first offset of a partition a read may ask for (0 until DeleteRecords moves it),
+    /// if it exists.
+    pub fn log_start_offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        let p = self.shared.topics.partition(topic, partition)?;
+        let log = p.lock();
+        Some(log.log_start_offset())
+    }
+
+    /// Fetch sessions (KIP-227) open now.
+    pub fn fetch_sessions(&self) -> usize {
+        self.shared.fetch_sessions.len()
+    }
+
     /// The bytes a partition's log holds (its record batches, as fetched).
     pub fn log_bytes(&self, topic: &str, partition: i32) -> Option<usize> {
         let p = self.shared.topics.partition(topic, partition)?;
@@ -311,12 +342,35 @@ impl Broker {
         self.shared.hooks.add(hook)
     }
 
-    /// Removes a hook; `false` if it was not there.
+    /// Adds a per-partition fault: the partitions it names, in the requests of its API
+    /// (Produce, Fetch or ListOffsets), are answered with its error code, and the other
+    /// partitions of those requests are served. [`Broker::hook_fired`] counts the requests
+    /// it caught and [`Broker::remove_hook`] removes it.
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config, Fault};
+    /// use kwire::{ApiKey, ErrorCode};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// broker.create_topic("orders", 3);
+    /// // The next two Produce requests naming orders/1 get NOT_LEADER_OR_FOLLOWER for it.
+    /// let fault = broker.add_fault(
+    ///     Fault::new(ApiKey::Produce, "orders", Some(1), ErrorCode::NotLeaderOrFollower).times(2),
+    /// );
+    /// assert_eq!(broker.hook_fired(fault), Some(0));
+    /// assert!(broker.remove_hook(fault));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn add_fault(&self, fault: Fault) -> HookId {
+        self.shared.hooks.add_fault(fault)
+    }
+
+    /// Removes a hook or a fault; `false` if it was not there.
     pub fn remove_hook(&self, id: HookId) -> bool {
         self.shared.hooks.remove(id)
     }
 
-    /// How many requests a hook has caught (`None` once removed).
+    /// How many requests a hook or a fault has caught (`None` once removed).
     pub fn hook_fired(&self, id: HookId) -> Option<usize> {
         self.shared.hooks.fired(id)
     }

@@ -9,6 +9,8 @@ use std::time::Instant;
 use std::vec::Vec;
 
 use super::Config;
+use super::acl::Acls;
+use super::fetch_sessions::FetchSessions;
 use super::groups::Groups;
 use super::hooks::Hooks;
 use super::log::Log;
@@ -42,7 +44,8 @@ impl Partition {
 pub(crate) struct Topic {
     pub name: String,
     pub id: Uuid,
-    /// Configs set when it was created (name, value).
+    /// Configs set when it was created or since (name, value), checked against
+    /// `handle::TOPIC_CONFIGS`.
     pub configs: Vec<(String, String)>,
     pub partitions: Vec<Arc<Partition>>,
 }
@@ -112,21 +115,25 @@ impl Topics {
     }
 
     /// A partition with what validation needs of its topic's configs (`compression.type`,
-    /// `message.timestamp.*`, `cleanup.policy`), for a Produce of `version` at `now_ms`.
+    /// `message.timestamp.*`, `cleanup.policy`, `max.message.bytes`, else
+    /// `max_message_bytes`), for a Produce of `version` at `now_ms`.
     pub fn partition_with_settings(
         &self,
         topic: &str,
         index: i32,
         version: i16,
         now_ms: i64,
+        max_message_bytes: usize,
     ) -> Option<(Arc<Partition>, ValidateConfig)> {
         self.with(|t| {
             let topic = t.get(topic)?;
             let partition = topic.partitions.get(usize::try_from(index).ok()?)?.clone();
             let mut c = ValidateConfig::new(0, now_ms);
             c.produce_version = version;
+            c.max_message_bytes = i32::try_from(max_message_bytes).unwrap_or(i32::MAX);
             for (name, value) in &topic.configs {
                 match name.as_str() {
+                    "max.message.bytes" => c.max_message_bytes = value.parse().unwrap_or(c.max_message_bytes),
                     "message.timestamp.type" if value == "LogAppendTime" => {
                         c.timestamp_type = TimestampType::LogAppendTime
                     }
@@ -174,6 +181,8 @@ pub(crate) struct Shared {
     pub groups: Groups,
     pub txns: Txns,
     pub hooks: Hooks,
+    pub fetch_sessions: FetchSessions,
+    pub acls: Acls,
     pub stop: AtomicBool,
     next_producer_id: AtomicI64,
     /// Bumped by every append (and on stop); Fetch long-polls wait for it to change.
@@ -210,6 +219,8 @@ impl Shared {
             h.finish()
         };
         Shared {
+            fetch_sessions: FetchSessions::new(config.fetch_session_slots, config.fetch_session_idle),
+            acls: Acls::default(),
             config,
             host,
             port,
@@ -225,6 +236,11 @@ impl Shared {
             seed,
             versions,
         }
+    }
+
+    /// A random number, fixed for the broker's life (ids are derived from it).
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     pub fn stopping(&self) -> bool {

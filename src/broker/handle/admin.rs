@@ -1,5 +1,5 @@
 //! The cluster and its topics: ApiVersions, Metadata, DescribeCluster, CreateTopics,
-//! CreatePartitions, DeleteTopics and DescribeConfigs.
+//! CreatePartitions and DeleteTopics.
 
 use super::*;
 
@@ -329,7 +329,9 @@ impl Handler<'_> {
                             std::format!("Null value not supported for topic configs: {}", cfg.name()),
                         ));
                     };
-                    configs.push((cfg.name().to_string(), value.to_string()));
+                    super::configs::check_topic_config(cfg.name(), value)
+                        .map_err(|m| (ErrorCode::InvalidConfig, m))?;
+                    configs.push((cfg.name().to_string(), value.trim().to_string()));
                 }
                 if self.shared.topics.id_of(name).is_some() {
                     return Err((
@@ -388,96 +390,6 @@ impl Handler<'_> {
             });
         }
         let body = CreateTopicsResponse { topics: results.into(), ..Default::default() };
-        ServerConn::encode_response(reply, &body, out)?;
-        Ok(())
-    }
-
-    pub(super) fn describe_configs(
-        &mut self,
-        reply: ReplyTo,
-        d: crate::messages::DescribeConfigsRequestView<'_>,
-        out: &mut Outbox,
-    ) -> Result<(), ConnError> {
-        use crate::messages::describe_configs::{
-            DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
-        };
-        let config = &self.shared.config;
-        let broker_configs: Vec<(&str, String, i8)> = std::vec![
-            ("auto.create.topics.enable", config.auto_create_topics.to_string(), 1),
-            ("broker.id", config.node_id.to_string(), 3),
-            ("default.replication.factor", "1".into(), 3),
-            ("message.max.bytes", config.max_message_bytes.to_string(), 3),
-            ("num.partitions", config.default_partitions.to_string(), 3),
-            ("offsets.topic.replication.factor", "1".into(), 4),
-        ];
-        // (name, value, config source, config type)
-        type Entry = (String, String, i8, i8);
-        let mut results = Vec::new();
-        for r in d.resources() {
-            let keys: Option<Vec<&str>> = r.configuration_keys().map(|k| k.iter().collect());
-            let wanted = |name: &str| keys.as_ref().is_none_or(|k| k.is_empty() || k.contains(&name));
-            let name = r.resource_name();
-            let (code, message, entries): (ErrorCode, Option<String>, Vec<Entry>) = match r.resource_type() {
-                2 => match self.shared.topics.with(|all| all.get(name).map(|t| t.configs.clone())) {
-                    None => (
-                        ErrorCode::UnknownTopicOrPartition,
-                        Some(std::format!("Topic {name} does not exist")),
-                        Vec::new(),
-                    ),
-                    Some(set) => (
-                        ErrorCode::None,
-                        None,
-                        TOPIC_CONFIGS
-                            .iter()
-                            .filter(|(n, _, _)| wanted(n))
-                            .map(|&(n, default, ty)| match set.iter().find(|(k, _)| k == n) {
-                                Some((_, value)) => (n.to_string(), value.clone(), 1, ty),
-                                None => (n.to_string(), default.to_string(), 5, ty),
-                            })
-                            .collect(),
-                    ),
-                },
-                4 if name.is_empty() || name == config.node_id.to_string() => (
-                    ErrorCode::None,
-                    None,
-                    broker_configs
-                        .iter()
-                        .filter(|(n, _, _)| wanted(n))
-                        .map(|(n, value, ty)| (n.to_string(), value.clone(), 4, *ty))
-                        .collect(),
-                ),
-                4 => (ErrorCode::InvalidRequest, Some(std::format!("unknown broker {name}")), Vec::new()),
-                other => (
-                    ErrorCode::InvalidRequest,
-                    Some(std::format!("resource type {other} is not described by this broker")),
-                    Vec::new(),
-                ),
-            };
-            results.push((code, message, r.resource_type(), name.to_string(), entries));
-        }
-        let results: Vec<DescribeConfigsResult<'_>> = results
-            .iter()
-            .map(|(code, message, ty, name, entries)| DescribeConfigsResult {
-                error_code: code.to_i16(),
-                error_message: message.as_deref().map(Into::into),
-                resource_type: *ty,
-                resource_name: name.as_str().into(),
-                configs: entries
-                    .iter()
-                    .map(|(n, value, source, config_type)| DescribeConfigsResourceResult {
-                        name: n.as_str().into(),
-                        value: Some(value.as_str().into()),
-                        read_only: *ty == 4,
-                        config_source: *source,
-                        is_sensitive: false,
-                        config_type: if reply.api_version >= 3 { *config_type } else { 0 },
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            })
-            .collect();
-        let body = DescribeConfigsResponse { results: results.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }

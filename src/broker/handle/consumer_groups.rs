@@ -1,5 +1,6 @@
 //! The classic consumer-group protocol and its offsets: FindCoordinator, JoinGroup,
-//! SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups and DescribeGroups.
+//! SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups,
+//! DeleteGroups and OffsetDelete.
 
 use super::*;
 
@@ -272,6 +273,74 @@ impl Handler<'_> {
             })
             .collect();
         let body = ListGroupsResponse { groups: groups.into(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn delete_groups(
+        &mut self,
+        reply: ReplyTo,
+        d: crate::messages::DeleteGroupsRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        use crate::messages::delete_groups::{DeletableGroupResult, DeleteGroupsResponse};
+        let results: Vec<DeletableGroupResult<'_>> = d
+            .groups_names()
+            .iter()
+            .map(|name| {
+                let code = self.shared.groups.delete(name);
+                if code == ErrorCode::None {
+                    self.shared.log(format_args!("deleted group {name}"));
+                }
+                DeletableGroupResult {
+                    group_id: name.into(),
+                    error_code: code.to_i16(),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let body = DeleteGroupsResponse { results: results.into(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
+
+    pub(super) fn offset_delete(
+        &mut self,
+        reply: ReplyTo,
+        d: crate::messages::OffsetDeleteRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        use crate::messages::offset_delete::{
+            OffsetDeleteResponse, OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+        };
+        let asked: Vec<(String, i32)> = d
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(move |p| (t.name().to_string(), p.partition_index())))
+            .collect();
+        let known = |topic: &str, p: i32| self.shared.topics.partition(topic, p).is_some();
+        let body = match self.shared.groups.delete_offsets(d.group_id(), &asked, known) {
+            Err(code) => OffsetDeleteResponse { error_code: code.to_i16(), ..Default::default() },
+            Ok(codes) => {
+                let mut codes = codes.into_iter();
+                let topics: Vec<OffsetDeleteResponseTopic<'_>> = d
+                    .topics()
+                    .iter()
+                    .map(|t| OffsetDeleteResponseTopic {
+                        name: t.name().into(),
+                        partitions: t
+                            .partitions()
+                            .iter()
+                            .map(|p| OffsetDeleteResponsePartition {
+                                partition_index: p.partition_index(),
+                                error_code: codes.next().unwrap_or(ErrorCode::None).to_i16(),
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                OffsetDeleteResponse { topics: topics.into(), ..Default::default() }
+            }
+        };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
