@@ -336,7 +336,14 @@ fn hostile_upstreams_close_only_their_own_connections() {
                 }
                 assert_eq!(proxy.hooks().violations.load(Ordering::Relaxed), 3, "{how:?}");
             }
-            Hostile::UnknownCorrelation => assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 3),
+            Hostile::UnknownCorrelation => {
+                // Hooks run after the frame was sent: the client may read it first.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while proxy.hooks().undecoded.load(Ordering::Relaxed) < 3 && Instant::now() < deadline {
+                    thread::sleep(Duration::from_millis(20));
+                }
+                assert_eq!(proxy.hooks().undecoded.load(Ordering::Relaxed), 3, "{how:?}");
+            }
             _ => {}
         }
         check_steady(&mut steady);
