@@ -616,3 +616,116 @@ fn unpaired_responses() {
     assert_eq!(unpaired[0].api_key, None);
     assert_eq!(fs.iter().filter(|f| f.direction == Direction::Response && !f.is_unpaired()).count(), 3);
 }
+
+// ---- `kwire decode` of a capture (the command is built with `cli`) ----
+
+#[cfg(feature = "cli")]
+mod common;
+
+#[cfg(feature = "cli")]
+mod cli {
+    use super::common::kwire_cmd::{fails, ok, run, text};
+    use super::*;
+
+    fn capture() -> (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>) {
+        let (c, pairs) = full_conv(Link::Sll2, "[::1]:50100", "[::1]:9092", 700);
+        (pcapng(&c.pkts, Link::Sll2, Some(9), 262_144), pairs)
+    }
+
+    #[test]
+    fn lines_one_per_pair_from_stdin_and_a_file() {
+        let (file, pairs) = capture();
+        let out = ok(&["decode", "-"], &file);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), pairs.len(), "{out}");
+        assert!(
+            lines[0].contains(
+                "conn=1 [::1]:50100 -> [::1]:9092 kafkajs-probe ApiVersions v1 corr=1 req=27B resp="
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines.iter().all(|l| l.contains("ms") && !l.contains("malformed")), "{out}");
+        assert!(out.contains("errors=UNSUPPORTED_VERSION"), "{out}");
+        let dir = std::env::temp_dir().join(format!("kwire-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.pcapng");
+        std::fs::write(&path, &file).unwrap();
+        assert_eq!(ok(&["decode", path.to_str().unwrap()], b""), out);
+        // --record saves every pair as vectors the command decodes.
+        let rec = dir.join("rec");
+        ok(
+            &["decode", "--record", rec.to_str().unwrap(), "--record-limit", "100", path.to_str().unwrap()],
+            b"",
+        );
+        let saved = std::fs::read_dir(rec.join("requests")).unwrap().count();
+        assert_eq!(saved, pairs.len());
+        assert_eq!(std::fs::read_dir(rec.join("responses")).unwrap().count(), pairs.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn json_one_object_per_frame_with_the_frame_alone() {
+        let (file, pairs) = capture();
+        let out = ok(&["decode", "--format", "json", "-"], &file);
+        let objs: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(objs.len(), pairs.len() * 2);
+        for (i, o) in objs.iter().enumerate() {
+            let (req, resp) = &pairs[i / 2];
+            let (dir, bytes) = if i % 2 == 0 { ("request", req) } else { ("response", resp) };
+            assert_eq!(o["direction"], dir);
+            assert_eq!(o["client"], "[::1]:50100");
+            assert_eq!(o["broker"], "[::1]:9092");
+            assert_eq!(o["correlationId"], i / 2 + 1);
+            assert_eq!(o["apiKey"], i64::from(i16::from_be_bytes([req[4], req[5]])));
+            // The frame document is what `kwire decode --format json` gives for the frame alone.
+            let hexed: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let alone = if i % 2 == 0 {
+                ok(&["decode", "--format", "json", "--compact", "-"], hexed.as_bytes())
+            } else {
+                let req_hex: String = req.iter().map(|b| format!("{b:02x}")).collect();
+                let dir = std::env::temp_dir().join(format!("kwire-capture-json-{}-{i}", std::process::id()));
+                std::fs::write(&dir, req_hex).unwrap();
+                let out = ok(
+                    &["decode", "--format", "json", "--compact", "--request", dir.to_str().unwrap(), "-"],
+                    hexed.as_bytes(),
+                );
+                std::fs::remove_file(&dir).unwrap();
+                out
+            };
+            let alone: serde_json::Value = serde_json::from_str(alone.trim()).unwrap();
+            assert_eq!(o["frame"], alone, "frame {i}");
+        }
+    }
+
+    #[test]
+    fn frame_tree_cut_frames_and_unpaired() {
+        let (file, _) = capture();
+        let tree = ok(&["decode", "--frame", "2", "-"], &file);
+        assert!(tree.contains("ApiVersions") && tree.contains("ErrorCode"), "{tree}");
+        let (_, err) = fails(&["decode", "--frame", "9999", "-"], &file);
+        assert!(err.contains("no frame 9999"), "{err}");
+        // A small snaplen: cut frames are said to be cut, and never decoded.
+        let (c, _) = full_conv(Link::Ethernet, "127.0.0.1:50101", "127.0.0.1:9092", 1460);
+        let small = pcap(&c.pkts, Link::Ethernet, false, 100);
+        let out = ok(&["decode", "--format", "json", "-"], &small);
+        let objs: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(objs.iter().any(|o| o["cut"].is_string() && o["frame"].is_null()), "{out}");
+        assert!(objs.iter().all(|o| o["cut"].is_null() != o["frame"].is_null() || o["apiKey"].is_null()));
+        let lines = ok(&["decode", "-"], &small);
+        assert!(lines.contains(" cut ("), "{lines}");
+        // Hex input still works, and capture options are refused for it.
+        let out = run(&["decode", "--port", "9092", "-"], b"0000000e0012000400000000000000010100");
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    }
+
+    #[test]
+    fn a_cut_file_and_a_bad_one() {
+        let (file, _) = capture();
+        let out = run(&["decode", "-"], &file[..file.len() - 10]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("ends inside a record"), "{}", text(&out.stderr));
+        let out = run(&["decode", "-"], &file[..30]);
+        assert!(!text(&out.stderr).contains("panicked"));
+    }
+}
