@@ -19,8 +19,11 @@ fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
+/// A request frame and its response frame, with their size prefixes.
+type Pair = (Vec<u8>, Vec<u8>);
+
 /// Request/response pairs of the real clients, their correlation ids renumbered 1, 2, ...
-fn pairs() -> Vec<(Vec<u8>, Vec<u8>)> {
+fn pairs() -> Vec<Pair> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/clients");
     let mut names: Vec<String> = std::fs::read_dir(dir.join("requests"))
         .unwrap()
@@ -185,7 +188,7 @@ impl Conv {
         }
     }
 
-    fn talk(&mut self, pairs: &[(Vec<u8>, Vec<u8>)], mss: usize) {
+    fn talk(&mut self, pairs: &[Pair], mss: usize) {
         for (req, resp) in pairs {
             self.send(true, req, mss);
             self.send(false, resp, mss);
@@ -280,7 +283,7 @@ fn frames(events: &[Event]) -> Vec<&Frame> {
 }
 
 /// Every pair is there, whole, in order, paired, with the right addresses.
-fn assert_all_pairs(events: &[Event], pairs: &[(Vec<u8>, Vec<u8>)], client: &str, broker: &str) {
+fn assert_all_pairs(events: &[Event], pairs: &[Pair], client: &str, broker: &str) {
     let fs = frames(events);
     assert_eq!(fs.len(), pairs.len() * 2, "{events:#?}");
     for (i, (req, resp)) in pairs.iter().enumerate() {
@@ -300,7 +303,7 @@ fn assert_all_pairs(events: &[Event], pairs: &[(Vec<u8>, Vec<u8>)], client: &str
     }
 }
 
-fn full_conv(link: Link, client: &str, broker: &str, mss: usize) -> (Conv, Vec<(Vec<u8>, Vec<u8>)>) {
+fn full_conv(link: Link, client: &str, broker: &str, mss: usize) -> (Conv, Vec<Pair>) {
     let pairs = pairs();
     let mut c = Conv::new(link, client, broker);
     c.handshake();
@@ -387,7 +390,7 @@ fn ports_narrow_the_search_and_two_connections_interleave() {
 
 /// Every frame reported is a whole vector frame or a cut one that is a prefix of one, and
 /// every whole response is paired with the request it answers.
-fn assert_honest(events: &[Event], pairs: &[(Vec<u8>, Vec<u8>)]) -> (usize, usize) {
+fn assert_honest(events: &[Event], pairs: &[Pair]) -> (usize, usize) {
     let (mut whole, mut cut) = (0, 0);
     for f in frames(events) {
         let i = f.correlation_id.map(|c| c as usize - 1);
@@ -462,7 +465,7 @@ fn reordered_duplicated_and_overlapping_segments() {
     // Swap neighbours, duplicate every fifth packet, and add segments that overlap two.
     let mut pkts: Vec<Pkt> = Vec::new();
     let body: Vec<Pkt> = c.pkts.drain(3..).collect();
-    pkts.extend(c.pkts.drain(..));
+    pkts.append(&mut c.pkts);
     let mut i = 0;
     while i < body.len() {
         if i + 1 < body.len() && i % 3 == 0 {
@@ -627,7 +630,7 @@ mod cli {
     use super::common::kwire_cmd::{fails, ok, run, text};
     use super::*;
 
-    fn capture() -> (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>) {
+    fn capture() -> (Vec<u8>, Vec<Pair>) {
         let (c, pairs) = full_conv(Link::Sll2, "[::1]:50100", "[::1]:9092", 700);
         (pcapng(&c.pkts, Link::Sll2, Some(9), 262_144), pairs)
     }

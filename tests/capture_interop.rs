@@ -62,7 +62,11 @@ fn tcpdump(dir: &Path, name: &str, port: u16, extra: &[&str]) -> Recorder {
     let mut cmd = Command::new("tcpdump");
     // --immediate-mode: without it, packets wait in the kernel's ring buffer for up to a
     // second, and those still there when tcpdump is stopped are lost.
-    cmd.args(["--immediate-mode", "-U", "-s", "0", "-w"]).arg(&file).args(extra).args(["tcp", "port", &port.to_string()]);
+    cmd.args(["--immediate-mode", "-U", "-s", "0", "-w"]).arg(&file).args(extra).args([
+        "tcp",
+        "port",
+        &port.to_string(),
+    ]);
     Recorder::start(&format!("tcpdump {}", extra.join(" ")), cmd, file, "listening on")
 }
 
@@ -181,7 +185,11 @@ fn real_captures_decode_whole() {
         // From a pipe, as `tcpdump -w - | kwire decode -` reads it.
         let piped = Command::new("bash")
             .arg("-c")
-            .arg(format!("cat '{}' | '{}' decode --format json -", file.display(), env!("CARGO_BIN_EXE_kwire")))
+            .arg(format!(
+                "cat '{}' | '{}' decode --format json -",
+                file.display(),
+                env!("CARGO_BIN_EXE_kwire")
+            ))
             .output()
             .unwrap();
         assert!(piped.status.success());
@@ -199,12 +207,18 @@ fn real_captures_decode_whole() {
             objs.len()
         ));
     }
-    println!("capture interop (kafka-python against Apache Kafka {}):", std::fs::read_to_string(root().join("tests/kafka/VERSION")).unwrap_or_default().trim());
+    println!(
+        "capture interop (kafka-python against Apache Kafka {}):",
+        std::fs::read_to_string(root().join("tests/kafka/VERSION")).unwrap_or_default().trim()
+    );
     for c in &counts {
         println!("  {c}");
     }
     // The same traffic in every file.
-    let totals: Vec<&str> = counts.iter().map(|c| c.split("kwire: ").nth(1).unwrap_or_default().split(" (").next().unwrap_or_default()).collect();
+    let totals: Vec<&str> = counts
+        .iter()
+        .map(|c| c.split("kwire: ").nth(1).unwrap_or_default().split(" (").next().unwrap_or_default())
+        .collect();
     assert!(totals.windows(2).all(|w| w[0] == w[1]), "the captures differ: {totals:?}");
     if std::env::var_os("KWIRE_KEEP_CAPTURES").is_none() {
         let _ = std::fs::remove_dir_all(&dir);

@@ -63,7 +63,8 @@ pub fn script_to_pcap(mut data: &[u8]) -> Vec<u8> {
         if flags & 0x20 != 0 {
             ack = ack.wrapping_add(delta as i32 as u32);
         }
-        let tcp_flags = ((flags >> 1) & 1) << 1 | ((flags >> 2) & 1) | ((flags >> 3) & 1) << 2 | ((flags >> 4) & 1) << 4;
+        let tcp_flags =
+            ((flags >> 1) & 1) << 1 | ((flags >> 2) & 1) | ((flags >> 3) & 1) << 2 | ((flags >> 4) & 1) << 4;
         let p = packet(side == 0, seq, ack, tcp_flags, payload);
         next[side] = seq.wrapping_add(len as u32).wrapping_add(u32::from(flags & 6 != 0));
         let cap = if flags & 0xc0 != 0 { p.len().min(54 + 64) } else { p.len() };
