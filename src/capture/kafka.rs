@@ -228,6 +228,10 @@ impl Conn {
             seq = seq.wrapping_add(1);
         }
         if matches!(self.role, Role::Not) {
+            // Not Kafka: nothing of it is kept.
+            if self.streams.iter().any(|s| s.buffered() > 0) {
+                self.streams = Default::default();
+            }
             return;
         }
         let from_start = [self.streams[0].from_start, self.streams[1].from_start];
