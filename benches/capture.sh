@@ -10,8 +10,9 @@
 # 1448-byte segments, FIN) repeated until the file holds SIZE_MB megabytes. Each repetition
 # is a new connection on the same addresses (its SYN follows the last one's FINs).
 #
-# kwire is measured in two modes: the pair lines (default) and --format json (every frame
-# decoded into its JSON document). tshark dissects Kafka on the port (-o
+# kwire is measured in three modes: the reader alone (no frame decoded), the pair lines
+# (default: every frame checked by the typed views, as `kwire proxy` does) and --format json
+# (every frame walked into its JSON document and checked by the typed views). tshark dissects Kafka on the port (-o
 # kafka.tcp.ports:9092) and prints its one-line summaries to /dev/null; it is stopped
 # after TSHARK_TIMEOUT seconds, and its rate is then over the bytes it got through (not
 # measured: reported as a timeout).
@@ -78,13 +79,16 @@ measure() { # name, command...
   local name=$1; shift
   local t0 t1 rss status=ok
   t0=$(date +%s.%N)
-  if ! /usr/bin/time -f '%M' -o "$dir/time.txt" "$@" >/dev/null 2>"$dir/$name.err"; then status="exit $?"; fi
+  /usr/bin/time -f '%M' -o "$dir/time.txt" "$@" >/dev/null 2>"$dir/$name.err" || status="exit $?"
   t1=$(date +%s.%N)
   rss=$(tail -n 1 "$dir/time.txt")
   python3 -c "import sys; b,t,r=float(sys.argv[1]),float(sys.argv[2])-float(sys.argv[3]),int(sys.argv[4]); print(f'{sys.argv[5]:28} {b/1e6/t:8.1f} MB/s  {t:7.1f} s  peak RSS {r/1024:7.1f} MiB  ({sys.argv[6]})')" \
     "$bytes" "$t1" "$t0" "$rss" "$name" "$status"
 }
 echo "$(date -u +%Y-%m-%d) $(nproc) cpus; $("$KWIRE" --version); $(tshark --version 2>/dev/null | sed -n 1p)"
+# --frame past the last frame: the reader alone (container, TCP, Kafka framing and
+# pairing), nothing decoded or printed; it ends with "there is no frame N" (exit 1).
+measure "kwire reader only" "$KWIRE" decode --frame 999999999999 "$file"
 measure "kwire decode (lines)" "$KWIRE" decode "$file"
 tail -n 1 "$dir/kwire decode (lines).err"
 measure "kwire decode --format json" "$KWIRE" decode --format json "$file"

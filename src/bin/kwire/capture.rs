@@ -103,9 +103,15 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
             }
             continue;
         }
-        // Decode whole frames of known kind, their secrets masked.
+        // Decode whole frames of known kind, their secrets masked. The pair lines print no
+        // field: for them the typed views' check is enough (what `kwire proxy` does).
         let kind = if f.is_whole() { kind_of(&f) } else { None };
-        let decoded = kind.map(|kind| {
+        let lines = matches!(args.format, Format::Tree | Format::Hex);
+        let checked = match kind {
+            Some(_) if lines => Some(check(&f)),
+            _ => None,
+        };
+        let decoded = kind.filter(|_| !lines).map(|kind| {
             let (bytes, note) =
                 if args.show_secrets { (Cow::Borrowed(&f.bytes[..]), None) } else { masked(&f.bytes, kind) };
             if let Some(note) = note {
@@ -117,7 +123,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
             }
             d
         });
-        let problem = decoded.as_ref().and_then(|d| d.problem.clone());
+        let problem = decoded.as_ref().and_then(|d| d.problem.clone()).or(checked.flatten());
         if let Some(p) = &problem {
             counts.malformed += 1;
             eprintln!("kwire: frame {} ({} {}): {p}", f.index, direction_word(f.direction), f.client);
@@ -286,6 +292,17 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
             Some(format!("{line}\n"))
         }
     }
+}
+
+/// Whether kwire's typed views accept a whole frame: the reason when not.
+fn check(f: &Frame) -> Option<String> {
+    let frame = &f.bytes[4..];
+    let decoded = match (f.direction, f.api_key, f.api_version) {
+        (Direction::Request, ..) => crate::proxy::decode::decode_request(frame),
+        (Direction::Response, Some(key), Some(version)) => decode_response(frame, key, version).decoded,
+        _ => return None,
+    };
+    decoded.reason().map(str::to_string)
 }
 
 fn expects_response(frame_with_prefix: &[u8]) -> bool {
