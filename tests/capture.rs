@@ -603,6 +603,29 @@ fn limits_bound_frames_and_held_bytes() {
     }
 }
 
+/// A long stream joined late that is not Kafka: each byte is searched once, not once a
+/// packet (this took minutes when the search restarted at every packet), and nothing is
+/// reported.
+#[test]
+fn a_long_stream_that_is_not_kafka() {
+    let mut c = Conv::new(Link::Ethernet, "127.0.0.1:50014", "127.0.0.1:443");
+    let mut x: u32 = 0x1234_5678;
+    let junk: Vec<u8> = (0..2_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    c.send(true, &junk[..1_000_000], 100);
+    c.send(false, &junk[1_000_000..], 100);
+    let started = std::time::Instant::now();
+    let events = read(&pcap(&c.pkts, Link::Ethernet, false, 65_535));
+    assert!(frames(&events).is_empty(), "{:?}", &events[..events.len().min(3)]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
 #[test]
 fn unpaired_responses() {
     let pairs = pairs();

@@ -104,6 +104,44 @@ struct Probe {
     /// Each side's bytes up to its first gap.
     prefix: [Vec<u8>; 2],
     gapped: [bool; 2],
+    /// Each side's first plausible request, once found.
+    request: [Option<(usize, i32)>; 2],
+    /// Positions of each side's prefix already searched, for a request and for the answer
+    /// to the other side's request: each byte is searched once, not once a packet.
+    request_scanned: [usize; 2],
+    answer_scanned: [usize; 2],
+}
+
+impl Probe {
+    /// The first plausible request of `side` (only at 0 when `at_start`).
+    fn first_request(&mut self, side: usize, at_start: bool, max: usize) -> Option<(usize, i32)> {
+        if self.request[side].is_none() {
+            let b = &self.prefix[side];
+            let from = self.request_scanned[side].min(b.len());
+            if at_start {
+                self.request[side] = find_request(b, true, max);
+            } else if let Some((at, corr)) = find_request(&b[from..], false, max) {
+                self.request[side] = Some((from + at, corr));
+            } else {
+                self.request_scanned[side] = from.max((b.len() + 1).saturating_sub(REQUEST_HEAD));
+            }
+        }
+        self.request[side]
+    }
+
+    /// Whether `side` holds an answer to `corr` (only at 0 when `at_start`).
+    fn answers(&mut self, side: usize, corr: i32, at_start: bool, max: usize) -> bool {
+        let b = &self.prefix[side];
+        if at_start {
+            return find_response(b, &[corr], true, max).is_some();
+        }
+        let from = self.answer_scanned[side].min(b.len());
+        if find_response(&b[from..], &[corr], false, max).is_some() {
+            return true;
+        }
+        self.answer_scanned[side] = from.max((b.len() + 1).saturating_sub(RESPONSE_HEAD));
+        false
+    }
 }
 
 /// A request awaiting its answer.
@@ -132,6 +170,8 @@ struct Framer {
     cut: Option<Cut>,
     /// Out of sync: bytes dropped so far.
     skipped: u64,
+    /// Out of sync: positions of `buf` already searched for a request.
+    scanned: usize,
 }
 
 impl Framer {
@@ -147,6 +187,7 @@ impl Framer {
         self.reset();
         self.sync = false;
         self.skipped = skipped;
+        self.scanned = 0;
     }
 
     fn memory(&self) -> usize {
@@ -260,9 +301,9 @@ impl Conn {
             stream.flush(&mut |chunk| role.chunk(side, ts, chunk, from_start, addrs, id, ctx));
         }
         if let Role::Probe(p) = role {
-            let p = std::mem::take(p);
+            let mut p = std::mem::take(p);
             *role = Role::Not;
-            if let Some(client) = decide(&p, from_start, addrs, ctx, true) {
+            if let Some(client) = decide(&mut p, from_start, addrs, ctx, true) {
                 *role = Role::Kafka(Box::new(Kafka::new(client, from_start, ctx)));
                 replay(role, *p, from_start, addrs, id, ctx);
             }
@@ -326,7 +367,7 @@ impl Role {
 /// Which side is the client, if the bytes so far tell (`last`: no more will come, so a
 /// request that decodes whole is enough).
 fn decide(
-    p: &Probe,
+    p: &mut Probe,
     from_start: [bool; 2],
     addrs: [SocketAddr; 2],
     ctx: &mut Ctx<'_>,
@@ -350,8 +391,8 @@ fn decide(
     let max = ctx.limits.max_frame;
     for client in 0..2 {
         let broker = 1 - client;
-        let Some((at, corr)) = find_request(&p.prefix[client], from_start[client], max) else { continue };
-        if find_response(&p.prefix[broker], &[corr], from_start[broker], max).is_some() {
+        let Some((at, corr)) = p.first_request(client, from_start[client], max) else { continue };
+        if p.answers(broker, corr, from_start[broker], max) {
             remember(ctx, addrs[broker]);
             return Some(client);
         }
@@ -426,8 +467,9 @@ impl Kafka {
                 ctx.events.push_back(Event::Gap { conn: id, client, broker, direction, ts, bytes: n });
                 let f = &mut self.framers[side];
                 if !f.sync {
-                    f.skipped += n;
+                    f.skipped += n + f.buf.len() as u64;
                     f.buf.clear();
+                    f.scanned = 0;
                     return;
                 }
                 match f.want {
@@ -525,6 +567,7 @@ impl Kafka {
                     held.remove(0);
                     f.sync = false;
                     f.skipped = 1;
+                    f.scanned = 0;
                     f.buf = held;
                     return match self.resync(side, ts, addrs, id, ctx) {
                         Some(rest) => Step::Restart(rest),
@@ -572,7 +615,13 @@ impl Kafka {
         let request = side == self.client;
         let f = &mut self.framers[side];
         let found = if request {
-            find_request(&f.buf, false, max).map(|(at, _)| at)
+            // Each position is searched once (a position rejected stays rejected).
+            let from = f.scanned.min(f.buf.len());
+            let found = find_request(&f.buf[from..], false, max).map(|(at, _)| from + at);
+            if found.is_none() {
+                f.scanned = from.max((f.buf.len() + 1).saturating_sub(REQUEST_HEAD));
+            }
+            found
         } else {
             find_response(&f.buf, &ids, false, max)
         };
@@ -581,12 +630,14 @@ impl Kafka {
             if f.buf.len() > RESYNC_WINDOW {
                 let drop = f.buf.len() - keep;
                 f.buf.drain(..drop);
+                f.scanned = f.scanned.saturating_sub(drop);
                 f.skipped += drop as u64;
             }
             return None;
         };
         let mut rest = std::mem::take(&mut f.buf);
         rest.drain(..at);
+        f.scanned = 0;
         let skipped = f.skipped + at as u64;
         f.skipped = 0;
         f.sync = true;
