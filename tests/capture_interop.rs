@@ -57,6 +57,14 @@ impl Recorder {
     }
 }
 
+impl Drop for Recorder {
+    /// A failed test leaves no capture running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn tcpdump(dir: &Path, name: &str, port: u16, extra: &[&str]) -> Recorder {
     let file = dir.join(name);
     let mut cmd = Command::new("tcpdump");
