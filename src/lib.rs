@@ -84,6 +84,9 @@ pub mod broker;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 
+#[cfg(feature = "capture")]
+pub mod capture;
+
 #[cfg(feature = "alloc")]
 mod reference;
 

@@ -30,7 +30,7 @@ fn replay_dir(dir: &Path, check: Check) -> usize {
 
 type Check = fn(&[u8]);
 
-fn targets() -> [(&'static str, Check); 9] {
+fn targets() -> [(&'static str, Check); 10] {
     [
         ("request_frame", fuzz_checks::request_frame),
         ("response", fuzz_checks::response),
@@ -41,6 +41,7 @@ fn targets() -> [(&'static str, Check); 9] {
         ("explain", fuzz_checks::explain::explain),
         ("validate", fuzz_checks::validate::validate),
         ("vectored", fuzz_checks::vectored::vectored),
+        ("capture", fuzz_checks::capture::capture),
     ]
 }
 

@@ -17,6 +17,8 @@
 //!   odd), byte 1 the version (`min + b % count`), the rest feeds `arbitrary`.
 //! - [`primitives`]: byte 0 picks the primitive, the rest feeds `arbitrary`.
 //! - [`explain::explain`]: see its module.
+//! - [`capture::capture`]: byte 0 picks a capture file as it is, or a script of TCP
+//!   segments written into one (see the module).
 //! - [`vectored::vectored`]: byte 0 picks the body with records and the mode, byte 1 the
 //!   version, the rest feeds `arbitrary` (see the module).
 #![allow(dead_code)]
@@ -1030,6 +1032,7 @@ pub fn primitives(data: &[u8]) {
         }
     };
 }
+pub mod capture;
 pub mod conn;
 pub mod explain;
 pub mod records;

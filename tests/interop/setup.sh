@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the interop tests (tests/interop.rs, tests/tshark.rs) need, into
 # target/interop/ of this checkout: a Python venv with kafka-python and confluent-kafka,
-# kafkajs under node_modules, and Debian's tshark (system-wide, through apt-get).
+# kafkajs under node_modules, and Debian's tshark and tcpdump (system-wide, through apt-get).
 #
 # Idempotent: a second run checks what is there and installs only what is missing. The
 # last thing it does is write target/interop/ready, which the tests look for.
@@ -61,6 +61,16 @@ else
   say "tshark ready ($(tshark --version 2>/dev/null | sed -n 1p))"
 fi
 
+# tcpdump (Debian's; records the captures of tests/capture_interop.rs).
+if ! command -v tcpdump >/dev/null 2>&1; then
+  say "tcpdump from apt"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get update -qq
+  timeout 900 apt-get install -y -qq --no-install-recommends tcpdump >/dev/null
+else
+  say "tcpdump ready ($(tcpdump --version 2>/dev/null | sed -n 1p))"
+fi
+
 {
   "$venv/bin/python" - <<'PY'
 from importlib.metadata import version
@@ -72,6 +82,7 @@ PY
   echo "kafkajs $(node -p "require('$node_dir/node_modules/kafkajs/package.json').version")"
   echo "node $(node --version)"
   tshark --version 2>/dev/null | sed -n 1p
+  tcpdump --version 2>/dev/null | sed -n 1p
 } >"$dir/versions.txt"
 cp "$dir/versions.txt" "$dir/ready"
 say "ready:"

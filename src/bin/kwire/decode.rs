@@ -36,7 +36,14 @@ Examples:
   # The records of a Produce request (or Fetch response), one JSON line each
   kwire decode --format records tests/vectors/records/requests/kafkajs_gzip_1.hex
 
-Input: hex digits with any whitespace, 0x prefixes, offset columns (`0000:`) and the
+  # The Kafka traffic of a packet capture (pcap or pcapng: tcpdump, Wireshark)
+  kwire decode kafka.pcapng                       # one line per request/response pair
+  tcpdump -i any -U -w - port 9092 | kwire decode -   # as it happens
+  kwire decode --format json --port 9092 kafka.pcap   # one JSON object per Kafka frame
+  kwire decode --frame 12 kafka.pcap              # the tree of the capture's 12th frame
+
+Input: a pcap or pcapng capture (recognised by its first bytes; see docs/cli.md, \"Reading
+a capture\"), or hex digits with any whitespace, 0x prefixes, offset columns (`0000:`) and the
 character columns of xxd and hexdump -C; or raw bytes (detected, or forced with
 --binary). Several frames may follow each other; each starts with its int32 size.
 
@@ -80,39 +87,54 @@ pub enum Colour {
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// File holding the frames, as hex or raw bytes. Reads stdin when absent or `-`.
-    file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Format::Tree)]
-    format: Format,
+    pub(crate) format: Format,
     /// Treat the input as raw bytes (otherwise detected: text is read as hex).
     #[arg(long)]
-    binary: bool,
+    pub(crate) binary: bool,
     /// The frames are responses to this API, by name (ListOffsets) or key (2).
     #[arg(long, value_parser = parse_api_key, value_name = "API", requires = "api_version", conflicts_with = "request")]
-    api_key: Option<ApiKey>,
+    pub(crate) api_key: Option<ApiKey>,
     /// The frames are responses to this version of the API.
     #[arg(long, value_name = "VERSION", requires = "api_key", conflicts_with = "request")]
-    api_version: Option<i16>,
+    pub(crate) api_version: Option<i16>,
     /// The frames are responses to the request(s) in FILE (hex or binary): one request
     /// for all of them, or one per response, in order.
     #[arg(long, value_name = "FILE")]
-    request: Option<PathBuf>,
+    pub(crate) request: Option<PathBuf>,
     /// With --format json: one line per frame instead of pretty-printed JSON.
     #[arg(long)]
-    compact: bool,
+    pub(crate) compact: bool,
     /// With --format hex: when to use colours.
     #[arg(long, value_enum, default_value_t = Colour::Auto, value_name = "WHEN")]
-    color: Colour,
+    pub(crate) color: Colour,
     /// Print secret fields as given instead of masked.
     #[arg(long)]
-    show_secrets: bool,
+    pub(crate) show_secrets: bool,
+    /// A capture: only connections with one of these ports on one side (the broker's);
+    /// without it, Kafka is found on any port. Repeat or separate with commas.
+    #[arg(long, value_delimiter = ',', value_name = "PORT")]
+    pub(crate) port: Vec<u16>,
+    /// A capture: print only Kafka frame N (numbered from 1 in capture order, as the lines
+    /// and `--format json` number them) as the tree, JSON or hex dump of `--format`.
+    #[arg(long, value_name = "N")]
+    pub(crate) frame: Option<u64>,
+    /// A capture: save its whole frames as test vectors in DIR (requests/, responses/;
+    /// cut and unpaired frames in undecoded/), as `kwire proxy --record` does.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) record: Option<PathBuf>,
+    /// With --record: at most this many pairs per client, API and version.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub(crate) record_limit: usize,
 }
 
 /// `frame` (with its size prefix) with its secrets masked, and what was masked. A frame
 /// that does not decode is masked whole after its header (when that parses) only when its
 /// API can carry a secret in that direction: `kwire decode` is a debugging tool, and a
 /// malformed frame of any other API is shown so that the problem can be seen.
-fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
+pub(crate) fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
     let Some(inner) = frame.get(4..) else { return (Cow::Borrowed(frame), None) };
     let mut copy = frame.to_vec();
     let (redaction, api, direction) = match kind {
@@ -220,13 +242,13 @@ fn same_problem(w: &Problem, kind: Option<DecodeErrorKind>, offset: usize) -> bo
 }
 
 /// A decoded frame with the problem to report, if any.
-struct Decoded {
-    walked: Explained,
-    problem: Option<String>,
-    note: Option<String>,
+pub(crate) struct Decoded {
+    pub(crate) walked: Explained,
+    pub(crate) problem: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
-fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
+pub(crate) fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
     let walked = explain::explain_frame(bytes, kind);
     // Brokers answer an ApiVersions version they do not support with a version-0 body, and
     // clients read it as such when the expected version does not parse (as Kafka's do).
@@ -267,12 +289,36 @@ fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
     Decoded { walked, problem, note: None }
 }
 
+/// Whether to colour the hex dump.
+pub(crate) fn use_colour(c: Colour) -> bool {
+    match c {
+        Colour::Always => true,
+        Colour::Never => false,
+        Colour::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    }
+}
+
 /// Runs `kwire decode`.
 pub fn run(args: Args) -> Result<(), String> {
     if args.compact && args.format != Format::Json {
         return Err("--compact only applies to --format json".into());
     }
-    let raw = input::read_all(args.file.as_deref())?;
+    // A pcap or pcapng capture (by its magic number) is read as a stream.
+    let mut source = input::open(args.file.as_deref())?;
+    let mut raw = Vec::new();
+    let what = || args.file.as_ref().map_or("stdin".to_string(), |p| p.display().to_string());
+    std::io::Read::read_to_end(&mut std::io::Read::take(&mut source, 4), &mut raw)
+        .map_err(|e| format!("cannot read {}: {e}", what()))?;
+    if kwire::capture::is_capture_magic(&raw) {
+        return crate::capture::run(
+            &args,
+            std::io::Read::chain(&raw[..], std::io::BufReader::with_capacity(1 << 20, source)),
+        );
+    }
+    if args.port.len() + usize::from(args.frame.is_some()) + usize::from(args.record.is_some()) > 0 {
+        return Err("--port, --frame and --record apply to a capture (pcap or pcapng) only".into());
+    }
+    std::io::Read::read_to_end(&mut source, &mut raw).map_err(|e| format!("cannot read {}: {e}", what()))?;
     let bytes = input::frame_bytes(&raw, args.binary)?;
     if bytes.is_empty() {
         return Err("no input: expected one or more frames, as hex or raw bytes".into());
@@ -304,11 +350,7 @@ pub fn run(args: Args) -> Result<(), String> {
             v.max
         ));
     }
-    let colour = match args.color {
-        Colour::Always => true,
-        Colour::Never => false,
-        Colour::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    };
+    let colour = use_colour(args.color);
 
     let mut out = std::io::stdout().lock();
     let many = frames.len() > 1;

@@ -24,6 +24,23 @@ pub fn read_all(path: Option<&Path>) -> Result<Vec<u8>, String> {
     Ok(buf)
 }
 
+/// The input to read as a stream: the file, or stdin when absent or `-`.
+pub fn open(path: Option<&Path>) -> Result<Box<dyn Read>, String> {
+    match path {
+        Some(p) if p != Path::new("-") => {
+            let f = std::fs::File::open(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+            Ok(Box::new(f))
+        }
+        _ => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                eprintln!("kwire: reading standard input; end it with Ctrl-D (or give a file name)");
+            }
+            Ok(Box::new(stdin.lock()))
+        }
+    }
+}
+
 /// Whether input is binary rather than hex text: it holds a NUL, a control character
 /// other than whitespace, or a byte outside ASCII. A frame almost always starts with a
 /// zero byte (sizes under 16 MiB), so binary frames are told apart at once.

@@ -1,6 +1,7 @@
 //! `kwire`: inspect, explain and build Kafka frames, and serve a small Kafka-speaking
 //! broker front end for development and tests.
 
+mod capture;
 mod decode;
 mod encode;
 mod input;
@@ -16,6 +17,8 @@ Examples:
   kwire decode frame.hex                      # every field of a request frame
   kwire decode --format json frame.hex | kwire encode   # round trip to the same hex
   kwire decode --request req.hex resp.hex     # a response, with the request it answers
+  kwire decode kafka.pcapng                   # the Kafka traffic of a capture (pcap or pcapng)
+  tcpdump -U -w - port 9092 | kwire decode -  # ...as it happens
   kwire versions                              # the APIs and versions kwire knows
   kwire proxy --listen 127.0.0.1:19092 --upstream 127.0.0.1:9092   # decode live traffic
 

@@ -269,8 +269,8 @@ fn log_loop(rx: Receiver<String>) {
     }
 }
 
-/// Saves frames as hex vectors.
-struct Recorder {
+/// Saves frames as hex vectors (`kwire proxy --record`, `kwire decode --record` of a capture).
+pub(crate) struct Recorder {
     dir: PathBuf,
     limit: usize,
     counts: Mutex<HashMap<String, usize>>,
@@ -297,8 +297,13 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 impl Recorder {
+    /// Saves into `dir`, at most `limit` pairs per client, API and version.
+    pub(crate) fn new(dir: PathBuf, limit: usize) -> Self {
+        Recorder { dir, limit, counts: Mutex::new(HashMap::new()), undecoded: AtomicU64::new(0) }
+    }
+
     /// The name for the next pair of `client`, `api`, `version`, or `None` past the limit.
-    fn name(&self, client: Option<&str>, api: &str, version: i16) -> Option<String> {
+    pub(crate) fn name(&self, client: Option<&str>, api: &str, version: i16) -> Option<String> {
         let stem = format!("{}_{}_v{version}", file_part(client.unwrap_or("")), file_part(api));
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let n = counts.entry(stem.clone()).or_insert(0);
@@ -312,7 +317,7 @@ impl Recorder {
     /// Saves a frame as `DIR/SUB/NAME.hex`, its secrets masked unless `show_secrets`
     /// (`response_to` as for [`decode::redacted`]); a masked frame gets a note beside it,
     /// `NAME.masked.txt`, saying what was masked.
-    fn save(
+    pub(crate) fn save(
         &self,
         sub: &str,
         name: &str,
@@ -335,7 +340,7 @@ impl Recorder {
 
     /// Saves a frame kwire could not decode, with the reason beside it; at most 1000. Such
     /// a frame is masked whole unless `show_secrets`: nothing says what it holds.
-    fn save_undecoded(
+    pub(crate) fn save_undecoded(
         &self,
         what: &str,
         frame_with_prefix: &[u8],
