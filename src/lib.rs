@@ -86,6 +86,8 @@ pub mod proxy;
 
 #[cfg(feature = "capture")]
 pub mod capture;
+#[cfg(any(feature = "explain", feature = "capture", feature = "proxy"))]
+mod civil;
 
 #[cfg(feature = "alloc")]
 mod reference;

@@ -82,19 +82,7 @@ impl Timestamp {
 impl fmt::Display for Timestamp {
     /// RFC 3339 in UTC, with the capture's precision: `2026-12-03T02:50:01.123456Z`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let days = self.secs.div_euclid(86_400);
-        let rem = self.secs.rem_euclid(86_400);
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        write!(f, "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", rem / 3600, rem / 60 % 60, rem % 60)?;
+        write!(f, "{}", crate::civil::Utc::from_unix(self.secs))?;
         match self.digits {
             0..=3 => write!(f, ".{:03}Z", self.nanos / 1_000_000),
             4..=6 => write!(f, ".{:06}Z", self.nanos / 1_000),

@@ -40,25 +40,8 @@ const AUDITED: &[ApiKey] = &[
 /// (`2026-12-03T04:05:06.789Z`).
 pub fn timestamp(at: SystemTime) -> String {
     let t = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = t.as_secs();
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // The civil date of a count of days since 1970-01-01 (the days-from-civil inverse).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        t.subsec_millis()
-    )
+    let secs = i64::try_from(t.as_secs()).unwrap_or(i64::MAX);
+    format!("{}.{:03}Z", crate::civil::Utc::from_unix(secs), t.subsec_millis())
 }
 
 /// A JSON string literal.

@@ -799,27 +799,7 @@ pub fn utc(ms: i64) -> Option<String> {
     if !(0..=253_402_300_799_999).contains(&ms) {
         return None;
     }
-    let secs = ms / 1000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (the proleptic Gregorian calendar, in
-    // 400-year eras of 146,097 days, counted from 0000-03-01).
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    Some(format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    ))
+    Some(format!("{}.{:03}Z", crate::civil::Utc::from_unix(ms / 1000), ms % 1000))
 }
 
 #[cfg(test)]
