@@ -273,3 +273,18 @@ fn refused_apis_and_unknown_tenants() {
     // ApiVersions requests, which name nothing, pass untouched.
     assert_eq!(chain.on_request(&request_frame(&ApiVersionsRequest::default(), 3)), Verdict::Forward);
 }
+
+/// A request kwire cannot read could name anything, unprefixed: a tenant's chain closes
+/// instead of forwarding it; a chain without a tenant forwards it as before.
+#[test]
+fn unreadable_requests_do_not_pass_a_tenant() {
+    // Metadata at a version kwire does not read, and an API key it does not know.
+    let mut frame = request_frame(&MetadataRequest::default(), 12);
+    frame[2..4].copy_from_slice(&99i16.to_be_bytes());
+    let mut unknown = frame.clone();
+    unknown[0..2].copy_from_slice(&999i16.to_be_bytes());
+    for f in [&frame, &unknown] {
+        assert!(matches!(chain(Tenant::new(PREFIX)).on_request(f), Verdict::Close(_)));
+        assert_eq!(FilterChain::new().on_request(f), Verdict::Forward);
+    }
+}

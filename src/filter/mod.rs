@@ -171,6 +171,14 @@ pub trait Filter {
         ResponseAction::Pass
     }
 
+    /// Whether requests kwire cannot read (an API or version it does not know, a body that
+    /// does not decode) must not pass: a filter that has to see every request (tenant
+    /// isolation) says so, and the chain then closes the connection on such a request
+    /// instead of forwarding it unread. By default they pass.
+    fn refuses_unreadable(&self) -> bool {
+        false
+    }
+
     /// The versions of `api_key` this filter handles, out of `readable` (what the broker
     /// serves and kwire reads, cut by the filters before this one). The ApiVersions answers
     /// that clients get through the chain list only what every filter handles; `None` takes
@@ -357,13 +365,18 @@ impl FilterChain {
 
     /// Runs a request frame (without its size prefix) through the filters.
     pub fn on_request(&mut self, frame: &[u8]) -> Verdict {
-        let Ok(peek) = RequestHeaderView::peek(frame) else { return Verdict::Forward };
+        let Ok(peek) = RequestHeaderView::peek(frame) else { return self.unreadable() };
         let (key, version) = (peek.api_key, peek.api_version);
-        let Some(key) = ApiKey::from_i16(key) else { return Verdict::Forward };
+        let Some(key) = ApiKey::from_i16(key) else { return self.unreadable() };
         if key == ApiKey::ApiVersions && !key.request_versions().contains(version) {
             return self.unsupported_api_versions(peek.correlation_id);
         }
         if !self.wants_request(key, version) {
+            if self.filters.iter().any(|f| f.refuses_unreadable())
+                && dispatch::parse_request_prefix(frame).is_err()
+            {
+                return self.unreadable();
+            }
             return Verdict::Forward;
         }
         let mut current: Option<Vec<u8>> = None;
@@ -374,7 +387,7 @@ impl FilterChain {
             let bytes = current.as_deref().unwrap_or(frame);
             let Ok((request, _)) = dispatch::parse_request_prefix(bytes) else {
                 // Only the original frame can fail here: a rewritten one was encoded by kwire.
-                break;
+                return self.unreadable();
             };
             let action = filter.on_request(&request);
             match request_step(bytes, &request, action) {
@@ -384,6 +397,18 @@ impl FilterChain {
             }
         }
         current.map_or(Verdict::Forward, Verdict::Replace)
+    }
+
+    /// What happens to a request kwire cannot read: forwarded unchanged, unless a filter
+    /// refuses such requests ([`Filter::refuses_unreadable`]).
+    fn unreadable(&self) -> Verdict {
+        if self.filters.iter().any(|f| f.refuses_unreadable()) {
+            Verdict::Close(
+                "a request kwire cannot read, refused by a filter that must see every request".into(),
+            )
+        } else {
+            Verdict::Forward
+        }
     }
 
     /// Runs a response frame (without its size prefix) that answers a request of

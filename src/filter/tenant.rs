@@ -86,7 +86,8 @@ enum Source {
 /// connection. APIs whose requests name entities in unmarked fields (configs, ACLs, quotas,
 /// SCRAM credentials, delegation tokens) or that act on the whole cluster (reassignments,
 /// leader elections, features) are refused as [`super::DenyApis`] refuses them, and left out
-/// of ApiVersions answers. Topic ids are the broker's and are passed as they are: a tenant
+/// of ApiVersions answers, and a request kwire cannot read (an API or version it does not
+/// know) closes the connection rather than pass unprefixed. Topic ids are the broker's and are passed as they are: a tenant
 /// learns only its own topics' ids, from its filtered Metadata. Empty names (Kafka's "no
 /// group") are passed as they are.
 ///
@@ -182,7 +183,8 @@ impl Filter for Tenant {
         let version = request.header.api_version();
         let schema = reflect::request_schema(api);
         let Ok(mut value) = StructValue::decode_body(schema, version, request.body.as_bytes()) else {
-            return RequestAction::Pass;
+            // Fails closed: an unprefixed request would reach other tenants' names.
+            return RequestAction::Close(alloc::format!("a tenant's {} request did not decode", api.name()));
         };
         let mut changed = false;
         prefix_struct(api, &mut value, version, prefix, &mut changed);
@@ -212,7 +214,8 @@ impl Filter for Tenant {
         let version = exchange.api_version;
         let schema = reflect::response_schema(api);
         let Ok(mut value) = StructValue::decode_body(schema, version, response.body.as_bytes()) else {
-            return ResponseAction::Pass;
+            // Fails closed: the answer could show other tenants' names.
+            return ResponseAction::Close(alloc::format!("a tenant's {} answer did not decode", api.name()));
         };
         let mut changed = false;
         unprefix_struct(api, &mut value, version, prefix, &mut changed);
@@ -227,6 +230,11 @@ impl Filter for Tenant {
 
     fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
         (!DENIED.contains(&api_key)).then_some(readable)
+    }
+
+    fn refuses_unreadable(&self) -> bool {
+        // A request kwire cannot read could name anything, unprefixed.
+        true
     }
 }
 
