@@ -19,6 +19,13 @@ impl ApiKey {
         if self.flexible_versions().contains(version) { 2 } else { 1 }
     }
 
+    /// The API of a name as [`ApiKey::name`] spells it, in any case and with any `-` or `_`
+    /// between its words (`ApiVersions`, `api-versions`, `API_VERSIONS`).
+    pub fn from_name(name: &str) -> Option<ApiKey> {
+        let wanted = || name.bytes().filter(u8::is_ascii_alphanumeric).map(|b| b.to_ascii_lowercase());
+        ApiKey::ALL.iter().copied().find(|k| k.name().bytes().map(|b| b.to_ascii_lowercase()).eq(wanted()))
+    }
+
     /// The response header version for `version`: 1 for flexible versions, else 0; always 0
     /// for ApiVersions, whose response header never changes so that any client can read it.
     pub const fn response_header_version(self, version: i16) -> i16 {

@@ -45,7 +45,7 @@ pub fn timestamp(at: SystemTime) -> String {
 }
 
 /// A JSON string literal.
-fn json_str(out: &mut String, s: &str) {
+pub(super) fn json_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

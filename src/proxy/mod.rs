@@ -87,6 +87,7 @@ mod runtime;
 mod session;
 mod tenants;
 mod tls;
+mod traffic;
 mod waiting;
 
 use std::net::SocketAddr;
@@ -99,6 +100,7 @@ pub use session::{
 };
 pub use tenants::{TenantError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
+pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 
 use crate::conn::metrics::Metrics;

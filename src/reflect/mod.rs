@@ -15,6 +15,8 @@ mod build;
 pub mod entities;
 #[cfg(feature = "explain")]
 pub mod explain;
+#[cfg(feature = "alloc")]
+pub mod inspect;
 #[cfg(feature = "json")]
 pub mod json;
 mod schemas;

@@ -14,8 +14,8 @@ use kwire::reflect::explain::{self, FrameKind as Kind};
 use serde_json::{Value, json};
 
 use crate::decode::{Args, Format, decode_frame, masked};
-use crate::proxy::Recorder;
-use crate::proxy::decode::{api_name, decode_response, error_name};
+use kwire::proxy::{RecordAs, Recorder};
+use kwire::reflect::inspect;
 
 /// A request line waiting for its response (`--format tree` without `--frame`).
 struct Waiting {
@@ -44,6 +44,15 @@ fn kind_of(f: &Frame) -> Option<Kind> {
     }
 }
 
+/// An API's name, `api<N>` for a key kwire does not know.
+fn api_name(api_key: i16) -> String {
+    ApiKey::from_i16(api_key).map_or_else(|| format!("api{api_key}"), |k| k.name().to_owned())
+}
+
+fn error_name(code: i16) -> String {
+    kwire::ErrorCode::from_i16(code).map_or_else(|| code.to_string(), |e| e.name().to_owned())
+}
+
 fn direction_word(d: Direction) -> &'static str {
     match d {
         Direction::Request => "request",
@@ -63,7 +72,8 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     }
     let options = Options::default().ports(&args.port);
     let mut reader = Reader::new(input, options).map_err(|e| e.to_string())?;
-    let recorder = args.record.clone().map(|dir| Recorder::new(dir, args.record_limit));
+    let recorder =
+        args.record.clone().map(|dir| Recorder::new(dir, args.record_limit).show_secrets(args.show_secrets));
     let mut out = std::io::stdout().lock();
     let mut counts = Counts::default();
     let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
@@ -129,12 +139,12 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
             eprintln!("kwire: frame {} ({} {}): {p}", f.index, direction_word(f.direction), f.client);
         }
         if let Some(r) = &recorder {
-            record(r, &f, &mut recorded, args.show_secrets);
+            record(r, &f, &mut recorded);
         }
         match args.format {
             Format::Json => {
                 let doc = match (&decoded, &problem) {
-                    (Some(d), _) => d.walked.to_json(),
+                    (Some(d), _) => d.explained.to_json(),
                     (None, _) => Value::Null,
                 };
                 let mut obj = json!({
@@ -163,7 +173,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
             }
             Format::Records => {
                 if let Some(d) = &decoded {
-                    let records = explain::record_lines(&d.walked);
+                    let records = explain::record_lines(&d.explained);
                     for note in &records.notes {
                         eprintln!("kwire: note: frame {}: {note}", f.index);
                     }
@@ -282,7 +292,7 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
                 && problem.is_none()
                 && let (Some(key), Some(v)) = (f.api_key, f.api_version)
             {
-                let info = decode_response(&f.bytes[4..], key, v);
+                let info = inspect::response(&f.bytes[4..], key, v);
                 if !info.errors.is_empty() {
                     let names: Vec<String> = info.errors.iter().map(|&c| error_name(c)).collect();
                     line.push_str(&format!(" errors={}", names.join(",")));
@@ -298,8 +308,8 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
 fn check(f: &Frame) -> Option<String> {
     let frame = &f.bytes[4..];
     let decoded = match (f.direction, f.api_key, f.api_version) {
-        (Direction::Request, ..) => crate::proxy::decode::decode_request(frame),
-        (Direction::Response, Some(key), Some(version)) => decode_response(frame, key, version).decoded,
+        (Direction::Request, ..) => inspect::request(frame),
+        (Direction::Response, Some(key), Some(version)) => inspect::response(frame, key, version).decoded,
         _ => return None,
     };
     decoded.reason().map(str::to_string)
@@ -347,7 +357,7 @@ fn one_frame(args: &Args, f: &Frame) -> Result<String, String> {
     let decoded = decode_frame(&bytes, kind);
     match args.format {
         Format::Tree => {
-            let mut root = decoded.walked.root.clone();
+            let mut root = decoded.explained.root.clone();
             explain::annotate_records(&mut root);
             text.push_str(&explain::render_tree(&root));
         }
@@ -355,17 +365,17 @@ fn one_frame(args: &Args, f: &Frame) -> Result<String, String> {
             let colour = crate::decode::use_colour(args.color);
             text.push_str(&explain::hex_legend(colour));
             text.push('\n');
-            text.push_str(&explain::render_hex(&decoded.walked.root, &bytes, colour));
+            text.push_str(&explain::render_hex(&decoded.explained.root, &bytes, colour));
         }
         Format::Json => {
-            let json = decoded.walked.to_json();
+            let json = decoded.explained.to_json();
             let json =
                 if args.compact { serde_json::to_string(&json) } else { serde_json::to_string_pretty(&json) };
             text.push_str(&json.unwrap_or_default());
             text.push('\n');
         }
         Format::Records => {
-            let records = explain::record_lines(&decoded.walked);
+            let records = explain::record_lines(&decoded.explained);
             for line in records.lines {
                 text.push_str(&line.to_json().to_string());
                 text.push('\n');
@@ -381,13 +391,13 @@ fn one_frame(args: &Args, f: &Frame) -> Result<String, String> {
 
 /// `--record DIR`: whole frames saved as test vectors, named as `kwire proxy --record`
 /// names them; frames that are cut or unpaired go to `undecoded/`.
-fn record(r: &Recorder, f: &Frame, names: &mut BTreeMap<u64, String>, show_secrets: bool) {
+fn record(r: &Recorder, f: &Frame, names: &mut BTreeMap<u64, String>) {
     let what = direction_word(f.direction);
     match f.direction {
         Direction::Request if f.is_whole() => {
             let (Some(key), Some(version)) = (f.api_key, f.api_version) else { return };
             if let Some(name) = r.name(f.client_id.as_deref(), &api_name(key), version) {
-                let _ = r.save("requests", &name, &f.bytes, None, show_secrets);
+                let _ = r.save("requests", &name, &f.bytes, RecordAs::Request);
                 if names.len() < 100_000 {
                     names.insert(f.index, name);
                 }
@@ -397,8 +407,9 @@ fn record(r: &Recorder, f: &Frame, names: &mut BTreeMap<u64, String>, show_secre
             let (Some(key), Some(version)) = (f.api_key, f.api_version) else { return };
             let index = f.request.as_ref().map(|q| q.index).unwrap_or_default();
             if let Some(name) = names.remove(&index) {
-                let version = decode_response(&f.bytes[4..], key, version).version;
-                let _ = r.save("responses", &name, &f.bytes, Some((key, version)), show_secrets);
+                let api_version = inspect::response(&f.bytes[4..], key, version).version;
+                let _ =
+                    r.save("responses", &name, &f.bytes, RecordAs::Response { api_key: key, api_version });
             }
         }
         _ => {
@@ -407,8 +418,9 @@ fn record(r: &Recorder, f: &Frame, names: &mut BTreeMap<u64, String>, show_secre
                 (None, true) => "unpaired: its request is not in the capture".into(),
                 _ => "not decoded".into(),
             };
-            let response_to = (f.direction == Direction::Response).then_some((-1, -1));
-            let _ = r.save_undecoded(what, &f.bytes, response_to, &why, show_secrets);
+            let side =
+                if f.direction == Direction::Response { RecordAs::Unpaired } else { RecordAs::Request };
+            let _ = r.save_undecoded(what, &f.bytes, side, &why);
         }
     }
 }

@@ -7,13 +7,11 @@ use std::path::PathBuf;
 
 use std::borrow::Cow;
 
+use kwire::ApiKey;
 use kwire::Direction;
-use kwire::dispatch;
-use kwire::frame::FrameError;
 use kwire::secrets::{self, Redaction};
-use kwire::{ApiKey, DecodeErrorKind};
 
-use kwire::reflect::explain::{self, Explained, FrameKind as Kind, Problem};
+use kwire::reflect::explain::{self, Checked, FrameKind as Kind, Problem};
 
 use crate::input::{self, parse_api_key, supported_list};
 
@@ -207,86 +205,16 @@ fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String
     Ok(out)
 }
 
-/// Checks a complete frame with kwire's typed views (`dispatch::parse_request` or
-/// `dispatch::parse_response`, which check every byte). Errors carry offsets from the size
-/// prefix.
-fn typed_check(frame_bytes: &[u8], kind: Kind) -> Result<(), (Option<DecodeErrorKind>, usize, String)> {
-    let inner = frame_bytes.get(4..).unwrap_or_default();
-    let decode = |e: kwire::DecodeError| {
-        let e = e.shifted(4);
-        (Some(e.kind()), e.offset(), e.to_string())
-    };
-    match kind {
-        Kind::Request => match dispatch::parse_request(inner) {
-            Ok(_) => Ok(()),
-            Err(FrameError::Decode(e)) => Err(decode(e)),
-            Err(other) => Err((None, 4, other.to_string())),
-        },
-        Kind::Response(key, version) => match dispatch::parse_response(inner, key, version) {
-            Ok(_) => Ok(()),
-            Err(FrameError::Decode(e)) => Err(decode(e)),
-            Err(other) => Err((None, 4, other.to_string())),
-        },
-    }
-}
-
-/// Whether the typed decoder's error names the same problem as the walker's: the same
-/// kind at the same offset. A truncation may be found at different places (the typed
-/// views check a run of fixed-width fields at once), so only its kind must match.
-fn same_problem(w: &Problem, kind: Option<DecodeErrorKind>, offset: usize) -> bool {
-    let (Some(a), Some(b)) = (w.kind, kind) else { return true };
-    match (a, b) {
-        (DecodeErrorKind::Truncated { .. }, DecodeErrorKind::Truncated { .. }) => true,
-        _ => a == b && w.offset == offset,
-    }
-}
-
-/// A decoded frame with the problem to report, if any.
-pub(crate) struct Decoded {
-    pub(crate) walked: Explained,
-    pub(crate) problem: Option<String>,
-    pub(crate) note: Option<String>,
-}
-
-pub(crate) fn decode_frame(bytes: &[u8], kind: Kind) -> Decoded {
-    let walked = explain::explain_frame(bytes, kind);
-    // Brokers answer an ApiVersions version they do not support with a version-0 body, and
-    // clients read it as such when the expected version does not parse (as Kafka's do).
-    if let (Some(_), Kind::Response(ApiKey::ApiVersions, v)) = (&walked.problem, kind)
-        && v > 0
+/// A frame explained and checked (`explain::explain_checked`), an unknown API key's
+/// problem with the command's hint.
+pub(crate) fn decode_frame(bytes: &[u8], kind: Kind) -> Checked {
+    let mut checked = explain::explain_checked(bytes, kind);
+    if let Some(w) = &checked.explained.problem
+        && checked.problem.as_deref() == Some(w.to_string().as_str())
     {
-        let v0 = explain::explain_frame(bytes, Kind::Response(ApiKey::ApiVersions, 0));
-        if v0.problem.is_none() && typed_check(bytes, Kind::Response(ApiKey::ApiVersions, 0)).is_ok() {
-            return Decoded {
-                walked: v0,
-                problem: None,
-                note: Some(format!(
-                    "not an ApiVersions v{v} response but a valid v0 one, so it was decoded as v0: a broker \
-                     answers an ApiVersions version it does not support with a v0 body"
-                )),
-            };
-        }
+        checked.problem = Some(with_hint(w));
     }
-    let complete = bytes.len() >= 4 && {
-        let declared = i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        usize::try_from(declared).is_ok_and(|d| d + 4 == bytes.len())
-    };
-    let typed = if complete { Some(typed_check(bytes, kind)) } else { None };
-    let problem = match (&walked.problem, typed) {
-        (None, None | Some(Ok(()))) => None,
-        (None, Some(Err((_, _, e)))) => Some(format!(
-            "kwire's typed decoder rejects this frame, which the schema walker accepted: {e}; please report this"
-        )),
-        (Some(w), Some(Ok(()))) => Some(format!(
-            "{w}; but kwire's typed decoder accepts the frame: the schema walker and the typed decoder disagree, \
-             please report this"
-        )),
-        (Some(w), Some(Err((kind, offset, e)))) if !same_problem(w, kind, offset) => {
-            Some(format!("{w} (kwire's typed decoder reports: {e})"))
-        }
-        (Some(w), _) => Some(with_hint(w)),
-    };
-    Decoded { walked, problem, note: None }
+    checked
 }
 
 /// Whether to colour the hex dump.
@@ -399,12 +327,12 @@ pub fn run(args: Args) -> Result<(), String> {
         }
         match args.format {
             Format::Tree => {
-                let mut root = decoded.walked.root.clone();
+                let mut root = decoded.explained.root.clone();
                 explain::annotate_records(&mut root);
                 text.push_str(&explain::render_tree(&root));
             }
             Format::Records => {
-                let records = explain::record_lines(&decoded.walked);
+                let records = explain::record_lines(&decoded.explained);
                 for note in &records.notes {
                     eprintln!("kwire: note: {note}");
                 }
@@ -424,9 +352,9 @@ pub fn run(args: Args) -> Result<(), String> {
                     return Err(format!("cannot read the records of {place}: {e}"));
                 }
             }
-            Format::Hex => text.push_str(&explain::render_hex(&decoded.walked.root, &bytes, colour)),
+            Format::Hex => text.push_str(&explain::render_hex(&decoded.explained.root, &bytes, colour)),
             Format::Json => {
-                let json = decoded.walked.to_json();
+                let json = decoded.explained.to_json();
                 // Serialising a serde_json value cannot fail.
                 let json = if args.compact {
                     serde_json::to_string(&json)
@@ -460,148 +388,4 @@ fn with_hint(p: &Problem) -> String {
         );
     }
     p.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        input::parse_hex(s).unwrap()
-    }
-
-    #[test]
-    fn seed_request_decodes_both_ways() {
-        let bytes = hex("0000000e0012000400000000000000010100");
-        let d = decode_frame(&bytes, Kind::Request);
-        assert!(d.problem.is_none(), "{:?}", d.problem);
-        assert_eq!(d.walked.root.size, 18);
-    }
-
-    #[test]
-    fn truncation_agrees_with_typed_decoder() {
-        let frames = [
-            "0000002a0002000a0000000000000000000000000201020000000000000000000000000000000000000000000000",
-            "0000001000100005000000000000000201020100",
-        ];
-        for f in frames {
-            let bytes = hex(f);
-            for cut in 0..bytes.len() {
-                // Shorten the frame and fix its size prefix, so that the body itself is short.
-                let mut b = bytes[..cut.max(4)].to_vec();
-                let size = (b.len() - 4) as i32;
-                b[..4].copy_from_slice(&size.to_be_bytes());
-                let d = decode_frame(&b, Kind::Request);
-                if let Some(p) = &d.problem {
-                    assert!(
-                        !p.contains("please report") && !p.contains("typed decoder reports"),
-                        "cut {cut}: {p}"
-                    );
-                }
-            }
-        }
-    }
-
-    /// Every shared vector with what it is: requests, and responses with the request
-    /// they answer.
-    fn shared_vectors() -> Vec<(String, Vec<u8>, Kind)> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
-        let read = |p: &std::path::Path| hex(&std::fs::read_to_string(p).unwrap());
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir.join("clients/requests")).unwrap() {
-            let path = entry.unwrap().path();
-            let request = read(&path);
-            let key = ApiKey::from_i16(i16::from_be_bytes([request[4], request[5]])).unwrap();
-            let version = i16::from_be_bytes([request[6], request[7]]);
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let response = read(&dir.join("clients/responses").join(&name));
-            let version = if name.contains("_rejected") { 0 } else { version };
-            out.push((format!("{name} (request)"), request, Kind::Request));
-            out.push((format!("{name} (response)"), response, Kind::Response(key, version)));
-        }
-        for (name, key, version) in [
-            ("seed/apiversions_v4_request.hex", None, 0),
-            ("seed/listgroups_v5_request.hex", None, 0),
-            ("seed/listoffsets_v10_request.hex", None, 0),
-            ("seed/apiversions_v4_response.hex", Some(ApiKey::ApiVersions), 4),
-            ("seed/listgroups_v5_response.hex", Some(ApiKey::ListGroups), 5),
-            ("seed/listoffsets_v10_response.hex", Some(ApiKey::ListOffsets), 10),
-        ] {
-            let kind = key.map_or(Kind::Request, |k| Kind::Response(k, version));
-            out.push((name.to_string(), read(&dir.join(name)), kind));
-        }
-        out
-    }
-
-    /// Re-encodes a frame's body with kwire's typed decoder and encoder, or `None` when
-    /// the typed decoder rejects it.
-    fn typed_canonical(bytes: &[u8], kind: Kind) -> Option<bool> {
-        use kwire::messages::{RequestBody, ResponseBody};
-        let inner = &bytes[4..];
-        let (body, reencoded) = match kind {
-            Kind::Request => {
-                let req = dispatch::parse_request(inner).ok()?;
-                let typed =
-                    RequestBody::decode(req.body.as_bytes(), req.body.api_key(), req.header.api_version())
-                        .ok()?;
-                (req.body.as_bytes(), crate::encode::encode_typed(&typed, req.header.api_version()).ok()?)
-            }
-            Kind::Response(key, version) => {
-                let resp = dispatch::parse_response(inner, key, version).ok()?;
-                let typed = ResponseBody::decode(resp.body.as_bytes(), key, version).ok()?;
-                (resp.body.as_bytes(), crate::encode::encode_typed(&typed, version).ok()?)
-            }
-        };
-        Some(body == reencoded.as_slice())
-    }
-
-    /// Mutates every byte of every small shared vector: the walker and the typed views must
-    /// accept and reject the same frames without panicking, and every accepted frame must
-    /// come back from its JSON byte for byte, unless kwire's typed codec does not
-    /// reproduce it either (a non-minimal varint, a bool byte of 2, a tagged field sent
-    /// with its default value).
-    #[test]
-    fn mutations_agree_and_round_trip() {
-        let mut checked = 0;
-        for (name, original, kind) in shared_vectors() {
-            if original.len() > 400 {
-                continue;
-            }
-            let mut variants = vec![original.clone()];
-            for i in 4..original.len() {
-                for value in [0x00, 0x80, 0xff, original[i].wrapping_add(1)] {
-                    let mut m = original.clone();
-                    m[i] = value;
-                    variants.push(m);
-                }
-            }
-            for m in variants {
-                let d = decode_frame(&m, kind);
-                if let Some(p) = &d.problem {
-                    assert!(!p.contains("please report"), "{name}: {p}");
-                    continue;
-                }
-                if d.note.is_some() {
-                    continue;
-                }
-                let doc = d.walked.to_json();
-                let text = doc.to_string();
-                let (key, version) = match kind {
-                    Kind::Response(k, v) => (Some(k), Some(v)),
-                    Kind::Request => (None, None),
-                };
-                let built = crate::encode::build(&doc, key, version)
-                    .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
-                if built.bytes != m {
-                    assert_eq!(
-                        typed_canonical(&m, kind),
-                        Some(false),
-                        "{name}: JSON round trip differs\n{text}"
-                    );
-                }
-                checked += 1;
-            }
-        }
-        assert!(checked > 1000, "only {checked} frames decoded");
-    }
 }

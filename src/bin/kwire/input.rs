@@ -205,12 +205,7 @@ pub fn parse_api_key(s: &str) -> Result<ApiKey, String> {
         return ApiKey::from_i16(n)
             .ok_or_else(|| format!("API key {n} is not supported; {}", supported_list()));
     }
-    let wanted: String = s.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_lowercase();
-    ApiKey::ALL
-        .iter()
-        .copied()
-        .find(|k| k.name().to_lowercase() == wanted)
-        .ok_or_else(|| format!("unknown API {s:?}; {}", supported_list()))
+    ApiKey::from_name(s).ok_or_else(|| format!("unknown API {s:?}; {}", supported_list()))
 }
 
 /// The supported API keys, for error messages.

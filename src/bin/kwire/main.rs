@@ -5,7 +5,6 @@ mod capture;
 mod decode;
 mod encode;
 mod input;
-mod json_input;
 mod proxy;
 mod serve;
 mod versions;

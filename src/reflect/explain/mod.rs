@@ -37,9 +37,11 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
+mod checked;
 mod records;
 mod render;
 
+pub use checked::{Checked, explain_checked};
 pub use records::{DECOMPRESS_LIMIT, RecordLine, RecordLines, annotate_records, record_lines};
 pub use render::{hex_legend, render_hex, render_tree};
 

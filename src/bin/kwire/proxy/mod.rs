@@ -1,30 +1,21 @@
-//! `kwire proxy`: command-line flags, a log and recordings over `kwire::proxy`, the
-//! library's proxy runtime (docs/proxy.md).
-//!
-//! `log.rs` is the runtime's hooks (the text and JSON log, recordings, the summary's
-//! counters), decoding each frame after it was sent (`decode.rs`); `tls.rs` the TLS flags;
-//! `limits.rs` the descriptor limit; `metrics.rs` the `--metrics` endpoint.
+//! `kwire proxy`: command-line flags over `kwire::proxy`, the library's proxy runtime, with
+//! its `TrafficLog` (docs/proxy.md). `tls.rs` is the TLS flags, `limits.rs` the descriptor
+//! limit, `metrics.rs` the `--metrics` endpoint.
 
-pub mod decode;
 mod limits;
-mod log;
 mod metrics;
 mod tls;
 
-use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::sync::mpsc::sync_channel;
+use std::time::Duration;
 
-use kwire::Direction;
-use kwire::conn::metrics::{Metrics, Undecoded};
+use kwire::conn::metrics::Metrics;
 use kwire::filter::{DenyApis, FilterChain, Rule, ValidateRecords};
-use kwire::proxy::Proxy;
-use kwire::proxy::{AuditLog, Tenants};
+use kwire::proxy::{AuditLog, LogFormat, Proxy, Recorder, Tenants, TrafficLog};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -169,209 +160,6 @@ pub struct Args {
     tls: Box<tls::TlsArgs>,
 }
 
-/// What the log, the recordings and the summary share: the proxy's hooks (`log.rs`).
-pub struct Cli {
-    format: Format,
-    quiet: bool,
-    verify: bool,
-    /// `--show-secrets`: no masking in the JSON log and recordings.
-    show_secrets: bool,
-    log: Logger,
-    recorder: Option<Recorder>,
-    stats: Stats,
-    /// What `--metrics` serves; the proxy counts into it too.
-    metrics: Arc<Metrics>,
-    /// `--audit FILE`.
-    audit: Option<AuditLog>,
-}
-
-/// Counters for the summary printed at exit.
-#[derive(Default)]
-struct Stats {
-    connections: AtomicU64,
-    requests: AtomicU64,
-    responses: AtomicU64,
-    rewritten: AtomicU64,
-    /// Raw SASL tokens passed through (SaslHandshake v0).
-    sasl_tokens: AtomicU64,
-    violations: AtomicU64,
-    mismatches: AtomicU64,
-    /// `(direction, api, why)` to count, for frames kwire did not decode.
-    undecoded: Mutex<BTreeMap<(String, String, &'static str), u64>>,
-}
-
-impl Cli {
-    /// Counts a frame kwire did not decode; returns how many were counted before.
-    fn count_undecoded(&self, direction: Direction, api: &str, why: Undecoded) -> u64 {
-        self.metrics.undecoded(direction, why);
-        let direction = if direction == Direction::Request { "request" } else { "response" };
-        let mut map = self.stats.undecoded.lock().unwrap_or_else(|e| e.into_inner());
-        let n = map.entry((direction.to_string(), api.to_string(), why.label())).or_insert(0);
-        *n += 1;
-        *n - 1
-    }
-}
-
-/// A logger thread: connection threads hand it lines and never wait on the terminal. When
-/// it falls behind by more than its queue, lines are dropped and counted. It prints nothing
-/// until [`Logger::open`]: the first line of stdout says where to connect.
-struct Logger {
-    tx: SyncSender<String>,
-    dropped: AtomicU64,
-    open: Mutex<Option<SyncSender<()>>>,
-}
-
-impl Logger {
-    fn start() -> (Logger, std::thread::JoinHandle<()>) {
-        let (tx, rx) = sync_channel::<String>(1 << 16);
-        let (open_tx, open_rx) = sync_channel::<()>(1);
-        let handle = std::thread::spawn(move || {
-            let _ = open_rx.recv();
-            log_loop(rx)
-        });
-        (Logger { tx, dropped: AtomicU64::new(0), open: Mutex::new(Some(open_tx)) }, handle)
-    }
-
-    /// Lets the logger print (after the first line).
-    fn open(&self) {
-        if let Some(tx) = self.open.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = tx.send(());
-        }
-    }
-
-    fn line(&self, line: String) {
-        match self.tx.try_send(line) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(TrySendError::Disconnected(_)) => {}
-        }
-    }
-}
-
-fn log_loop(rx: Receiver<String>) {
-    let mut batch = String::new();
-    while let Ok(line) = rx.recv() {
-        batch.clear();
-        batch.push_str(&line);
-        batch.push('\n');
-        while batch.len() < 1 << 16
-            && let Ok(line) = rx.try_recv()
-        {
-            batch.push_str(&line);
-            batch.push('\n');
-        }
-        // Stdout is locked per batch only: other threads print too.
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(batch.as_bytes());
-        let _ = out.flush();
-    }
-}
-
-/// Saves frames as hex vectors (`kwire proxy --record`, `kwire decode --record` of a capture).
-pub(crate) struct Recorder {
-    dir: PathBuf,
-    limit: usize,
-    counts: Mutex<HashMap<String, usize>>,
-    undecoded: AtomicU64,
-}
-
-/// Lowercase letters, digits and `-` only, for file names.
-fn file_part(s: &str) -> String {
-    let s: String = s
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c.to_ascii_lowercase() } else { '-' })
-        .collect();
-    if s.is_empty() { "none".into() } else { s }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2 + 1);
-    for b in bytes {
-        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
-    s.push('\n');
-    s
-}
-
-impl Recorder {
-    /// Saves into `dir`, at most `limit` pairs per client, API and version.
-    pub(crate) fn new(dir: PathBuf, limit: usize) -> Self {
-        Recorder { dir, limit, counts: Mutex::new(HashMap::new()), undecoded: AtomicU64::new(0) }
-    }
-
-    /// The name for the next pair of `client`, `api`, `version`, or `None` past the limit.
-    pub(crate) fn name(&self, client: Option<&str>, api: &str, version: i16) -> Option<String> {
-        let stem = format!("{}_{}_v{version}", file_part(client.unwrap_or("")), file_part(api));
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let n = counts.entry(stem.clone()).or_insert(0);
-        if *n >= self.limit {
-            return None;
-        }
-        *n += 1;
-        Some(format!("{stem}_{n}"))
-    }
-
-    /// Saves a frame as `DIR/SUB/NAME.hex`, its secrets masked unless `show_secrets`
-    /// (`response_to` as for [`decode::redacted`]); a masked frame gets a note beside it,
-    /// `NAME.masked.txt`, saying what was masked.
-    pub(crate) fn save(
-        &self,
-        sub: &str,
-        name: &str,
-        frame_with_prefix: &[u8],
-        response_to: Option<(i16, i16)>,
-        show_secrets: bool,
-    ) -> std::io::Result<()> {
-        let dir = self.dir.join(sub);
-        std::fs::create_dir_all(&dir)?;
-        if show_secrets {
-            return std::fs::write(dir.join(format!("{name}.hex")), hex(frame_with_prefix));
-        }
-        let (masked, redaction) = decode::redacted(frame_with_prefix, response_to);
-        std::fs::write(dir.join(format!("{name}.hex")), hex(&masked))?;
-        if let Some(note) = decode::redaction_note(&redaction) {
-            std::fs::write(dir.join(format!("{name}.masked.txt")), format!("{note}\n"))?;
-        }
-        Ok(())
-    }
-
-    /// Saves a frame kwire could not decode, with the reason beside it; at most 1000. Such
-    /// a frame is masked whole unless `show_secrets`: nothing says what it holds.
-    pub(crate) fn save_undecoded(
-        &self,
-        what: &str,
-        frame_with_prefix: &[u8],
-        response_to: Option<(i16, i16)>,
-        reason: &str,
-        show_secrets: bool,
-    ) -> std::io::Result<()> {
-        let n = self.undecoded.fetch_add(1, Ordering::Relaxed) + 1;
-        if n > 1000 {
-            return Ok(());
-        }
-        let dir = self.dir.join("undecoded");
-        std::fs::create_dir_all(&dir)?;
-        let name = format!("{n:04}_{}", file_part(what));
-        let (bytes, note) = if show_secrets {
-            (frame_with_prefix.to_vec(), None)
-        } else {
-            let (masked, redaction) = decode::redacted(frame_with_prefix, response_to);
-            (masked, decode::redaction_note(&redaction))
-        };
-        std::fs::write(dir.join(format!("{name}.hex")), hex(&bytes))?;
-        let note = note.map(|n| format!("{n}\n")).unwrap_or_default();
-        std::fs::write(dir.join(format!("{name}.txt")), format!("{what}\n{reason}\n{note}"))
-    }
-}
-
-/// UTC time with milliseconds, `2026-11-30T08:51:02.123Z`.
-fn now() -> String {
-    kwire::proxy::timestamp(SystemTime::now())
-}
-
 /// `--tenant principal:USER=PREFIX` and `--tenant sni:NAME=PREFIX`.
 fn parse_tenants(flags: &[String]) -> Result<Tenants, String> {
     let mut tenants = Tenants::new();
@@ -463,29 +251,22 @@ pub fn run(args: Args) -> Result<(), String> {
         Some(addr) => Some(TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: {e}"))?),
         None => None,
     };
-    let (log, log_thread) = Logger::start();
     let metrics = Arc::new(Metrics::new(kwire::proxy::METRICS_NAMESPACE));
-    let cli = Cli {
-        format: args.format,
-        quiet: args.quiet,
-        verify: args.verify,
-        show_secrets: args.show_secrets,
-        log,
-        recorder: args.record.map(|dir| Recorder {
-            dir,
-            limit: args.record_limit,
-            counts: Mutex::new(HashMap::new()),
-            undecoded: AtomicU64::new(0),
-        }),
-        stats: Stats::default(),
-        metrics: metrics.clone(),
-        audit: match &args.audit {
-            Some(path) => {
-                Some(AuditLog::to_file(path).map_err(|e| format!("--audit {}: {e}", path.display()))?)
-            }
-            None => None,
-        },
+    let format = match args.format {
+        Format::Text => LogFormat::Text,
+        Format::Json => LogFormat::Json,
     };
+    let mut log = TrafficLog::held(format, std::io::stdout())
+        .quiet(args.quiet)
+        .verify(args.verify)
+        .show_secrets(args.show_secrets)
+        .metrics(metrics.clone());
+    if let Some(dir) = args.record {
+        log = log.record(Recorder::new(dir, args.record_limit).show_secrets(args.show_secrets));
+    }
+    if let Some(path) = &args.audit {
+        log = log.audit(AuditLog::to_file(path).map_err(|e| format!("--audit {}: {e}", path.display()))?);
+    }
     let mut builder = Proxy::builder(listen, upstreams)
         .max_frame_bytes(args.max_frame_bytes)
         .max_connections(max_connections)
@@ -512,7 +293,7 @@ pub fn run(args: Args) -> Result<(), String> {
             chain
         });
     }
-    let builder = args.tls.apply(builder.hooks(cli))?;
+    let builder = args.tls.apply(builder.hooks(log))?;
     let tls_warnings = args.tls.warnings();
     for w in &tls_warnings {
         eprintln!("kwire proxy: {w}");
@@ -536,13 +317,13 @@ pub fn run(args: Args) -> Result<(), String> {
     // The first line says where to connect; tests read it.
     println!("kwire proxy: listening on {}, forwarding to {}", proxy.local_addr(), args.upstream);
     let _ = std::io::stdout().flush();
-    proxy.hooks().log.open();
+    let log = proxy.hooks();
+    log.release();
     for w in tls_warnings {
-        proxy.hooks().log.line(format!("{} {w}", now()));
+        log.note(&w);
     }
-    proxy.hooks().log.line(format!(
-        "{} descriptor limit {} (soft {} at start, hard {}): serving at most {max_connections} connections{}",
-        now(),
+    log.note(&format!(
+        "descriptor limit {} (soft {} at start, hard {}): serving at most {max_connections} connections{}",
         nofile.now,
         nofile.before,
         nofile.hard,
@@ -550,58 +331,21 @@ pub fn run(args: Args) -> Result<(), String> {
     ));
     if let Some(listener) = metrics_listener {
         let at = listener.local_addr().map_err(|e| e.to_string())?;
-        proxy.hooks().log.line(format!("{} metrics on http://{at}/metrics", now()));
+        log.note(&format!("metrics on http://{at}/metrics"));
         let scraped = proxy.clone();
         std::thread::spawn(move || metrics::serve(listener, move || scraped.render_metrics()));
     }
     let _ = stop_rx.recv();
-    summary(proxy.hooks());
-    runtime.shutdown_background();
-    drop(log_thread);
-    Ok(())
-}
-
-/// Prints the counters (stderr), at exit.
-fn summary(cli: &Cli) {
-    let s = &cli.stats;
-    let mut out = format!(
-        "kwire proxy: {} connections, {} requests, {} responses, {} rewritten, {} SASL tokens (v0, not shown), {} \
-         framing violations, {} re-encoding mismatches, {} log lines dropped",
-        s.connections.load(Ordering::Relaxed),
-        s.requests.load(Ordering::Relaxed),
-        s.responses.load(Ordering::Relaxed),
-        s.rewritten.load(Ordering::Relaxed),
-        s.sasl_tokens.load(Ordering::Relaxed),
-        s.violations.load(Ordering::Relaxed),
-        s.mismatches.load(Ordering::Relaxed),
-        cli.log.dropped.load(Ordering::Relaxed),
-    );
-    let undecoded = s.undecoded.lock().unwrap_or_else(|e| e.into_inner());
-    for ((direction, api, what), n) in undecoded.iter() {
-        out.push_str(&format!("\n  {n} {direction}s of {api} not decoded ({what})"));
-    }
-    // Give the logger a moment to drain what it has.
+    // Give the log's thread a moment to write what it has.
     std::thread::sleep(Duration::from_millis(100));
-    eprintln!("{out}");
+    eprintln!("kwire proxy: {}", proxy.hooks().summary());
+    runtime.shutdown_background();
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_names_are_tame() {
-        assert_eq!(file_part("kafka-python-3.0.12"), "kafka-python-3.0.12");
-        assert_eq!(file_part("rdkafka/Producer#1"), "rdkafka-producer-1");
-        assert_eq!(file_part(""), "none");
-    }
-
-    #[test]
-    fn time_is_utc_iso() {
-        let t = now();
-        assert_eq!(t.len(), 24, "{t}");
-        assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
-    }
 
     #[test]
     fn upstream_parses() {

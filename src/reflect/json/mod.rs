@@ -22,6 +22,9 @@ use super::{FieldSchema, FieldType, StructSchema};
 use crate::types::Uuid;
 use crate::wire::MAX_STRING_LEN;
 
+mod frame;
+pub use frame::{JsonFrame, frame_from_json};
+
 /// The JSON key of a schema field: its name with the first letter in lower case
 /// (`ReplicaId` is `replicaId`).
 pub fn json_key(name: &str) -> String {
@@ -176,7 +179,11 @@ impl JsonError {
 
 impl core::fmt::Display for JsonError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
     }
 }
 
