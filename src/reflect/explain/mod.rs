@@ -38,10 +38,12 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 mod checked;
+mod hex;
 mod records;
 mod render;
 
 pub use checked::{Checked, explain_checked};
+pub use hex::parse_hex;
 pub use records::{DECOMPRESS_LIMIT, RecordLine, RecordLines, annotate_records, record_lines};
 pub use render::{hex_legend, render_hex, render_tree};
 
