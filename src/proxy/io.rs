@@ -55,10 +55,22 @@ pub(super) async fn run<H: Hooks>(
     runtime: &Arc<Runtime<H>>,
 ) {
     let _ = client.set_nodelay(true);
-    if !runtime.tls.terminates() {
-        let info = runtime.conn_info(peer, upstream.to_string());
-        return to_broker(client, info, runtime, String::new()).await;
+    if runtime.tls.terminates() {
+        // Boxed, as every TLS step is: TLS state is large, and a future is as large as its
+        // largest state, so plain connections would carry it while they idle.
+        return Box::pin(accept_tls(client, peer, upstream, runtime)).await;
     }
+    let info = runtime.conn_info(peer, upstream.to_string());
+    to_broker(client, info, runtime, String::new()).await;
+}
+
+/// [`run`] for a client that connects with TLS.
+async fn accept_tls<H: Hooks>(
+    client: TcpStream,
+    peer: SocketAddr,
+    upstream: &str,
+    runtime: &Arc<Runtime<H>>,
+) {
     let accepted = match tls::accept(&runtime.tls, client, upstream, runtime.max_frame).await {
         Ok(a) => a,
         Err(why) => {
@@ -93,10 +105,22 @@ async fn to_broker<C: Split, H: Hooks>(
     let _ = server.set_nodelay(true);
     // The broker's own address (one of a bootstrap list).
     info.route = server.peer_addr().map_or_else(|_| reached.clone(), |a| a.to_string());
-    if !runtime.tls.originates() {
-        return serve(client, server, Arc::new(info), runtime, &note).await;
+    if runtime.tls.originates() {
+        return Box::pin(connect_tls(client, server, &reached, info, runtime, note)).await;
     }
-    match tls::connect(&runtime.tls, server, &reached).await {
+    serve(client, server, Arc::new(info), runtime, &note).await;
+}
+
+/// [`to_broker`] for a broker reached with TLS.
+async fn connect_tls<C: Split, H: Hooks>(
+    client: C,
+    server: TcpStream,
+    reached: &str,
+    info: ConnInfo,
+    runtime: &Arc<Runtime<H>>,
+    note: String,
+) {
+    match tls::connect(&runtime.tls, server, reached).await {
         Ok(server) => {
             serve(client, server, Arc::new(info), runtime, &format!("{note} (TLS to the broker)")).await
         }
