@@ -602,6 +602,8 @@ impl Hooks for TrafficLog {
         }
         let roundtrip = (self.verify && info.decoded == Decoded::Ok)
             .then(|| inspect::roundtrip_response(frame, key, info.version));
+        let errors =
+            if self.text() && self.quiet { Vec::new() } else { inspect::errors(frame, key, info.version) };
         if self.text() && !self.quiet {
             let mut line = format!(
                 "{} conn={} {} {} v{} req={}B resp={}B {:.3}ms",
@@ -614,8 +616,8 @@ impl Hooks for TrafficLog {
                 frame.len() + 4,
                 latency.as_secs_f64() * 1e3
             );
-            if !info.errors.is_empty() {
-                let names: Vec<String> = info.errors.iter().map(|&c| error_name(c)).collect();
+            if !errors.is_empty() {
+                let names: Vec<String> = errors.iter().map(|&c| error_name(c)).collect();
                 let _ = write!(line, " errors={}", names.join(","));
             }
             if rewritten {
@@ -642,7 +644,7 @@ impl Hooks for TrafficLog {
             extra,
             ",\"latencyUs\":{},\"errors\":{:?},\"rewritten\":{rewritten}",
             latency.as_micros(),
-            info.errors
+            errors
         );
         self.report(frame, what, &info.decoded, roundtrip, conn.id, &extra);
     }

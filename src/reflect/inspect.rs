@@ -58,8 +58,6 @@ pub struct ResponseInfo {
     /// answer (brokers answer an ApiVersions version they do not serve with a v0 body, and
     /// clients read it so: [`crate::conn::read_response`]).
     pub version: i16,
-    /// The non-zero error codes in its body, in wire order.
-    pub errors: Vec<i16>,
 }
 
 /// Reads a request frame with kwire's views. Bytes after the body are ignored, as Apache
@@ -72,31 +70,35 @@ pub fn request(frame: &[u8]) -> Decoded {
     }
 }
 
-/// Reads a response to a request of `api_key` at `api_version` with kwire's views, and
-/// scans it for error codes.
+/// Reads a response to a request of `api_key` at `api_version` with kwire's views.
 pub fn response(frame: &[u8], api_key: i16, api_version: i16) -> ResponseInfo {
-    let not_read = |why: String| ResponseInfo {
-        decoded: Decoded::Unknown(why),
-        version: api_version,
-        errors: Vec::new(),
-    };
+    let not_read = |why: String| ResponseInfo { decoded: Decoded::Unknown(why), version: api_version };
     let Some(key) = ApiKey::from_i16(api_key) else {
         return not_read(format!("kwire: unsupported API key {api_key} (version {api_version})"));
     };
     if !key.response_versions().contains(api_version) {
         return not_read(format!("kwire: unsupported version {api_version} of {}", key.name()));
     }
-    let (decoded, version) = match crate::conn::read_response(frame, key, api_version) {
-        Ok((_, version)) => (Decoded::Ok, version),
-        Err(e) => (Decoded::Malformed(e.to_string()), api_version),
+    match crate::conn::read_response(frame, key, api_version) {
+        Ok((_, version)) => ResponseInfo { decoded: Decoded::Ok, version },
+        Err(e) => ResponseInfo { decoded: Decoded::Malformed(e.to_string()), version: api_version },
+    }
+}
+
+/// The non-zero error codes of a response read at `version` ([`ResponseInfo::version`]), in
+/// wire order; none when kwire cannot read it. A walk of the body by its schema: call it
+/// only when the codes are wanted.
+pub fn errors(frame: &[u8], api_key: i16, version: i16) -> Vec<i16> {
+    let Some(key) = ApiKey::from_i16(api_key).filter(|k| k.response_versions().contains(version)) else {
+        return Vec::new();
     };
-    let schema = super::response_schema(key);
-    let errors = frame::ResponseHeaderView::parse(frame, key.response_header_version(version))
+    frame::ResponseHeaderView::parse(frame, key.response_header_version(version))
         .ok()
-        .and_then(|(_, header_len)| super::addresses::scan(schema, version, &frame[header_len..]).ok())
+        .and_then(|(_, header_len)| {
+            super::addresses::scan(super::response_schema(key), version, &frame[header_len..]).ok()
+        })
         .map(|found| found.errors)
-        .unwrap_or_default();
-    ResponseInfo { decoded, version, errors }
+        .unwrap_or_default()
 }
 
 /// Reads a request into kwire's owned value, encodes it again and compares the bytes with

@@ -293,8 +293,9 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
                 && let (Some(key), Some(v)) = (f.api_key, f.api_version)
             {
                 let info = inspect::response(&f.bytes[4..], key, v);
-                if !info.errors.is_empty() {
-                    let names: Vec<String> = info.errors.iter().map(|&c| error_name(c)).collect();
+                let errors = inspect::errors(&f.bytes[4..], key, info.version);
+                if !errors.is_empty() {
+                    let names: Vec<String> = errors.iter().map(|&c| error_name(c)).collect();
                     line.push_str(&format!(" errors={}", names.join(",")));
                 }
             }
