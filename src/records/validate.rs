@@ -662,7 +662,7 @@ fn check_length(size: i32, read: usize) -> Result<(), ErrorKind> {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Walk {
     max_timestamp: i64,
     inner_offsets_in_order: bool,
@@ -688,6 +688,24 @@ fn report(
 /// Reads every record as Kafka's `DefaultRecord.readFrom` does and applies
 /// `LogValidator.validateRecord` to each.
 fn walk_records(
+    bytes: &[u8],
+    ctx: &WalkContext<'_>,
+    sink: Option<&mut dyn FnMut(RecordError)>,
+) -> Result<Walk, ValidateError> {
+    // Most batches are well formed and every record passes: walk them on the fast path,
+    // which keeps only aggregates, and settle the record checks on those at the end. Any
+    // other batch (a record the fast path refuses, or aggregates that do not prove every
+    // record clean) is walked again below, record by record, Kafka's way.
+    if sink.is_none()
+        && let Some(walk) = fast_walk(bytes, ctx.count).and_then(|s| clean_walk(ctx, &s))
+    {
+        return Ok(walk);
+    }
+    exact_walk(bytes, ctx, sink)
+}
+
+/// [`walk_records`] record by record: each record's fields, and each record's check.
+fn exact_walk(
     bytes: &[u8],
     ctx: &WalkContext<'_>,
     mut sink: Option<&mut dyn FnMut(RecordError)>,
@@ -767,6 +785,68 @@ fn walk_records(
     Ok(walk)
 }
 
+/// What [`fast_walk`] keeps of a batch's records: enough to decide, at the end, that every
+/// record passes `LogValidator.validateRecord`.
+struct Summary {
+    /// The smallest and largest timestamp delta.
+    min_delta: i64,
+    max_delta: i64,
+    /// Whether every record has a key.
+    keys: bool,
+    /// Whether every record's offset delta is its index.
+    in_order: bool,
+}
+
+/// Walks `count` records on [`well_formed_record`]'s fast path, keeping [`Summary`]'s
+/// aggregates; `None` unless every record is accepted there and they fill `bytes` exactly
+/// (then [`walk_records`]'s exact loop reads the batch for its error).
+#[inline(never)]
+fn fast_walk(bytes: &[u8], count: u32) -> Option<Summary> {
+    let mut s = Summary { min_delta: i64::MAX, max_delta: i64::MIN, keys: true, in_order: true };
+    let mut p = 0;
+    for index in 0..count {
+        let (end, f) = well_formed_record(bytes, p)?;
+        p = end;
+        s.min_delta = s.min_delta.min(f.timestamp_delta);
+        s.max_delta = s.max_delta.max(f.timestamp_delta);
+        s.keys &= f.has_key;
+        s.in_order &= f.offset_delta as u32 == index;
+    }
+    (p == bytes.len()).then_some(s)
+}
+
+/// The [`Walk`] of a batch whose records [`fast_walk`] summed up in `s`, when the summary
+/// proves that no record has an error; `None` when it does not (the exact loop then
+/// decides, record by record).
+fn clean_walk(ctx: &WalkContext<'_>, s: &Summary) -> Option<Walk> {
+    let config = ctx.config;
+    if ctx.log_append_time.is_some() || (config.compacted && !s.keys) || s.min_delta > s.max_delta {
+        return None;
+    }
+    // Without overflow in the sums, every record's timestamp lies in [lo, hi].
+    let lo = ctx.base_timestamp.checked_add(s.min_delta)?;
+    let hi = ctx.base_timestamp.checked_add(s.max_delta)?;
+    if config.timestamp_type == TimestampType::CreateTime {
+        // The record check is `d <= before && -d <= after` on d = now - timestamp (wrapping).
+        // When d neither wraps at the ends nor is i64::MIN, it is monotone over [lo, hi]
+        // and the check holds for all if it holds for both ends; else decide per record.
+        let d_min = i64::try_from(i128::from(config.now_ms) - i128::from(hi)).ok()?;
+        let d_max = i64::try_from(i128::from(config.now_ms) - i128::from(lo)).ok()?;
+        if d_min == i64::MIN
+            || d_max > config.timestamp_before_max_ms
+            || -d_min > config.timestamp_after_max_ms
+        {
+            return None;
+        }
+    }
+    Some(Walk {
+        max_timestamp: hi.max(NO_TIMESTAMP),
+        inner_offsets_in_order: s.in_order,
+        errors: 0,
+        timestamp_errors: false,
+    })
+}
+
 /// Reads one record as Kafka's `DefaultRecord` does in `mode`, with the error it makes.
 fn read_record(cur: &mut Cursor<'_>, mode: Mode, index: u32) -> Result<Fields, ValidateError> {
     let rec_err = |kind| ValidateError::Record { index, kind };
@@ -811,73 +891,76 @@ fn read_record(cur: &mut Cursor<'_>, mode: Mode, index: u32) -> Result<Fields, V
     }
 }
 
-/// A varint's bits of up to three bytes from `b` at `*p`, or `None` when it is longer or
-/// cut short (the fast path's callers then read it again through [`Cursor`]).
+/// A varint's bits (zig-zag encoded) from `b` at `p`, and the position after it: up to two
+/// bytes inline, longer ones out of line; `None` where [`Cursor::uvarint`] fails.
 #[inline(always)]
-fn short_uvarint_at(b: &[u8], p: &mut usize) -> Option<u32> {
-    let x = *b.get(*p)?;
+fn uvarint_at(b: &[u8], p: usize) -> Option<(u32, usize)> {
+    let x = *b.get(p)?;
     if x < 0x80 {
-        *p += 1;
-        return Some(u32::from(x));
+        return Some((u32::from(x), p + 1));
     }
-    let y = *b.get(*p + 1)?;
+    let y = *b.get(p + 1)?;
     if y < 0x80 {
-        *p += 2;
-        return Some(u32::from(x & 0x7f) | u32::from(y) << 7);
+        return Some((u32::from(x & 0x7f) | u32::from(y) << 7, p + 2));
     }
-    let z = *b.get(*p + 2)?;
-    if z < 0x80 {
-        *p += 3;
-        return Some(u32::from(x & 0x7f) | u32::from(y & 0x7f) << 7 | u32::from(z) << 14);
-    }
-    None
+    long_uvarint_at(b, p)
 }
 
-/// A varint from `b` at `*p`: short ones inline, longer ones through [`Cursor::varint`]
-/// (the same decoding); `None` where that fails.
+/// [`uvarint_at`]'s longer varints, through [`Cursor::uvarint`] (the same decoding); out of
+/// line, as records rarely have one.
+#[cold]
+#[inline(never)]
+fn long_uvarint_at(b: &[u8], p: usize) -> Option<(u32, usize)> {
+    let mut cur = Cursor { buf: b, pos: p };
+    let v = cur.uvarint().ok()?;
+    Some((v, cur.pos))
+}
+
+/// A varint from `b` at `p`, as [`Cursor::varint`] reads it.
 #[inline(always)]
-fn varint_at(b: &[u8], p: &mut usize) -> Option<i32> {
-    let v = match short_uvarint_at(b, p) {
-        Some(v) => v,
-        None => {
-            let mut cur = Cursor { buf: b, pos: *p };
-            let v = cur.uvarint().ok()?;
-            *p = cur.pos;
-            v
+fn varint_at(b: &[u8], p: usize) -> Option<(i32, usize)> {
+    let (v, p) = uvarint_at(b, p)?;
+    Some((((v >> 1) as i32) ^ -((v & 1) as i32), p))
+}
+
+/// A varlong from `b` at `p`, as [`Cursor::varlong`] reads it.
+#[inline(always)]
+fn varlong_at(b: &[u8], p: usize) -> Option<(i64, usize)> {
+    let x = *b.get(p)?;
+    let (v, p) = if x < 0x80 {
+        (u64::from(x), p + 1)
+    } else {
+        match b.get(p + 1) {
+            Some(&y) if y < 0x80 => (u64::from(x & 0x7f) | u64::from(y) << 7, p + 2),
+            _ => long_uvarlong_at(b, p)?,
         }
     };
-    Some(((v >> 1) as i32) ^ -((v & 1) as i32))
+    Some((((v >> 1) as i64) ^ -((v & 1) as i64), p))
 }
 
-/// A varlong, as [`varint_at`] reads a varint.
-#[inline(always)]
-fn varlong_at(b: &[u8], p: &mut usize) -> Option<i64> {
-    let v = match short_uvarint_at(b, p) {
-        Some(v) => u64::from(v),
-        None => {
-            let mut cur = Cursor { buf: b, pos: *p };
-            let v = cur.uvarlong().ok()?;
-            *p = cur.pos;
-            v
-        }
-    };
-    Some(((v >> 1) as i64) ^ -((v & 1) as i64))
+/// [`varlong_at`]'s longer varlongs, through [`Cursor::uvarlong`].
+#[cold]
+#[inline(never)]
+fn long_uvarlong_at(b: &[u8], p: usize) -> Option<(u64, usize)> {
+    let mut cur = Cursor { buf: b, pos: p };
+    let v = cur.uvarlong().ok()?;
+    Some((v, cur.pos))
 }
 
-/// Skips a varint length and that many bytes (none when negative, a null); whether it was
-/// not null.
+/// Skips a varint length and that many bytes (none when negative, a null): whether it was
+/// not null, and the position after it. A zig-zag varint is negative when its bits are
+/// odd, and its value is otherwise half of them.
 #[inline(always)]
-fn bytes_at(b: &[u8], p: &mut usize) -> Option<bool> {
-    let len = varint_at(b, p)?;
-    if len < 0 {
-        return Some(false);
+fn bytes_at(b: &[u8], p: usize) -> Option<(bool, usize)> {
+    let (v, p) = uvarint_at(b, p)?;
+    if v & 1 != 0 {
+        return Some((false, p));
     }
-    let end = p.checked_add(len as usize)?;
+    let end = p + (v >> 1) as usize;
     if end > b.len() {
         return None;
     }
-    *p = end;
-    Some(true)
+    Some((true, end))
 }
 
 /// The fast path of [`read_record`]: a record whose length is a non-negative varint and
@@ -885,35 +968,38 @@ fn bytes_at(b: &[u8], p: &mut usize) -> Option<bool> {
 /// `bytes`. Returns the position after it and its fields, or `None` for any other record
 /// (which `read_record` then reads for its error; it reads a record this accepts in every
 /// mode, with the same fields).
-#[inline]
+#[inline(always)]
 fn well_formed_record(bytes: &[u8], at: usize) -> Option<(usize, Fields)> {
-    let mut p = at;
-    let size = varint_at(bytes, &mut p)?;
-    let end = p.checked_add(usize::try_from(size).ok()?)?;
+    let (size, p) = uvarint_at(bytes, at)?;
+    if size & 1 != 0 {
+        return None; // a negative length
+    }
+    let end = p + (size >> 1) as usize;
     let b = bytes.get(p..end)?;
     if b.is_empty() {
         return None; // not even the attributes
     }
-    let mut q = 1; // attributes
-    let timestamp_delta = varlong_at(b, &mut q)?;
-    let offset_delta = varint_at(b, &mut q)?;
-    let has_key = bytes_at(b, &mut q)?;
-    bytes_at(b, &mut q)?;
-    let headers = varint_at(b, &mut q)?;
-    if headers < 0 || headers as usize > b.len() - q.min(b.len()) {
-        return None;
+    // Past the attributes.
+    let (timestamp_delta, q) = varlong_at(b, 1)?;
+    let (offset_delta, q) = varint_at(b, q)?;
+    let (has_key, q) = bytes_at(b, q)?;
+    let (_, q) = bytes_at(b, q)?;
+    let (headers, mut q) = uvarint_at(b, q)?;
+    if headers & 1 != 0 {
+        return None; // a negative count
     }
-    for _ in 0..headers {
-        let key = varint_at(b, &mut q)?;
-        if key < 0 {
+    // A count larger than the bytes left (which `read_fields` refuses) is refused by the
+    // loop: every header takes two bytes at least, so it runs out of bytes first.
+    for _ in 0..headers >> 1 {
+        let (key, k) = uvarint_at(b, q)?;
+        if key & 1 != 0 {
             return None;
         }
-        let key_end = q.checked_add(key as usize)?;
+        let key_end = k + (key >> 1) as usize;
         if key_end > b.len() {
             return None;
         }
-        q = key_end;
-        bytes_at(b, &mut q)?;
+        (_, q) = bytes_at(b, key_end)?;
     }
     (q == b.len()).then_some((end, Fields { timestamp_delta, offset_delta, has_key }))
 }
@@ -1099,6 +1185,88 @@ mod tests {
         let e = r.unwrap_err();
         assert_eq!(e.error_code(), ErrorCode::InvalidRecord);
         assert_eq!(errors, [RecordError { batch_index: 1, kind: RecordErrorKind::MissingKey }]);
+    }
+
+    /// `walk_records` settles the record checks on the fast path's aggregates only when they
+    /// prove every record clean: its answer is the record-by-record walk's, over timestamps
+    /// at and near the ends of `i64`, NO_TIMESTAMP, keys missing or not, offsets out of order
+    /// and every kind of timestamp bound.
+    #[test]
+    fn the_summary_decides_as_the_record_checks() {
+        let deltas: [&[i64]; 5] =
+            [&[0, 1, 2], &[0, -1, 5], &[0, 1 << 40, -(1 << 40)], &[3, 3, 3], &[-7, 0, 900]];
+        let bases = [NOW - 10, -1, 0, 1, i64::MAX - 2, i64::MAX, i64::MIN, i64::MIN + 1, NOW + 3_600_000];
+        let nows = [NOW, 0, -1, i64::MAX, i64::MIN, NOW + 3_600_000];
+        let bounds = [i64::MAX, 0, 10, -5, i64::MIN, 3_600_000, 1 << 40];
+        let mut checked = 0;
+        let mut summed = 0;
+        for (n, ds) in deltas.iter().enumerate() {
+            for keys in [true, false] {
+                let records: Vec<NewRecord<'_>> = ds
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| {
+                        let key: Option<&[u8]> = if keys || i != 1 { Some(b"k") } else { None };
+                        NewRecord::new(key, Some(b"v")).with_timestamp(d)
+                    })
+                    .collect();
+                let mut b = Vec::new();
+                BatchBuilder::new(0, 0, &records).encode_to_vec(&mut b).unwrap();
+                let mut section = b[BATCH_HEADER_LEN..].to_vec();
+                if n == 4 {
+                    // Offset deltas 0, 2, 2: the second record's delta (after its length, attributes
+                    // and one-byte timestamp delta) becomes 2 (zig-zag 4).
+                    let at = 1 + 1 + 1; // length, attributes, a one-byte timestamp delta
+                    assert_eq!(section[at], 0);
+                    let second = 1 + usize::from(section[0] >> 1);
+                    section[second + 3] = 4;
+                }
+                for &base_timestamp in &bases {
+                    for &now_ms in &nows {
+                        for &before in &bounds {
+                            for &after in &bounds {
+                                for (timestamp_type, compacted, lat) in [
+                                    (TimestampType::CreateTime, false, None),
+                                    (TimestampType::CreateTime, true, None),
+                                    (TimestampType::LogAppendTime, false, None),
+                                    (TimestampType::LogAppendTime, true, None),
+                                    (TimestampType::CreateTime, false, Some(base_timestamp)),
+                                ] {
+                                    let mut config = ValidateConfig::new(0, now_ms);
+                                    config.timestamp_type = timestamp_type;
+                                    config.compacted = compacted;
+                                    config.timestamp_before_max_ms = before;
+                                    config.timestamp_after_max_ms = after;
+                                    let ctx = WalkContext {
+                                        count: ds.len() as u32,
+                                        base_timestamp,
+                                        log_append_time: lat,
+                                        config: &config,
+                                        mode: Mode::InPlace,
+                                    };
+                                    let exact = exact_walk(&section, &ctx, None);
+                                    assert_eq!(
+                                        walk_records(&section, &ctx, None),
+                                        exact,
+                                        "deltas {ds:?} keys {keys} base {base_timestamp} now {now_ms} \
+                                         before {before} after {after} {timestamp_type:?} {compacted} {lat:?}"
+                                    );
+                                    checked += 1;
+                                    if fast_walk(&section, ctx.count)
+                                        .and_then(|s| clean_walk(&ctx, &s))
+                                        .is_some()
+                                    {
+                                        summed += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Both ways were taken.
+        assert!(summed > checked / 10 && summed < checked, "{summed} of {checked} settled on the summary");
     }
 
     /// The fast path accepts only records that `read_record` reads the same way in every
