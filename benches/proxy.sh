@@ -27,7 +27,9 @@
 # the phase; memory is its VmRSS. haproxy is installed with apt-get if missing (needs
 # root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
 # PATHS may add "tenant": kwire --quiet with every connection one tenant (--tenant
-# default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants").
+# default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants");
+# and "filter": a user's proxy on the library with the docs' example filter and no log
+# (benches/proxy_filter.rs), every Produce request read by the filter.
 # KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
 # rounds as the others (an A/B of two builds against the same haproxy), e.g.
 #   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
@@ -62,6 +64,16 @@ else
   $cargo build --release --quiet --features cli --bin kwire
   kwire=${CARGO_TARGET_DIR:-$root/target}/release/kwire
 fi
+case " $paths " in
+  *" filter "*)
+    if command -v kcargo >/dev/null; then cargo=kcargo; else cargo=cargo; fi
+    filter_bin=$($cargo bench --quiet --no-run --features proxy --bench proxy_filter --message-format=json |
+      python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "proxy_filter":
+        print(m["executable"])') ;;
+esac
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -143,7 +155,7 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet | base | tenant)
+    kwire | quiet | base | tenant | filter)
       local flags=() bin=$kwire
       [ "$1" = kwire ] || flags=(--quiet)
       [ "$1" = tenant ] && flags=(--quiet --tenant default=bench.)
@@ -151,7 +163,11 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         bin=${KWIRE_BASE:?set KWIRE_BASE to run the base path}
       fi
       : >"$work/proxy.log"
-      "$bin" proxy --listen 127.0.0.1:0 --upstream "$broker" "${flags[@]}" >"$work/proxy.log" 2>"$work/proxy.err" &
+      if [ "$1" = filter ]; then
+        "$filter_bin" "$broker" >"$work/proxy.log" 2>"$work/proxy.err" &
+      else
+        "$bin" proxy --listen 127.0.0.1:0 --upstream "$broker" "${flags[@]}" >"$work/proxy.log" 2>"$work/proxy.err" &
+      fi
       proxy_pid=$!
       target=
       for _ in $(seq 200); do
