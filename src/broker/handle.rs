@@ -22,6 +22,7 @@ mod configs;
 mod consumer_groups;
 mod data;
 mod fetch;
+mod kip848;
 mod partitions;
 mod sasl;
 mod txn;
@@ -66,6 +67,8 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DescribeAcls,
     ApiKey::CreateAcls,
     ApiKey::DeleteAcls,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
@@ -197,6 +200,8 @@ impl<'s> Handler<'s> {
             RequestBodyView::DescribeAcls(d) => self.describe_acls(reply, d, out)?,
             RequestBodyView::CreateAcls(c) => self.create_acls(reply, c, out)?,
             RequestBodyView::DeleteAcls(d) => self.delete_acls(reply, d, out)?,
+            RequestBodyView::ConsumerGroupHeartbeat(h) => self.consumer_group_heartbeat(reply, h, client_id, out)?,
+            RequestBodyView::ConsumerGroupDescribe(d) => self.consumer_group_describe(reply, d, out)?,
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)

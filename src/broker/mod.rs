@@ -70,7 +70,9 @@ mod fetch_sessions;
 mod groups;
 mod handle;
 mod hooks;
+mod kip848;
 mod log;
+mod regex;
 mod state;
 mod txn;
 
@@ -126,6 +128,12 @@ pub struct Config {
     /// The session timeouts a member may ask for (default 6 s to 30 min, as Kafka's
     /// `group.min.session.timeout.ms` and `group.max.session.timeout.ms`).
     pub session_timeout_range: (Duration, Duration),
+    /// The heartbeat interval KIP-848 consumer-group members are given (default 5 s, Kafka's
+    /// `group.consumer.heartbeat.interval.ms`).
+    pub consumer_heartbeat_interval: Duration,
+    /// How long a KIP-848 consumer-group member may go without a heartbeat before it is
+    /// fenced (default 45 s, Kafka's `group.consumer.session.timeout.ms`).
+    pub consumer_session_timeout: Duration,
     /// The longest transaction timeout a transactional producer may ask for (default 15
     /// minutes, Kafka's `transaction.max.timeout.ms`); a longer one gets
     /// INVALID_TRANSACTION_TIMEOUT.
@@ -163,6 +171,8 @@ impl Default for Config {
             fetch_max_bytes: 55 << 20,
             initial_rebalance_delay: Duration::ZERO,
             session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
+            consumer_heartbeat_interval: Duration::from_secs(5),
+            consumer_session_timeout: Duration::from_secs(45),
             transaction_max_timeout: Duration::from_secs(900),
             fetch_session_slots: 1000,
             fetch_session_idle: Duration::from_secs(120),
