@@ -24,6 +24,7 @@ pub mod java;
 pub mod kwire_cmd;
 pub mod newer_cluster;
 pub mod process;
+pub mod raw;
 #[cfg(feature = "cli")]
 pub mod proxy;
 
