@@ -9,13 +9,12 @@
 #[path = "common/raw.rs"]
 mod raw;
 
-
 use kwire::ApiKey;
-use raw::Conn;
 use kwire::broker::{Broker, Config};
 use kwire::dispatch;
 use kwire::messages::ResponseBodyView;
 use kwire::records::{BatchBuilder, NewRecord};
+use raw::Conn;
 
 const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;

@@ -11,13 +11,13 @@ mod raw;
 use std::time::{Duration, Instant};
 
 use kwire::ApiKey;
-use raw::Conn;
 use kwire::broker::{Broker, Config};
 use kwire::dispatch;
 use kwire::messages::ResponseBodyView;
 use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic, ForgottenTopic};
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::types::Uuid;
+use raw::Conn;
 
 const NONE: i16 = 0;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;

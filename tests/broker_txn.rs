@@ -11,7 +11,6 @@ mod raw;
 use std::time::{Duration, Instant};
 
 use kwire::ApiKey;
-use raw::Conn;
 use kwire::broker::{Broker, Config};
 use kwire::dispatch;
 use kwire::messages::ResponseBodyView;
@@ -32,6 +31,7 @@ use kwire::messages::txn_offset_commit::{
     TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kwire::records::{BatchBuilder, ControlRecord, ControlRecordType, NewRecord, RecordBatches};
+use raw::Conn;
 
 const TOPIC: &str = "txn";
 

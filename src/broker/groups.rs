@@ -594,7 +594,11 @@ impl Groups {
         }
         let fail = CommitCheck::Fail;
         if generation < 0 && member_id.is_empty() {
-            return if group.state == State::Empty { CommitCheck::Ok } else { fail(ErrorCode::UnknownMemberId) };
+            return if group.state == State::Empty {
+                CommitCheck::Ok
+            } else {
+                fail(ErrorCode::UnknownMemberId)
+            };
         }
         if group.state == State::CompletingRebalance {
             return fail(ErrorCode::RebalanceInProgress);
@@ -626,7 +630,9 @@ impl Groups {
         let mut g = self.lock();
         match g.get(group_id) {
             None => ErrorCode::GroupIdNotFound,
-            Some(group) if group.state != State::Empty || !group.members.is_empty() || group.consumer_members() => {
+            Some(group)
+                if group.state != State::Empty || !group.members.is_empty() || group.consumer_members() =>
+            {
                 ErrorCode::NonEmptyGroup
             }
             Some(_) => {

@@ -200,7 +200,9 @@ impl<'s> Handler<'s> {
             RequestBodyView::DescribeAcls(d) => self.describe_acls(reply, d, out)?,
             RequestBodyView::CreateAcls(c) => self.create_acls(reply, c, out)?,
             RequestBodyView::DeleteAcls(d) => self.delete_acls(reply, d, out)?,
-            RequestBodyView::ConsumerGroupHeartbeat(h) => self.consumer_group_heartbeat(reply, h, client_id, out)?,
+            RequestBodyView::ConsumerGroupHeartbeat(h) => {
+                self.consumer_group_heartbeat(reply, h, client_id, out)?
+            }
             RequestBodyView::ConsumerGroupDescribe(d) => self.consumer_group_describe(reply, d, out)?,
             _ => unsupported(reply, out)?,
         }

@@ -97,8 +97,7 @@ impl CgMember {
             .by_name
             .keys()
             .filter(|n| {
-                self.subscribed_names.iter().any(|s| s == *n)
-                    || regex.as_ref().is_some_and(|r| r.is_match(n))
+                self.subscribed_names.iter().any(|s| s == *n) || regex.as_ref().is_some_and(|r| r.is_match(n))
             })
             .map(String::as_str)
             .collect()
@@ -196,7 +195,8 @@ impl ConsumerGroup {
         }
         // Whether the member (by what it reported) still owns any of these partitions; not
         // knowing counts as owning.
-        let still_owns = |pending: &BTreeSet<Tp>| owned.is_none_or(|o| o.iter().any(|tp| pending.contains(tp)));
+        let still_owns =
+            |pending: &BTreeSet<Tp>| owned.is_none_or(|o| o.iter().any(|tp| pending.contains(tp)));
         let next_epoch = match m.state {
             MemberState::Stable if m.epoch == target_epoch => return,
             MemberState::UnrevokedPartitions if still_owns(&m.pending_revocation) => return,
@@ -273,7 +273,8 @@ fn uniform(
     topics: &TopicsView,
     previous: &BTreeMap<String, BTreeSet<Tp>>,
 ) -> BTreeMap<String, BTreeSet<Tp>> {
-    let mut out: BTreeMap<String, BTreeSet<Tp>> = subs.iter().map(|(id, _)| (id.clone(), BTreeSet::new())).collect();
+    let mut out: BTreeMap<String, BTreeSet<Tp>> =
+        subs.iter().map(|(id, _)| (id.clone(), BTreeSet::new())).collect();
     let mut all: Vec<(Tp, Vec<usize>)> = Vec::new();
     let names: BTreeSet<&str> = subs.iter().flat_map(|(_, t)| t.iter().copied()).collect();
     for name in names {
@@ -287,7 +288,9 @@ fn uniform(
     let mut counts = std::vec![0usize; subs.len()];
     // Sticky: a partition stays where the last target had it, if that member may have it.
     for (tp, eligible) in &all {
-        if let Some(i) = eligible.iter().copied().find(|&i| previous.get(&subs[i].0).is_some_and(|s| s.contains(tp))) {
+        if let Some(i) =
+            eligible.iter().copied().find(|&i| previous.get(&subs[i].0).is_some_and(|s| s.contains(tp)))
+        {
             owner.insert(*tp, i);
             counts[i] += 1;
         }
@@ -307,7 +310,8 @@ fn uniform(
         let mut moved = false;
         for (tp, eligible) in &all {
             let Some(&from) = owner.get(tp) else { continue };
-            if let Some(&to) = eligible.iter().filter(|&&i| counts[i] + 1 < counts[from]).min_by_key(|&&i| (counts[i], i))
+            if let Some(&to) =
+                eligible.iter().filter(|&&i| counts[i] + 1 < counts[from]).min_by_key(|&&i| (counts[i], i))
             {
                 owner.insert(*tp, to);
                 counts[from] -= 1;
@@ -330,7 +334,8 @@ fn uniform(
 /// The `range` assignor: each topic's partitions split into contiguous ranges over its
 /// subscribers in member id order, the first ones taking one more when it does not divide.
 fn range(subs: &[(String, BTreeSet<&str>)], topics: &TopicsView) -> BTreeMap<String, BTreeSet<Tp>> {
-    let mut out: BTreeMap<String, BTreeSet<Tp>> = subs.iter().map(|(id, _)| (id.clone(), BTreeSet::new())).collect();
+    let mut out: BTreeMap<String, BTreeSet<Tp>> =
+        subs.iter().map(|(id, _)| (id.clone(), BTreeSet::new())).collect();
     let names: BTreeSet<&str> = subs.iter().flat_map(|(_, t)| t.iter().copied()).collect();
     for name in names {
         let Some(&(id, count)) = topics.by_name.get(name) else { continue };
@@ -436,7 +441,10 @@ fn validate(r: &CgHeartbeat<'_>) -> Result<(), CgError> {
     {
         return Err((
             ErrorCode::UnsupportedAssignor,
-            std::format!("ServerAssignor {a} is not supported. Supported assignors: {}.", ASSIGNORS.join(", ")),
+            std::format!(
+                "ServerAssignor {a} is not supported. Supported assignors: {}.",
+                ASSIGNORS.join(", ")
+            ),
         ));
     }
     Ok(())
@@ -517,15 +525,21 @@ impl Groups {
                     shared.log(format_args!("group {}: member {} left", r.group_id, r.member_id));
                 }
                 Some(instance) => {
-                    let Some(m) = cg.members.values_mut().find(|m| m.instance_id.as_deref() == Some(instance)) else {
-                        return Err((ErrorCode::UnknownMemberId, std::format!("Instance id {instance} is unknown.")));
+                    let Some(m) =
+                        cg.members.values_mut().find(|m| m.instance_id.as_deref() == Some(instance))
+                    else {
+                        return Err((
+                            ErrorCode::UnknownMemberId,
+                            std::format!("Instance id {instance} is unknown."),
+                        ));
                     };
                     if m.id != r.member_id {
                         return Err((
                             ErrorCode::FencedInstanceId,
                             std::format!(
                                 "Static member {} with instance id {instance} was fenced by member {}.",
-                                r.member_id, m.id
+                                r.member_id,
+                                m.id
                             ),
                         ));
                     }
@@ -552,7 +566,10 @@ impl Groups {
             Some(group) => group,
             None if r.member_epoch == 0 => g.entry(r.group_id.into()).or_insert_with(|| Group::new(now)),
             None => {
-                return Err((ErrorCode::GroupIdNotFound, std::format!("Consumer group {} not found.", r.group_id)));
+                return Err((
+                    ErrorCode::GroupIdNotFound,
+                    std::format!("Consumer group {} not found.", r.group_id),
+                ));
             }
         };
         if group.consumer.is_none() {
@@ -582,7 +599,8 @@ impl Groups {
                 None => return Err(unknown_member(&member_id, r.group_id)),
             },
             Some(instance) => {
-                let existing = cg.members.values().find(|m| m.instance_id.as_deref() == Some(instance)).cloned();
+                let existing =
+                    cg.members.values().find(|m| m.instance_id.as_deref() == Some(instance)).cloned();
                 if r.member_epoch == 0 {
                     match existing {
                         None => cg.members.get(&member_id).cloned(),
@@ -604,7 +622,10 @@ impl Groups {
                     }
                 } else {
                     let Some(m) = existing else {
-                        return Err((ErrorCode::UnknownMemberId, std::format!("Instance id {instance} is unknown.")));
+                        return Err((
+                            ErrorCode::UnknownMemberId,
+                            std::format!("Instance id {instance} is unknown."),
+                        ));
                     };
                     if m.id != member_id {
                         return Err((
@@ -654,7 +675,8 @@ impl Groups {
         m.client_id = r.client_id.into();
         m.client_host = r.client_host.into();
         m.session_deadline = now + shared.config.consumer_session_timeout;
-        let subscription_changed = previous_subscription != (m.subscribed_names.clone(), m.subscribed_regex.clone());
+        let subscription_changed =
+            previous_subscription != (m.subscribed_names.clone(), m.subscribed_regex.clone());
         cg.members.insert(member_id.clone(), m);
         let metadata = cg.subscription_metadata_now(&topics);
         if subscription_changed || metadata != cg.subscription_metadata {
@@ -692,7 +714,12 @@ impl Groups {
 
     /// Fences the consumer-group members whose session ended, or whose revocation took
     /// longer than their rebalance timeout. Returns whether any was.
-    pub(crate) fn expire_consumer_members(group_id: &str, cg: &mut ConsumerGroup, shared: &Shared, now: Instant) -> bool {
+    pub(crate) fn expire_consumer_members(
+        group_id: &str,
+        cg: &mut ConsumerGroup,
+        shared: &Shared,
+        now: Instant,
+    ) -> bool {
         let expired: Vec<(String, &'static str)> = cg
             .members
             .values()
@@ -732,14 +759,22 @@ pub(crate) enum CommitCheck {
 }
 
 impl ConsumerGroup {
-    pub fn check_commit(&self, member_id: &str, epoch: i32, transactional: bool, version: i16) -> CommitCheck {
+    pub fn check_commit(
+        &self,
+        member_id: &str,
+        epoch: i32,
+        transactional: bool,
+        version: i16,
+    ) -> CommitCheck {
         if epoch < 0 && self.members.is_empty() {
             return CommitCheck::Ok;
         }
         if transactional && epoch == -1 && member_id.is_empty() {
             return CommitCheck::Ok;
         }
-        let Some(m) = self.members.get(member_id) else { return CommitCheck::Fail(ErrorCode::UnknownMemberId) };
+        let Some(m) = self.members.get(member_id) else {
+            return CommitCheck::Fail(ErrorCode::UnknownMemberId);
+        };
         if !transactional && version < 9 {
             return CommitCheck::Fail(ErrorCode::UnsupportedVersion);
         }
@@ -748,7 +783,9 @@ impl ConsumerGroup {
         } else if epoch > m.epoch || epoch < 0 {
             CommitCheck::Fail(ErrorCode::StaleMemberEpoch)
         } else {
-            CommitCheck::Partitions(m.assigned.iter().filter(|(_, e)| **e <= epoch).map(|(tp, _)| *tp).collect())
+            CommitCheck::Partitions(
+                m.assigned.iter().filter(|(_, e)| **e <= epoch).map(|(tp, _)| *tp).collect(),
+            )
         }
     }
 
@@ -783,7 +820,8 @@ mod tests {
     fn uniform_is_even_and_sticky() {
         let topics = view(&[("a", 1, 7), ("b", 2, 2)]);
         let ab: BTreeSet<&str> = ["a", "b"].into_iter().collect();
-        let subs: Vec<(String, BTreeSet<&str>)> = ["m1", "m2", "m3"].iter().map(|m| (m.to_string(), ab.clone())).collect();
+        let subs: Vec<(String, BTreeSet<&str>)> =
+            ["m1", "m2", "m3"].iter().map(|m| (m.to_string(), ab.clone())).collect();
         let first = uniform(&subs, &topics, &BTreeMap::new());
         let counts: Vec<usize> = first.values().map(BTreeSet::len).collect();
         assert_eq!(counts.iter().sum::<usize>(), 9);
@@ -807,7 +845,8 @@ mod tests {
     fn range_splits_each_topic() {
         let topics = view(&[("a", 1, 5)]);
         let a: BTreeSet<&str> = ["a"].into_iter().collect();
-        let subs: Vec<(String, BTreeSet<&str>)> = ["x", "y"].iter().map(|m| (m.to_string(), a.clone())).collect();
+        let subs: Vec<(String, BTreeSet<&str>)> =
+            ["x", "y"].iter().map(|m| (m.to_string(), a.clone())).collect();
         let got = range(&subs, &topics);
         let parts = |m: &str| got[m].iter().map(|(_, p)| *p).collect::<Vec<i32>>();
         assert_eq!(parts("x"), [0, 1, 2]);

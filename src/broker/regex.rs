@@ -85,7 +85,11 @@ impl Parser<'_> {
                     let min = self.number().ok_or("a count expected after {")?;
                     let max = if self.peek() == Some(',') {
                         self.at += 1;
-                        if self.peek() == Some('}') { None } else { Some(self.number().ok_or("a count expected")?) }
+                        if self.peek() == Some('}') {
+                            None
+                        } else {
+                            Some(self.number().ok_or("a count expected")?)
+                        }
                     } else {
                         Some(min)
                     };
@@ -239,7 +243,9 @@ impl Matcher<'_> {
             Node::Char(c) => self.input.get(pos) == Some(c) && k(self, pos + 1),
             Node::Any => pos < self.input.len() && k(self, pos + 1),
             Node::Class(ranges, negated) => match self.input.get(pos) {
-                Some(&c) => (ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated) && k(self, pos + 1),
+                Some(&c) => {
+                    (ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated) && k(self, pos + 1)
+                }
                 None => false,
             },
             Node::Group(alt) => alt.iter().any(|seq| self.seq(seq, pos, k)),

@@ -24,9 +24,9 @@ pub mod java;
 pub mod kwire_cmd;
 pub mod newer_cluster;
 pub mod process;
-pub mod raw;
 #[cfg(feature = "cli")]
 pub mod proxy;
+pub mod raw;
 
 /// The repository's root (the crate's manifest folder).
 pub fn root() -> PathBuf {

@@ -193,8 +193,13 @@ impl Handler<'_> {
         };
         let group = c.group_id();
         use crate::broker::kip848::CommitCheck;
-        let check =
-            self.shared.groups.check_offset_commit(group, c.generation_id_or_member_epoch(), c.member_id(), v, false);
+        let check = self.shared.groups.check_offset_commit(
+            group,
+            c.generation_id_or_member_epoch(),
+            c.member_id(),
+            v,
+            false,
+        );
         let mut topics = Vec::new();
         for t in c.topics() {
             let name: Option<String> =
@@ -271,7 +276,9 @@ impl Handler<'_> {
             g.iter()
                 .map(|(id, g)| match g.consumer.as_deref() {
                     Some(cg) => (id.clone(), "consumer".into(), cg.state_name(), "consumer"),
-                    None => (id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state.name(), "classic"),
+                    None => {
+                        (id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state.name(), "classic")
+                    }
                 })
                 .filter(|(_, _, s, _)| states.is_empty() || states.iter().any(|w| w.eq_ignore_ascii_case(s)))
                 .filter(|(_, _, _, ty)| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(ty)))
@@ -378,7 +385,8 @@ impl Handler<'_> {
                 // Kafka's DescribeGroups describes classic groups only.
                 groups.push(DescribedGroup {
                     error_code: if v >= 6 { ErrorCode::GroupIdNotFound.to_i16() } else { 0 },
-                    error_message: (v >= 6).then(|| std::format!("Group {id} is not a classic group.").into()),
+                    error_message: (v >= 6)
+                        .then(|| std::format!("Group {id} is not a classic group.").into()),
                     group_id: id.into(),
                     group_state: "Dead".into(),
                     authorized_operations: ops,

@@ -19,7 +19,9 @@ impl Handler<'_> {
         };
         let v = reply.api_version;
         let owned = h.topic_partitions().map(|tps| {
-            tps.iter().flat_map(|t| t.partitions().iter().map(move |p| (t.topic_id(), p))).collect::<BTreeSet<_>>()
+            tps.iter()
+                .flat_map(|t| t.partitions().iter().map(move |p| (t.topic_id(), p)))
+                .collect::<BTreeSet<_>>()
         });
         let result = self.shared.groups.consumer_heartbeat(
             self.shared,
