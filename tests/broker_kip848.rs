@@ -47,8 +47,10 @@ fn programs_fresh() -> bool {
         let m = |p: &str| std::fs::metadata(r.join(p)).and_then(|m| m.modified()).ok();
         matches!((m(built), m(source)), (Some(b), Some(s)) if b >= s)
     };
-    newer("target/java-client/proxy-java-client-0.jar", "tests/interop/java/src/main/java/dev/kwire/interop/GroupMember.java")
-        && newer("target/go-client/go-client", "tests/interop/go/group848.go")
+    newer(
+        "target/java-client/proxy-java-client-0.jar",
+        "tests/interop/java/src/main/java/dev/kwire/interop/GroupMember.java",
+    ) && newer("target/go-client/go-client", "tests/interop/go/group848.go")
 }
 
 /// A running member: its JSON lines as they come.
@@ -182,8 +184,10 @@ fn produce_wave(c: &mut Conn, topic: &str, wave: usize) -> Vec<String> {
     let mut batches = Vec::new();
     for p in 0..PARTITIONS {
         let vs: Vec<String> = (0..PER_WAVE).map(|i| format!("w{wave}-p{p}-{i}")).collect();
-        let new: Vec<NewRecord<'_>> =
-            vs.iter().map(|v| NewRecord { key: None, value: Some(v.as_bytes()), headers: &[], timestamp: None }).collect();
+        let new: Vec<NewRecord<'_>> = vs
+            .iter()
+            .map(|v| NewRecord { key: None, value: Some(v.as_bytes()), headers: &[], timestamp: None })
+            .collect();
         let mut out = Vec::new();
         BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut out).unwrap();
         batches.push((p, out));
@@ -191,12 +195,22 @@ fn produce_wave(c: &mut Conn, topic: &str, wave: usize) -> Vec<String> {
     }
     let data: Vec<PartitionProduceData<'_>> = batches
         .iter()
-        .map(|(p, b)| PartitionProduceData { index: *p, records: Some(b.as_slice().into()), ..Default::default() })
+        .map(|(p, b)| PartitionProduceData {
+            index: *p,
+            records: Some(b.as_slice().into()),
+            ..Default::default()
+        })
         .collect();
-    let topics = [TopicProduceData { name: topic.into(), partition_data: data.as_slice().into(), ..Default::default() }];
-    let req = ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
+    let topics = [TopicProduceData {
+        name: topic.into(),
+        partition_data: data.as_slice().into(),
+        ..Default::default()
+    }];
+    let req =
+        ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
     let frame = c.call(&req, 9);
-    let ResponseBodyView::Produce(r) = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().body else {
+    let ResponseBodyView::Produce(r) = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().body
+    else {
         panic!("not a Produce response")
     };
     for t in r.responses().iter() {
@@ -247,19 +261,54 @@ fn scenario(kinds: [&str; 3], assignor: &str) {
         let name = format!("{kind}-{}", i + 1);
         members.push(Member::start(kind, &bootstrap, topic, &group, &name, assignor));
         let m = members.last().unwrap();
-        wait_until(&format!("{name} to get partitions"), &members.iter().collect::<Vec<_>>(), &log, || m.has_partitions());
+        wait_until(&format!("{name} to get partitions"), &members.iter().collect::<Vec<_>>(), &log, || {
+            m.has_partitions()
+        });
         produced.extend(produce_wave(&mut c, topic, i));
         let want: BTreeSet<String> = produced.iter().cloned().collect();
-        wait_until(&format!("wave {i} consumed"), &members.iter().collect::<Vec<_>>(), &log, || consumed(&members) == want);
+        wait_until(&format!("wave {i} consumed"), &members.iter().collect::<Vec<_>>(), &log, || {
+            consumed(&members) == want
+        });
+    }
+    // The group as ConsumerGroupDescribe tells it: three consumer-protocol members, the
+    // assignor they asked for.
+    {
+        use kwire::messages::consumer_group_describe::ConsumerGroupDescribeRequest;
+        let frame = c.call(
+            &ConsumerGroupDescribeRequest {
+                group_ids: vec![group.as_str().into()].into(),
+                ..Default::default()
+            },
+            1,
+        );
+        let ResponseBodyView::ConsumerGroupDescribe(r) =
+            dispatch::parse_response(&frame, ApiKey::ConsumerGroupDescribe, 1).unwrap().body
+        else {
+            panic!("not a ConsumerGroupDescribe response")
+        };
+        let g = r.groups().iter().next().unwrap();
+        assert_eq!((g.error_code(), g.assignor_name()), (0, assignor));
+        let members: Vec<_> = g.members().iter().collect();
+        assert_eq!(members.len(), 3);
+        assert!(members.iter().all(|m| m.member_type() == 1 && m.member_epoch() > 0));
+        let mut clients: Vec<&str> = members.iter().map(|m| m.client_id()).collect();
+        clients.sort_unstable();
+        let mut names: Vec<String> =
+            kinds.iter().enumerate().map(|(i, k)| format!("{k}-{}", i + 1)).collect();
+        names.sort();
+        assert_eq!(clients, names);
     }
     // Members 1 and 2 leave, one at a time, with a wave after each.
     for i in 0..2 {
         members[i].stop();
         produced.extend(produce_wave(&mut c, topic, 3 + i));
         let want: BTreeSet<String> = produced.iter().cloned().collect();
-        wait_until(&format!("wave {} consumed after {} left", 3 + i, members[i].name), &members.iter().collect::<Vec<_>>(), &log, || {
-            consumed(&members) == want
-        });
+        wait_until(
+            &format!("wave {} consumed after {} left", 3 + i, members[i].name),
+            &members.iter().collect::<Vec<_>>(),
+            &log,
+            || consumed(&members) == want,
+        );
     }
     members[2].stop();
 
@@ -282,7 +331,10 @@ fn scenario(kinds: [&str; 3], assignor: &str) {
         assert!(!m.records().is_empty(), "{} consumed nothing", m.name);
     }
     let lines = log.lock().unwrap().join("\n");
-    let left = lines.lines().filter(|l| l.contains(&format!("group {group}: member")) && l.ends_with(" left")).count();
+    let left = lines
+        .lines()
+        .filter(|l| l.contains(&format!("group {group}: member")) && l.ends_with(" left"))
+        .count();
     assert!(left >= 3, "{left} members left the group by a leave heartbeat\n{lines}");
     assert!(!lines.contains("fenced because"), "a member was fenced\n{lines}");
     eprintln!(
