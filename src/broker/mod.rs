@@ -34,7 +34,13 @@
 //! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed on
 //! one node) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
 //! serves fetch sessions (KIP-227: full and incremental requests, session ids and epochs, a
-//! bounded cache, [`Config::fetch_session_slots`]). Any other API
+//! bounded cache, [`Config::fetch_session_slots`]). KIP-848 consumer groups are served as
+//! Kafka's group coordinator serves them: ConsumerGroupHeartbeat (member epochs, the group
+//! epoch, a target assignment computed here by the `uniform` or `range` assignor, partitions
+//! revoked from their old owner before their new owner gets them, leaving, static members,
+//! session and rebalance timeouts, Kafka's error codes) and ConsumerGroupDescribe; a group id
+//! is a classic group or a consumer group, and OffsetCommit and OffsetFetch check a consumer
+//! group's member epochs. Any other API
 //! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
 //! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
 //! all (an unknown API key or version, a malformed request, a bad size) closes that
@@ -59,7 +65,7 @@
 //! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
 //! Produce, Fetch and ListOffsets requests with an error code and serve the others.
 //!
-//! **Not here:** the KIP-848 consumer protocol, share groups, more than one node,
+//! **Not here:** classic members in a KIP-848 consumer group, share groups, more than one node,
 //! throttling, per-record Produce errors, ACL enforcement, other SASL mechanisms and TLS,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
