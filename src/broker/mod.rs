@@ -65,8 +65,11 @@
 //! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
 //! Produce, Fetch and ListOffsets requests with an error code and serve the others.
 //!
+//! **Throttles** ([`Broker::throttle`]) set `throttle_time_ms` in an API's responses, and
+//! [`Fault::records`] rejects a Produce batch with per-record errors.
+//!
 //! **Not here:** classic members in a KIP-848 consumer group, share groups, more than one node,
-//! throttling, per-record Produce errors, ACL enforcement, other SASL mechanisms and TLS,
+//! ACL enforcement, other SASL mechanisms and TLS,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
 
@@ -381,12 +384,35 @@ impl Broker {
         self.shared.hooks.add_fault(fault)
     }
 
-    /// Removes a hook or a fault; `false` if it was not there.
+    /// Throttles an API: every response to it carries `throttle_time_ms` (clients back off
+    /// for that long before their next request to this broker, as from a broker enforcing a
+    /// quota), until [`Broker::remove_hook`] removes it; [`Broker::hook_fired`] counts the
+    /// responses. The broker itself does not hold the responses back (an [`Action::Delay`]
+    /// hook does that). Responses without the field (before the version that has it) are
+    /// unchanged.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kwire::broker::{Broker, Config};
+    /// use kwire::ApiKey;
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// let throttle = broker.throttle(ApiKey::Fetch, Duration::from_millis(250));
+    /// assert_eq!(broker.hook_fired(throttle), Some(0));
+    /// assert!(broker.remove_hook(throttle));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn throttle(&self, key: ApiKey, time: Duration) -> HookId {
+        self.shared.hooks.add_throttle(key, i32::try_from(time.as_millis()).unwrap_or(i32::MAX))
+    }
+
+    /// Removes a hook, a fault or a throttle; `false` if it was not there.
     pub fn remove_hook(&self, id: HookId) -> bool {
         self.shared.hooks.remove(id)
     }
 
-    /// How many requests a hook or a fault has caught (`None` once removed).
+    /// How many requests a hook or a fault has caught, or responses a throttle has marked
+    /// (`None` once removed).
     pub fn hook_fired(&self, id: HookId) -> Option<usize> {
         self.shared.hooks.fired(id)
     }
