@@ -3,7 +3,8 @@
 //! - Real clients: kafka-python, confluent-kafka (librdkafka), kafkajs, the Java
 //!   kafka-clients and franz-go each create a topic, describe it and its configs, produce
 //!   with every codec they have (acks=all; the Java client also acks=0), consume in a
-//!   classic consumer group with offsets committed, and list groups and offsets. The
+//!   classic consumer group with offsets committed (the Java client also in a KIP-848
+//!   group, tests/broker_kip848.rs has more), and list groups and offsets. The
 //!   programs are those of the proxy tests (tests/proxy/, tests/interop/java,
 //!   tests/interop/go); every record must come back exactly once and in order, and the
 //!   committed and latest offsets must be the ends of the partitions. The clients come
@@ -67,12 +68,18 @@ fn check_answers(client: &str, out: &Value, prefix: &str, broker: &Broker) -> (u
     for p in ["0", "1", "2"] {
         let sent = produced[p].as_array().unwrap_or_else(|| panic!("{client}: produced/{p}"));
         total += sent.len();
-        let log = partition_log(client, &format!("consumed/{p}"), &out["consumed"][p]);
-        assert_eq!(
-            &Value::Array(log),
-            &produced[p],
-            "{client}: partition {p}: the records consumed are not every record produced, once and in order"
-        );
+        // The Java client also consumes in a KIP-848 group (`consumed_consumer_protocol`).
+        for key in ["consumed", "consumed_consumer_protocol"] {
+            if key != "consumed" && out.get(key).is_none() {
+                continue;
+            }
+            let log = partition_log(client, &format!("{key}/{p}"), &out[key][p]);
+            assert_eq!(
+                &Value::Array(log),
+                &produced[p],
+                "{client}: partition {p}: {key}: the records consumed are not every record produced, once and in order"
+            );
+        }
         let n = sent.len() as i64;
         assert_eq!(
             out["committed"][p].as_i64(),
@@ -150,8 +157,8 @@ fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
     let broker = Broker::start(config).expect("start the broker");
     let prefix = format!("{client}-{}", std::process::id());
     let mut cmd = client_command(client, &broker.addr().to_string(), &prefix);
-    if client == "java" {
-        // kwire::broker serves the classic group protocol only (no KIP-848).
+    if client == "java" && !limits.is_empty() {
+        // A KIP-848 member commits with OffsetCommit v9+, above these limits.
         cmd.env("KWIRE_CLASSIC_GROUPS_ONLY", "1");
     }
     let out = run(cmd, client, CLIENT_TIMEOUT);
@@ -182,6 +189,13 @@ fn client_against(client: &str, limits: &[(ApiKey, i16)]) {
     }
     for api in ["Produce", "Fetch", "JoinGroup", "SyncGroup", "OffsetCommit"] {
         assert!(answered.contains_key(api), "{client}: no {api} request: {answered:?}");
+    }
+    if client == "java" && limits.is_empty() {
+        assert!(answer.get("consumed_consumer_protocol").is_some(), "java: no KIP-848 group: {answer}");
+        assert!(
+            answered.contains_key("ConsumerGroupHeartbeat"),
+            "java: no ConsumerGroupHeartbeat: {answered:?}"
+        );
     }
     eprintln!(
         "{client} against kwire::broker ({}): {records} records with {codecs} codecs, each consumed once and in order; highest versions {answered:?}",

@@ -6,16 +6,15 @@
 // Tuples of a response's fields, compared whole.
 #![allow(clippy::type_complexity)]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+#[path = "common/raw.rs"]
+mod raw;
 
 use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
 use kwire::dispatch;
-use kwire::encode::AnyBody;
 use kwire::messages::ResponseBodyView;
 use kwire::records::{BatchBuilder, NewRecord};
+use raw::Conn;
 
 const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
@@ -41,37 +40,7 @@ macro_rules! answer {
     };
 }
 
-struct Conn {
-    s: TcpStream,
-    next_id: i32,
-}
-
 impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { s, next_id: 1 }
-    }
-
-    fn call(&mut self, body: &impl AnyBody, version: i16) -> Vec<u8> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let header = kwire::frame::RequestHeader {
-            correlation_id: id,
-            client_id: Some("admin-test"),
-            unknown_tagged_fields: &[],
-        };
-        let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
-        dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
-        self.s.write_all(&buf).unwrap();
-        let mut size = [0u8; 4];
-        self.s.read_exact(&mut size).expect("a response");
-        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.s.read_exact(&mut frame).expect("a response");
-        assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), id, "correlation id");
-        frame
-    }
-
     /// Produce v9 of one batch to a partition: (error, base offset, log append time, log
     /// start offset).
     fn produce(&mut self, topic: &str, partition: i32, batch: &[u8]) -> (i16, i64, i64, i64) {
@@ -339,7 +308,7 @@ fn started() -> (Broker, Conn) {
     let broker = Broker::start(Config::default()).unwrap();
     assert!(broker.create_topic("t", 2));
     assert!(broker.create_topic("u", 1));
-    let c = Conn::open(broker.addr());
+    let c = Conn::open_as(broker.addr(), "admin-test");
     (broker, c)
 }
 

@@ -5,29 +5,25 @@
 //! eviction.
 #![cfg(feature = "broker")]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+#[path = "common/raw.rs"]
+mod raw;
+
 use std::time::{Duration, Instant};
 
 use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
 use kwire::dispatch;
-use kwire::encode::AnyBody;
 use kwire::messages::ResponseBodyView;
 use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic, ForgottenTopic};
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::types::Uuid;
+use raw::Conn;
 
 const NONE: i16 = 0;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
 const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
 const FETCH_SESSION_TOPIC_ID_ERROR: i16 = 106;
-
-struct Conn {
-    s: TcpStream,
-    next_id: i32,
-}
 
 /// A Fetch answer: (error, session id, [(topic, partition, error, high watermark, record
 /// bytes)]).
@@ -45,31 +41,6 @@ struct Ask<'a> {
 }
 
 impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { s, next_id: 1 }
-    }
-
-    fn call(&mut self, body: &impl AnyBody, version: i16) -> Vec<u8> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let header = kwire::frame::RequestHeader {
-            correlation_id: id,
-            client_id: Some("sessions"),
-            unknown_tagged_fields: &[],
-        };
-        let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
-        dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
-        self.s.write_all(&buf).unwrap();
-        let mut size = [0u8; 4];
-        self.s.read_exact(&mut size).expect("a response");
-        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.s.read_exact(&mut frame).expect("a response");
-        assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), id, "correlation id");
-        frame
-    }
-
     /// A Fetch at `version`; from v13 the topics are named by `ids` (name, id).
     fn fetch_at(&mut self, version: i16, ask: &Ask<'_>, ids: &[(&str, Uuid)]) -> Answer {
         let id_of = |name: &str| ids.iter().find(|(n, _)| *n == name).map_or(Uuid::ZERO, |x| x.1);
@@ -204,7 +175,7 @@ fn incremental_fetches_answer_only_what_changed() {
     let broker = Broker::start(Config::default()).unwrap();
     assert!(broker.create_topic("a", 2));
     assert!(broker.create_topic("b", 1));
-    let mut c = Conn::open(broker.addr());
+    let mut c = Conn::open_as(broker.addr(), "sessions");
     c.produce("a", 0, "first");
 
     // A full Fetch (epoch 0) opens a session and answers every partition.
@@ -256,7 +227,7 @@ fn incremental_fetches_answer_only_what_changed() {
 fn session_errors_and_closing() {
     let broker = Broker::start(Config::default()).unwrap();
     assert!(broker.create_topic("a", 1));
-    let mut c = Conn::open(broker.addr());
+    let mut c = Conn::open_as(broker.addr(), "sessions");
     let id = c.fetch(0, 0, &[("a", 0, 0)], &[]).1;
     assert!(id > 0);
     // An epoch other than the next one, and an unknown session, from any connection.
@@ -265,7 +236,7 @@ fn session_errors_and_closing() {
     let other = if id == i32::MAX { id - 1 } else { id + 1 };
     assert_eq!(c.fetch(other, 1, &[], &[]).0, FETCH_SESSION_ID_NOT_FOUND);
     // A refused Fetch does not use up the epoch: 1 is still next.
-    let mut d = Conn::open(broker.addr());
+    let mut d = Conn::open_as(broker.addr(), "sessions");
     assert_eq!(d.fetch(id, 1, &[], &[]), (NONE, id, vec![]));
     assert_eq!(c.fetch(id, 1, &[], &[]).0, INVALID_FETCH_SESSION_EPOCH, "1 is used");
     // A v13 Fetch cannot go on with a session of topic names.
@@ -319,7 +290,7 @@ fn sessions_by_topic_id_at_v13() {
     let broker = Broker::start(Config::default()).unwrap();
     assert!(broker.create_topic("a", 1));
     assert!(broker.create_topic("b", 1));
-    let mut c = Conn::open(broker.addr());
+    let mut c = Conn::open_as(broker.addr(), "sessions");
     let ids = [("a", broker_topic_id(&mut c, "a")), ("b", broker_topic_id(&mut c, "b"))];
     let ask = |session: i32,
                epoch: i32,
@@ -349,12 +320,12 @@ fn sessions_by_topic_id_at_v13() {
 fn an_incremental_fetch_long_polls_on_the_whole_session() {
     let broker = Broker::start(Config::default()).unwrap();
     assert!(broker.create_topic("a", 2));
-    let mut c = Conn::open(broker.addr());
+    let mut c = Conn::open_as(broker.addr(), "sessions");
     let id = c.fetch(0, 0, &[("a", 0, 0), ("a", 1, 0)], &[]).1;
     let addr = broker.addr();
     let writer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
-        Conn::open(addr).produce("a", 1, "late");
+        Conn::open_as(addr, "sessions").produce("a", 1, "late");
     });
     let start = Instant::now();
     let ask =
@@ -372,7 +343,7 @@ fn the_session_cache_is_bounded_and_evicts_as_kafka() {
         Config { fetch_session_slots: 2, fetch_session_idle: Duration::from_secs(3600), ..Config::default() };
     let broker = Broker::start(config).unwrap();
     assert!(broker.create_topic("a", 3));
-    let mut c = Conn::open(broker.addr());
+    let mut c = Conn::open_as(broker.addr(), "sessions");
     let one = c.fetch(0, 0, &[("a", 0, 0)], &[]).1;
     let two = c.fetch(0, 0, &[("a", 0, 0), ("a", 1, 0)], &[]).1;
     assert!(one > 0 && two > 0);
@@ -397,7 +368,7 @@ fn the_session_cache_is_bounded_and_evicts_as_kafka() {
     };
     let broker = Broker::start(config).unwrap();
     assert!(broker.create_topic("a", 3));
-    let mut c = Conn::open(broker.addr());
+    let mut c = Conn::open_as(broker.addr(), "sessions");
     let old = c.fetch(0, 0, &[("a", 0, 0), ("a", 1, 0), ("a", 2, 0)], &[]).1;
     let used = c.fetch(0, 0, &[("a", 0, 0), ("a", 1, 0), ("a", 2, 0)], &[]).1;
     std::thread::sleep(Duration::from_millis(300));
@@ -411,7 +382,7 @@ fn the_session_cache_is_bounded_and_evicts_as_kafka() {
     // No slots: every Fetch is sessionless.
     let broker = Broker::start(Config { fetch_session_slots: 0, ..Config::default() }).unwrap();
     assert!(broker.create_topic("a", 1));
-    let mut c = Conn::open(broker.addr());
+    let mut c = Conn::open_as(broker.addr(), "sessions");
     assert_eq!(c.fetch(0, 0, &[("a", 0, 0)], &[]).1, 0);
     assert_eq!(broker.fetch_sessions(), 0);
 }

@@ -5,14 +5,14 @@
 //! connections. The real clients' transactional tests are in tests/broker.rs.
 #![cfg(feature = "broker")]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+#[path = "common/raw.rs"]
+mod raw;
+
 use std::time::{Duration, Instant};
 
 use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
 use kwire::dispatch;
-use kwire::encode::AnyBody;
 use kwire::messages::ResponseBodyView;
 use kwire::messages::add_offsets_to_txn::AddOffsetsToTxnRequest;
 use kwire::messages::add_partitions_to_txn::{
@@ -31,6 +31,7 @@ use kwire::messages::txn_offset_commit::{
     TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kwire::records::{BatchBuilder, ControlRecord, ControlRecordType, NewRecord, RecordBatches};
+use raw::Conn;
 
 const TOPIC: &str = "txn";
 
@@ -50,37 +51,7 @@ const PRODUCER_FENCED: i16 = 90;
 const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 const TRANSACTION_ABORTABLE: i16 = 120;
 
-struct Conn {
-    s: TcpStream,
-    next_id: i32,
-}
-
 impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Conn { s, next_id: 1 }
-    }
-
-    fn call(&mut self, body: &impl AnyBody, version: i16) -> Vec<u8> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let header = kwire::frame::RequestHeader {
-            correlation_id: id,
-            client_id: Some("txn-test"),
-            unknown_tagged_fields: &[],
-        };
-        let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
-        dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
-        self.s.write_all(&buf).unwrap();
-        let mut size = [0u8; 4];
-        self.s.read_exact(&mut size).expect("a response");
-        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.s.read_exact(&mut frame).expect("a response");
-        assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), id, "correlation id");
-        frame
-    }
-
     /// InitProducerId: (error, producer id, epoch).
     fn init(&mut self, id: &str, timeout_ms: i32, version: i16, expected: (i64, i16)) -> (i16, i64, i16) {
         let req = InitProducerIdRequest {

@@ -13,6 +13,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
+use super::kip848::{CommitCheck, ConsumerGroup};
 use super::state::{Shared, lock};
 use crate::error_code::ErrorCode;
 
@@ -94,10 +95,12 @@ pub(crate) struct Group {
     /// A new group's first rebalance completes no sooner than this.
     join_not_before: Instant,
     pub offsets: BTreeMap<(String, i32), Committed>,
+    /// A KIP-848 consumer group's state (`None` for a classic group).
+    pub consumer: Option<std::boxed::Box<ConsumerGroup>>,
 }
 
 impl Group {
-    fn new(now: Instant) -> Group {
+    pub(crate) fn new(now: Instant) -> Group {
         Group {
             state: State::Empty,
             generation: 0,
@@ -109,7 +112,14 @@ impl Group {
             rebalance_deadline: now,
             join_not_before: now,
             offsets: BTreeMap::new(),
+            consumer: None,
         }
+    }
+
+    /// Whether it is a consumer group with members (a classic JoinGroup cannot turn it
+    /// into a classic group).
+    pub fn consumer_members(&self) -> bool {
+        self.consumer.as_ref().is_some_and(|c| !c.members.is_empty())
     }
 
     /// The chosen protocol's metadata of a member.
@@ -255,6 +265,16 @@ impl Groups {
         lock(&self.groups)
     }
 
+    /// Wakes the threads waiting on a group change.
+    pub fn notify(&self) {
+        self.cv.notify_all();
+    }
+
+    /// A fresh number for a member id.
+    pub fn next_id(&self) -> i64 {
+        self.made.fetch_add(1, Ordering::Relaxed)
+    }
+
     pub fn wake(&self) {
         let _g = self.lock();
         self.cv.notify_all();
@@ -290,6 +310,9 @@ impl Groups {
                 group.remove_member(&id, now, delay);
             }
             group.try_complete_join(now);
+            if let Some(cg) = group.consumer.as_deref_mut() {
+                changed |= Groups::expire_consumer_members(name, cg, shared, now);
+            }
             changed |= before != (group.generation, group.state, group.members.len(), group.pending.len());
         }
         if changed {
@@ -316,6 +339,12 @@ impl Groups {
         let delay = shared.config.initial_rebalance_delay;
         let mut g = self.lock();
         let group = g.entry(req.group_id.into()).or_insert_with(|| Group::new(now));
+        // A consumer group with members does not take classic members here (Kafka 4 can
+        // migrate them); an empty one becomes a classic group.
+        if group.consumer_members() {
+            return JoinResult::error(ErrorCode::InconsistentGroupProtocol, req.member_id);
+        }
+        group.consumer = None;
         // The protocol type must match, and some protocol must suit every member.
         if !group.members.is_empty() || group.state != State::Empty {
             let others = group.members.values().filter(|m| m.id != req.member_id);
@@ -532,29 +561,56 @@ impl Groups {
         ErrorCode::None
     }
 
-    /// The group-level check of an OffsetCommit (then each partition is stored with
-    /// [`Groups::store_offset`]). Creates the group of a simple (generation -1) commit.
+    /// The group-level check of a TxnOffsetCommit (then each partition is stored with
+    /// [`Groups::store_offset`]); an older member epoch of a consumer group is
+    /// STALE_MEMBER_EPOCH here.
     pub fn check_commit(&self, group_id: &str, generation: i32, member_id: &str) -> ErrorCode {
+        match self.check_offset_commit(group_id, generation, member_id, 5, true) {
+            CommitCheck::Ok => ErrorCode::None,
+            CommitCheck::Fail(code) => code,
+            CommitCheck::Partitions(_) => ErrorCode::StaleMemberEpoch,
+        }
+    }
+
+    /// The group-level check of an OffsetCommit of `version` (or a TxnOffsetCommit) as
+    /// Kafka's: a classic group checks the generation, a consumer group the member epoch.
+    /// Creates the group of a simple (generation -1) commit.
+    pub fn check_offset_commit(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        version: i16,
+        transactional: bool,
+    ) -> CommitCheck {
         if group_id.is_empty() {
-            return ErrorCode::InvalidGroupId;
+            return CommitCheck::Fail(ErrorCode::InvalidGroupId);
         }
         let now = Instant::now();
         let mut g = self.lock();
         let group = g.entry(group_id.into()).or_insert_with(|| Group::new(now));
+        if let Some(cg) = group.consumer.as_deref() {
+            return cg.check_commit(member_id, generation, transactional, version);
+        }
+        let fail = CommitCheck::Fail;
         if generation < 0 && member_id.is_empty() {
-            return if group.state == State::Empty { ErrorCode::None } else { ErrorCode::UnknownMemberId };
+            return if group.state == State::Empty {
+                CommitCheck::Ok
+            } else {
+                fail(ErrorCode::UnknownMemberId)
+            };
         }
         if group.state == State::CompletingRebalance {
-            return ErrorCode::RebalanceInProgress;
+            return fail(ErrorCode::RebalanceInProgress);
         }
-        let Some(m) = group.members.get_mut(member_id) else { return ErrorCode::UnknownMemberId };
+        let Some(m) = group.members.get_mut(member_id) else { return fail(ErrorCode::UnknownMemberId) };
         if generation != group.generation {
-            return ErrorCode::IllegalGeneration;
+            return fail(ErrorCode::IllegalGeneration);
         }
         if !m.joining {
             m.deadline = now + m.session_timeout;
         }
-        ErrorCode::None
+        CommitCheck::Ok
     }
 
     pub fn store_offset(&self, group_id: &str, topic: &str, partition: i32, c: Committed) {
@@ -574,7 +630,9 @@ impl Groups {
         let mut g = self.lock();
         match g.get(group_id) {
             None => ErrorCode::GroupIdNotFound,
-            Some(group) if group.state != State::Empty || !group.members.is_empty() => {
+            Some(group)
+                if group.state != State::Empty || !group.members.is_empty() || group.consumer_members() =>
+            {
                 ErrorCode::NonEmptyGroup
             }
             Some(_) => {
@@ -606,7 +664,16 @@ impl Groups {
         }
         // The topics the members subscribe to (`None`: some subscription could not be read,
         // and every topic counts as subscribed, as in Kafka).
-        let subscribed: Option<Vec<String>> = if live {
+        let subscribed: Option<Vec<String>> = if let Some(cg) = group.consumer.as_deref() {
+            Some(
+                partitions
+                    .iter()
+                    .map(|(t, _)| t)
+                    .filter(|t| cg.members.values().any(|m| m.subscribes(t)))
+                    .cloned()
+                    .collect(),
+            )
+        } else if live {
             let mut all = Vec::new();
             let mut readable = true;
             for m in group.members.values() {

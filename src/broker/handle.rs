@@ -22,6 +22,7 @@ mod configs;
 mod consumer_groups;
 mod data;
 mod fetch;
+mod kip848;
 mod partitions;
 mod sasl;
 mod txn;
@@ -66,6 +67,8 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DescribeAcls,
     ApiKey::CreateAcls,
     ApiKey::DeleteAcls,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
@@ -157,6 +160,21 @@ impl<'s> Handler<'s> {
             return Ok(Outcome::Continue);
         }
         let client_id = req.header.client_id().unwrap_or_default();
+        let at = out.len();
+        let outcome = self.serve(req, reply, client_id, out)?;
+        if let Some(ms) = self.shared.hooks.throttle(reply.api_key) {
+            set_throttle(out, at, reply, ms);
+        }
+        Ok(outcome)
+    }
+
+    fn serve(
+        &mut self,
+        req: &ServerRequest<'_>,
+        reply: ReplyTo,
+        client_id: &str,
+        out: &mut Outbox,
+    ) -> Result<Outcome, ConnError> {
         match req.body {
             RequestBodyView::ApiVersions(r) => self.api_versions(reply, r, out)?,
             RequestBodyView::Metadata(m) => self.metadata(reply, m, out)?,
@@ -197,6 +215,10 @@ impl<'s> Handler<'s> {
             RequestBodyView::DescribeAcls(d) => self.describe_acls(reply, d, out)?,
             RequestBodyView::CreateAcls(c) => self.create_acls(reply, c, out)?,
             RequestBodyView::DeleteAcls(d) => self.delete_acls(reply, d, out)?,
+            RequestBodyView::ConsumerGroupHeartbeat(h) => {
+                self.consumer_group_heartbeat(reply, h, client_id, out)?
+            }
+            RequestBodyView::ConsumerGroupDescribe(d) => self.consumer_group_describe(reply, d, out)?,
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)
@@ -211,6 +233,59 @@ impl<'s> Handler<'s> {
         }
         out.extend_from_slice(&0i32.to_be_bytes());
         Outcome::Continue
+    }
+}
+
+/// Sets the top-level `ThrottleTimeMs` of the response frame written at `at` (if one was
+/// and its version has the field).
+fn set_throttle(out: &mut Outbox, at: usize, reply: ReplyTo, ms: i32) {
+    use crate::reflect::walk::{Field, Scalar, Visitor, walk_body};
+    if out.len() <= at {
+        return;
+    }
+    let flexible = reply.api_key.response_header_version(reply.api_version) >= 1;
+    let body = at + 8 + usize::from(flexible);
+    let schema = crate::reflect::response_schema(reply.api_key);
+    let first = schema.body.fields.first().filter(|f| f.name == "ThrottleTimeMs");
+    let offset = if let Some(f) = first {
+        // The first field (Fetch's records may be spliced in later, so no walk there).
+        f.versions.contains(reply.api_version).then_some(body)
+    } else if reply.api_key == ApiKey::Fetch {
+        None
+    } else {
+        struct Find {
+            depth: usize,
+            at: Option<usize>,
+        }
+        impl<'a> Visitor<'a> for Find {
+            fn value(&mut self, field: &Field<'_>, _value: Scalar<'a>) {
+                if self.depth == 0 && field.index.is_none() && field.schema.name == "ThrottleTimeMs" {
+                    self.at = Some(field.offset);
+                }
+            }
+            fn enter_struct(&mut self, _: &Field<'_>, _: &'static crate::reflect::StructSchema) {
+                self.depth += 1;
+            }
+            fn leave_struct(&mut self, _: &Field<'_>, _: &'static crate::reflect::StructSchema) {
+                self.depth -= 1;
+            }
+            fn enter_array(&mut self, _: &Field<'_>, _: Option<usize>) {
+                self.depth += 1;
+            }
+            fn leave_array(&mut self, _: &Field<'_>, _: Option<usize>) {
+                self.depth -= 1;
+            }
+        }
+        let mut find = Find { depth: 0, at: None };
+        match out.get(body..) {
+            Some(bytes) if walk_body(schema, reply.api_version, bytes, body, &mut find).is_ok() => find.at,
+            _ => None,
+        }
+    };
+    if let Some(o) = offset
+        && let Some(slot) = out.get_mut(o..o + 4)
+    {
+        slot.copy_from_slice(&ms.to_be_bytes());
     }
 }
 

@@ -82,6 +82,9 @@ pub struct Fault {
     topic: String,
     partition: Option<i32>,
     code: ErrorCode,
+    /// For Produce: the records (indexes in the batch) named in the partition's
+    /// `record_errors`.
+    records: Vec<i32>,
     /// `None`: every request until removed.
     times: Option<usize>,
 }
@@ -90,7 +93,33 @@ impl Fault {
     /// A standing fault on `partition` of `topic` (`None`: every partition of it) for
     /// requests of `key`; [`Fault::times`] limits it.
     pub fn new(key: ApiKey, topic: &str, partition: Option<i32>, code: ErrorCode) -> Fault {
-        Fault { key, topic: topic.into(), partition, code, times: None }
+        Fault { key, topic: topic.into(), partition, code, records: Vec::new(), times: None }
+    }
+
+    /// A standing Produce fault with per-record errors: the batch produced to `partition` of
+    /// `topic` is rejected as Kafka rejects a batch with invalid records, INVALID_RECORD (87)
+    /// for the partition with these records (their indexes in the batch) in its
+    /// `record_errors` (Produce v8+), and nothing is appended; [`Fault::times`] limits it.
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config, Fault};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// broker.create_topic("orders", 1);
+    /// // The next Produce to orders/0 is refused, blaming records 0 and 2 of its batch.
+    /// let fault = broker.add_fault(Fault::records("orders", 0, &[0, 2]).times(1));
+    /// # let _ = fault;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn records(topic: &str, partition: i32, indexes: &[i32]) -> Fault {
+        Fault {
+            key: ApiKey::Produce,
+            topic: topic.into(),
+            partition: Some(partition),
+            code: ErrorCode::InvalidRecord,
+            records: indexes.to_vec(),
+            times: None,
+        }
     }
 
     /// The same fault, for the next `n` requests that name its partition only (each request
@@ -120,10 +149,23 @@ struct FaultEntry {
 
 /// Every hook, in the order added (the first that matches catches a request), and every
 /// fault.
+/// A throttle: every response of an API carries this `throttle_time_ms`.
+#[derive(Debug)]
+struct ThrottleEntry {
+    id: HookId,
+    key: ApiKey,
+    ms: i32,
+    fired: usize,
+}
+
+/// A partition failed by a fault: its error code, and for Produce the records it blames.
+pub(crate) type Failed = (ErrorCode, Vec<i32>);
+
 #[derive(Debug, Default)]
 pub(crate) struct Hooks {
     entries: Mutex<(u64, Vec<Entry>)>,
     faults: Mutex<Vec<FaultEntry>>,
+    throttles: Mutex<Vec<ThrottleEntry>>,
 }
 
 impl Hooks {
@@ -154,19 +196,47 @@ impl Hooks {
         let mut f = lock(&self.faults);
         let faults = f.len();
         f.retain(|x| x.id != id);
-        e.1.len() != before || f.len() != faults
+        let mut t = lock(&self.throttles);
+        let throttles = t.len();
+        t.retain(|x| x.id != id);
+        e.1.len() != before || f.len() != faults || t.len() != throttles
+    }
+
+    /// Adds a throttle for `key` (replacing none: the first added for an API applies).
+    pub fn add_throttle(&self, key: ApiKey, ms: i32) -> HookId {
+        let id = {
+            let mut e = lock(&self.entries);
+            e.0 += 1;
+            HookId(e.0)
+        };
+        lock(&self.throttles).push(ThrottleEntry { id, key, ms, fired: 0 });
+        id
+    }
+
+    /// The `throttle_time_ms` a response of `key` gets, if a throttle is set (counted).
+    pub fn throttle(&self, key: ApiKey) -> Option<i32> {
+        let mut t = lock(&self.throttles);
+        let entry = t.iter_mut().find(|x| x.key == key)?;
+        entry.fired += 1;
+        Some(entry.ms)
     }
 
     /// How many requests a hook or fault caught.
     pub fn fired(&self, id: HookId) -> Option<usize> {
         let hook = lock(&self.entries).1.iter().find(|x| x.id == id).map(|x| x.fired);
         hook.or_else(|| lock(&self.faults).iter().find(|x| x.id == id).map(|x| x.fired))
+            .or_else(|| lock(&self.throttles).iter().find(|x| x.id == id).map(|x| x.fired))
     }
 
     /// The error each of a request's partitions (topic, partition) gets from the faults, in
     /// order (`None`: served). Each fault that catches one of them counts the request once.
     pub fn partition_faults(&self, key: ApiKey, partitions: &[(&str, i32)]) -> Vec<Option<ErrorCode>> {
-        let mut out = std::vec![None; partitions.len()];
+        self.partition_failures(key, partitions).into_iter().map(|f| f.map(|(code, _)| code)).collect()
+    }
+
+    /// [`Hooks::partition_faults`] with the records each Produce fault blames.
+    pub fn partition_failures(&self, key: ApiKey, partitions: &[(&str, i32)]) -> Vec<Option<Failed>> {
+        let mut out: Vec<Option<Failed>> = std::vec![None; partitions.len()];
         let mut f = lock(&self.faults);
         if f.is_empty() {
             return out;
@@ -180,7 +250,7 @@ impl Hooks {
             for (i, &(topic, partition)) in partitions.iter().enumerate() {
                 if out[i].is_none() && topic == fault.topic && fault.partition.is_none_or(|p| p == partition)
                 {
-                    out[i] = Some(fault.code);
+                    out[i] = Some((fault.code, fault.records.clone()));
                     caught = true;
                 }
             }

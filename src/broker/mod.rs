@@ -34,7 +34,13 @@
 //! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed on
 //! one node) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
 //! serves fetch sessions (KIP-227: full and incremental requests, session ids and epochs, a
-//! bounded cache, [`Config::fetch_session_slots`]). Any other API
+//! bounded cache, [`Config::fetch_session_slots`]). KIP-848 consumer groups are served as
+//! Kafka's group coordinator serves them: ConsumerGroupHeartbeat (member epochs, the group
+//! epoch, a target assignment computed here by the `uniform` or `range` assignor, partitions
+//! revoked from their old owner before their new owner gets them, leaving, static members,
+//! session and rebalance timeouts, Kafka's error codes) and ConsumerGroupDescribe; a group id
+//! is a classic group or a consumer group, and OffsetCommit and OffsetFetch check a consumer
+//! group's member epochs. Any other API
 //! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
 //! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
 //! all (an unknown API key or version, a malformed request, a bad size) closes that
@@ -59,8 +65,11 @@
 //! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
 //! Produce, Fetch and ListOffsets requests with an error code and serve the others.
 //!
-//! **Not here:** the KIP-848 consumer protocol, share groups, more than one node,
-//! throttling, per-record Produce errors, ACL enforcement, other SASL mechanisms and TLS,
+//! **Throttles** ([`Broker::throttle`]) set `throttle_time_ms` in an API's responses, and
+//! [`Fault::records`] rejects a Produce batch with per-record errors.
+//!
+//! **Not here:** classic members in a KIP-848 consumer group, share groups, more than one node,
+//! ACL enforcement, other SASL mechanisms and TLS,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
 
@@ -70,7 +79,9 @@ mod fetch_sessions;
 mod groups;
 mod handle;
 mod hooks;
+mod kip848;
 mod log;
+mod regex;
 mod state;
 mod txn;
 
@@ -126,6 +137,12 @@ pub struct Config {
     /// The session timeouts a member may ask for (default 6 s to 30 min, as Kafka's
     /// `group.min.session.timeout.ms` and `group.max.session.timeout.ms`).
     pub session_timeout_range: (Duration, Duration),
+    /// The heartbeat interval KIP-848 consumer-group members are given (default 5 s, Kafka's
+    /// `group.consumer.heartbeat.interval.ms`).
+    pub consumer_heartbeat_interval: Duration,
+    /// How long a KIP-848 consumer-group member may go without a heartbeat before it is
+    /// fenced (default 45 s, Kafka's `group.consumer.session.timeout.ms`).
+    pub consumer_session_timeout: Duration,
     /// The longest transaction timeout a transactional producer may ask for (default 15
     /// minutes, Kafka's `transaction.max.timeout.ms`); a longer one gets
     /// INVALID_TRANSACTION_TIMEOUT.
@@ -163,6 +180,8 @@ impl Default for Config {
             fetch_max_bytes: 55 << 20,
             initial_rebalance_delay: Duration::ZERO,
             session_timeout_range: (Duration::from_secs(6), Duration::from_secs(1800)),
+            consumer_heartbeat_interval: Duration::from_secs(5),
+            consumer_session_timeout: Duration::from_secs(45),
             transaction_max_timeout: Duration::from_secs(900),
             fetch_session_slots: 1000,
             fetch_session_idle: Duration::from_secs(120),
@@ -365,12 +384,35 @@ impl Broker {
         self.shared.hooks.add_fault(fault)
     }
 
-    /// Removes a hook or a fault; `false` if it was not there.
+    /// Throttles an API: every response to it carries `throttle_time_ms` (clients back off
+    /// for that long before their next request to this broker, as from a broker enforcing a
+    /// quota), until [`Broker::remove_hook`] removes it; [`Broker::hook_fired`] counts the
+    /// responses. The broker itself does not hold the responses back (an [`Action::Delay`]
+    /// hook does that). Responses without the field (before the version that has it) are
+    /// unchanged.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kwire::broker::{Broker, Config};
+    /// use kwire::ApiKey;
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// let throttle = broker.throttle(ApiKey::Fetch, Duration::from_millis(250));
+    /// assert_eq!(broker.hook_fired(throttle), Some(0));
+    /// assert!(broker.remove_hook(throttle));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn throttle(&self, key: ApiKey, time: Duration) -> HookId {
+        self.shared.hooks.add_throttle(key, i32::try_from(time.as_millis()).unwrap_or(i32::MAX))
+    }
+
+    /// Removes a hook, a fault or a throttle; `false` if it was not there.
     pub fn remove_hook(&self, id: HookId) -> bool {
         self.shared.hooks.remove(id)
     }
 
-    /// How many requests a hook or a fault has caught (`None` once removed).
+    /// How many requests a hook or a fault has caught, or responses a throttle has marked
+    /// (`None` once removed).
     pub fn hook_fired(&self, id: HookId) -> Option<usize> {
         self.shared.hooks.fired(id)
     }

@@ -26,6 +26,7 @@ pub mod newer_cluster;
 pub mod process;
 #[cfg(feature = "cli")]
 pub mod proxy;
+pub mod raw;
 
 /// The repository's root (the crate's manifest folder).
 pub fn root() -> PathBuf {

@@ -11,9 +11,9 @@ use kwire::broker::{Action, Broker, Config, Hook};
 /// memory only, and lost when it stops).
 #[derive(clap::Args)]
 #[command(after_help = "A test double, not a broker to keep data in: one node leads every partition, logs
-live in memory and only grow, there is no TLS and no KIP-848 group protocol; transactions are served.
+live in memory and only grow, there is no TLS; transactions are served.
 Clients produce (acks 0, 1, all; idempotent), fetch, create and delete topics and consume
-in classic consumer groups. Metadata auto-creates the topics it names, as Kafka does.
+in classic and KIP-848 (group.protocol=consumer) consumer groups. Metadata auto-creates the topics it names, as Kafka does.
 
 Examples:
   kwire serve                                  # 127.0.0.1:9092

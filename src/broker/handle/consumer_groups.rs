@@ -192,7 +192,14 @@ impl Handler<'_> {
             OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
         };
         let group = c.group_id();
-        let check = self.shared.groups.check_commit(group, c.generation_id_or_member_epoch(), c.member_id());
+        use crate::broker::kip848::CommitCheck;
+        let check = self.shared.groups.check_offset_commit(
+            group,
+            c.generation_id_or_member_epoch(),
+            c.member_id(),
+            v,
+            false,
+        );
         let mut topics = Vec::new();
         for t in c.topics() {
             let name: Option<String> =
@@ -200,8 +207,17 @@ impl Handler<'_> {
             let mut parts = Vec::new();
             for p in t.partitions() {
                 let i = p.partition_index();
-                let code = if check != ErrorCode::None {
-                    check
+                let stale = match &check {
+                    CommitCheck::Partitions(allowed) => {
+                        let id = name.as_deref().and_then(|n| self.shared.topics.id_of(n));
+                        !id.is_some_and(|id| allowed.contains(&(id, i)))
+                    }
+                    _ => false,
+                };
+                let code = if let CommitCheck::Fail(code) = check {
+                    code
+                } else if stale {
+                    ErrorCode::StaleMemberEpoch
                 } else if let Some(name) =
                     name.as_deref().filter(|n| self.shared.topics.partition(n, i).is_some())
                 {
@@ -254,21 +270,27 @@ impl Handler<'_> {
         use crate::messages::list_groups::{ListGroupsResponse, ListedGroup};
         let states: Vec<&str> = if v >= 4 { l.states_filter().iter().collect() } else { Vec::new() };
         let types: Vec<&str> = if v >= 5 { l.types_filter().iter().collect() } else { Vec::new() };
-        let listed: Vec<(String, String, &'static str)> = {
+        // (id, protocol type, state, type)
+        let listed: Vec<(String, String, &'static str, &'static str)> = {
             let g = self.shared.groups.lock();
             g.iter()
-                .map(|(id, g)| (id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state.name()))
-                .filter(|(_, _, s)| states.is_empty() || states.iter().any(|w| w.eq_ignore_ascii_case(s)))
-                .filter(|_| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("classic")))
+                .map(|(id, g)| match g.consumer.as_deref() {
+                    Some(cg) => (id.clone(), "consumer".into(), cg.state_name(), "consumer"),
+                    None => {
+                        (id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state.name(), "classic")
+                    }
+                })
+                .filter(|(_, _, s, _)| states.is_empty() || states.iter().any(|w| w.eq_ignore_ascii_case(s)))
+                .filter(|(_, _, _, ty)| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(ty)))
                 .collect()
         };
         let groups: Vec<ListedGroup<'_>> = listed
             .iter()
-            .map(|(id, ptype, state)| ListedGroup {
+            .map(|(id, ptype, state, ty)| ListedGroup {
                 group_id: id.as_str().into(),
                 protocol_type: ptype.as_str().into(),
                 group_state: if v >= 4 { *state } else { "" }.into(),
-                group_type: if v >= 5 { "classic" } else { "" }.into(),
+                group_type: if v >= 5 { *ty } else { "" }.into(),
                 ..Default::default()
             })
             .collect();
@@ -359,6 +381,19 @@ impl Handler<'_> {
         let g = self.shared.groups.lock();
         let mut groups = Vec::new();
         for id in d.groups() {
+            if g.get(id).is_some_and(|group| group.consumer.is_some()) {
+                // Kafka's DescribeGroups describes classic groups only.
+                groups.push(DescribedGroup {
+                    error_code: if v >= 6 { ErrorCode::GroupIdNotFound.to_i16() } else { 0 },
+                    error_message: (v >= 6)
+                        .then(|| std::format!("Group {id} is not a classic group.").into()),
+                    group_id: id.into(),
+                    group_state: "Dead".into(),
+                    authorized_operations: ops,
+                    ..Default::default()
+                });
+                continue;
+            }
             let Some(group) = g.get(id) else {
                 groups.push(DescribedGroup {
                     error_code: if v >= 6 { ErrorCode::GroupIdNotFound.to_i16() } else { 0 },
@@ -507,16 +542,30 @@ impl Handler<'_> {
                     })
                     .collect()
             });
+            // A consumer group checks the member and its epoch (v9+).
+            let code = if v >= 9 {
+                let all = self.shared.groups.lock();
+                all.get(g.group_id())
+                    .and_then(|group| group.consumer.as_deref())
+                    .map_or(ErrorCode::None, |cg| cg.check_fetch(g.member_id(), g.member_epoch()))
+            } else {
+                ErrorCode::None
+            };
+            if code != ErrorCode::None {
+                groups.push((g.group_id().to_string(), Vec::new(), code));
+                continue;
+            }
             let mut found = lookup(g.group_id(), wanted);
             if f.require_stable() {
                 self.unstable(g.group_id(), &mut found);
             }
-            groups.push((g.group_id().to_string(), found));
+            groups.push((g.group_id().to_string(), found, ErrorCode::None));
         }
         let groups: Vec<OffsetFetchResponseGroup<'_>> = groups
             .iter()
-            .map(|(id, topics)| OffsetFetchResponseGroup {
+            .map(|(id, topics, code)| OffsetFetchResponseGroup {
                 group_id: id.as_str().into(),
+                error_code: code.to_i16(),
                 topics: topics
                     .iter()
                     .map(|(name, tid, parts)| OffsetFetchResponseTopics {

@@ -37,7 +37,7 @@ impl Handler<'_> {
                     t.partition_data().iter().map(move |d| (n.as_deref().unwrap_or_default(), d.index()))
                 })
                 .collect();
-            self.shared.hooks.partition_faults(ApiKey::Produce, &asked)
+            self.shared.hooks.partition_failures(ApiKey::Produce, &asked)
         };
         let mut faults = faults.into_iter();
         for (t, name) in p.topic_data().iter().zip(names) {
@@ -45,7 +45,10 @@ impl Handler<'_> {
             for d in t.partition_data() {
                 let index = d.index();
                 let mut errors = Vec::new();
-                let fault = faults.next().flatten();
+                let (fault, fault_records) = match faults.next().flatten() {
+                    Some((code, records)) => (Some(code), records),
+                    None => (None, Vec::new()),
+                };
                 let result: Result<(i64, i64, i64), Rejected> = (|| {
                     if !matches!(acks, -1..=1) {
                         return Err(Rejected {
@@ -54,7 +57,15 @@ impl Handler<'_> {
                         });
                     }
                     if let Some(code) = fault {
-                        return Err(Rejected { code, message: "injected by a fault".into() });
+                        let message = if fault_records.is_empty() {
+                            "injected by a fault".into()
+                        } else {
+                            std::format!(
+                                "One or more records have been rejected due to {} record errors in total (injected by a fault)",
+                                fault_records.len()
+                            )
+                        };
+                        return Err(Rejected { code, message });
                     }
                     let Some(name) = name.as_deref() else {
                         return Err(Rejected { code: ErrorCode::UnknownTopicId, message: String::new() });
@@ -157,6 +168,11 @@ impl Handler<'_> {
                             batch_index_error_message: Some(std::format!("{e}").into()),
                             ..Default::default()
                         })
+                        .chain(fault_records.iter().map(|&i| BatchIndexAndErrorMessage {
+                            batch_index: i,
+                            batch_index_error_message: Some("record rejected by a fault".into()),
+                            ..Default::default()
+                        }))
                         .collect()
                 } else {
                     Vec::new()

@@ -59,6 +59,10 @@ func main() {
 		clusterProduce(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "group848" {
+		group848(os.Args[2:])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "cluster-consume" {
 		clusterConsume(os.Args[2:])
 		return

@@ -1,0 +1,54 @@
+//! A raw-frame connection to a broker for tests that speak Kafka by hand: [`Conn::call`]
+//! sends one typed request body at a version and returns the response frame (correlation
+//! id first), checked to answer it. A test file uses it with
+//! `#[path = "common/raw.rs"] mod raw;` (or through `mod common;`).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use kwire::dispatch;
+use kwire::encode::AnyBody;
+
+/// One connection: requests in order, each waiting for its response.
+pub struct Conn {
+    pub s: TcpStream,
+    next_id: i32,
+    client_id: &'static str,
+}
+
+impl Conn {
+    /// Connects (20 s read timeout) with the client id `"test"`.
+    pub fn open(addr: SocketAddr) -> Conn {
+        Conn::open_as(addr, "test")
+    }
+
+    /// Connects with a client id of its own.
+    pub fn open_as(addr: SocketAddr, client_id: &'static str) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Conn { s, next_id: 1, client_id }
+    }
+
+    /// Sends `body` at `version` and returns the response frame (without its size).
+    pub fn call(&mut self, body: &impl AnyBody, version: i16) -> Vec<u8> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let header = kwire::frame::RequestHeader {
+            correlation_id: id,
+            client_id: Some(self.client_id),
+            unknown_tagged_fields: &[],
+        };
+        let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
+        dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
+        self.s.write_all(&buf).unwrap();
+        let mut size = [0u8; 4];
+        self.s.read_exact(&mut size).expect("a response");
+        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.s.read_exact(&mut frame).expect("a response");
+        assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), id, "correlation id");
+        frame
+    }
+}
