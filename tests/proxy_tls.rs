@@ -10,6 +10,9 @@
 //! - SNI routing: two proxies with the same flags, one port each for the whole cluster,
 //!   rewrite broker addresses to the same names; a proxy that has seen no response routes
 //!   a broker's name by asking the cluster; kafka-python follows the names.
+//! - Tenants by SASL principal: kafka-python, confluent-kafka and the Java client as two
+//!   tenants at once with the same names, transactions included (tests/proxy/tenant_txn.py,
+//!   tests/proxy/TenantClient.java); the broker holds the prefixed names.
 //! - Bad input, each closing only its own connection with a log line while a good
 //!   connection goes on: plaintext on a TLS port, a garbage or truncated handshake, a
 //!   handshake that stalls, unknown or missing server names, client certificates that are
@@ -542,26 +545,8 @@ fn sasl_ssl_through_tls_origination_hides_the_password() {
 /// holds both, prefixed.
 #[test]
 fn tenants_by_principal_share_names_and_see_only_their_own() {
-    let addr = sasl_ssl();
-    let c = certs();
-    let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
     let tag = prefix("tenants");
-    let proxy = start_proxy(&[
-        "--upstream",
-        &addr,
-        "--upstream-tls",
-        "--upstream-ca",
-        &ca,
-        "--upstream-cert",
-        &cert,
-        "--upstream-key",
-        &key,
-        "--tenant",
-        &format!("principal:{SASL_USER}=tenant-a."),
-        "--tenant",
-        &format!("principal:{SECOND_USER}=tenant-b."),
-    ]);
-    proxy.wait_for(&["TLS to brokers"]);
+    let proxy = tenant_proxy();
     setup();
     let script = r#"
 import json, os, sys
@@ -621,6 +606,155 @@ print(json.dumps(sorted(t for t in admin.list_topics() if sys.argv[2] in t)))
     assert!(out.ok, "{}", out.stderr);
     let held: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
     assert_eq!(held, serde_json::json!([format!("tenant-a.orders-{tag}"), format!("tenant-b.orders-{tag}")]));
+}
+
+/// A proxy with tenants by principal: [`SASL_USER`] is `tenant-a.`, [`SECOND_USER`]
+/// `tenant-b.`; plaintext SASL from clients, TLS (with a client certificate) to the broker's
+/// SASL_SSL listener.
+fn tenant_proxy() -> Proxy {
+    let addr = sasl_ssl();
+    let c = certs();
+    let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
+    let proxy = start_proxy(&[
+        "--upstream",
+        &addr,
+        "--upstream-tls",
+        "--upstream-ca",
+        &ca,
+        "--upstream-cert",
+        &cert,
+        "--upstream-key",
+        &key,
+        "--tenant",
+        &format!("principal:{SASL_USER}=tenant-a."),
+        "--tenant",
+        &format!("principal:{SECOND_USER}=tenant-b."),
+    ]);
+    proxy.wait_for(&["TLS to brokers"]);
+    proxy
+}
+
+/// One tenant's run of tests/proxy/tenant_txn.py (`kafka-python`, `confluent-kafka`) or
+/// tests/proxy/TenantClient.java (`java`) through the proxy at `bootstrap`, as `user`.
+fn tenant_client(lib: &str, bootstrap: &str, user: &str, tag: &str) -> Command {
+    let r = root();
+    let mut cmd = if lib == "java" {
+        let mut c = Command::new("java");
+        c.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+            .arg(r.join("target/java-client/lib/*"))
+            .arg(r.join("tests/proxy/TenantClient.java"))
+            .args([bootstrap, user, tag]);
+        c
+    } else {
+        let mut c = Command::new(r.join("target/interop/venv/bin/python"));
+        c.arg(r.join("tests/proxy/tenant_txn.py")).args([lib, bootstrap, user, tag]);
+        c
+    };
+    cmd.env("KWIRE_SASL_PASSWORD", sasl_password());
+    cmd
+}
+
+/// What the broker holds whose name has `tag`, asked past the proxy on its PLAINTEXT
+/// listener with kafka-python's admin client: topics, groups, transactions (ListTransactions)
+/// with their states (DescribeTransactions), and the committed offsets of the
+/// `tenant-?.offsets-TAG` groups.
+fn held_by_broker(tag: &str) -> Value {
+    let script = r#"
+import json, sys
+from kafka.admin import KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1])
+tag = sys.argv[2]
+topics = sorted(t for t in admin.list_topics() if tag in t)
+names = [g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups()]
+groups = sorted(g for g in names if tag in g)
+txns = sorted({t.transactional_id for ts in admin.list_transactions().values() for t in ts if tag in t.transactional_id})
+states = {i: str(d.state) for i, d in admin.describe_transactions(txns).items()}
+offsets = {}
+for g in groups:
+    if ".offsets-" in g:
+        offsets[g] = {tp.topic: om.offset for tp, om in admin.list_group_offsets(g)[g].items()}
+admin.close()
+print(json.dumps({"topics": topics, "groups": groups, "transactions": txns, "states": states, "offsets": offsets}))
+"#;
+    let (plain, _) = broker();
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.args(["-c", script, plain, tag]);
+    let out = run(cmd, "kafka-python on the broker", CLIENT_TIMEOUT);
+    assert!(out.ok, "kafka-python on the broker failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+/// Tenants with transactions, for each real client (confluent-kafka, the Java client,
+/// kafka-python): two users run it at once through one tenant proxy with the same topic,
+/// group and transactional-id names. Each commits a transaction (with an offset of a group,
+/// sent to the transaction), aborts one and commits another; its read_committed consumer
+/// gets exactly its own committed values, in order. Listing through the proxy shows only its
+/// own topic, groups, committed offset and (Java) transaction, in its state. Past the proxy,
+/// the broker holds each name under both prefixes and no name unprefixed, the transactional
+/// ids included (ListTransactions, DescribeTransactions).
+#[test]
+fn tenants_run_transactions_with_real_clients() {
+    let proxy = tenant_proxy();
+    setup();
+    for lib in ["confluent-kafka", "java", "kafka-python"] {
+        let tag = prefix(&format!("txn-{lib}"));
+        let start = Instant::now();
+        let runs: Vec<_> = [SASL_USER, SECOND_USER]
+            .into_iter()
+            .map(|user| {
+                let cmd = tenant_client(lib, &proxy.addr, user, &tag);
+                (user, thread::spawn(move || run(cmd, "a tenant's client", CLIENT_TIMEOUT)))
+            })
+            .collect();
+        for (user, out) in runs {
+            let out = out.join().unwrap();
+            assert!(out.ok, "{lib} as {user} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+            let v: Value =
+                serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
+                    panic!("{lib} as {user}: not JSON ({e}): {}\n{}", out.stdout, out.stderr)
+                });
+            let values = |what: &'static str, n: usize| (0..n).map(move |i| format!("{user}-{what}-{i}"));
+            let committed: Vec<String> = values("commit", 3).chain(values("commit2", 2)).collect();
+            assert_eq!(v["committed"], serde_json::json!(committed), "{lib} as {user}: {v}");
+            assert_eq!(v["consumed"], v["committed"], "{lib} as {user} read its committed values, only: {v}");
+            assert_eq!(v["topics"], serde_json::json!([format!("orders-{tag}")]), "{lib} as {user}: {v}");
+            assert_eq!(
+                v["groups"],
+                serde_json::json!([format!("group-{tag}"), format!("offsets-{tag}")]),
+                "{lib} as {user}: {v}"
+            );
+            assert_eq!(
+                v["offsets"],
+                serde_json::json!([3]),
+                "{lib} as {user}: the transaction's offset: {v}"
+            );
+            if lib == "java" {
+                assert_eq!(v["transactions"], serde_json::json!([format!("txn-{tag}")]), "{user}: {v}");
+                assert_eq!(v["state"], "CompleteCommit", "{user}: {v}");
+            }
+            eprintln!("{lib} as {user} ({:.1?}): {v}", start.elapsed());
+        }
+        let held = held_by_broker(&tag);
+        let both = |name: &str| serde_json::json!([format!("tenant-a.{name}"), format!("tenant-b.{name}")]);
+        assert_eq!(held["topics"], both(&format!("orders-{tag}")), "{lib}: the broker holds {held}");
+        let groups = [format!("group-{tag}"), format!("offsets-{tag}")];
+        let mut expected: Vec<String> = ["tenant-a.", "tenant-b."]
+            .iter()
+            .flat_map(|p| groups.iter().map(move |g| format!("{p}{g}")))
+            .collect();
+        expected.sort();
+        assert_eq!(held["groups"], serde_json::json!(expected), "{lib}: the broker holds {held}");
+        assert_eq!(held["transactions"], both(&format!("txn-{tag}")), "{lib}: the broker holds {held}");
+        for p in ["tenant-a.", "tenant-b."] {
+            let id = format!("{p}txn-{tag}");
+            let state = held["states"][&id].as_str().unwrap_or_default().to_string();
+            assert!(state.contains("COMPLETE_COMMIT") || state.contains("CompleteCommit"), "{id}: {held}");
+            let offsets = &held["offsets"][format!("{p}offsets-{tag}")];
+            assert_eq!(offsets, &serde_json::json!({ format!("{p}orders-{tag}"): 3 }), "{lib}: {held}");
+        }
+        eprintln!("{lib}: the broker holds {held}");
+    }
+    assert_eq!(proxy.count("closing this connection"), 0, "{}", proxy.log());
 }
 
 /// SNI routing against the real broker: one port per proxy for the whole cluster, names
