@@ -1147,3 +1147,264 @@ fn bad_tls_flags() {
         "also a broker's name",
     );
 }
+
+// ---- names a tenant's prefix pushes past Kafka's limit ----
+
+/// A request body of `api` at `version` from `spec`, a JSON object keyed by the schema's
+/// field names (`"Topics"`, `"Name"`): strings, integers, booleans and arrays of them or of
+/// objects; every field not given keeps its default.
+fn body_from(api: ApiKey, version: i16, spec: &Value) -> Vec<u8> {
+    use kwire::reflect::{self, FieldType, StructSchema, StructValue, Value as V};
+    fn value(ty: &'static FieldType, spec: &Value) -> V {
+        match (ty, spec) {
+            (FieldType::Array(inner), Value::Array(items)) => {
+                V::Array(items.iter().map(|i| value(inner, i)).collect())
+            }
+            (FieldType::Struct(s), Value::Object(_)) => V::Struct(strukt(s, spec)),
+            (FieldType::String, Value::String(s)) => V::String(s.clone()),
+            (FieldType::Bool, Value::Bool(b)) => V::Bool(*b),
+            (FieldType::Int8, Value::Number(n)) => V::Int8(n.as_i64().unwrap() as i8),
+            (FieldType::Int16, Value::Number(n)) => V::Int16(n.as_i64().unwrap() as i16),
+            (FieldType::Int32, Value::Number(n)) => V::Int32(n.as_i64().unwrap() as i32),
+            (FieldType::Int64, Value::Number(n)) => V::Int64(n.as_i64().unwrap()),
+            (_, Value::Null) => V::Null,
+            (ty, v) => panic!("no {ty:?} from {v}"),
+        }
+    }
+    fn strukt(schema: &'static StructSchema, spec: &Value) -> StructValue {
+        let mut s = StructValue::new(schema);
+        for (name, v) in spec.as_object().unwrap() {
+            let field =
+                schema.fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)).unwrap_or_else(|| {
+                    panic!(
+                        "no field {name} in {:?}",
+                        schema.fields.iter().map(|f| f.name).collect::<Vec<_>>()
+                    )
+                });
+            s.set(field.name, value(&field.ty, v));
+        }
+        s
+    }
+    let schema = reflect::request_schema(api);
+    strukt(schema.body, spec).to_bytes(kwire::reflect::Encoding::body(schema, version)).unwrap()
+}
+
+/// A request frame (size first) of `body` (of `api` at `version`).
+fn request_with(api: ApiKey, version: i16, correlation_id: i32, body: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 4];
+    f.extend(api.to_i16().to_be_bytes());
+    f.extend(version.to_be_bytes());
+    f.extend(correlation_id.to_be_bytes());
+    let client = b"tls-test";
+    f.extend((client.len() as i16).to_be_bytes());
+    f.extend(client);
+    if api.flexible_versions().contains(version) {
+        f.push(0); // no tagged fields in the header
+    }
+    f.extend(body);
+    let size = (f.len() - 4) as i32;
+    f[..4].copy_from_slice(&size.to_be_bytes());
+    f
+}
+
+/// `api` at `version` with `spec` sent on `s`: the answer's body in Kafka's JSON form.
+fn ask<S: Read + Write>(s: &mut S, api: ApiKey, version: i16, spec: &Value) -> Value {
+    use kwire::reflect::{self, StructValue};
+    s.write_all(&request_with(api, version, 9, &body_from(api, version, spec))).unwrap();
+    s.flush().unwrap();
+    let frame = read_frame(s).unwrap_or_else(|e| panic!("{} v{version}: no answer: {e}", api.name()));
+    let response = kwire::dispatch::parse_response(&frame, api, version).unwrap();
+    assert_eq!(response.header.correlation_id(), 9);
+    let schema = reflect::response_schema(api);
+    let value = StructValue::decode_body(schema, version, response.body.as_bytes()).unwrap();
+    kwire::reflect::json::to_json(&value, kwire::reflect::Encoding::body(schema, version))
+}
+
+/// Every `errorCode` in `v`, in order.
+fn error_codes(v: &Value, out: &mut Vec<i64>) {
+    match v {
+        Value::Object(o) => {
+            for (k, v) in o {
+                if k == "errorCode" {
+                    out.push(v.as_i64().unwrap());
+                } else {
+                    error_codes(v, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| error_codes(v, out)),
+        _ => {}
+    }
+}
+
+/// `v` with every string's `from` replaced by `to`, and the fields that change from one
+/// answer to the next (throttle time) or that the proxy rewrites (Metadata's brokers) dropped.
+fn renamed(v: &Value, from: &str, to: &str) -> Value {
+    match v {
+        Value::String(s) if !from.is_empty() => Value::String(s.replace(from, to)),
+        Value::Array(a) => Value::Array(a.iter().map(|v| renamed(v, from, to)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !["throttleTimeMs", "brokers"].contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), renamed(v, from, to)))
+                .collect(),
+        ),
+        v => v.clone(),
+    }
+}
+
+/// The requests that name topics, each naming `name` (and group `group`): `(API, version,
+/// body)`.
+fn naming_requests(name: &str, group: &str) -> Vec<(ApiKey, i16, Value)> {
+    use serde_json::json;
+    let partition = |extra: Value| {
+        let mut p = json!({"PartitionIndex": 0});
+        p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        p
+    };
+    vec![
+        (
+            ApiKey::CreateTopics,
+            7,
+            json!({"Topics": [{"Name": name, "NumPartitions": 1, "ReplicationFactor": 1}], "TimeoutMs": 30000}),
+        ),
+        (ApiKey::Metadata, 12, json!({"Topics": [{"Name": name}], "AllowAutoTopicCreation": true})),
+        (
+            ApiKey::Produce,
+            11,
+            json!({"Acks": -1, "TimeoutMs": 30000, "TopicData": [{"Name": name, "PartitionData": [{"Index": 0, "Records": null}]}]}),
+        ),
+        (
+            ApiKey::Fetch,
+            12,
+            json!({"ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 1, "MaxBytes": 1048576, "SessionEpoch": -1,
+                   "Topics": [{"Topic": name, "Partitions": [{"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1024}]}]}),
+        ),
+        (
+            ApiKey::ListOffsets,
+            8,
+            json!({"ReplicaId": -1, "Topics": [{"Name": name, "Partitions": [partition(json!({"Timestamp": -1}))]}]}),
+        ),
+        (ApiKey::DeleteTopics, 5, json!({"TopicNames": [name], "TimeoutMs": 30000})),
+        (ApiKey::CreatePartitions, 3, json!({"Topics": [{"Name": name, "Count": 2}], "TimeoutMs": 30000})),
+        (
+            ApiKey::DeleteRecords,
+            2,
+            json!({"Topics": [{"Name": name, "Partitions": [partition(json!({"Offset": 0}))]}], "TimeoutMs": 30000}),
+        ),
+        (
+            ApiKey::OffsetForLeaderEpoch,
+            4,
+            json!({"ReplicaId": -1, "Topics": [{"Topic": name, "Partitions": [{"Partition": 0, "LeaderEpoch": 0}]}]}),
+        ),
+        (
+            ApiKey::DescribeTopicPartitions,
+            0,
+            json!({"Topics": [{"Name": name}], "ResponsePartitionLimit": 100}),
+        ),
+        (ApiKey::DescribeProducers, 0, json!({"Topics": [{"Name": name, "PartitionIndexes": [0]}]})),
+        (
+            ApiKey::OffsetCommit,
+            8,
+            json!({"GroupId": group, "GenerationIdOrMemberEpoch": -1,
+                   "Topics": [{"Name": name, "Partitions": [partition(json!({"CommittedOffset": 0}))]}]}),
+        ),
+        (
+            ApiKey::OffsetFetch,
+            8,
+            json!({"Groups": [{"GroupId": group, "Topics": [{"Name": name, "PartitionIndexes": [0]}]}]}),
+        ),
+        (
+            ApiKey::OffsetDelete,
+            0,
+            json!({"GroupId": group, "Topics": [{"Name": name, "Partitions": [{"PartitionIndex": 0}]}]}),
+        ),
+    ]
+}
+
+/// A name a tenant's prefix pushes past Kafka's 249 bytes (a 245-byte name, `tenant-a.` in
+/// front) gets, API by API, what Kafka gives a client for a name past the limit: the answer
+/// through the proxy equals the broker's answer to the prefixed (254-byte) name sent
+/// directly, with the client's own name in it, whole (never truncated). So CreateTopics and
+/// Metadata's auto-creation give INVALID_TOPIC_EXCEPTION (17); nothing is created. A name
+/// that fits after prefixing still works, as a check that the requests are sound.
+#[test]
+fn tenant_names_past_the_limit_get_kafkas_errors() {
+    let (plain, _) = broker();
+    let proxy = start_proxy(&["--upstream", plain, "--tenant", "default=tenant-a."]);
+    let tag = prefix("long");
+    let long = format!("{tag}-{}", "x".repeat(245 - tag.len() - 1));
+    assert_eq!(long.len(), 245);
+    let held = format!("tenant-a.{long}");
+    let group = format!("group-{tag}");
+    let mut direct = TcpStream::connect(plain).unwrap();
+    let mut through = TcpStream::connect(&proxy.addr).unwrap();
+    for s in [&mut direct, &mut through] {
+        s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    }
+    // The group's coordinator is up before the group APIs are asked (FindCoordinator creates
+    // the offsets topic on first use), so that both paths meet the same coordinator.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = ask(
+            &mut direct,
+            ApiKey::FindCoordinator,
+            4,
+            &serde_json::json!({"KeyType": 0, "CoordinatorKeys": [format!("tenant-a.{group}")]}),
+        );
+        if found["coordinators"][0]["errorCode"] == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no coordinator: {found}");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let mut seen = BTreeMap::new();
+    for ((api, version, to_broker), (_, _, to_proxy)) in
+        naming_requests(&held, &format!("tenant-a.{group}")).into_iter().zip(naming_requests(&long, &group))
+    {
+        let kafka = ask(&mut direct, api, version, &to_broker);
+        let tenant = ask(&mut through, api, version, &to_proxy);
+        let mut codes = Vec::new();
+        error_codes(&kafka, &mut codes);
+        assert_eq!(
+            renamed(&tenant, "", ""),
+            renamed(&renamed(&kafka, &held, &long), &format!("tenant-a.{group}"), &group),
+            "{} v{version}: through the tenant, unlike Kafka's answer",
+            api.name()
+        );
+        assert!(!tenant.to_string().contains(&format!("\"{}\"", &held[..249])), "truncated: {tenant}");
+        seen.insert(api.name(), codes);
+    }
+    eprintln!("Kafka's error codes for a name past the limit, the same through the tenant: {seen:?}");
+    assert_eq!(seen["CreateTopics"], [17], "{seen:?}");
+    assert!(seen["Metadata"].contains(&17), "{seen:?}");
+    // "." and "..", which Kafka refuses as topic names, are refused through the tenant too
+    // (prefixed, they would be valid names).
+    for name in [".", ".."] {
+        for (api, version, spec) in naming_requests(name, &group).into_iter().take(2) {
+            let kafka = ask(&mut direct, api, version, &spec);
+            let tenant = ask(&mut through, api, version, &spec);
+            assert_eq!(renamed(&tenant, "", ""), renamed(&kafka, "", ""), "{} of {name:?}", api.name());
+            let mut codes = Vec::new();
+            error_codes(&kafka, &mut codes);
+            assert_eq!(codes, [17], "{} of {name:?}: {kafka}", api.name());
+        }
+    }
+    // Nothing was created, under any name.
+    let metadata = ask(&mut direct, ApiKey::Metadata, 12, &serde_json::json!({"Topics": null}));
+    assert!(!metadata.to_string().contains(&tag), "{metadata}");
+    assert!(!metadata.to_string().contains("\"tenant-a..\""), "{metadata}");
+    // A name that fits (240 bytes, 249 with the prefix) is created and deleted.
+    let fits = &long[..240];
+    let created = ask(&mut through, ApiKey::CreateTopics, 7, &naming_requests(fits, &group)[0].2);
+    assert_eq!(created["topics"][0]["errorCode"], 0, "{created}");
+    assert_eq!(created["topics"][0]["name"], fits, "{created}");
+    let deleted = ask(
+        &mut through,
+        ApiKey::DeleteTopics,
+        5,
+        &serde_json::json!({"TopicNames": [fits], "TimeoutMs": 30000}),
+    );
+    assert_eq!(deleted["responses"][0]["errorCode"], 0, "{deleted}");
+    assert!(proxy.log().matches("closing").count() == 0, "{}", proxy.log());
+}
