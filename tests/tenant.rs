@@ -386,3 +386,28 @@ fn names_kafka_refuses_stay_refused() {
     let ids: Vec<_> = view.groups().iter().map(|g| g.group_id().to_owned()).collect();
     assert_eq!(ids, ["."], "the group \".\" of no tenant is left out; the tenant's \".\" is listed");
 }
+
+/// Prefixes that overlap (one starts with another, or they differ only in `.` against `_`,
+/// which Kafka takes for the same in topic names) are refused: tenant `a.` would otherwise
+/// see and name tenant `a.b.`'s topics (`a.` + `b.x` is `a.b.` + `x`). One prefix may serve
+/// several principals and SNI names.
+#[cfg(feature = "proxy")]
+#[test]
+fn overlapping_prefixes_are_refused() {
+    use kwire::proxy::{TenantError, Tenants};
+    let mut tenants = Tenants::new();
+    tenants.principal("alice", "tenant-a.").unwrap();
+    tenants.sni("a.example.com", "tenant-a.").unwrap();
+    tenants.principal("bob", "tenant-b.").unwrap();
+    for (who, prefix) in
+        [("carol", "tenant-a.eu."), ("dave", "tenant-"), ("erin", "tenant-b_eu."), ("frank", "tenant-b_")]
+    {
+        let refused = tenants.principal(who, prefix).unwrap_err();
+        assert!(matches!(refused, TenantError::Overlaps(_)), "{prefix}: {refused}");
+        assert!(refused.to_string().contains("overlaps"), "{refused}");
+    }
+    assert!(matches!(tenants.sni("c.example.com", "tenant-a.x."), Err(TenantError::Overlaps(_))));
+    assert!(matches!(tenants.default_tenant("tenant"), Err(TenantError::Overlaps(_))));
+    tenants.default_tenant("tenant-c.").unwrap();
+    tenants.principal("carol", "tenant-ab.").unwrap();
+}
