@@ -1167,6 +1167,7 @@ fn body_from(api: ApiKey, version: i16, spec: &Value) -> Vec<u8> {
             (FieldType::Int16, Value::Number(n)) => V::Int16(n.as_i64().unwrap() as i16),
             (FieldType::Int32, Value::Number(n)) => V::Int32(n.as_i64().unwrap() as i32),
             (FieldType::Int64, Value::Number(n)) => V::Int64(n.as_i64().unwrap()),
+            (FieldType::Uuid, Value::String(s)) => V::Uuid(kwire::reflect::json::parse_uuid(s).unwrap()),
             (_, Value::Null) => V::Null,
             (ty, v) => panic!("no {ty:?} from {v}"),
         }
@@ -1407,4 +1408,43 @@ fn tenant_names_past_the_limit_get_kafkas_errors() {
     );
     assert_eq!(deleted["responses"][0]["errorCode"], 0, "{deleted}");
     assert!(proxy.log().matches("closing").count() == 0, "{}", proxy.log());
+}
+
+/// Topic-id isolation (issue 33), not built yet: this test shows the hole and is ignored
+/// until it is closed. Tenant `tenant-a.` learns the id of tenant `tenant-b.`'s topic (here
+/// from the broker directly; ids are 128 random bits, but they are not secrets) and names it
+/// through the proxy: Fetch v13 would read the other tenant's records and DeleteTopics v6
+/// would delete its topic. Kafka answers an id it does not know with UNKNOWN_TOPIC_ID (100)
+/// and the id echoed (measured: Metadata v12, Fetch v13, DeleteTopics v6, Produce v13), and
+/// that is what the tenant must get, with the other tenant's topic left alone.
+#[test]
+#[ignore = "topic-id isolation is not built yet (issue 33): this shows the hole"]
+fn tenant_cannot_reach_another_tenants_topic_by_id() {
+    let (plain, _) = broker();
+    let proxy = start_proxy(&["--upstream", plain, "--tenant", "default=tenant-a."]);
+    let tag = prefix("ids");
+    let victim = format!("tenant-b.victim-{tag}");
+    let mut direct = TcpStream::connect(plain).unwrap();
+    let mut through = TcpStream::connect(&proxy.addr).unwrap();
+    for s in [&mut direct, &mut through] {
+        s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    }
+    let create = serde_json::json!({"Topics": [{"Name": victim, "NumPartitions": 1, "ReplicationFactor": 1}], "TimeoutMs": 30000});
+    let created = ask(&mut direct, ApiKey::CreateTopics, 7, &create);
+    assert_eq!(created["topics"][0]["errorCode"], 0, "{created}");
+    let id = created["topics"][0]["topicId"].as_str().unwrap().to_string();
+    let fetch = serde_json::json!({"ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 1, "MaxBytes": 1048576, "SessionEpoch": -1,
+        "Topics": [{"TopicId": id, "Partitions": [{"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1024}]}]});
+    let fetched = ask(&mut through, ApiKey::Fetch, 13, &fetch);
+    let delete = serde_json::json!({"Topics": [{"Name": null, "TopicId": id}], "TimeoutMs": 30000});
+    let deleted = ask(&mut through, ApiKey::DeleteTopics, 6, &delete);
+    let still = ask(&mut direct, ApiKey::Metadata, 12, &serde_json::json!({"Topics": [{"Name": victim}]}));
+    assert_eq!(
+        still["topics"][0]["errorCode"], 0,
+        "the other tenant's topic was deleted by id: {deleted}; Fetch by its id: {fetched}"
+    );
+    assert_eq!(fetched["responses"][0]["topicId"], id.as_str(), "{fetched}");
+    assert_eq!(fetched["responses"][0]["partitions"][0]["errorCode"], 100, "{fetched}");
+    assert_eq!(deleted["responses"][0]["errorCode"], 100, "{deleted}");
+    assert_eq!(deleted["responses"][0]["topicId"], id.as_str(), "{deleted}");
 }
