@@ -7,16 +7,21 @@
 //! (Kafka PDUs, and those it marks malformed or with an error or warning) are printed
 //! beside kwire's.
 //!
+//! The same client through `kwire proxy` (text log), captured on the proxy's client side:
+//! the pair lines `kwire decode` prints of the capture match the proxy's log lines, field by
+//! field.
+//!
 //! Needs root (to capture), tcpdump and tshark (tests/interop/setup.sh), the clients
-//! (tests/proxy/setup.sh) and the broker (tests/kafka/broker.sh).
+//! (tests/proxy/setup.sh) and the broker (tests/kafka/broker.sh), one for both tests.
 #![cfg(feature = "cli")]
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
 use common::clients::client_command;
@@ -136,25 +141,47 @@ fn tshark_counts(file: &Path, port: u16) -> (usize, usize, usize) {
     (pdus, all.len(), bad)
 }
 
-#[test]
-fn real_captures_decode_whole() {
-    common::clients::setup(|| true);
-    // tcpdump and tshark come from tests/interop/setup.sh (apt-get).
-    if Command::new("tcpdump").arg("--version").output().is_err()
-        || Command::new("tshark").arg("--version").output().is_err()
-    {
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("tests/interop/setup.sh"));
-        let out = run(cmd, "tests/interop/setup.sh", SETUP_TIMEOUT);
-        assert!(out.ok, "tests/interop/setup.sh failed\n{}\n{}", out.stdout, out.stderr);
-    }
-    let (_, out) = harness::kafka("start", "capture", &["{pid}"], &[], Duration::from_secs(600));
-    let broker = out.stdout.trim().to_string();
-    let port: u16 = broker.rsplit_once(':').unwrap().1.parse().unwrap();
+/// The clients, tcpdump and tshark installed, and the broker of this test process started,
+/// once: its address.
+fn broker() -> &'static str {
+    static BROKER: OnceLock<String> = OnceLock::new();
+    BROKER.get_or_init(|| {
+        common::clients::setup(|| true);
+        // tcpdump and tshark come from tests/interop/setup.sh (apt-get).
+        if Command::new("tcpdump").arg("--version").output().is_err()
+            || Command::new("tshark").arg("--version").output().is_err()
+        {
+            let mut cmd = Command::new("bash");
+            cmd.arg(root().join("tests/interop/setup.sh"));
+            let out = run(cmd, "tests/interop/setup.sh", SETUP_TIMEOUT);
+            assert!(out.ok, "tests/interop/setup.sh failed\n{}\n{}", out.stdout, out.stderr);
+        }
+        let (_, out) = harness::kafka("start", "capture", &["{pid}"], &[], Duration::from_secs(600));
+        out.stdout.trim().to_string()
+    })
+}
 
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capture-interop-{}", std::process::id()));
+/// One test at a time: each captures the broker's or the proxy's port on the loopback, and
+/// the other's traffic would be in it.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A fresh directory for a test's captures.
+fn capture_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn real_captures_decode_whole() {
+    let _one = one_at_a_time();
+    let broker = broker().to_string();
+    let port: u16 = broker.rsplit_once(':').unwrap().1.parse().unwrap();
+    let dir = capture_dir("capture-interop");
     let recorders = vec![
         tcpdump(&dir, "lo-us.pcap", port, &["-i", "lo"]),
         tcpdump(&dir, "lo-ns.pcap", port, &["-i", "lo", "--time-stamp-precision", "nano"]),
@@ -269,5 +296,99 @@ fn real_captures_decode_whole() {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
         println!("captures kept in {}", dir.display());
+    }
+}
+
+/// The fields a pair line of `kwire decode CAPTURE` and a request line of the proxy's text
+/// log share: client id, API, version, request and response sizes (prefix included), and
+/// the error names (`errors=`, when any). The proxy's line has no correlation id.
+type Shared = (String, String, String, String, String, String);
+
+/// A capture's pair line (`TS conn=N CLIENT -> BROKER CLIENT_ID API vV corr=C req=NB
+/// resp=MB LAT ms [errors=...]`): the client's address, the correlation id and the shared
+/// fields.
+fn capture_line(line: &str) -> (String, i32, Shared) {
+    let w: Vec<&str> = line.split(' ').collect();
+    assert!(w.len() >= 12 && w[3] == "->", "not a pair line: {line}");
+    let corr = w[8].strip_prefix("corr=").and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    assert!(w[9].starts_with("req=") && w[10].starts_with("resp=") && w[11].ends_with("ms"), "{line}");
+    let errors = w.get(12).filter(|e| e.starts_with("errors=")).map(|e| e.to_string()).unwrap_or_default();
+    let shared = (w[5].into(), w[6].into(), w[7].into(), w[9].into(), w[10].into(), errors);
+    (w[2].to_string(), corr, shared)
+}
+
+/// A request line of the proxy's text log (`TS conn=N CLIENT_ID API vV req=NB resp=MB LAT ms
+/// [errors=...] [(note)]`): the connection and the shared fields; `None` for other lines.
+fn proxy_line(line: &str) -> Option<(u64, Shared)> {
+    let w: Vec<&str> = line.split(' ').collect();
+    if w.len() < 8 || !w[5].starts_with("req=") || !w[6].starts_with("resp=") {
+        return None;
+    }
+    let conn = w[1].strip_prefix("conn=")?.parse().ok()?;
+    let errors = w.get(8).filter(|e| e.starts_with("errors=")).map(|e| e.to_string()).unwrap_or_default();
+    Some((conn, (w[2].into(), w[3].into(), w[4].into(), w[5].into(), w[6].into(), errors)))
+}
+
+/// kafka-python's traffic through `kwire proxy` (text log), captured by tcpdump on the
+/// proxy's port (the client's side: the requests as the proxy forwards them, unchanged
+/// without filters, and the responses as it sends them back): `kwire decode CAPTURE`'s pair
+/// lines match the proxy's request lines, connection by connection (the proxy's
+/// `connected` line names the client's address) and in order, on client id, API, version,
+/// request and response sizes and error names; each connection's correlation ids in the
+/// capture rise one by one as the client numbers them.
+#[test]
+fn proxy_log_matches_the_capture() {
+    let _one = one_at_a_time();
+    let broker = broker();
+    let proxy = harness::Proxy::start(&["--listen", "127.0.0.1:0", "--upstream", broker]);
+    let dir = capture_dir("capture-proxy");
+    let recorder = tcpdump(&dir, "proxy.pcap", proxy.port(), &["-i", "lo"]);
+    let mut client = client_command("kafka-python", &proxy.addr, "capture-proxy");
+    let out = run(client.current_dir(&dir), "kafka-python client", Duration::from_secs(150));
+    assert!(out.ok, "the client failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, file) = recorder.stop();
+    let (lines, gaps) = kwire_gaps(&[], &file);
+    assert_eq!(gaps, 0, "the capture lost packets:\n{lines}");
+    assert!(
+        !lines.contains("no response") && !lines.contains("unpaired") && !lines.contains(" cut "),
+        "{lines}"
+    );
+
+    // The proxy's log: its connections by client address, and their request lines.
+    let log = proxy.lines();
+    let mut peers = BTreeMap::new();
+    let mut logged: BTreeMap<u64, Vec<Shared>> = BTreeMap::new();
+    for line in &log {
+        let w: Vec<&str> = line.split(' ').collect();
+        if line.contains(": connected, forwarding to") {
+            let conn: u64 = w[1].strip_prefix("conn=").unwrap().parse().unwrap();
+            peers.insert(w[2].trim_end_matches(':').to_string(), conn);
+        } else if let Some((conn, shared)) = proxy_line(line) {
+            logged.entry(conn).or_default().push(shared);
+        }
+    }
+    let mut captured: BTreeMap<u64, Vec<Shared>> = BTreeMap::new();
+    let mut corrs: BTreeMap<u64, Vec<i32>> = BTreeMap::new();
+    for line in lines.lines() {
+        let (client, corr, shared) = capture_line(line);
+        let conn = *peers.get(&client).unwrap_or_else(|| panic!("no proxy connection from {client}: {line}"));
+        captured.entry(conn).or_default().push(shared);
+        corrs.entry(conn).or_default().push(corr);
+    }
+    let pairs: usize = captured.values().map(Vec::len).sum();
+    assert!(pairs > 20, "only {pairs} pair lines:\n{lines}");
+    assert_eq!(captured.keys().collect::<Vec<_>>(), logged.keys().collect::<Vec<_>>(), "connections");
+    for (conn, lines) in &captured {
+        assert_eq!(lines, &logged[conn], "conn={conn}: the capture's pair lines, then the proxy's");
+        let c = &corrs[conn];
+        assert!(c.windows(2).all(|w| w[1] == w[0] + 1), "conn={conn}: correlation ids {c:?}");
+    }
+    eprintln!(
+        "{pairs} request/response pairs on {} connections: the capture's pair lines match the proxy's log",
+        captured.len()
+    );
+    if std::env::var_os("KWIRE_KEEP_CAPTURES").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -10,6 +10,9 @@
 //! - SNI routing: two proxies with the same flags, one port each for the whole cluster,
 //!   rewrite broker addresses to the same names; a proxy that has seen no response routes
 //!   a broker's name by asking the cluster; kafka-python follows the names.
+//! - Tenants by SASL principal: kafka-python, confluent-kafka and the Java client as two
+//!   tenants at once with the same names, transactions included (tests/proxy/tenant_txn.py,
+//!   tests/proxy/TenantClient.java); the broker holds the prefixed names.
 //! - Bad input, each closing only its own connection with a log line while a good
 //!   connection goes on: plaintext on a TLS port, a garbage or truncated handshake, a
 //!   handshake that stalls, unknown or missing server names, client certificates that are
@@ -542,26 +545,8 @@ fn sasl_ssl_through_tls_origination_hides_the_password() {
 /// holds both, prefixed.
 #[test]
 fn tenants_by_principal_share_names_and_see_only_their_own() {
-    let addr = sasl_ssl();
-    let c = certs();
-    let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
     let tag = prefix("tenants");
-    let proxy = start_proxy(&[
-        "--upstream",
-        &addr,
-        "--upstream-tls",
-        "--upstream-ca",
-        &ca,
-        "--upstream-cert",
-        &cert,
-        "--upstream-key",
-        &key,
-        "--tenant",
-        &format!("principal:{SASL_USER}=tenant-a."),
-        "--tenant",
-        &format!("principal:{SECOND_USER}=tenant-b."),
-    ]);
-    proxy.wait_for(&["TLS to brokers"]);
+    let proxy = tenant_proxy();
     setup();
     let script = r#"
 import json, os, sys
@@ -621,6 +606,155 @@ print(json.dumps(sorted(t for t in admin.list_topics() if sys.argv[2] in t)))
     assert!(out.ok, "{}", out.stderr);
     let held: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
     assert_eq!(held, serde_json::json!([format!("tenant-a.orders-{tag}"), format!("tenant-b.orders-{tag}")]));
+}
+
+/// A proxy with tenants by principal: [`SASL_USER`] is `tenant-a.`, [`SECOND_USER`]
+/// `tenant-b.`; plaintext SASL from clients, TLS (with a client certificate) to the broker's
+/// SASL_SSL listener.
+fn tenant_proxy() -> Proxy {
+    let addr = sasl_ssl();
+    let c = certs();
+    let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
+    let proxy = start_proxy(&[
+        "--upstream",
+        &addr,
+        "--upstream-tls",
+        "--upstream-ca",
+        &ca,
+        "--upstream-cert",
+        &cert,
+        "--upstream-key",
+        &key,
+        "--tenant",
+        &format!("principal:{SASL_USER}=tenant-a."),
+        "--tenant",
+        &format!("principal:{SECOND_USER}=tenant-b."),
+    ]);
+    proxy.wait_for(&["TLS to brokers"]);
+    proxy
+}
+
+/// One tenant's run of tests/proxy/tenant_txn.py (`kafka-python`, `confluent-kafka`) or
+/// tests/proxy/TenantClient.java (`java`) through the proxy at `bootstrap`, as `user`.
+fn tenant_client(lib: &str, bootstrap: &str, user: &str, tag: &str) -> Command {
+    let r = root();
+    let mut cmd = if lib == "java" {
+        let mut c = Command::new("java");
+        c.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+            .arg(r.join("target/java-client/lib/*"))
+            .arg(r.join("tests/proxy/TenantClient.java"))
+            .args([bootstrap, user, tag]);
+        c
+    } else {
+        let mut c = Command::new(r.join("target/interop/venv/bin/python"));
+        c.arg(r.join("tests/proxy/tenant_txn.py")).args([lib, bootstrap, user, tag]);
+        c
+    };
+    cmd.env("KWIRE_SASL_PASSWORD", sasl_password());
+    cmd
+}
+
+/// What the broker holds whose name has `tag`, asked past the proxy on its PLAINTEXT
+/// listener with kafka-python's admin client: topics, groups, transactions (ListTransactions)
+/// with their states (DescribeTransactions), and the committed offsets of the
+/// `tenant-?.offsets-TAG` groups.
+fn held_by_broker(tag: &str) -> Value {
+    let script = r#"
+import json, sys
+from kafka.admin import KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1])
+tag = sys.argv[2]
+topics = sorted(t for t in admin.list_topics() if tag in t)
+names = [g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups()]
+groups = sorted(g for g in names if tag in g)
+txns = sorted({t.transactional_id for ts in admin.list_transactions().values() for t in ts if tag in t.transactional_id})
+states = {i: str(d.state) for i, d in admin.describe_transactions(txns).items()}
+offsets = {}
+for g in groups:
+    if ".offsets-" in g:
+        offsets[g] = {tp.topic: om.offset for tp, om in admin.list_group_offsets(g)[g].items()}
+admin.close()
+print(json.dumps({"topics": topics, "groups": groups, "transactions": txns, "states": states, "offsets": offsets}))
+"#;
+    let (plain, _) = broker();
+    let mut cmd = Command::new(root().join("target/interop/venv/bin/python"));
+    cmd.args(["-c", script, plain, tag]);
+    let out = run(cmd, "kafka-python on the broker", CLIENT_TIMEOUT);
+    assert!(out.ok, "kafka-python on the broker failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+/// Tenants with transactions, for each real client (confluent-kafka, the Java client,
+/// kafka-python): two users run it at once through one tenant proxy with the same topic,
+/// group and transactional-id names. Each commits a transaction (with an offset of a group,
+/// sent to the transaction), aborts one and commits another; its read_committed consumer
+/// gets exactly its own committed values, in order. Listing through the proxy shows only its
+/// own topic, groups, committed offset and (Java) transaction, in its state. Past the proxy,
+/// the broker holds each name under both prefixes and no name unprefixed, the transactional
+/// ids included (ListTransactions, DescribeTransactions).
+#[test]
+fn tenants_run_transactions_with_real_clients() {
+    let proxy = tenant_proxy();
+    setup();
+    for lib in ["confluent-kafka", "java", "kafka-python"] {
+        let tag = prefix(&format!("txn-{lib}"));
+        let start = Instant::now();
+        let runs: Vec<_> = [SASL_USER, SECOND_USER]
+            .into_iter()
+            .map(|user| {
+                let cmd = tenant_client(lib, &proxy.addr, user, &tag);
+                (user, thread::spawn(move || run(cmd, "a tenant's client", CLIENT_TIMEOUT)))
+            })
+            .collect();
+        for (user, out) in runs {
+            let out = out.join().unwrap();
+            assert!(out.ok, "{lib} as {user} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+            let v: Value =
+                serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
+                    panic!("{lib} as {user}: not JSON ({e}): {}\n{}", out.stdout, out.stderr)
+                });
+            let values = |what: &'static str, n: usize| (0..n).map(move |i| format!("{user}-{what}-{i}"));
+            let committed: Vec<String> = values("commit", 3).chain(values("commit2", 2)).collect();
+            assert_eq!(v["committed"], serde_json::json!(committed), "{lib} as {user}: {v}");
+            assert_eq!(v["consumed"], v["committed"], "{lib} as {user} read its committed values, only: {v}");
+            assert_eq!(v["topics"], serde_json::json!([format!("orders-{tag}")]), "{lib} as {user}: {v}");
+            assert_eq!(
+                v["groups"],
+                serde_json::json!([format!("group-{tag}"), format!("offsets-{tag}")]),
+                "{lib} as {user}: {v}"
+            );
+            assert_eq!(
+                v["offsets"],
+                serde_json::json!([3]),
+                "{lib} as {user}: the transaction's offset: {v}"
+            );
+            if lib == "java" {
+                assert_eq!(v["transactions"], serde_json::json!([format!("txn-{tag}")]), "{user}: {v}");
+                assert_eq!(v["state"], "CompleteCommit", "{user}: {v}");
+            }
+            eprintln!("{lib} as {user} ({:.1?}): {v}", start.elapsed());
+        }
+        let held = held_by_broker(&tag);
+        let both = |name: &str| serde_json::json!([format!("tenant-a.{name}"), format!("tenant-b.{name}")]);
+        assert_eq!(held["topics"], both(&format!("orders-{tag}")), "{lib}: the broker holds {held}");
+        let groups = [format!("group-{tag}"), format!("offsets-{tag}")];
+        let mut expected: Vec<String> = ["tenant-a.", "tenant-b."]
+            .iter()
+            .flat_map(|p| groups.iter().map(move |g| format!("{p}{g}")))
+            .collect();
+        expected.sort();
+        assert_eq!(held["groups"], serde_json::json!(expected), "{lib}: the broker holds {held}");
+        assert_eq!(held["transactions"], both(&format!("txn-{tag}")), "{lib}: the broker holds {held}");
+        for p in ["tenant-a.", "tenant-b."] {
+            let id = format!("{p}txn-{tag}");
+            let state = held["states"][&id].as_str().unwrap_or_default().to_string();
+            assert!(state.contains("COMPLETE_COMMIT") || state.contains("CompleteCommit"), "{id}: {held}");
+            let offsets = &held["offsets"][format!("{p}offsets-{tag}")];
+            assert_eq!(offsets, &serde_json::json!({ format!("{p}orders-{tag}"): 3 }), "{lib}: {held}");
+        }
+        eprintln!("{lib}: the broker holds {held}");
+    }
+    assert_eq!(proxy.count("closing this connection"), 0, "{}", proxy.log());
 }
 
 /// SNI routing against the real broker: one port per proxy for the whole cluster, names
@@ -1012,4 +1146,305 @@ fn bad_tls_flags() {
         &[&tls[..], &["--sni-pattern", PATTERN, "--sni-bootstrap", "broker-3.kwire.test"]].concat(),
         "also a broker's name",
     );
+}
+
+// ---- names a tenant's prefix pushes past Kafka's limit ----
+
+/// A request body of `api` at `version` from `spec`, a JSON object keyed by the schema's
+/// field names (`"Topics"`, `"Name"`): strings, integers, booleans and arrays of them or of
+/// objects; every field not given keeps its default.
+fn body_from(api: ApiKey, version: i16, spec: &Value) -> Vec<u8> {
+    use kwire::reflect::{self, FieldType, StructSchema, StructValue, Value as V};
+    fn value(ty: &'static FieldType, spec: &Value) -> V {
+        match (ty, spec) {
+            (FieldType::Array(inner), Value::Array(items)) => {
+                V::Array(items.iter().map(|i| value(inner, i)).collect())
+            }
+            (FieldType::Struct(s), Value::Object(_)) => V::Struct(strukt(s, spec)),
+            (FieldType::String, Value::String(s)) => V::String(s.clone()),
+            (FieldType::Bool, Value::Bool(b)) => V::Bool(*b),
+            (FieldType::Int8, Value::Number(n)) => V::Int8(n.as_i64().unwrap() as i8),
+            (FieldType::Int16, Value::Number(n)) => V::Int16(n.as_i64().unwrap() as i16),
+            (FieldType::Int32, Value::Number(n)) => V::Int32(n.as_i64().unwrap() as i32),
+            (FieldType::Int64, Value::Number(n)) => V::Int64(n.as_i64().unwrap()),
+            (FieldType::Uuid, Value::String(s)) => V::Uuid(kwire::reflect::json::parse_uuid(s).unwrap()),
+            (_, Value::Null) => V::Null,
+            (ty, v) => panic!("no {ty:?} from {v}"),
+        }
+    }
+    fn strukt(schema: &'static StructSchema, spec: &Value) -> StructValue {
+        let mut s = StructValue::new(schema);
+        for (name, v) in spec.as_object().unwrap() {
+            let field =
+                schema.fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)).unwrap_or_else(|| {
+                    panic!(
+                        "no field {name} in {:?}",
+                        schema.fields.iter().map(|f| f.name).collect::<Vec<_>>()
+                    )
+                });
+            s.set(field.name, value(&field.ty, v));
+        }
+        s
+    }
+    let schema = reflect::request_schema(api);
+    strukt(schema.body, spec).to_bytes(kwire::reflect::Encoding::body(schema, version)).unwrap()
+}
+
+/// A request frame (size first) of `body` (of `api` at `version`).
+fn request_with(api: ApiKey, version: i16, correlation_id: i32, body: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 4];
+    f.extend(api.to_i16().to_be_bytes());
+    f.extend(version.to_be_bytes());
+    f.extend(correlation_id.to_be_bytes());
+    let client = b"tls-test";
+    f.extend((client.len() as i16).to_be_bytes());
+    f.extend(client);
+    if api.flexible_versions().contains(version) {
+        f.push(0); // no tagged fields in the header
+    }
+    f.extend(body);
+    let size = (f.len() - 4) as i32;
+    f[..4].copy_from_slice(&size.to_be_bytes());
+    f
+}
+
+/// `api` at `version` with `spec` sent on `s`: the answer's body in Kafka's JSON form.
+fn ask<S: Read + Write>(s: &mut S, api: ApiKey, version: i16, spec: &Value) -> Value {
+    use kwire::reflect::{self, StructValue};
+    s.write_all(&request_with(api, version, 9, &body_from(api, version, spec))).unwrap();
+    s.flush().unwrap();
+    let frame = read_frame(s).unwrap_or_else(|e| panic!("{} v{version}: no answer: {e}", api.name()));
+    let response = kwire::dispatch::parse_response(&frame, api, version).unwrap();
+    assert_eq!(response.header.correlation_id(), 9);
+    let schema = reflect::response_schema(api);
+    let value = StructValue::decode_body(schema, version, response.body.as_bytes()).unwrap();
+    kwire::reflect::json::to_json(&value, kwire::reflect::Encoding::body(schema, version))
+}
+
+/// Every `errorCode` in `v`, in order.
+fn error_codes(v: &Value, out: &mut Vec<i64>) {
+    match v {
+        Value::Object(o) => {
+            for (k, v) in o {
+                if k == "errorCode" {
+                    out.push(v.as_i64().unwrap());
+                } else {
+                    error_codes(v, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| error_codes(v, out)),
+        _ => {}
+    }
+}
+
+/// `v` with every string's `from` replaced by `to`, and the fields that change from one
+/// answer to the next (throttle time) or that the proxy rewrites (Metadata's brokers) dropped.
+fn renamed(v: &Value, from: &str, to: &str) -> Value {
+    match v {
+        Value::String(s) if !from.is_empty() => Value::String(s.replace(from, to)),
+        Value::Array(a) => Value::Array(a.iter().map(|v| renamed(v, from, to)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !["throttleTimeMs", "brokers"].contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), renamed(v, from, to)))
+                .collect(),
+        ),
+        v => v.clone(),
+    }
+}
+
+/// The requests that name topics, each naming `name` (and group `group`): `(API, version,
+/// body)`.
+fn naming_requests(name: &str, group: &str) -> Vec<(ApiKey, i16, Value)> {
+    use serde_json::json;
+    let partition = |extra: Value| {
+        let mut p = json!({"PartitionIndex": 0});
+        p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        p
+    };
+    vec![
+        (
+            ApiKey::CreateTopics,
+            7,
+            json!({"Topics": [{"Name": name, "NumPartitions": 1, "ReplicationFactor": 1}], "TimeoutMs": 30000}),
+        ),
+        (ApiKey::Metadata, 12, json!({"Topics": [{"Name": name}], "AllowAutoTopicCreation": true})),
+        (
+            ApiKey::Produce,
+            11,
+            json!({"Acks": -1, "TimeoutMs": 30000, "TopicData": [{"Name": name, "PartitionData": [{"Index": 0, "Records": null}]}]}),
+        ),
+        (
+            ApiKey::Fetch,
+            12,
+            json!({"ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 1, "MaxBytes": 1048576, "SessionEpoch": -1,
+                   "Topics": [{"Topic": name, "Partitions": [{"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1024}]}]}),
+        ),
+        (
+            ApiKey::ListOffsets,
+            8,
+            json!({"ReplicaId": -1, "Topics": [{"Name": name, "Partitions": [partition(json!({"Timestamp": -1}))]}]}),
+        ),
+        (ApiKey::DeleteTopics, 5, json!({"TopicNames": [name], "TimeoutMs": 30000})),
+        (ApiKey::CreatePartitions, 3, json!({"Topics": [{"Name": name, "Count": 2}], "TimeoutMs": 30000})),
+        (
+            ApiKey::DeleteRecords,
+            2,
+            json!({"Topics": [{"Name": name, "Partitions": [partition(json!({"Offset": 0}))]}], "TimeoutMs": 30000}),
+        ),
+        (
+            ApiKey::OffsetForLeaderEpoch,
+            4,
+            json!({"ReplicaId": -1, "Topics": [{"Topic": name, "Partitions": [{"Partition": 0, "LeaderEpoch": 0}]}]}),
+        ),
+        (
+            ApiKey::DescribeTopicPartitions,
+            0,
+            json!({"Topics": [{"Name": name}], "ResponsePartitionLimit": 100}),
+        ),
+        (ApiKey::DescribeProducers, 0, json!({"Topics": [{"Name": name, "PartitionIndexes": [0]}]})),
+        (
+            ApiKey::OffsetCommit,
+            8,
+            json!({"GroupId": group, "GenerationIdOrMemberEpoch": -1,
+                   "Topics": [{"Name": name, "Partitions": [partition(json!({"CommittedOffset": 0}))]}]}),
+        ),
+        (
+            ApiKey::OffsetFetch,
+            8,
+            json!({"Groups": [{"GroupId": group, "Topics": [{"Name": name, "PartitionIndexes": [0]}]}]}),
+        ),
+        (
+            ApiKey::OffsetDelete,
+            0,
+            json!({"GroupId": group, "Topics": [{"Name": name, "Partitions": [{"PartitionIndex": 0}]}]}),
+        ),
+    ]
+}
+
+/// A name a tenant's prefix pushes past Kafka's 249 bytes (a 245-byte name, `tenant-a.` in
+/// front) gets, API by API, what Kafka gives a client for a name past the limit: the answer
+/// through the proxy equals the broker's answer to the prefixed (254-byte) name sent
+/// directly, with the client's own name in it, whole (never truncated). So CreateTopics and
+/// Metadata's auto-creation give INVALID_TOPIC_EXCEPTION (17); nothing is created. A name
+/// that fits after prefixing still works, as a check that the requests are sound.
+#[test]
+fn tenant_names_past_the_limit_get_kafkas_errors() {
+    let (plain, _) = broker();
+    let proxy = start_proxy(&["--upstream", plain, "--tenant", "default=tenant-a."]);
+    let tag = prefix("long");
+    let long = format!("{tag}-{}", "x".repeat(245 - tag.len() - 1));
+    assert_eq!(long.len(), 245);
+    let held = format!("tenant-a.{long}");
+    let group = format!("group-{tag}");
+    let mut direct = TcpStream::connect(plain).unwrap();
+    let mut through = TcpStream::connect(&proxy.addr).unwrap();
+    for s in [&mut direct, &mut through] {
+        s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    }
+    // The group's coordinator is up before the group APIs are asked (FindCoordinator creates
+    // the offsets topic on first use), so that both paths meet the same coordinator.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = ask(
+            &mut direct,
+            ApiKey::FindCoordinator,
+            4,
+            &serde_json::json!({"KeyType": 0, "CoordinatorKeys": [format!("tenant-a.{group}")]}),
+        );
+        if found["coordinators"][0]["errorCode"] == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no coordinator: {found}");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let mut seen = BTreeMap::new();
+    for ((api, version, to_broker), (_, _, to_proxy)) in
+        naming_requests(&held, &format!("tenant-a.{group}")).into_iter().zip(naming_requests(&long, &group))
+    {
+        let kafka = ask(&mut direct, api, version, &to_broker);
+        let tenant = ask(&mut through, api, version, &to_proxy);
+        let mut codes = Vec::new();
+        error_codes(&kafka, &mut codes);
+        assert_eq!(
+            renamed(&tenant, "", ""),
+            renamed(&renamed(&kafka, &held, &long), &format!("tenant-a.{group}"), &group),
+            "{} v{version}: through the tenant, unlike Kafka's answer",
+            api.name()
+        );
+        assert!(!tenant.to_string().contains(&format!("\"{}\"", &held[..249])), "truncated: {tenant}");
+        seen.insert(api.name(), codes);
+    }
+    eprintln!("Kafka's error codes for a name past the limit, the same through the tenant: {seen:?}");
+    assert_eq!(seen["CreateTopics"], [17], "{seen:?}");
+    assert!(seen["Metadata"].contains(&17), "{seen:?}");
+    // "." and "..", which Kafka refuses as topic names, are refused through the tenant too
+    // (prefixed, they would be valid names).
+    for name in [".", ".."] {
+        for (api, version, spec) in naming_requests(name, &group).into_iter().take(2) {
+            let kafka = ask(&mut direct, api, version, &spec);
+            let tenant = ask(&mut through, api, version, &spec);
+            assert_eq!(renamed(&tenant, "", ""), renamed(&kafka, "", ""), "{} of {name:?}", api.name());
+            let mut codes = Vec::new();
+            error_codes(&kafka, &mut codes);
+            assert_eq!(codes, [17], "{} of {name:?}: {kafka}", api.name());
+        }
+    }
+    // Nothing was created, under any name.
+    let metadata = ask(&mut direct, ApiKey::Metadata, 12, &serde_json::json!({"Topics": null}));
+    assert!(!metadata.to_string().contains(&tag), "{metadata}");
+    assert!(!metadata.to_string().contains("\"tenant-a..\""), "{metadata}");
+    // A name that fits (240 bytes, 249 with the prefix) is created and deleted.
+    let fits = &long[..240];
+    let created = ask(&mut through, ApiKey::CreateTopics, 7, &naming_requests(fits, &group)[0].2);
+    assert_eq!(created["topics"][0]["errorCode"], 0, "{created}");
+    assert_eq!(created["topics"][0]["name"], fits, "{created}");
+    let deleted = ask(
+        &mut through,
+        ApiKey::DeleteTopics,
+        5,
+        &serde_json::json!({"TopicNames": [fits], "TimeoutMs": 30000}),
+    );
+    assert_eq!(deleted["responses"][0]["errorCode"], 0, "{deleted}");
+    assert!(proxy.log().matches("closing").count() == 0, "{}", proxy.log());
+}
+
+/// Topic-id isolation (issue 33), not built yet: this test shows the hole and is ignored
+/// until it is closed. Tenant `tenant-a.` learns the id of tenant `tenant-b.`'s topic (here
+/// from the broker directly; ids are 128 random bits, but they are not secrets) and names it
+/// through the proxy: Fetch v13 would read the other tenant's records and DeleteTopics v6
+/// would delete its topic. Kafka answers an id it does not know with UNKNOWN_TOPIC_ID (100)
+/// and the id echoed (measured: Metadata v12, Fetch v13, DeleteTopics v6, Produce v13), and
+/// that is what the tenant must get, with the other tenant's topic left alone.
+#[test]
+#[ignore = "topic-id isolation is not built yet (issue 33): this shows the hole"]
+fn tenant_cannot_reach_another_tenants_topic_by_id() {
+    let (plain, _) = broker();
+    let proxy = start_proxy(&["--upstream", plain, "--tenant", "default=tenant-a."]);
+    let tag = prefix("ids");
+    let victim = format!("tenant-b.victim-{tag}");
+    let mut direct = TcpStream::connect(plain).unwrap();
+    let mut through = TcpStream::connect(&proxy.addr).unwrap();
+    for s in [&mut direct, &mut through] {
+        s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    }
+    let create = serde_json::json!({"Topics": [{"Name": victim, "NumPartitions": 1, "ReplicationFactor": 1}], "TimeoutMs": 30000});
+    let created = ask(&mut direct, ApiKey::CreateTopics, 7, &create);
+    assert_eq!(created["topics"][0]["errorCode"], 0, "{created}");
+    let id = created["topics"][0]["topicId"].as_str().unwrap().to_string();
+    let fetch = serde_json::json!({"ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 1, "MaxBytes": 1048576, "SessionEpoch": -1,
+        "Topics": [{"TopicId": id, "Partitions": [{"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1024}]}]});
+    let fetched = ask(&mut through, ApiKey::Fetch, 13, &fetch);
+    let delete = serde_json::json!({"Topics": [{"Name": null, "TopicId": id}], "TimeoutMs": 30000});
+    let deleted = ask(&mut through, ApiKey::DeleteTopics, 6, &delete);
+    let still = ask(&mut direct, ApiKey::Metadata, 12, &serde_json::json!({"Topics": [{"Name": victim}]}));
+    assert_eq!(
+        still["topics"][0]["errorCode"], 0,
+        "the other tenant's topic was deleted by id: {deleted}; Fetch by its id: {fetched}"
+    );
+    assert_eq!(fetched["responses"][0]["topicId"], id.as_str(), "{fetched}");
+    assert_eq!(fetched["responses"][0]["partitions"][0]["errorCode"], 100, "{fetched}");
+    assert_eq!(deleted["responses"][0]["errorCode"], 100, "{deleted}");
+    assert_eq!(deleted["responses"][0]["topicId"], id.as_str(), "{deleted}");
 }

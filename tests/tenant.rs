@@ -6,7 +6,9 @@
 //!   them before the prefix went on;
 //! - listings lose other tenants' entities (Metadata, ListGroups, a Produce answer);
 //! - FindCoordinator's keys, which carry no entity mark, by version;
-//! - refused APIs close and leave ApiVersions answers; a tenant not yet known closes.
+//! - refused APIs close and leave ApiVersions answers; a tenant not yet known closes;
+//! - names the prefix pushes past Kafka's limit are sent whole; the topic names `.` and
+//!   `..` pass as they are; error messages lose the prefix.
 
 mod common;
 
@@ -92,7 +94,8 @@ fn every_request_gets_its_entities_prefixed_and_nothing_else() {
                 let sent = body_of(&sent, key, version, true);
                 // Taking the prefix off every owned entity gives back the client's body.
                 let back = entities::rewrite(schema, version, &sent, |e, s| {
-                    if !owned(e) || s.is_empty() {
+                    // Empty names, and the topic names "." and "..", pass as they are.
+                    if !owned(e) || s.is_empty() || (e == Entity::TopicName && matches!(s, "." | "..")) {
                         return None;
                     }
                     Some(
@@ -287,4 +290,124 @@ fn unreadable_requests_do_not_pass_a_tenant() {
         assert!(matches!(chain(Tenant::new(PREFIX)).on_request(f), Verdict::Close(_)));
         assert_eq!(FilterChain::new().on_request(f), Verdict::Forward);
     }
+}
+
+/// The names a tenant's topics cannot have: one the prefix pushes past Kafka's 249 bytes is
+/// sent whole (the broker refuses it as Kafka refuses a name past the limit; never
+/// truncated); one past what a string holds closes the connection; `.` and `..`, which Kafka
+/// refuses but which would be valid once prefixed, are sent as they are (a group may be
+/// named `.`: it is prefixed). Answers: the topics `.` and `..` are kept, the group `.` of
+/// no tenant is left out, and error messages lose the prefix from the names they quote.
+#[test]
+fn names_kafka_refuses_stay_refused() {
+    let sent_topics = |names: &[&str], version: i16| -> Option<Vec<String>> {
+        let topics: Vec<_> = names
+            .iter()
+            .map(|&n| create_topics::CreatableTopic { name: Str::from(n), ..Default::default() })
+            .collect();
+        let request = CreateTopicsRequest { topics: (&topics[..]).into(), ..Default::default() };
+        let sent = match chain(Tenant::new(PREFIX)).on_request(&request_frame(&request, version)) {
+            Verdict::Replace(sent) => sent,
+            Verdict::Forward => request_frame(&request, version),
+            Verdict::Close(_) => return None,
+            other => panic!("{other:?}"),
+        };
+        let RequestBody::CreateTopics(sent) =
+            RequestBody::from(kwire::dispatch::parse_request(&sent).unwrap().body)
+        else {
+            unreachable!()
+        };
+        Some(sent.topics.iter().map(|t| t.name.as_ref().to_owned()).collect())
+    };
+    let long = "x".repeat(245);
+    assert_eq!(sent_topics(&[&long], 7).unwrap(), [format!("{PREFIX}{long}")]);
+    assert_eq!(sent_topics(&[&long], 7).unwrap()[0].len(), 254);
+    assert_eq!(sent_topics(&[".", "..", "a"], 7).unwrap(), [".", "..", "tenant-a.a"]);
+    assert_eq!(sent_topics(&[".", ".."], 7).unwrap(), [".", ".."]);
+    let huge = "y".repeat(0x7fff - 3);
+    assert_eq!(sent_topics(&[&huge], 4), None, "past a string's 32767 bytes: closed");
+
+    let groups = [Str::from("."), Str::from("..")];
+    let request = DeleteGroupsRequest { groups_names: (&groups[..]).into(), ..Default::default() };
+    let Verdict::Replace(sent) = chain(Tenant::new(PREFIX)).on_request(&request_frame(&request, 2)) else {
+        panic!("groups are prefixed")
+    };
+    let RequestBody::DeleteGroups(sent) =
+        RequestBody::from(kwire::dispatch::parse_request(&sent).unwrap().body)
+    else {
+        unreachable!()
+    };
+    let sent: Vec<_> = sent.groups_names.iter().map(|g| g.as_ref().to_owned()).collect();
+    assert_eq!(sent, ["tenant-a..", "tenant-a..."]);
+
+    // Answers.
+    let result = |name: &'static str, message: &'static str| create_topics::CreatableTopicResult {
+        name: Str::from(name),
+        error_code: 17,
+        error_message: Some(Str::from(message)),
+        ..Default::default()
+    };
+    let results = [
+        result(
+            "tenant-a.orders",
+            "the length of 'tenant-a.orders' is longer than the max allowed length 249",
+        ),
+        result(".", "Topic name is invalid: '.' is not allowed"),
+        result("tenant-a.x", "tenant-a.x, then 'tenant-b.tenant-a.x' and tenant-a.tenant-a.x"),
+        result("tenant-b.y", "tenant-b.y"),
+    ];
+    let response = CreateTopicsResponse { topics: (&results[..]).into(), ..Default::default() };
+    let Verdict::Replace(got) =
+        chain(Tenant::new(PREFIX)).on_response(&response_frame(&response, 7), ApiKey::CreateTopics, 7)
+    else {
+        panic!("rewritten")
+    };
+    let view = CreateTopicsResponseView::new(&got[4 + 1..], 7).unwrap();
+    let got: Vec<_> =
+        view.topics().iter().map(|t| (t.name().to_owned(), t.error_message().unwrap().to_owned())).collect();
+    let expected = [
+        ("orders", "the length of 'orders' is longer than the max allowed length 249"),
+        (".", "Topic name is invalid: '.' is not allowed"),
+        ("x", "x, then 'tenant-b.tenant-a.x' and tenant-a.x"),
+    ];
+    assert_eq!(got, expected.map(|(n, m)| (n.to_owned(), m.to_owned())));
+
+    let listed = [
+        ListedGroup { group_id: Str::from("."), ..Default::default() },
+        ListedGroup { group_id: Str::from("tenant-a.."), ..Default::default() },
+    ];
+    let response = ListGroupsResponse { groups: (&listed[..]).into(), ..Default::default() };
+    let Verdict::Replace(got) =
+        chain(Tenant::new(PREFIX)).on_response(&response_frame(&response, 5), ApiKey::ListGroups, 5)
+    else {
+        panic!("rewritten")
+    };
+    let view = ListGroupsResponseView::new(&got[4 + 1..], 5).unwrap();
+    let ids: Vec<_> = view.groups().iter().map(|g| g.group_id().to_owned()).collect();
+    assert_eq!(ids, ["."], "the group \".\" of no tenant is left out; the tenant's \".\" is listed");
+}
+
+/// Prefixes that overlap (one starts with another, or they differ only in `.` against `_`,
+/// which Kafka takes for the same in topic names) are refused: tenant `a.` would otherwise
+/// see and name tenant `a.b.`'s topics (`a.` + `b.x` is `a.b.` + `x`). One prefix may serve
+/// several principals and SNI names.
+#[cfg(feature = "proxy")]
+#[test]
+fn overlapping_prefixes_are_refused() {
+    use kwire::proxy::{TenantError, Tenants};
+    let mut tenants = Tenants::new();
+    tenants.principal("alice", "tenant-a.").unwrap();
+    tenants.sni("a.example.com", "tenant-a.").unwrap();
+    tenants.principal("bob", "tenant-b.").unwrap();
+    for (who, prefix) in
+        [("carol", "tenant-a.eu."), ("dave", "tenant-"), ("erin", "tenant-b_eu."), ("frank", "tenant-b_")]
+    {
+        let refused = tenants.principal(who, prefix).unwrap_err();
+        assert!(matches!(refused, TenantError::Overlaps(_)), "{prefix}: {refused}");
+        assert!(refused.to_string().contains("overlaps"), "{refused}");
+    }
+    assert!(matches!(tenants.sni("c.example.com", "tenant-a.x."), Err(TenantError::Overlaps(_))));
+    assert!(matches!(tenants.default_tenant("tenant"), Err(TenantError::Overlaps(_))));
+    tenants.default_tenant("tenant-c.").unwrap();
+    tenants.principal("carol", "tenant-ab.").unwrap();
 }

@@ -49,6 +49,32 @@ fn owned_entity(api: ApiKey, field: &reflect::FieldSchema) -> bool {
     string && (marked || (api == ApiKey::FindCoordinator && matches!(field.name, "Key" | "CoordinatorKeys")))
 }
 
+/// What a field's strings are to a tenant.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Names {
+    /// Not entities of a tenant.
+    Not,
+    /// Topic names.
+    Topics,
+    /// Group or transactional ids.
+    Ids,
+}
+
+fn names(api: ApiKey, field: &reflect::FieldSchema) -> Names {
+    match owned_entity(api, field) {
+        false => Names::Not,
+        true if field.entity == Some(Entity::TopicName) => Names::Topics,
+        true => Names::Ids,
+    }
+}
+
+/// Whether an entity's name passes as it is, both ways: empty (Kafka's "no group"), or a
+/// topic named `.` or `..`, which Kafka refuses (INVALID_TOPIC_EXCEPTION) and so never
+/// holds, whereas the prefix would make a valid name of it (`tenant-a..`).
+fn as_is(kind: Names, name: &str) -> bool {
+    name.is_empty() || (kind == Names::Topics && matches!(name, "." | ".."))
+}
+
 /// Whether a message has any field [`owned_entity`] accepts, at any depth.
 fn has_owned_entities(api: ApiKey, schema: &MessageSchema) -> bool {
     fn walk(api: ApiKey, s: &'static StructSchema, depth: usize) -> bool {
@@ -89,7 +115,11 @@ enum Source {
 /// of ApiVersions answers, and a request kwire cannot read (an API or version it does not
 /// know) closes the connection rather than pass unprefixed. Topic ids are the broker's and are passed as they are: a tenant
 /// learns only its own topics' ids, from its filtered Metadata. Empty names (Kafka's "no
-/// group") are passed as they are.
+/// group") and the topic names `.` and `..` (which Kafka refuses, and would not once
+/// prefixed) are passed as they are. A name the prefix pushes past Kafka's 249 bytes is
+/// sent whole, so the broker refuses it as Kafka refuses any name past the limit
+/// (INVALID_TOPIC_EXCEPTION from CreateTopics and Metadata); a broker's error messages lose
+/// the prefix from the names they quote.
 ///
 /// ```
 /// use kwire::filter::{FilterChain, Tenant, Verdict};
@@ -246,21 +276,21 @@ fn present(s: &StructValue, version: i16) -> impl Iterator<Item = usize> + use<>
 
 fn prefix_struct(api: ApiKey, s: &mut StructValue, version: i16, prefix: &str, changed: &mut bool) {
     for i in present(s, version) {
-        let entity = owned_entity(api, &s.schema.fields[i]);
+        let kind = names(api, &s.schema.fields[i]);
         if let Some(Some(v)) = s.fields.get_mut(i) {
-            prefix_value(api, v, entity, version, prefix, changed);
+            prefix_value(api, v, kind, version, prefix, changed);
         }
     }
 }
 
-fn prefix_value(api: ApiKey, v: &mut Value, entity: bool, version: i16, prefix: &str, changed: &mut bool) {
+fn prefix_value(api: ApiKey, v: &mut Value, kind: Names, version: i16, prefix: &str, changed: &mut bool) {
     match v {
-        Value::String(name) if entity && !name.is_empty() => {
+        Value::String(name) if kind != Names::Not && !as_is(kind, name) => {
             name.insert_str(0, prefix);
             *changed = true;
         }
         Value::Array(items) => {
-            items.iter_mut().for_each(|v| prefix_value(api, v, entity, version, prefix, changed))
+            items.iter_mut().for_each(|v| prefix_value(api, v, kind, version, prefix, changed))
         }
         Value::Struct(s) => prefix_struct(api, s, version, prefix, changed),
         _ => {}
@@ -272,14 +302,17 @@ fn prefix_value(api: ApiKey, v: &mut Value, entity: bool, version: i16, prefix: 
 fn unprefix_struct(api: ApiKey, s: &mut StructValue, version: i16, prefix: &str, changed: &mut bool) -> bool {
     let mut foreign = false;
     for i in present(s, version) {
-        let entity = owned_entity(api, &s.schema.fields[i]);
+        let field = &s.schema.fields[i];
+        let kind = names(api, field);
+        let message = kind == Names::Not && field.name.ends_with("ErrorMessage");
         let Some(Some(v)) = s.fields.get_mut(i) else { continue };
         match v {
-            Value::String(name) if entity => foreign |= !unprefix(name, prefix, changed),
+            Value::String(name) if kind != Names::Not => foreign |= !unprefix(kind, name, prefix, changed),
+            Value::String(text) if message => unprefix_message(text, prefix, changed),
             Value::Array(items) => {
                 let before = items.len();
                 items.retain_mut(|item| match item {
-                    Value::String(name) if entity => unprefix(name, prefix, changed),
+                    Value::String(name) if kind != Names::Not => unprefix(kind, name, prefix, changed),
                     Value::Struct(inner) => !unprefix_struct(api, inner, version, prefix, changed),
                     _ => true,
                 });
@@ -295,9 +328,10 @@ fn unprefix_struct(api: ApiKey, s: &mut StructValue, version: i16, prefix: &str,
     foreign
 }
 
-/// Takes the prefix off one name; false for another tenant's (non-empty, without it).
-fn unprefix(name: &mut String, prefix: &str, changed: &mut bool) -> bool {
-    if name.is_empty() {
+/// Takes the prefix off one name; false for another tenant's (without it, and not one
+/// that passes [`as_is`]).
+fn unprefix(kind: Names, name: &mut String, prefix: &str, changed: &mut bool) -> bool {
+    if as_is(kind, name) {
         return true;
     }
     if name.starts_with(prefix) {
@@ -306,4 +340,27 @@ fn unprefix(name: &mut String, prefix: &str, changed: &mut bool) -> bool {
         return true;
     }
     false
+}
+
+/// Takes the prefix off the names in a broker's error message ("the length of
+/// 'tenant-a.orders' is ..."): every occurrence that starts a name, i.e. that does not
+/// follow a character Kafka allows in a topic name.
+fn unprefix_message(text: &mut String, prefix: &str, changed: &mut bool) {
+    if !text.contains(prefix) {
+        return;
+    }
+    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while let Some(c) = text.get(i..).and_then(|rest| rest.chars().next()) {
+        let starts_name = !text[..i].chars().next_back().is_some_and(name_char);
+        if starts_name && text[i..].starts_with(prefix) {
+            i += prefix.len();
+            *changed = true;
+            continue;
+        }
+        out.push(c);
+        i += c.len_utf8();
+    }
+    *text = out;
 }

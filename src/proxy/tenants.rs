@@ -22,6 +22,10 @@ use crate::filter::Tenant;
 /// tenants.principal("alice", "tenant-a.").unwrap();
 /// tenants.sni("b.kafka.example.com", "tenant-b.").unwrap();
 /// assert!(tenants.principal("bob", "bad prefix").is_err());
+/// // A prefix may serve several principals, but may not overlap another tenant's.
+/// tenants.principal("alice-batch", "tenant-a.").unwrap();
+/// assert!(tenants.principal("carol", "tenant-a.eu.").is_err());
+/// assert!(tenants.principal("dave", "tenant-b_").is_err()); // Kafka: `.` and `_` collide
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Tenants {
@@ -41,6 +45,11 @@ pub enum TenantError {
     Character(char),
     /// The prefix leaves no room for a name within Kafka's 249 bytes.
     TooLong(usize),
+    /// The prefix and another tenant's (given) overlap: one starts with the other, or they
+    /// differ only in `.` against `_`, which Kafka takes for the same in topic names. One
+    /// tenant could then name the other's topics (`a.` + `b.x` is `a.b.` + `x`), or be
+    /// refused names the other holds.
+    Overlaps(String),
 }
 
 impl core::fmt::Display for TenantError {
@@ -53,6 +62,11 @@ impl core::fmt::Display for TenantError {
             TenantError::TooLong(n) => {
                 write!(f, "a tenant's prefix of {n} bytes leaves no room within Kafka's 249-byte names")
             }
+            TenantError::Overlaps(other) => write!(
+                f,
+                "a tenant's prefix overlaps another tenant's ({other:?}): one starts with the other once '.' and \
+                 '_' are taken as the same, so each could reach the other's names"
+            ),
         }
     }
 }
@@ -72,7 +86,24 @@ fn check(prefix: &str) -> Result<String, TenantError> {
     Ok(prefix.to_owned())
 }
 
+/// Whether two different prefixes overlap: one starts with the other once `.` and `_` are
+/// taken as the same (Kafka's topic-name collisions).
+fn overlap(a: &str, b: &str) -> bool {
+    let fold = |c: u8| if c == b'.' { b'_' } else { c };
+    a != b && a.bytes().zip(b.bytes()).all(|(x, y)| fold(x) == fold(y))
+}
+
 impl Tenants {
+    /// The prefix checked ([`check`]) and against every other tenant's.
+    fn checked(&self, prefix: &str) -> Result<String, TenantError> {
+        let prefix = check(prefix)?;
+        let mut others = self.by_principal.values().chain(self.by_sni.values()).chain(&self.default);
+        match others.find(|other| overlap(other, &prefix)) {
+            Some(other) => Err(TenantError::Overlaps(other.clone())),
+            None => Ok(prefix),
+        }
+    }
+
     /// No tenants.
     pub fn new() -> Self {
         Tenants::default()
@@ -80,21 +111,24 @@ impl Tenants {
 
     /// Connections authenticated as `principal` are the tenant whose names carry `prefix`.
     pub fn principal(&mut self, principal: &str, prefix: &str) -> Result<&mut Self, TenantError> {
-        self.by_principal.insert(principal.to_owned(), check(prefix)?);
+        let prefix = self.checked(prefix)?;
+        self.by_principal.insert(principal.to_owned(), prefix);
         Ok(self)
     }
 
     /// Connections that asked for the TLS server name `name` (SNI) are the tenant whose names
     /// carry `prefix`.
     pub fn sni(&mut self, name: &str, prefix: &str) -> Result<&mut Self, TenantError> {
-        self.by_sni.insert(name.to_ascii_lowercase(), check(prefix)?);
+        let prefix = self.checked(prefix)?;
+        self.by_sni.insert(name.to_ascii_lowercase(), prefix);
         Ok(self)
     }
 
     /// Connections that no SNI name or principal names are the tenant whose names carry
     /// `prefix` (once authenticated, when principals are configured; at once otherwise).
     pub fn default_tenant(&mut self, prefix: &str) -> Result<&mut Self, TenantError> {
-        self.default = Some(check(prefix)?);
+        let prefix = self.checked(prefix)?;
+        self.default = Some(prefix);
         Ok(self)
     }
 
