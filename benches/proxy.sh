@@ -249,8 +249,9 @@ def mbytes(r):
     x = r["load"]
     return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
 names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet",
-         "base": "base build --quiet (KWIRE_BASE)", "tenant": "kwire proxy --quiet, one tenant"}
-paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant"] if any(r["path"] == p for r in rows)]
+         "base": "base build --quiet (KWIRE_BASE)", "tenant": "kwire proxy --quiet, one tenant",
+         "filter": "library + example filter, no log"}
+paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant", "filter"] if any(r["path"] == p for r in rows)]
 print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
       f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
       f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")

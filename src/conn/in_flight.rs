@@ -147,6 +147,12 @@ impl<T> InFlight<T> {
         at.and_then(|i| self.entries.remove(i)).ok_or(ConnError::UnknownCorrelationId { correlation_id })
     }
 
+    /// Gives back the table's storage beyond its entries (all of it when there are none),
+    /// for a connection about to idle; the next [`InFlight::push`] allocates again.
+    pub fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+    }
+
     /// Takes every entry, oldest first (when the connection closes: these got no answer).
     pub fn drain(&mut self) -> impl Iterator<Item = Pending<T>> + '_ {
         self.entries.drain(..)

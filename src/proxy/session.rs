@@ -434,6 +434,10 @@ impl<T> Session<T> {
             }
             Err(e) => return unpaired(e.to_string()),
         };
+        if self.in_flight.is_empty() {
+            // Nothing awaited: the connection may idle now, and holds no table while it does.
+            self.in_flight.shrink_to_fit();
+        }
         let request = match p.payload {
             Entry::Broker(request) => request,
             Entry::Own(waiter) => {
