@@ -7,7 +7,7 @@ mod common;
 use kwire::filter::{FilterChain, RewriteAddresses, Verdict};
 use kwire::messages::MetadataResponse;
 use kwire::messages::metadata::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
-use kwire::reflect::inspect::{self, Decoded};
+use kwire::reflect::inspect::{self, Decoded, Roundtrip};
 use kwire::{ApiKey, List, Str, dispatch};
 
 fn metadata(brokers: &[(i32, &'static str, i32)]) -> MetadataResponse<'static> {
@@ -75,7 +75,7 @@ fn metadata_addresses_are_rewritten_at_every_version() {
         };
         let expected = response_frame(&metadata(&[(1, "127.0.0.1", 40001), (2, "b2", 9093)]), version);
         assert_eq!(after, expected[4..], "v{version}");
-        assert_eq!(inspect::roundtrip_response(&after, ApiKey::Metadata.to_i16(), version), Ok(true));
+        assert_eq!(inspect::roundtrip_response(&after, ApiKey::Metadata.to_i16(), version), Roundtrip::Same);
     }
 }
 
@@ -104,7 +104,7 @@ fn kafka_responses_name_their_broker() {
         let after = inspect::response(&moved, key.to_i16(), version);
         let errors = |frame: &[u8]| inspect::errors(frame, key.to_i16(), version);
         assert_eq!((after.decoded, errors(&moved)), (Decoded::Ok, errors(&frame[4..])), "{name}");
-        assert_eq!(inspect::roundtrip_response(&moved, key.to_i16(), version), Ok(true), "{name}");
+        assert_eq!(inspect::roundtrip_response(&moved, key.to_i16(), version), Roundtrip::Same, "{name}");
     }
 }
 
@@ -113,7 +113,7 @@ fn requests_of_unknown_apis_are_reported_not_failed() {
     // A request header of API key 999 (no such API) with client id "c", then junk.
     let frame = [3, 0xe7, 0, 9, 0, 0, 0, 5, 0, 1, b'c', 0, 1, 2, 3];
     assert!(matches!(inspect::request(&frame), Decoded::Unknown(_)));
-    assert_eq!(inspect::roundtrip_request(&frame), Ok(false));
+    assert_eq!(inspect::roundtrip_request(&frame), Roundtrip::Unknown);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use super::hooks::{ConnInfo, Event, Hooks};
 use super::session::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::conn::metrics::{Metrics, Undecoded};
 use crate::reflect::explain::{FrameKind, explain_frame};
-use crate::reflect::inspect::{self, Decoded};
+use crate::reflect::inspect::{self, Decoded, Roundtrip};
 use crate::secrets::{self, Redaction};
 use crate::{ApiKey, Direction, ErrorCode};
 
@@ -476,7 +476,7 @@ impl TrafficLog {
         frame: &[u8],
         what: RecordAs,
         decoded: &Decoded,
-        roundtrip: Option<Result<bool, String>>,
+        roundtrip: Option<Roundtrip>,
         id: u64,
         extra: &str,
     ) {
@@ -507,7 +507,7 @@ impl TrafficLog {
                 ));
             }
         }
-        if let Some(Err(e)) = &roundtrip {
+        if let Some(Roundtrip::Differs(e)) = &roundtrip {
             self.stats.mismatches.fetch_add(1, Ordering::Relaxed);
             if self.text() {
                 self.lines.send(format!(
@@ -535,9 +535,10 @@ impl TrafficLog {
         line.push_str(",\"roundtrip\":");
         match &roundtrip {
             None => line.push_str("\"skipped\""),
-            Some(Ok(true)) => line.push_str("\"ok\""),
-            Some(Ok(false)) => line.push_str("\"unknown\""),
-            Some(Err(e)) => json_str(&mut line, &format!("mismatch: {e}")),
+            Some(Roundtrip::Differs(e)) => json_str(&mut line, &format!("mismatch: {e}")),
+            Some(same_or_unknown) => {
+                let _ = write!(line, "\"{}\"", same_or_unknown.word());
+            }
         }
         line.push_str(extra);
         line.push_str(",\"frame\":");

@@ -101,16 +101,39 @@ pub fn errors(frame: &[u8], api_key: i16, version: i16) -> Vec<i16> {
         .unwrap_or_default()
 }
 
+/// What reading a frame into kwire's owned values and encoding it again gave
+/// ([`roundtrip_request`], [`roundtrip_response`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Roundtrip {
+    /// The same bytes.
+    Same,
+    /// kwire does not know the API or version.
+    Unknown,
+    /// Other bytes, or the frame could not be read or written: what, in words (the first
+    /// difference's offset when the bytes differ).
+    Differs(String),
+}
+
+impl Roundtrip {
+    /// A word for logs: `ok`, `unknown` or `mismatch`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Roundtrip::Same => "ok",
+            Roundtrip::Unknown => "unknown",
+            Roundtrip::Differs(_) => "mismatch",
+        }
+    }
+}
+
 /// Reads a request into kwire's owned value, encodes it again and compares the bytes with
-/// the frame: `Ok(false)` when kwire does not know the API or version, an error naming the
-/// first difference when they differ.
-pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
+/// the frame.
+pub fn roundtrip_request(frame: &[u8]) -> Roundtrip {
     let (req, ignored) = match dispatch::parse_request_prefix(frame) {
         Ok(r) => r,
         Err(FrameError::UnsupportedApiKey { .. } | FrameError::UnsupportedVersion { .. }) => {
-            return Ok(false);
+            return Roundtrip::Unknown;
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Roundtrip::Differs(e.to_string()),
     };
     let version = req.header.api_version();
     let body = RequestBody::from(req.body);
@@ -124,34 +147,44 @@ pub fn roundtrip_request(frame: &[u8]) -> Result<bool, String> {
         client_id: req.header.client_id(),
         unknown_tagged_fields: &tags,
     };
-    let len = dispatch::request_len(&body, version, &header).map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; len];
-    dispatch::encode_request_with(&body, version, &header, &mut buf).map_err(|e| e.to_string())?;
-    compare(&buf[4..], &frame[..frame.len() - ignored])
+    let encoded = dispatch::request_len(&body, version, &header).and_then(|len| {
+        let mut buf = vec![0u8; len];
+        dispatch::encode_request_with(&body, version, &header, &mut buf).map(|_| buf)
+    });
+    match encoded {
+        Ok(buf) => compare(&buf[4..], &frame[..frame.len() - ignored]),
+        Err(e) => Roundtrip::Differs(e.to_string()),
+    }
 }
 
 /// As [`roundtrip_request`], for a response read at `version` (its [`ResponseInfo::version`]).
-pub fn roundtrip_response(frame: &[u8], api_key: i16, version: i16) -> Result<bool, String> {
-    let Some(key) = ApiKey::from_i16(api_key) else { return Ok(false) };
-    if !key.response_versions().contains(version) {
-        return Ok(false);
-    }
-    let resp = dispatch::parse_response(frame, key, version).map_err(|e| e.to_string())?;
+pub fn roundtrip_response(frame: &[u8], api_key: i16, version: i16) -> Roundtrip {
+    let Some(key) = ApiKey::from_i16(api_key).filter(|k| k.response_versions().contains(version)) else {
+        return Roundtrip::Unknown;
+    };
+    let resp = match dispatch::parse_response(frame, key, version) {
+        Ok(r) => r,
+        Err(e) => return Roundtrip::Differs(e.to_string()),
+    };
     let header = resp.header.as_bytes();
     let body = ResponseBody::from(resp.body);
-    let mut whole =
-        vec![0u8; header.len() + AnyBody::encoded_len(&body, version).map_err(|e| e.to_string())?];
-    whole[..header.len()].copy_from_slice(header);
-    AnyBody::encode(&body, version, &mut whole[header.len()..]).map_err(|e| e.to_string())?;
-    compare(&whole, frame)
+    let encoded = AnyBody::encoded_len(&body, version).and_then(|len| {
+        let mut whole = vec![0u8; header.len() + len];
+        whole[..header.len()].copy_from_slice(header);
+        AnyBody::encode(&body, version, &mut whole[header.len()..]).map(|_| whole)
+    });
+    match encoded {
+        Ok(whole) => compare(&whole, frame),
+        Err(e) => Roundtrip::Differs(e.to_string()),
+    }
 }
 
-fn compare(encoded: &[u8], frame: &[u8]) -> Result<bool, String> {
+fn compare(encoded: &[u8], frame: &[u8]) -> Roundtrip {
     if encoded == frame {
-        return Ok(true);
+        return Roundtrip::Same;
     }
     let at = encoded.iter().zip(frame).position(|(a, b)| a != b).unwrap_or(encoded.len().min(frame.len()));
-    Err(format!(
+    Roundtrip::Differs(format!(
         "re-encoding gives {} bytes where the frame has {}; first difference at offset {at}",
         encoded.len(),
         frame.len()

@@ -1,14 +1,15 @@
 //! [`parse_hex`]: frames as people paste them, in hex.
 
 use alloc::format;
-use alloc::string::String;
 use alloc::vec::Vec;
+
+use super::Problem;
 
 /// Parses hex text. Tolerated around the digits: whitespace, `0x` prefixes, commas,
 /// `#` comments, offset columns (`0000:` as xxd writes them, or hexdump -C's bare
 /// offsets), and the character columns of xxd (`  ....`) and hexdump -C (`|....|`).
-/// The error names the line at fault.
-pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+/// The problem names the line at fault and the offset in `text` where it starts.
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, Problem> {
     let mut digits: Vec<u8> = Vec::new();
     let mut hexdump_c = false;
     for (n, raw_line) in text.lines().enumerate() {
@@ -44,10 +45,16 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
             }
             let body = strip_0x(token);
             if !is_hex(body) || body.is_empty() {
-                return Err(format!(
-                    "line {line_no}: {token:?} is not hex; expected hex digits such as `00 0e`, \
-                     optionally with 0x prefixes or an offset column like `0000:`"
-                ));
+                return Err(Problem {
+                    // Where the token starts in the text.
+                    offset: token.as_ptr() as usize - text.as_ptr() as usize,
+                    path: format!("line {line_no}"),
+                    message: format!(
+                        "{token:?} is not hex; expected hex digits such as `00 0e`, optionally with 0x prefixes or \
+                         an offset column like `0000:`"
+                    ),
+                    kind: None,
+                });
             }
             if body.len() == 1 && token.len() == 3 {
                 // `0xe` in a C-style list stands for one byte.
@@ -57,7 +64,12 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
         }
     }
     if !digits.len().is_multiple_of(2) {
-        return Err(format!("the input has an odd number of hex digits ({})", digits.len()));
+        return Err(Problem {
+            offset: text.len(),
+            path: "input".into(),
+            message: format!("an odd number of hex digits ({})", digits.len()),
+            kind: None,
+        });
     }
     Ok(digits
         .chunks(2)
@@ -135,7 +147,8 @@ mod tests {
                        00000012\n";
         assert_eq!(parse_hex(hexdump).unwrap().len(), 18);
         assert_eq!(parse_hex("0x00, 0x0e, 0xe").unwrap(), [0, 0x0e, 0x0e]);
-        assert!(parse_hex("00 0g").unwrap_err().contains("line 1"));
-        assert!(parse_hex("000").unwrap_err().contains("odd"));
+        let bad = parse_hex("00 0g").unwrap_err();
+        assert_eq!((bad.offset, bad.path.as_str()), (3, "line 1"), "{bad}");
+        assert!(parse_hex("000").unwrap_err().to_string().contains("odd"));
     }
 }
