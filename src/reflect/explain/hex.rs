@@ -149,6 +149,6 @@ mod tests {
         assert_eq!(parse_hex("0x00, 0x0e, 0xe").unwrap(), [0, 0x0e, 0x0e]);
         let bad = parse_hex("00 0g").unwrap_err();
         assert_eq!((bad.offset, bad.path.as_str()), (3, "line 1"), "{bad}");
-        assert!(parse_hex("000").unwrap_err().to_string().contains("odd"));
+        assert!(parse_hex("000").unwrap_err().message.contains("odd"));
     }
 }
