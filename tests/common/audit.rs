@@ -1,5 +1,5 @@
-//! The docs' example filter (`kwire::proxy`'s module doc), shared by tests/proxy_lib.rs and
-//! the real-client test of tests/proxy.rs.
+//! The docs' example filter (`kwire::proxy`'s module doc), shared by tests/proxy_lib.rs,
+//! the real-client test of tests/proxy.rs and benches/proxy_filter.rs.
 
 use std::sync::Arc;
 
