@@ -446,3 +446,60 @@ fn proxy_refuses_a_wrong_validation_rule_at_start_up() {
         assert!(err.contains(&format!("--validate {rule}: {problem}")), "{rule}: {err}");
     }
 }
+
+/// `kwire serve`'s fault flags, on the wire: `--throttle` sets `throttle_time_ms` in every
+/// answer of its API, `--fail API=ERROR:N` fails the first N requests with that error and
+/// then serves, `--drop API:N` closes the connection of the first N without an answer.
+#[test]
+fn serve_fault_flags_act_on_the_wire() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Command, Stdio};
+
+    use common::raw::Conn;
+    use kwire::messages::{ListGroupsRequest, MetadataRequest, ResponseBodyView};
+    use kwire::{ApiKey, dispatch};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--throttle", "Metadata=250"])
+        .args(["--fail", "ListGroups=NOT_COORDINATOR:1", "--drop", "DescribeGroups:1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kwire serve runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let addr: std::net::SocketAddr =
+        first.split("listening on ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
+
+    let mut conn = Conn::open(addr);
+    for _ in 0..2 {
+        let frame = conn.call(&MetadataRequest::default(), 12);
+        let response = dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap();
+        let ResponseBodyView::Metadata(m) = response.body else { panic!("not Metadata") };
+        assert_eq!(m.throttle_time_ms(), 250);
+    }
+    let list_error = |conn: &mut Conn| {
+        let frame = conn.call(&ListGroupsRequest::default(), 4);
+        let response = dispatch::parse_response(&frame, ApiKey::ListGroups, 4).unwrap();
+        let ResponseBodyView::ListGroups(l) = response.body else { panic!("not ListGroups") };
+        l.error_code()
+    };
+    assert_eq!(list_error(&mut conn), kwire::ErrorCode::NotCoordinator.to_i16());
+    assert_eq!(list_error(&mut conn), 0, "only the first request fails");
+
+    // The first DescribeGroups closes its connection unanswered; the next is answered.
+    let describe = kwire::messages::DescribeGroupsRequest::default();
+    let header =
+        kwire::frame::RequestHeader { correlation_id: 7, client_id: None, unknown_tagged_fields: &[] };
+    let mut buf = vec![0u8; dispatch::request_len(&describe, 5, &header).unwrap()];
+    dispatch::encode_request_with(&describe, 5, &header, &mut buf).unwrap();
+    std::io::Write::write_all(&mut conn.s, &buf).unwrap();
+    let mut rest = Vec::new();
+    assert_eq!(conn.s.read_to_end(&mut rest).map(|_| rest.len()).unwrap_or(0), 0, "dropped unanswered");
+    let mut again = Conn::open(addr);
+    let frame = again.call(&describe, 5);
+    assert!(dispatch::parse_response(&frame, ApiKey::DescribeGroups, 5).is_ok());
+
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -21,7 +21,8 @@ Examples:
   kwire serve --topic orders:3 --topic audit   # topics ready before the first client
   kwire serve --max-version Fetch=11           # make clients fall back to older versions
   kwire serve --fail InitProducerId=COORDINATOR_LOAD_IN_PROGRESS:2   # fail the first two
-  kwire serve --delay Fetch=500 --drop Produce:1                     # slow fetches, drop a produce")]
+  kwire serve --delay Fetch=500 --drop Produce:1                     # slow fetches, drop a produce
+  kwire serve --throttle Produce=250                                 # tell producers to slow down")]
 pub struct Args {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:9092")]
@@ -60,6 +61,10 @@ pub struct Args {
     /// every one (repeatable).
     #[arg(long = "drop", value_name = "API[:N]")]
     drop: Vec<String>,
+    /// Answer every request of an API with this `throttle_time_ms`, as a broker enforcing a
+    /// quota does (the answer is not held back; repeatable).
+    #[arg(long = "throttle", value_name = "API=MS")]
+    throttle: Vec<String>,
     /// Log every request, not only connections.
     #[arg(short, long)]
     verbose: bool,
@@ -179,6 +184,12 @@ pub fn run(args: Args) -> Result<(), String> {
     let broker = Broker::start(config).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     for h in hooks {
         broker.add_hook(h);
+    }
+    for spec in &args.throttle {
+        let (api, ms) = spec.split_once('=').ok_or(format!("--throttle {spec}: expected API=MS"))?;
+        let key = api_named("throttle", spec, api)?;
+        let ms: u64 = ms.trim().parse().map_err(|_| format!("--throttle {spec}: bad milliseconds"))?;
+        broker.throttle(key, std::time::Duration::from_millis(ms));
     }
     for spec in &args.topics {
         let (name, n) = match spec.split_once(':') {
