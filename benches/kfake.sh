@@ -2,7 +2,7 @@
 # `kwire serve` (kwire::broker) beside franz-go's kfake, the in-memory broker Go tests use:
 # the same franz-go load against each, in one run, each broker a process of its own.
 #
-#   bash benches/kfake.sh     # ROUNDS=5 RECORDS=300000 SMALL_RECORDS=2000000 PARTITIONS=6
+#   bash benches/kfake.sh     # ROUNDS=5 RECORDS=500000 SMALL_RECORDS=2000000 PARTITIONS=6
 #
 # The load (benches/kfake/load, franz-go 1.22.3, a process of its own) creates a topic of
 # PARTITIONS partitions, produces the records as fast as the client can (acks=all,
@@ -31,7 +31,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 rounds=${ROUNDS:-5}
-records=${RECORDS:-300000}
+records=${RECORDS:-500000}
 value_bytes=${VALUE_BYTES:-1024}
 batch_bytes=${BATCH_BYTES:-65536}
 small_records=${SMALL_RECORDS:-2000000}
