@@ -154,7 +154,7 @@ print(f"{datetime.date.today()}, commit {commit}, kfake {kfake_version}, franz-g
 print("Median (min–max) over the rounds. CPU is the broker process's user+system time per MB of record "
       "values (ms/MB); RSS its peak (VmHWM) with every record held.\n")
 print("| shape | broker | produce records/s | consume records/s | broker CPU ms/MB produce | broker CPU ms/MB consume "
-      "| peak RSS MB | load CPU s (produce + consume) | first record after s |")
+      "| peak RSS MiB | load CPU s (produce + consume) | first record after s |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for shape in dict.fromkeys(r["shape"] for r in rows):
     for broker in ["kwire", "kfake"]:
