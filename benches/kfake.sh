@@ -152,7 +152,7 @@ print(f"{datetime.date.today()}, commit {commit}, kfake {kfake_version}, franz-g
       f"load average before {load_before}, after {load_after}; "
       f"1-minute load at each run's start {min(r['load1'] for r in rows):.2f}–{max(r['load1'] for r in rows):.2f}\n")
 print("Median (min–max) over the rounds. CPU is the broker process's user+system time per MB of record "
-      "values (ms/MB); RSS its peak (VmHWM) with every record held.\n")
+      "values (ms/MB, MB = 10^6 bytes); RSS its peak (VmHWM) with every record held.\n")
 print("| shape | broker | produce records/s | consume records/s | broker CPU ms/MB produce | broker CPU ms/MB consume "
       "| peak RSS MiB | load CPU s (produce + consume) | first record after s |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
