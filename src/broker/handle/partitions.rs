@@ -102,10 +102,16 @@ impl Handler<'_> {
                 let (code, low_watermark) = match self.shared.topics.partition(t.name(), index) {
                     None => (ErrorCode::UnknownTopicOrPartition, -1),
                     Some(_) if deletable == Some(false) => (ErrorCode::PolicyViolation, -1),
-                    Some(partition) => match partition.lock().delete_records(p.offset()) {
-                        Ok(start) => (ErrorCode::None, start),
-                        Err(()) => (ErrorCode::OffsetOutOfRange, -1),
-                    },
+                    Some(partition) => {
+                        let mut log = partition.lock();
+                        match self.leader_error(log.leader(), -1) {
+                            Some(code) => (code, -1),
+                            None => match log.delete_records(p.offset()) {
+                                Ok(start) => (ErrorCode::None, start),
+                                Err(()) => (ErrorCode::OffsetOutOfRange, -1),
+                            },
+                        }
+                    }
                 };
                 parts.push(DeleteRecordsPartitionResult {
                     partition_index: index,
