@@ -13,8 +13,8 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
-use super::kip848::{CommitCheck, ConsumerGroup};
 use super::cluster::CoordinatorKind;
+use super::kip848::{CommitCheck, ConsumerGroup};
 use super::state::{Shared, lock};
 use crate::error_code::ErrorCode;
 

@@ -352,7 +352,10 @@ impl Broker {
             return Ok(());
         }
         if cluster.live().len() == 1 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "the last running node cannot be stopped"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the last running node cannot be stopped",
+            ));
         }
         let accept = state::lock(&self.accepts)[i].take();
         self.shared.node_stopped(i);
@@ -445,10 +448,9 @@ impl Broker {
     }
 
     fn node_index(&self, id: i32) -> io::Result<usize> {
-        self.shared
-            .cluster
-            .index_of(id)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, std::format!("no node {id} in the cluster")))
+        self.shared.cluster.index_of(id).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, std::format!("no node {id} in the cluster"))
+        })
     }
 
     /// The host and port it advertises to clients (node 0's).

@@ -362,7 +362,9 @@ impl Shared {
     pub fn all_partitions(&self) -> Vec<(String, i32, Arc<Partition>)> {
         self.topics.with(|all| {
             all.values()
-                .flat_map(|t| t.partitions.iter().enumerate().map(|(i, p)| (t.name.clone(), i as i32, p.clone())))
+                .flat_map(|t| {
+                    t.partitions.iter().enumerate().map(|(i, p)| (t.name.clone(), i as i32, p.clone()))
+                })
                 .collect()
         })
     }

@@ -120,9 +120,9 @@ impl Handler<'_> {
         let leaders: Vec<Vec<(i32, i32)>> = answers
             .iter()
             .map(|(_, name, _, _)| {
-                let parts = name.as_deref().and_then(|n| {
-                    self.shared.topics.with(|all| all.get(n).map(|t| t.partitions.clone()))
-                });
+                let parts = name
+                    .as_deref()
+                    .and_then(|n| self.shared.topics.with(|all| all.get(n).map(|t| t.partitions.clone())));
                 parts
                     .unwrap_or_default()
                     .iter()
@@ -235,27 +235,28 @@ impl Handler<'_> {
         use crate::messages::create_partitions::{CreatePartitionsResponse, CreatePartitionsTopicResult};
         let mut results = Vec::new();
         for t in c.topics() {
-            let (code, message) = self.shared.topics.with(|all| match all.get_mut(t.name()) {
-                None => (ErrorCode::UnknownTopicOrPartition, None),
-                Some(topic) if (t.count() as usize) <= topic.partitions.len() || t.count() > 100_000 => (
-                    ErrorCode::InvalidPartitions,
-                    Some(std::format!(
-                        "Topic currently has {} partitions, which is higher than the requested {}.",
-                        topic.partitions.len(),
-                        t.count()
-                    )),
-                ),
-                Some(topic) => {
-                    if !c.validate_only() {
-                        let have = topic.partitions.len();
-                        let leaders = self.shared.cluster.place(have, t.count() as usize - have);
-                        topic.partitions.extend(
-                            leaders.into_iter().map(|node| std::sync::Arc::new(super::super::state::Partition::led_by(node))),
-                        );
+            let (code, message) =
+                self.shared.topics.with(|all| match all.get_mut(t.name()) {
+                    None => (ErrorCode::UnknownTopicOrPartition, None),
+                    Some(topic) if (t.count() as usize) <= topic.partitions.len() || t.count() > 100_000 => (
+                        ErrorCode::InvalidPartitions,
+                        Some(std::format!(
+                            "Topic currently has {} partitions, which is higher than the requested {}.",
+                            topic.partitions.len(),
+                            t.count()
+                        )),
+                    ),
+                    Some(topic) => {
+                        if !c.validate_only() {
+                            let have = topic.partitions.len();
+                            let leaders = self.shared.cluster.place(have, t.count() as usize - have);
+                            topic.partitions.extend(leaders.into_iter().map(|node| {
+                                std::sync::Arc::new(super::super::state::Partition::led_by(node))
+                            }));
+                        }
+                        (ErrorCode::None, None)
                     }
-                    (ErrorCode::None, None)
-                }
-            });
+                });
             results.push(CreatePartitionsTopicResult {
                 name: t.name().into(),
                 error_code: code.to_i16(),
