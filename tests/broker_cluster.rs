@@ -4,22 +4,25 @@
 //! version has it), group and transaction APIs at the wrong node get NOT_COORDINATOR, leader
 //! epochs fence and are unknown as Kafka's are, and nodes stop, restart and lose or gain
 //! leaders at run time.
+//!
+//! With the `interop` feature, real clients follow the cluster: franz-go produces
+//! (idempotent, acks=all) while a franz-go group and a Java group (KIP-848) consume, and
+//! the leaders move, a node stops and restarts under them.
 #![cfg(feature = "broker")]
 
-#[path = "common/raw.rs"]
-mod raw;
+mod common;
 
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::TcpStream;
 
+use common::raw::Conn;
 use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
 use kwire::dispatch;
 use kwire::messages::ResponseBodyView;
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::types::Uuid;
-use raw::Conn;
 
 const NONE: i16 = 0;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
@@ -524,4 +527,239 @@ fn one_node_is_the_default_and_leads_everything() {
     assert!(s.partitions.iter().all(|p| (p.0, p.1) == (1, 0)));
     assert!(broker.stop_node(1).is_err());
     assert!(Broker::start(Config { nodes: 0, ..Config::default() }).is_err());
+}
+
+/// A client program running: its stdout's JSON lines as they come.
+struct Running {
+    what: String,
+    child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Running {
+    fn start(what: &str, mut cmd: std::process::Command) -> Running {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        use std::sync::{Arc, Mutex};
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
+        let lines: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+        let stderr: Arc<Mutex<String>> = Arc::default();
+        let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let l = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    l.lock().unwrap().push(v);
+                }
+            }
+        });
+        let e = stderr.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let mut e = e.lock().unwrap();
+                if e.len() < 1 << 20 {
+                    e.push_str(&line);
+                    e.push('\n');
+                }
+            }
+        });
+        Running { what: what.into(), child, lines, stderr }
+    }
+
+    /// The records it printed: (partition, offset, value), from franz-go's
+    /// `{"p","o","v"}` lines or the Java member's `{"record": [p, o, v]}` ones.
+    fn records(&self) -> Vec<(i64, i64, String)> {
+        let lines = self.lines.lock().unwrap();
+        lines
+            .iter()
+            .filter_map(|v| match v.get("record") {
+                Some(r) => Some((r[0].as_i64()?, r[1].as_i64()?, r[2].as_str()?.to_string())),
+                None => {
+                    Some((v.get("p")?.as_i64()?, v.get("o")?.as_i64()?, v.get("v")?.as_str()?.to_string()))
+                }
+            })
+            .collect()
+    }
+
+    /// Waits for it to end (killing it after `limit`): whether it exited with success.
+    fn wait(&mut self, limit: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Real clients follow the cluster. franz-go's idempotent producer (acks=all) sends to three
+/// partitions for 10 s, while a franz-go group (classic) and a Java group (KIP-848,
+/// `group.protocol=consumer`) consume them; meanwhile every leader moves, the node that
+/// coordinates both groups and leads partitions stops (its connections closed), restarts,
+/// and gets a partition back.
+///
+/// What the clients promise, and so what is checked: the idempotent producer's log holds
+/// every acknowledged record exactly once (no duplicate appended on a retry after a move,
+/// no gap, nothing unacknowledged lost), and no send fails. A group consumer that commits
+/// after each poll is at-least-once: a commit lost with a stopped coordinator re-delivers
+/// (counted and printed), so each group must see every record of the log, each offset with
+/// the value the log holds, and nothing else.
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "real clients: needs --features interop")]
+fn clients_follow_moving_leaders_and_a_stopped_node() {
+    use std::time::{Duration, Instant};
+    common::clients::setup(|| {
+        let m = |p: &str| std::fs::metadata(common::root().join(p)).and_then(|m| m.modified()).ok();
+        let go = m("target/go-client/go-client");
+        let java = m("target/java-client/proxy-java-client-0.jar");
+        go.is_some()
+            && go >= m("tests/interop/go/cluster.go")
+            && java >= m("tests/interop/java/src/main/java/dev/kwire/interop/GroupMember.java")
+    });
+    let logs: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let l = logs.clone();
+    let logger: kwire::broker::Logger =
+        std::sync::Arc::new(move |line: &str| l.lock().unwrap().push(line.into()));
+    let broker = Broker::start(Config {
+        nodes: 3,
+        logger: Some(logger),
+        session_timeout_range: (Duration::from_secs(1), Duration::from_secs(60)),
+        ..Config::default()
+    })
+    .unwrap();
+    let topic = "moving";
+    assert!(broker.create_topic(topic, 3));
+    let ids = broker.node_ids();
+    // The node stopped: not the bootstrap, and the coordinator of both groups.
+    let victim = ids[1];
+    let group = |prefix: &str| {
+        (0..1000).map(|i| format!("{prefix}-{i}")).find(|g| broker.group_coordinator(g) == victim).unwrap()
+    };
+    let (go_group, java_group) = (group("cl-go"), group("cl-java"));
+    let bootstrap = broker.addr().to_string();
+    let dir = common::root().join(format!("target/broker-cluster-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stop_file = dir.join("stop");
+    let _ = std::fs::remove_file(&stop_file);
+    let go = common::root().join("target/go-client/go-client");
+
+    let mut consume = std::process::Command::new(&go);
+    consume.args(["cluster-consume", &bootstrap, topic, &go_group]).arg(&stop_file).arg("go-consumer");
+    let mut go_consumer = Running::start("franz-go consumer", consume);
+    let r = common::root();
+    let mut java = std::process::Command::new("java");
+    java.arg("-Xmx256m")
+        .arg("-cp")
+        .arg(format!(
+            "{}:{}",
+            r.join("target/java-client/proxy-java-client-0.jar").display(),
+            r.join("target/java-client/lib/*").display()
+        ))
+        .arg("dev.kwire.interop.GroupMember")
+        .args([&bootstrap, topic, &java_group, "java-consumer"]);
+    let mut java_consumer = Running::start("Java consumer", java);
+    let mut produce = std::process::Command::new(&go);
+    produce.args(["cluster-produce", &bootstrap, topic, "10", "go-producer"]).env("KWIRE_PARTITIONS", "3");
+    let mut producer = Running::start("franz-go producer", produce);
+
+    // The cluster changes under them.
+    let start = Instant::now();
+    let at = |s: u64| {
+        let until = start + Duration::from_millis(s);
+        std::thread::sleep(until.saturating_duration_since(Instant::now()));
+    };
+    at(2500);
+    broker.shuffle_leaders();
+    at(4000);
+    let led: Vec<i32> = (0..3).filter(|&p| broker.leader(topic, p).unwrap().0 == victim).collect();
+    assert!(!led.is_empty(), "the victim leads a partition");
+    broker.stop_node(victim).unwrap();
+    at(7000);
+    broker.restart_node(victim).unwrap();
+    at(8000);
+    broker.move_leader(topic, 0, victim).unwrap();
+    let epochs: Vec<i32> = (0..3).map(|p| broker.leader(topic, p).unwrap().1).collect();
+
+    assert!(producer.wait(Duration::from_secs(60)), "producer failed:\n{}", producer.stderr());
+    let printed = producer.lines.lock().unwrap().last().cloned().expect("the producer's summary");
+    assert_eq!(printed["errors"], serde_json::json!([]), "no send failed");
+    // The log: every acknowledged record once, offsets 0.. per partition.
+    let mut log: Vec<Vec<String>> = Vec::new();
+    for p in 0..3 {
+        let acked = printed["acked"][p.to_string()].as_array().unwrap();
+        let mut by_offset: Vec<(i64, String)> =
+            acked.iter().map(|a| (a[0].as_i64().unwrap(), a[1].as_str().unwrap().to_string())).collect();
+        by_offset.sort();
+        let offsets: Vec<i64> = by_offset.iter().map(|a| a.0).collect();
+        assert_eq!(offsets, (0..offsets.len() as i64).collect::<Vec<_>>(), "partition {p}: acked offsets");
+        assert_eq!(
+            broker.end_offset(topic, p),
+            Some(offsets.len() as i64),
+            "partition {p}: no duplicate appended"
+        );
+        log.push(by_offset.into_iter().map(|a| a.1).collect());
+    }
+    let total: usize = log.iter().map(Vec::len).sum();
+    assert_eq!(printed["sent"].as_u64(), Some(total as u64), "every record sent was acknowledged");
+    assert!(total > 1000, "{total} records");
+
+    // Both groups catch up, then stop.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let caught_up = |c: &Running| {
+        let mut seen = BTreeSet::new();
+        for (p, o, _) in c.records() {
+            seen.insert((p, o));
+        }
+        seen.len() >= total
+    };
+    while !(caught_up(&go_consumer) && caught_up(&java_consumer)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::write(&stop_file, b"").unwrap();
+    drop(java_consumer.child.stdin.take());
+    let go_ok = go_consumer.wait(Duration::from_secs(20));
+    let java_ok = java_consumer.wait(Duration::from_secs(20));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (c, ok) in [(&go_consumer, go_ok), (&java_consumer, java_ok)] {
+        let records = c.records();
+        let mut again = 0;
+        let mut seen: BTreeSet<(i64, i64)> = BTreeSet::new();
+        for (p, o, v) in &records {
+            let want = log.get(*p as usize).and_then(|l| l.get(*o as usize));
+            assert_eq!(want, Some(v), "{}: partition {p} offset {o}", c.what);
+            if !seen.insert((*p, *o)) {
+                again += 1;
+            }
+        }
+        assert_eq!(
+            seen.len(),
+            total,
+            "{}: every record of the log consumed\nstderr:\n{}\nbroker:\n{}",
+            c.what,
+            c.stderr(),
+            logs.lock().unwrap().join("\n")
+        );
+        assert!(ok, "{} did not end cleanly:\n{}", c.what, c.stderr());
+        eprintln!("{}: {total} records, {again} delivered again", c.what);
+    }
+    eprintln!("leader epochs at the end: {epochs:?}; took {:.1}s", start.elapsed().as_secs_f64());
 }
