@@ -638,7 +638,7 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
     let logs: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     let l = logs.clone();
     let logger: kwire::broker::Logger =
-        std::sync::Arc::new(move |line: &str| l.lock().unwrap().push(line.into()));
+        std::sync::Arc::new(move |line: &str| l.lock().unwrap_or_else(|e| e.into_inner()).push(line.into()));
     let broker = Broker::start(Config {
         nodes: 3,
         logger: Some(logger),
@@ -654,7 +654,7 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
     let group = |prefix: &str| {
         (0..1000).map(|i| format!("{prefix}-{i}")).find(|g| broker.group_coordinator(g) == victim).unwrap()
     };
-    let (go_group, java_group) = (group("cl-go"), group("cl-java"));
+    let (go_group, java_group, rd_group) = (group("cl-go"), group("cl-java"), group("cl-rdkafka"));
     let bootstrap = broker.addr().to_string();
     let dir = common::root().join(format!("target/broker-cluster-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -677,9 +677,20 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
         .arg("dev.kwire.interop.GroupMember")
         .args([&bootstrap, topic, &java_group, "java-consumer"]);
     let mut java_consumer = Running::start("Java consumer", java);
+    let python = r.join("target/interop/venv/bin/python");
+    let rdkafka = r.join("tests/proxy/confluent_cluster.py");
+    let mut consume = std::process::Command::new(&python);
+    consume.arg(&rdkafka).args(["consume", &bootstrap, topic, &rd_group]).arg(&stop_file).arg("rd-consumer");
+    let mut rd_consumer = Running::start("confluent-kafka consumer", consume);
     let mut produce = std::process::Command::new(&go);
     produce.args(["cluster-produce", &bootstrap, topic, "10", "go-producer"]).env("KWIRE_PARTITIONS", "3");
     let mut producer = Running::start("franz-go producer", produce);
+    let mut produce = std::process::Command::new(&python);
+    produce
+        .arg(&rdkafka)
+        .args(["produce", &bootstrap, topic, "10", "rd-producer"])
+        .env("KWIRE_PARTITIONS", "3");
+    let mut rd_producer = Running::start("confluent-kafka producer", produce);
 
     // The cluster changes under them.
     let start = Instant::now();
@@ -699,28 +710,45 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
     broker.move_leader(topic, 0, victim).unwrap();
     let epochs: Vec<i32> = (0..3).map(|p| broker.leader(topic, p).unwrap().1).collect();
 
-    assert!(producer.wait(Duration::from_secs(60)), "producer failed:\n{}", producer.stderr());
-    let printed = producer.lines.lock().unwrap().last().cloned().expect("the producer's summary");
-    assert_eq!(printed["errors"], serde_json::json!([]), "no send failed");
-    // The log: every acknowledged record once, offsets 0.. per partition.
-    let mut log: Vec<Vec<String>> = Vec::new();
-    for p in 0..3 {
-        let acked = printed["acked"][p.to_string()].as_array().unwrap();
-        let mut by_offset: Vec<(i64, String)> =
-            acked.iter().map(|a| (a[0].as_i64().unwrap(), a[1].as_str().unwrap().to_string())).collect();
-        by_offset.sort();
-        let offsets: Vec<i64> = by_offset.iter().map(|a| a.0).collect();
-        assert_eq!(offsets, (0..offsets.len() as i64).collect::<Vec<_>>(), "partition {p}: acked offsets");
-        assert_eq!(
-            broker.end_offset(topic, p),
-            Some(offsets.len() as i64),
-            "partition {p}: no duplicate appended"
-        );
-        log.push(by_offset.into_iter().map(|a| a.1).collect());
+    // The log: every record acknowledged to either producer once, offsets 0.. per partition.
+    let mut log: Vec<std::collections::BTreeMap<i64, String>> = vec![Default::default(); 3];
+    let mut sent = 0;
+    for p in [&mut producer, &mut rd_producer] {
+        assert!(p.wait(Duration::from_secs(60)), "{} failed:\n{}", p.what, p.stderr());
+        let printed = p.lines.lock().unwrap().last().cloned().expect("the producer's summary");
+        assert_eq!(printed["errors"], serde_json::json!([]), "{}: no send failed", p.what);
+        let mut acked = 0;
+        for (i, log) in log.iter_mut().enumerate() {
+            for a in printed["acked"][i.to_string()].as_array().unwrap() {
+                let (o, v) = (a[0].as_i64().unwrap(), a[1].as_str().unwrap().to_string());
+                assert_eq!(log.insert(o, v), None, "partition {i} offset {o} acknowledged twice");
+                acked += 1;
+            }
+        }
+        assert_eq!(printed["sent"].as_u64(), Some(acked), "{}: every record sent was acknowledged", p.what);
+        assert!(acked > 500, "{}: {acked} records", p.what);
+        sent += acked;
     }
+    let log: Vec<Vec<String>> = log
+        .into_iter()
+        .enumerate()
+        .map(|(p, l)| {
+            let offsets: Vec<i64> = l.keys().copied().collect();
+            assert_eq!(
+                offsets,
+                (0..offsets.len() as i64).collect::<Vec<_>>(),
+                "partition {p}: acked offsets"
+            );
+            assert_eq!(
+                broker.end_offset(topic, p as i32),
+                Some(offsets.len() as i64),
+                "partition {p}: no duplicate appended, nothing unacknowledged"
+            );
+            l.into_values().collect()
+        })
+        .collect();
     let total: usize = log.iter().map(Vec::len).sum();
-    assert_eq!(printed["sent"].as_u64(), Some(total as u64), "every record sent was acknowledged");
-    assert!(total > 1000, "{total} records");
+    assert_eq!(total as u64, sent);
 
     // Both groups catch up, then stop.
     let deadline = Instant::now() + Duration::from_secs(40);
@@ -731,15 +759,18 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
         }
         seen.len() >= total
     };
-    while !(caught_up(&go_consumer) && caught_up(&java_consumer)) && Instant::now() < deadline {
+    while !(caught_up(&go_consumer) && caught_up(&java_consumer) && caught_up(&rd_consumer))
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::fs::write(&stop_file, b"").unwrap();
     drop(java_consumer.child.stdin.take());
     let go_ok = go_consumer.wait(Duration::from_secs(20));
     let java_ok = java_consumer.wait(Duration::from_secs(20));
+    let rd_ok = rd_consumer.wait(Duration::from_secs(20));
     let _ = std::fs::remove_dir_all(&dir);
-    for (c, ok) in [(&go_consumer, go_ok), (&java_consumer, java_ok)] {
+    for (c, ok) in [(&go_consumer, go_ok), (&java_consumer, java_ok), (&rd_consumer, rd_ok)] {
         let records = c.records();
         let mut again = 0;
         let mut seen: BTreeSet<(i64, i64)> = BTreeSet::new();
