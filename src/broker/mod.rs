@@ -1,4 +1,5 @@
-//! A single-node, in-memory Kafka broker for tests and demos (feature `broker`).
+//! An in-memory Kafka broker for tests and demos, one node or a cluster of nodes in one
+//! process (feature `broker`).
 //!
 //! Start one in a test the way Go users start franz-go's `kfake`, point any Kafka client
 //! at [`Broker::addr`], and it stops when dropped:
@@ -13,7 +14,8 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
-//! **What it is.** One node (id [`Config::node_id`]) that leads every partition, keeps every
+//! **What it is.** One node (id [`Config::node_id`]) that leads every partition, or with
+//! [`Config::nodes`] a cluster of nodes in one process (below), keeping every
 //! partition's log in memory as the record batches' bytes, and forgets everything when
 //! dropped. Produce runs [`crate::records::validate`] (Kafka's `LogValidator`) on each
 //! batch where it lands in the log, assigning its offsets and leader epoch in place. Threads: one
@@ -22,7 +24,7 @@
 //! `min_bytes`) wait on a condition variable that every append signals, never spinning.
 //!
 //! **APIs served** ([`SERVED`]): ApiVersions, Metadata, DescribeCluster, Produce (acks 0, 1
-//! and all, which are the same on one node), Fetch, ListOffsets, InitProducerId (idempotent
+//! and all, which are the same: nothing is replicated), Fetch, ListOffsets, InitProducerId (idempotent
 //! producers, with Kafka's duplicate and sequence checks, and transactional ones), CreateTopics, CreatePartitions,
 //! DeleteTopics, FindCoordinator, the classic consumer-group protocol (JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup with rebalances, generations, member ids, the join and sync
@@ -31,8 +33,8 @@
 //! transaction APIs below, and the admin calls clients make: DescribeLogDirs, AlterConfigs
 //! and IncrementalAlterConfigs (topic configs, checked as Kafka checks them, that take effect
 //! at the next Produce), DeleteRecords (the log start offset moves; Fetch and ListOffsets
-//! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed on
-//! one node) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
+//! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed:
+//! a partition's leader is its only replica) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
 //! serves fetch sessions (KIP-227: full and incremental requests, session ids and epochs, a
 //! bounded cache, [`Config::fetch_session_slots`]). KIP-848 consumer groups are served as
 //! Kafka's group coordinator serves them: ConsumerGroupHeartbeat (member epochs, the group
@@ -65,11 +67,26 @@
 //! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
 //! Produce, Fetch and ListOffsets requests with an error code and serve the others.
 //!
+//! **A cluster** ([`Config::nodes`]): each node listens on its own port
+//! ([`Broker::node_addr`]; [`Broker::addr`] is node 0's, the bootstrap) and they share the
+//! logs, groups and transactions. Partitions' leaders are placed round robin, and a group's
+//! or transactional id's coordinator is the leader of its `__consumer_offsets` or
+//! `__transaction_state` partition as Kafka maps it (a table of 50 leaders each, not
+//! topics). Metadata, DescribeCluster and FindCoordinator tell each node's truth; a partition
+//! at the wrong node gets NOT_LEADER_OR_FOLLOWER (with KIP-951's current leader in Produce
+//! v10+ and Fetch v16+), a group or transaction API at the wrong node NOT_COORDINATOR, and
+//! a stale or future leader epoch FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH. A test moves
+//! leaders ([`Broker::move_leader`], [`Broker::shuffle_leaders`], each bumping the epoch),
+//! stops a node ([`Broker::stop_node`]: listener and connections closed, its partitions and
+//! coordinators moved) and restarts it ([`Broker::restart_node`]). Hooks, faults and
+//! throttles apply at every node. `docs/serve.md` has the details.
+//!
 //! **Throttles** ([`Broker::throttle`]) set `throttle_time_ms` in an API's responses, and
 //! [`Fault::records`] rejects a Produce batch with per-record errors.
 //!
-//! **Not here:** classic members in a KIP-848 consumer group, share groups, more than one node,
-//! ACL enforcement, other SASL mechanisms and TLS,
+//! **Not here:** classic members in a KIP-848 consumer group, share groups, nodes added at
+//! run time (the node count is fixed at start), replicas other than the leader (and so
+//! fetching from followers), OffsetForLeaderEpoch, ACL enforcement, other SASL mechanisms and TLS,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
 
@@ -303,7 +320,8 @@ impl Broker {
             .spawn(move || conn::accept_loop(listener, shared, node))
     }
 
-    /// The address it listens on (with the port picked when [`Config::listen`] had port 0).
+    /// The address it listens on (with the port picked when [`Config::listen`] had port 0):
+    /// node 0's, the bootstrap address of a cluster.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

@@ -199,8 +199,8 @@ impl Handler<'_> {
             ServerConn::encode_response(reply, &body, out)?;
             return Ok(());
         }
-        // One node leads every partition, and is its preferred leader and only replica:
-        // no election is ever needed. Asked for every partition (null), Kafka leaves out
+        // Each partition's leader is its preferred leader and only replica (also in a
+        // cluster, where leaders move): no election is ever needed. Asked for every partition (null), Kafka leaves out
         // those that need none, which here is all of them.
         // (topic, [(partition, error, message)])
         type Elected = (String, Vec<(i32, ErrorCode, String)>);
