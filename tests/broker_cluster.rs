@@ -24,6 +24,10 @@ use kwire::messages::ResponseBodyView;
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::types::Uuid;
 
+/// A partition's answer: (error, base offset or batches' epochs, KIP-951's current leader
+/// (id, epoch) if given, node endpoints [(id, port)]).
+type Answer<T> = (i16, T, Option<(i32, i32)>, Vec<(i32, i32)>);
+
 const NONE: i16 = 0;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const NOT_COORDINATOR: i16 = 16;
@@ -97,12 +101,7 @@ impl Conn {
 
     /// Produce of one batch at `version` (9 or 12, by name): (error, base offset, current
     /// leader (id, epoch) if given, node endpoints [(id, port)]).
-    fn produce(
-        &mut self,
-        topic: &str,
-        partition: i32,
-        version: i16,
-    ) -> (i16, i64, Option<(i32, i32)>, Vec<(i32, i32)>) {
+    fn produce(&mut self, topic: &str, partition: i32, version: i16) -> Answer<i64> {
         use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
         let b = batch("v");
         let data =
@@ -125,13 +124,7 @@ impl Conn {
     /// Fetch (sessionless) of one partition from 0 with a current leader epoch, at v12 (by
     /// name) or v16 (by id): (error, the leader epochs of the batches returned, current
     /// leader if given, node endpoints [(id, port)]).
-    fn fetch(
-        &mut self,
-        topic: (&str, Uuid),
-        partition: i32,
-        epoch: i32,
-        version: i16,
-    ) -> (i16, Vec<i32>, Option<(i32, i32)>, Vec<(i32, i32)>) {
+    fn fetch(&mut self, topic: (&str, Uuid), partition: i32, epoch: i32, version: i16) -> Answer<Vec<i32>> {
         use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
         let parts = [FetchPartition {
             partition,
