@@ -696,11 +696,14 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
     at(4000);
     let led: Vec<i32> = (0..3).filter(|&p| broker.leader(topic, p).unwrap().0 == victim).collect();
     assert!(!led.is_empty(), "the victim leads a partition");
+    let ends = |b: &Broker| -> Vec<i64> { (0..3).map(|p| b.end_offset(topic, p).unwrap()).collect() };
+    let at_stop = ends(&broker);
     broker.stop_node(victim).unwrap();
     at(7000);
     broker.restart_node(victim).unwrap();
     at(8000);
     broker.move_leader(topic, 0, victim).unwrap();
+    let at_move = ends(&broker);
     let epochs: Vec<i32> = (0..3).map(|p| broker.leader(topic, p).unwrap().1).collect();
 
     // The log: every record acknowledged to either producer once, offsets 0.. per partition.
@@ -742,6 +745,13 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
         .collect();
     let total: usize = log.iter().map(Vec::len).sum();
     assert_eq!(total as u64, sent);
+    // The producers followed: the victim's partitions grew at their new leaders after the
+    // stop, and partition 0 at the restarted node after the move.
+    let end = ends(&broker);
+    for &p in &led {
+        assert!(end[p as usize] > at_stop[p as usize], "partition {p}: {at_stop:?} then {end:?}");
+    }
+    assert!(end[0] > at_move[0], "partition 0 after its move back: {at_move:?} then {end:?}");
 
     // Both groups catch up, then stop.
     let deadline = Instant::now() + Duration::from_secs(40);
