@@ -87,10 +87,12 @@ impl DerefMut for Outbox {
 /// Answers are written once they pass this many bytes, and at the end of each read.
 const FLUSH_AT: usize = 256 * 1024;
 
-pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// Accepts the connections of node `node` (an index into the cluster's nodes) until the
+/// broker stops or the node does; then closes the listener and every connection.
+pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>, node: usize) {
     let mut conns: Vec<(TcpStream, JoinHandle<()>)> = Vec::new();
     for stream in listener.incoming() {
-        if shared.stopping() {
+        if !shared.serving(node) {
             break;
         }
         let stream = match stream {
@@ -108,7 +110,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let spawned = std::thread::Builder::new().name("kwire-broker-conn".into()).spawn(move || {
             s.log(format_args!("{peer}: connected"));
             let mut stream = stream;
-            let why = serve(&mut stream, &s, &peer);
+            let why = serve(&mut stream, &s, &peer, node);
             // The accept loop keeps a handle to the socket (to shut it down on stop), so
             // dropping this one would not close it.
             let _ = stream.shutdown(Shutdown::Both);
@@ -123,6 +125,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             }
         }
     }
+    drop(listener);
     for (stream, _) in &conns {
         let _ = stream.shutdown(Shutdown::Both);
     }
@@ -133,9 +136,9 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 /// Serves one connection until the peer closes it, sends what cannot be read, or the
 /// broker stops; returns why it ended.
-fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
+fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str, node: usize) -> String {
     let _ = stream.set_nodelay(true);
-    let mut handler = Handler::new(shared, peer);
+    let mut handler = Handler::new(shared, peer, node);
     let mut conn = ServerConn::with_frame_buf(FrameBuf::new(shared.config.max_frame_bytes));
     if let Some(v) = shared.versions(crate::ApiKey::ApiVersions) {
         conn.set_api_versions_max(v.max);
@@ -144,8 +147,8 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str) -> String {
     let flush = |stream: &mut TcpStream, pending: &mut Outbox| pending.flush(stream);
     loop {
         loop {
-            if shared.stopping() {
-                return "broker stopping".into();
+            if !shared.serving(node) {
+                return "broker or node stopping".into();
             }
             let before = pending.total_len();
             if handler.raw_sasl {
