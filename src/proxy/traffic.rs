@@ -624,13 +624,7 @@ impl Hooks for TrafficLog {
             if rewritten {
                 line.push_str(match e.api_key {
                     ApiKey::ApiVersions => " (versions clamped)",
-                    ApiKey::Metadata
-                    | ApiKey::FindCoordinator
-                    | ApiKey::DescribeCluster
-                    | ApiKey::Produce
-                    | ApiKey::Fetch
-                    | ApiKey::ShareFetch
-                    | ApiKey::ShareAcknowledge => " (broker addresses rewritten)",
+                    key if crate::filter::carries_addresses(key) => " (broker addresses rewritten)",
                     _ => " (rewritten by a filter)",
                 });
             }
