@@ -522,7 +522,10 @@ mod versions;
 
 pub use deny::DenyApis;
 pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
-pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
+pub use rewrite::{
+    BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route,
+    carries_addresses,
+};
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
 #[cfg(feature = "api-produce")]
