@@ -60,6 +60,8 @@ pub enum TenantError {
     /// tenant could then name the other's topics (`a.` + `b.x` is `a.b.` + `x`), or be
     /// refused names the other holds.
     Overlaps(String),
+    /// A rule is not `principal:USER=PREFIX`, `sni:NAME=PREFIX` or `default=PREFIX`.
+    Rule,
 }
 
 impl core::fmt::Display for TenantError {
@@ -77,11 +79,35 @@ impl core::fmt::Display for TenantError {
                 "a tenant's prefix overlaps another tenant's ({other:?}): one starts with the other once '.' and \
                  '_' are taken as the same, so each could reach the other's names"
             ),
+            TenantError::Rule => f.write_str("expected principal:USER=PREFIX, sni:NAME=PREFIX or default=PREFIX"),
         }
     }
 }
 
 impl std::error::Error for TenantError {}
+
+/// A rule of a tenants file that [`Tenants::from_lines`] refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TenantLineError {
+    /// The line's number, from 1.
+    pub line: usize,
+    /// The rule, as written (trimmed).
+    pub rule: String,
+    /// What is wrong with it.
+    pub error: TenantError,
+}
+
+impl core::fmt::Display for TenantLineError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "line {}: {}: {}", self.line, self.rule, self.error)
+    }
+}
+
+impl std::error::Error for TenantLineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
 
 fn check(prefix: &str) -> Result<String, TenantError> {
     if prefix.is_empty() {
@@ -140,6 +166,50 @@ impl Tenants {
         let prefix = self.checked(prefix)?;
         self.default = Some(prefix);
         Ok(self)
+    }
+
+    /// Adds a rule as `kwire proxy --tenant` takes it: `principal:USER=PREFIX`,
+    /// `sni:NAME=PREFIX`, or `default=PREFIX`.
+    ///
+    /// ```
+    /// let mut tenants = kwire::proxy::Tenants::new();
+    /// tenants.rule("principal:alice=tenant-a.")?.rule("default=tenant-d.")?;
+    /// assert!(tenants.rule("alice=tenant-a.").is_err());
+    /// # Ok::<(), kwire::proxy::TenantError>(())
+    /// ```
+    pub fn rule(&mut self, rule: &str) -> Result<&mut Self, TenantError> {
+        let (who, prefix) = rule.split_once('=').ok_or(TenantError::Rule)?;
+        match who.split_once(':') {
+            Some(("principal", user)) if !user.is_empty() => self.principal(user, prefix),
+            Some(("sni", name)) if !name.is_empty() => self.sni(name, prefix),
+            None if who == "default" => self.default_tenant(prefix),
+            _ => Err(TenantError::Rule),
+        }
+    }
+
+    /// Tenants from a file's text: one [`Tenants::rule`] a line; blank lines and lines
+    /// that start with `#` are skipped. The first wrong rule is the error, with its line.
+    ///
+    /// ```
+    /// let text = "# tenants\nprincipal:alice=tenant-a.\n\nsni:b.example.com=tenant-b.\n";
+    /// let tenants = kwire::proxy::Tenants::from_lines(text)?;
+    /// assert!(!tenants.is_empty());
+    /// let wrong = kwire::proxy::Tenants::from_lines("default=a.\ndefault=a b").unwrap_err();
+    /// assert_eq!(wrong.line, 2);
+    /// # Ok::<(), kwire::proxy::TenantLineError>(())
+    /// ```
+    pub fn from_lines(text: &str) -> Result<Tenants, TenantLineError> {
+        let mut tenants = Tenants::new();
+        for (i, line) in text.lines().enumerate() {
+            let rule = line.trim();
+            if rule.is_empty() || rule.starts_with('#') {
+                continue;
+            }
+            if let Err(error) = tenants.rule(rule) {
+                return Err(TenantLineError { line: i + 1, rule: rule.to_owned(), error });
+            }
+        }
+        Ok(tenants)
     }
 
     /// Whether no tenant is configured.
