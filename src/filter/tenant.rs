@@ -76,9 +76,12 @@ pub(crate) struct Book {
 }
 
 impl Book {
-    /// Learns that topic `id` is named `name` on the broker.
+    /// Learns that topic `id` is named `name` on the broker. An id keeps the name it was
+    /// first given: Kafka never renames a topic nor gives its id to another, so an answer
+    /// that names a known id otherwise is not believed (and the entry that says so is left
+    /// out of it if the id is another tenant's).
     pub(crate) fn learn(&mut self, id: Uuid, name: &str) {
-        if id == Uuid::ZERO || name.is_empty() || self.names.get(&id).is_some_and(|n| n == name) {
+        if id == Uuid::ZERO || name.is_empty() || self.names.contains_key(&id) {
             return;
         }
         if self.names.len() >= MAX_IDS {
