@@ -753,7 +753,8 @@ fn ids_of(broker: SocketAddr, names: &[&str]) -> Vec<Uuid> {
     let mut c = connect(broker);
     send(&mut c, &MetadataRequest { topics: Some((&topics[..]).into()), ..Default::default() }, 12, 1);
     let frame = read_frame(&mut c).unwrap();
-    let ResponseBodyView::Metadata(view) = dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
+    let ResponseBodyView::Metadata(view) =
+        dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
     else {
         unreachable!()
     };
@@ -811,8 +812,11 @@ fn tenants_reach_their_own_topics_by_id_and_no_others() {
     // DeleteTopics by the other tenant's id: UNKNOWN_TOPIC_ID, and the topic stays.
     use kwire::messages::delete_topics::DeleteTopicState;
     let topics = [DeleteTopicState { name: None, topic_id: theirs, ..Default::default() }];
-    let request =
-        kwire::messages::DeleteTopicsRequest { topics: (&topics[..]).into(), timeout_ms: 5000, ..Default::default() };
+    let request = kwire::messages::DeleteTopicsRequest {
+        topics: (&topics[..]).into(),
+        timeout_ms: 5000,
+        ..Default::default()
+    };
     send(&mut c, &request, 6, 6);
     let frame = read_frame(&mut c).unwrap();
     let ResponseBodyView::DeleteTopics(view) =
@@ -822,6 +826,10 @@ fn tenants_reach_their_own_topics_by_id_and_no_others() {
     };
     let results: Vec<_> = view.responses().iter().map(|r| (r.topic_id(), r.name(), r.error_code())).collect();
     assert_eq!(results, [(theirs, None, 100)]);
-    assert_eq!(ids_of(broker.addr(), &["tenant-b.theirs"]), [theirs], "the other tenant's topic is left alone");
+    assert_eq!(
+        ids_of(broker.addr(), &["tenant-b.theirs"]),
+        [theirs],
+        "the other tenant's topic is left alone"
+    );
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }

@@ -1461,7 +1461,12 @@ fn tenant_cannot_reach_another_tenants_topic_by_id() {
     assert_eq!(kafka["responses"][0]["partitions"][0]["errorCode"], 100, "{kafka}");
     assert_eq!(kafka["responses"][0]["topicId"], nowhere, "{kafka}");
     let fetched = ask(&mut through, ApiKey::Fetch, 13, &fetch(&[&id, &own]));
-    let by_id = ask(&mut through, ApiKey::Metadata, 12, &serde_json::json!({"Topics": [{"TopicId": id, "Name": null}]}));
+    let by_id = ask(
+        &mut through,
+        ApiKey::Metadata,
+        12,
+        &serde_json::json!({"Topics": [{"TopicId": id, "Name": null}]}),
+    );
     let delete = serde_json::json!({"Topics": [{"Name": null, "TopicId": id}], "TimeoutMs": 30000});
     let deleted = ask(&mut through, ApiKey::DeleteTopics, 6, &delete);
     let still = ask(&mut direct, ApiKey::Metadata, 12, &serde_json::json!({"Topics": [{"Name": victim}]}));
@@ -1475,7 +1480,9 @@ fn tenant_cannot_reach_another_tenants_topic_by_id() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["topicId"].as_str().unwrap().to_string(), t["partitions"][0]["errorCode"].as_i64().unwrap()))
+        .map(|t| {
+            (t["topicId"].as_str().unwrap().to_string(), t["partitions"][0]["errorCode"].as_i64().unwrap())
+        })
         .collect();
     codes.sort();
     let mut expected = vec![(id.clone(), 100), (own.clone(), 0)];
@@ -1487,7 +1494,12 @@ fn tenant_cannot_reach_another_tenants_topic_by_id() {
     assert_eq!(deleted["responses"][0]["errorCode"], 100, "{deleted}");
     assert_eq!(deleted["responses"][0]["topicId"], id.as_str(), "{deleted}");
     // Its own topic, by id: Metadata names it without the prefix, and DeleteTopics deletes it.
-    let by_id = ask(&mut through, ApiKey::Metadata, 12, &serde_json::json!({"Topics": [{"TopicId": own, "Name": null}]}));
+    let by_id = ask(
+        &mut through,
+        ApiKey::Metadata,
+        12,
+        &serde_json::json!({"Topics": [{"TopicId": own, "Name": null}]}),
+    );
     assert_eq!(by_id["topics"][0]["errorCode"], 0, "{by_id}");
     assert_eq!(by_id["topics"][0]["name"], mine.as_str(), "{by_id}");
     let delete = serde_json::json!({"Topics": [{"Name": null, "TopicId": own}], "TimeoutMs": 30000});

@@ -22,8 +22,8 @@ use kwire::messages::metadata::MetadataResponseTopic;
 use kwire::messages::*;
 use kwire::reflect::walk::{Field, Scalar, Visitor};
 use kwire::reflect::{self, Encoding, Entity, FieldType, StructValue, Value, entities};
-use kwire::types::Uuid;
 use kwire::testing::AsVersion;
+use kwire::types::Uuid;
 use kwire::{AnyBody, ApiKey, Str};
 
 const PREFIX: &str = "tenant-a.";
@@ -114,7 +114,13 @@ fn set_ids(s: &mut StructValue, version: i16, next: &mut dyn FnMut(Uuid) -> Uuid
 }
 
 /// A body with its topic ids mapped by `next`, in order.
-fn map_ids(key: ApiKey, version: i16, body: &[u8], request: bool, next: &mut dyn FnMut(Uuid) -> Uuid) -> Vec<u8> {
+fn map_ids(
+    key: ApiKey,
+    version: i16,
+    body: &[u8],
+    request: bool,
+    next: &mut dyn FnMut(Uuid) -> Uuid,
+) -> Vec<u8> {
     let schema = if request { reflect::request_schema(key) } else { reflect::response_schema(key) };
     let mut value = StructValue::decode_body(schema, version, body).unwrap();
     set_ids(&mut value, version, next);
@@ -517,15 +523,25 @@ fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
     let tenant = || {
         let mut chain = chain(Tenant::new(PREFIX));
         let topics = [
-            MetadataResponseTopic { name: Some(Str::from("tenant-a.mine")), topic_id: own, ..Default::default() },
-            MetadataResponseTopic { name: Some(Str::from("tenant-b.theirs")), topic_id: foreign, ..Default::default() },
+            MetadataResponseTopic {
+                name: Some(Str::from("tenant-a.mine")),
+                topic_id: own,
+                ..Default::default()
+            },
+            MetadataResponseTopic {
+                name: Some(Str::from("tenant-b.theirs")),
+                topic_id: foreign,
+                ..Default::default()
+            },
         ];
         let response = MetadataResponse { topics: (&topics[..]).into(), ..Default::default() };
-        let Verdict::Replace(got) = chain.on_response(&response_frame(&response, 12), ApiKey::Metadata, 12) else {
+        let Verdict::Replace(got) = chain.on_response(&response_frame(&response, 12), ApiKey::Metadata, 12)
+        else {
             panic!("rewritten")
         };
         let view = MetadataResponseView::new(&got[4 + 1..], 12).unwrap();
-        let seen: Vec<_> = view.topics().iter().map(|t| (t.name().unwrap().to_owned(), t.topic_id())).collect();
+        let seen: Vec<_> =
+            view.topics().iter().map(|t| (t.name().unwrap().to_owned(), t.topic_id())).collect();
         assert_eq!(seen, [("mine".to_owned(), own)]);
         chain
     };
@@ -552,7 +568,9 @@ fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
                     break;
                 }
                 let data = rng.bytes(2048);
-                let Ok(value) = RequestBody::arbitrary_for(key, &mut Unstructured::new(&data)) else { continue };
+                let Ok(value) = RequestBody::arbitrary_for(key, &mut Unstructured::new(&data)) else {
+                    continue;
+                };
                 let value = value.as_version(ver);
                 if value.encoded_len(version).is_err() {
                     continue;
@@ -585,9 +603,15 @@ fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
                         kept += 1;
                         continue;
                     }
-                    assert!(![own, foreign, unseen, Uuid::ZERO].contains(s), "{} v{version}: {c:?} sent as {s:?}", key.name());
+                    assert!(
+                        ![own, foreign, unseen, Uuid::ZERO].contains(s),
+                        "{} v{version}: {c:?} sent as {s:?}",
+                        key.name()
+                    );
                     match stand_ins.iter().find(|(k, _)| k == c) {
-                        Some((_, known)) => assert_eq!(known, s, "{} v{version}: one stand-in per id", key.name()),
+                        Some((_, known)) => {
+                            assert_eq!(known, s, "{} v{version}: one stand-in per id", key.name())
+                        }
                         None => stand_ins.push((*c, *s)),
                     }
                 }
@@ -602,7 +626,9 @@ fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
                     break;
                 }
                 let data = rng.bytes(2048);
-                let Ok(value) = ResponseBody::arbitrary_for(key, &mut Unstructured::new(&data)) else { continue };
+                let Ok(value) = ResponseBody::arbitrary_for(key, &mut Unstructured::new(&data)) else {
+                    continue;
+                };
                 let value = value.as_version(ver);
                 if value.encoded_len(version).is_err() {
                     continue;
@@ -614,8 +640,9 @@ fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
                 }
                 // The broker's names carry the prefix (as the tenant's would).
                 let schema = reflect::response_schema(key);
-                let Ok(broker_body) = entities::rewrite(schema, version, &body, |e, s| owned(e).then(|| format!("{PREFIX}{s}")))
-                else {
+                let Ok(broker_body) = entities::rewrite(schema, version, &body, |e, s| {
+                    owned(e).then(|| format!("{PREFIX}{s}"))
+                }) else {
                     continue;
                 };
                 let broker_body = broker_body.unwrap_or(body.clone());
@@ -648,7 +675,11 @@ fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
                         other => panic!("{} v{version}: {other:?}", key.name()),
                     };
                     let fresh_ids = ids_of(key, version, &body_of(&fresh, key, version, false), false);
-                    assert!(!fresh_ids.contains(&foreign) && !fresh_ids.contains(&unseen), "{} v{version}", key.name());
+                    assert!(
+                        !fresh_ids.contains(&foreign) && !fresh_ids.contains(&unseen),
+                        "{} v{version}",
+                        key.name()
+                    );
                 }
                 // An answer carrying the other tenant's id loses every entry that names it.
                 let theirs = map_ids(key, version, &broker_body, false, &mut |_| foreign);
@@ -659,13 +690,19 @@ fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
                     other => panic!("{} v{version}: {other:?}", key.name()),
                 };
                 let left = ids_of(key, version, &body_of(&got, key, version, false), false);
-                assert!(!left.contains(&foreign), "{} v{version}: the other tenant's id reached the client", key.name());
+                assert!(
+                    !left.contains(&foreign),
+                    "{} v{version}: the other tenant's id reached the client",
+                    key.name()
+                );
                 covered_answers.push((key, version));
                 break;
             }
         }
     }
-    let names = |v: &[(ApiKey, i16)]| v.iter().map(|(k, v)| format!("{} v{v}", k.name())).collect::<Vec<_>>().join(", ");
+    let names = |v: &[(ApiKey, i16)]| {
+        v.iter().map(|(k, v)| format!("{} v{v}", k.name())).collect::<Vec<_>>().join(", ")
+    };
     eprintln!("requests with topic ids: {}", names(&expected));
     eprintln!("answers with topic ids: {}", names(&expected_answers));
     assert_eq!(names(&covered), names(&expected), "every request version with topic ids");

@@ -525,7 +525,7 @@ pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
 pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
-#[cfg(all(feature = "reflect", feature = "std"))]
+#[cfg(feature = "proxy")]
 pub(crate) use tenant::{TopicIds, topic_id};
 #[cfg(feature = "api-produce")]
 pub use validate::{

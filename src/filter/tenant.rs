@@ -91,6 +91,7 @@ impl Book {
     }
 
     /// Whether the id's name is known.
+    #[cfg(feature = "proxy")]
     pub(crate) fn knows(&self, id: &Uuid) -> bool {
         self.names.contains_key(id)
     }
@@ -331,7 +332,7 @@ impl Tenant {
 
     /// The same tenant, with a book of topic ids shared with other connections (and with
     /// the proxy's lookups).
-    #[cfg(feature = "std")]
+    #[cfg(feature = "proxy")]
     pub(crate) fn sharing(mut self, ids: TopicIds) -> Self {
         self.ids = ids;
         self
@@ -435,7 +436,14 @@ fn present(s: &StructValue, version: i16) -> impl Iterator<Item = usize> + use<>
     (0..schema.fields.len()).filter(move |&i| schema.fields[i].versions.contains(version))
 }
 
-fn prefix_struct(api: ApiKey, s: &mut StructValue, version: i16, prefix: &str, ids: &mut Ids, changed: &mut bool) {
+fn prefix_struct(
+    api: ApiKey,
+    s: &mut StructValue,
+    version: i16,
+    prefix: &str,
+    ids: &mut Ids,
+    changed: &mut bool,
+) {
     for i in present(s, version) {
         let field = &s.schema.fields[i];
         let kind = names(api, field);
@@ -484,7 +492,9 @@ fn learn_ids(api: ApiKey, s: &StructValue, version: i16, book: &mut Book) {
     for i in present(s, version) {
         let field = &s.schema.fields[i];
         match s.fields.get(i) {
-            Some(Some(Value::String(n))) if field.entity == Some(Entity::TopicName) => name = Some(n.as_str()),
+            Some(Some(Value::String(n))) if field.entity == Some(Entity::TopicName) => {
+                name = Some(n.as_str())
+            }
             Some(Some(Value::Uuid(u))) if topic_id(field) => id = Some(*u),
             Some(Some(Value::Int16(code))) if field.name == "ErrorCode" => error = Some(*code),
             _ => {}
@@ -500,7 +510,14 @@ fn learn_ids(api: ApiKey, s: &StructValue, version: i16, book: &mut Book) {
 /// Takes the prefix off the struct's entities, and gives the client's ids back for the
 /// stand-ins; returns whether the struct names an entity (or a topic id) of another tenant
 /// (and is to be left out of its array).
-fn unprefix_struct(api: ApiKey, s: &mut StructValue, version: i16, prefix: &str, ids: &mut Ids, changed: &mut bool) -> bool {
+fn unprefix_struct(
+    api: ApiKey,
+    s: &mut StructValue,
+    version: i16,
+    prefix: &str,
+    ids: &mut Ids,
+    changed: &mut bool,
+) -> bool {
     learn_ids(api, s, version, ids.book);
     let mut foreign = false;
     for i in present(s, version) {

@@ -79,7 +79,9 @@ impl core::fmt::Display for TenantError {
                 "a tenant's prefix overlaps another tenant's ({other:?}): one starts with the other once '.' and \
                  '_' are taken as the same, so each could reach the other's names"
             ),
-            TenantError::Rule => f.write_str("expected principal:USER=PREFIX, sni:NAME=PREFIX or default=PREFIX"),
+            TenantError::Rule => {
+                f.write_str("expected principal:USER=PREFIX, sni:NAME=PREFIX or default=PREFIX")
+            }
         }
     }
 }
@@ -270,7 +272,9 @@ fn versions_with_ids() -> &'static [u64; 128] {
         let mut table = [0u64; 128];
         for &api in ApiKey::ALL {
             let schema = reflect::request_schema(api);
-            let Some(slot) = usize::try_from(api.to_i16()).ok().and_then(|i| table.get_mut(i)) else { continue };
+            let Some(slot) = usize::try_from(api.to_i16()).ok().and_then(|i| table.get_mut(i)) else {
+                continue;
+            };
             for version in schema.versions.min.max(0)..=schema.versions.max.min(63) {
                 if has(schema.body, version, 0) {
                     *slot |= 1 << version;
@@ -309,8 +313,13 @@ impl LookUpIds {
         let Ok(request) = crate::dispatch::parse_request(frame) else { return Vec::new() };
         let (api, version) = (request.body.api_key(), request.header.api_version());
         let mut named = NamedIds::default();
-        let walked =
-            reflect::walk::walk_body(reflect::request_schema(api), version, request.body.as_bytes(), 0, &mut named);
+        let walked = reflect::walk::walk_body(
+            reflect::request_schema(api),
+            version,
+            request.body.as_bytes(),
+            0,
+            &mut named,
+        );
         if walked.is_err() {
             return Vec::new();
         }
@@ -321,8 +330,10 @@ impl LookUpIds {
     /// Asks the broker the names of `ids` and notes them in the book.
     async fn look_up(&self, ids: Vec<Uuid>, upstream: &mut Upstream<'_>) {
         use crate::messages::metadata::MetadataRequestTopic;
-        let topics: Vec<MetadataRequestTopic> =
-            ids.iter().map(|&topic_id| MetadataRequestTopic { topic_id, name: None, ..Default::default() }).collect();
+        let topics: Vec<MetadataRequestTopic> = ids
+            .iter()
+            .map(|&topic_id| MetadataRequestTopic { topic_id, name: None, ..Default::default() })
+            .collect();
         let request = crate::messages::MetadataRequest {
             topics: Some((&topics[..]).into()),
             allow_auto_topic_creation: false,
