@@ -610,10 +610,17 @@ print(json.dumps(sorted(t for t in admin.list_topics() if sys.argv[2] in t)))
 
 /// A proxy with tenants by principal: [`SASL_USER`] is `tenant-a.`, [`SECOND_USER`]
 /// `tenant-b.`; plaintext SASL from clients, TLS (with a client certificate) to the broker's
-/// SASL_SSL listener.
+/// SASL_SSL listener. The tenants come from a file (`--tenants`).
 fn tenant_proxy() -> Proxy {
     let addr = sasl_ssl();
     let c = certs();
+    let file = c.dir.join("tenants");
+    std::fs::write(
+        &file,
+        format!("# two tenants by principal\nprincipal:{SASL_USER}=tenant-a.\n\n  principal:{SECOND_USER}=tenant-b.\n"),
+    )
+    .unwrap();
+    let tenants = file.to_str().unwrap().to_string();
     let (ca, cert, key) = (c.path("ca.pem"), c.path("client.pem"), c.path("client.key"));
     let proxy = start_proxy(&[
         "--upstream",
@@ -625,10 +632,8 @@ fn tenant_proxy() -> Proxy {
         &cert,
         "--upstream-key",
         &key,
-        "--tenant",
-        &format!("principal:{SASL_USER}=tenant-a."),
-        "--tenant",
-        &format!("principal:{SECOND_USER}=tenant-b."),
+        "--tenants",
+        &tenants,
     ]);
     proxy.wait_for(&["TLS to brokers"]);
     proxy
@@ -1117,7 +1122,7 @@ fn bad_upstream_certificates() {
 }
 
 /// Flags that do not fit together, and files that are not what they should be, stop the
-/// proxy at start-up with a message.
+/// proxy at start-up with a message (TLS flags and files, tenant rules and files).
 #[test]
 fn bad_tls_flags() {
     let c = certs();
@@ -1135,6 +1140,17 @@ fn bad_tls_flags() {
     fails(&["--tls-cert", &c.path("ca.pem"), "--tls-key", &c.path("ca.pem")], "--tls-key");
     fails(&["--tls-cert", &c.path("server.key"), "--tls-key", &c.path("server.key")], "no certificate");
     fails(&["--upstream-tls"], "--upstream-ca");
+    // Tenants: a rule that is none of the three forms, a file that is not there, a file
+    // whose third line is wrong (named by its number).
+    fails(&["--tenant", "alice=tenant-a."], "--tenant alice=tenant-a.: expected principal:USER=PREFIX");
+    let missing = c.dir.join("no-such-tenants");
+    fails(&["--tenants", missing.to_str().unwrap()], "--tenants");
+    let file = c.dir.join("bad-tenants");
+    std::fs::write(&file, "principal:alice=tenant-a.\n# b\nsni:b.example.com=tenant-a.eu.\n").unwrap();
+    fails(
+        &["--tenants", file.to_str().unwrap()],
+        "line 3: sni:b.example.com=tenant-a.eu.: a tenant's prefix overlaps",
+    );
     fails(&["--sni-pattern", PATTERN], "--tls-cert");
     let (cert, key) = (c.path("server.pem"), c.path("server.key"));
     let tls = ["--tls-cert", &cert, "--tls-key", &key];
