@@ -249,16 +249,19 @@ enum Source {
 /// the tenant's own topics: any other id, or one the book does not know, reaches the broker
 /// as a stand-in that no topic can have, so the tenant gets what Kafka gives for an unknown
 /// id (UNKNOWN_TOPIC_ID, with its own id in the answer) and the other tenant's topic is not
-/// touched. The proxy's `kwire::proxy::Tenants` shares the book between
-/// connections and looks up ids it does not know before the request goes on; a `Tenant`
-/// alone knows only the ids its own connection's answers showed. Answers lose the entries
-/// that carry an id the book knows to be another tenant's.
+/// touched. A stand-in rather than an answer of the filter's own: the broker then writes
+/// the error where each API and version puts it, with no code per API, and a request that
+/// names the tenant's ids and others' still goes as one. The proxy's
+/// `kwire::proxy::Tenants` shares the book between connections and looks up ids it does
+/// not know before the request goes on; a `Tenant` alone knows only the ids its own
+/// connection's answers showed. Answers lose the entries that carry an id the book knows
+/// to be another tenant's.
 ///
-/// Empty names (Kafka's "no group") and the topic names `.` and `..` (which Kafka refuses, and would not once
-/// prefixed) are passed as they are. A name the prefix pushes past Kafka's 249 bytes is
-/// sent whole, so the broker refuses it as Kafka refuses any name past the limit
-/// (INVALID_TOPIC_EXCEPTION from CreateTopics and Metadata); a broker's error messages lose
-/// the prefix from the names they quote.
+/// Empty names (Kafka's "no group") and the topic names `.` and `..` (which Kafka refuses,
+/// and would not once prefixed) are passed as they are. A name the prefix pushes past
+/// Kafka's 249 bytes is sent whole, so the broker refuses it as Kafka refuses any name
+/// past the limit (INVALID_TOPIC_EXCEPTION from CreateTopics and Metadata); a broker's
+/// error messages lose the prefix from the names they quote.
 ///
 /// ```
 /// use kwire::filter::{FilterChain, Tenant, Verdict};
