@@ -528,6 +528,8 @@ pub use rewrite::{
 };
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
+#[cfg(feature = "proxy")]
+pub(crate) use tenant::{TopicIds, topic_id};
 #[cfg(feature = "api-produce")]
 pub use validate::{
     Checks, DEFAULT_DECOMPRESSION_LIMIT, MAX_RECORD_ERRORS, Rule, RuleError, ValidateRecords,
