@@ -3,7 +3,10 @@
 //! vectors saved by a [`Recorder`], and counters for a summary.
 
 #[allow(unused_imports)]
-use std::{borrow::Cow, borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
+use std::{
+    borrow::Cow, borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec,
+    vec::Vec,
+};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
