@@ -33,6 +33,61 @@ for v in $(env | sed -n 's/^\(CARGO_PROFILE_[A-Z_]*\)=.*/\1/p'); do unset "$v"; 
 export CARGO_INCREMENTAL=0
 
 mkdir -p "$out/crates"
+
+# Binary sizes (issue 34): the `kwire` command, and a small program on four APIs (a frame
+# from stdin parsed and printed, a MetadataResponse encoded), release builds, as built and
+# stripped. `bash benches/build_cost.sh sizes` runs this part alone.
+sizes() {
+  local small="$out/crates/four-apis" dir="$out/target-sizes" features
+  features=$(echo "$four_apis" | sed 's/,/", "/g')
+  mkdir -p "$small/src"
+  cat >"$small/Cargo.toml" <<EOF
+[package]
+name = "four-apis"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[workspace]
+
+[dependencies]
+kwire = { path = "$root", default-features = false, features = ["$features"] }
+EOF
+  cat >"$small/src/main.rs" <<'EOF'
+use std::io::Read;
+
+fn main() {
+    let mut frame = Vec::new();
+    std::io::stdin().read_to_end(&mut frame).expect("stdin");
+    match kwire::dispatch::parse_request(frame.get(4..).unwrap_or_default()) {
+        Ok(request) => println!("{:?}", request.body),
+        Err(e) => println!("{e}"),
+    }
+    let answer = kwire::messages::MetadataResponse::default();
+    let mut buf = vec![0; kwire::dispatch::response_len(&answer, 12).expect("size")];
+    kwire::dispatch::encode_response(&answer, 12, 1, &mut buf).expect("encode");
+    println!("{} bytes", buf.len());
+}
+EOF
+  rm -rf "$dir"
+  CARGO_TARGET_DIR="$dir" "$CARGO" "+$toolchain" build --release --manifest-path "$root/Cargo.toml" \
+    --features cli --bin kwire --color never 2>"$out/log" || { cat "$out/log" >&2; exit 1; }
+  CARGO_TARGET_DIR="$dir" "$CARGO" "+$toolchain" build --release --manifest-path "$small/Cargo.toml" \
+    --color never 2>"$out/log" || { cat "$out/log" >&2; exit 1; }
+  {
+    echo "| binary (release, $(rustc "+$toolchain" -V | cut -d' ' -f1-2)) | size | stripped |"
+    echo "|---|---:|---:|"
+    for b in kwire four-apis; do
+      cp "$dir/release/$b" "$dir/$b.stripped" && strip "$dir/$b.stripped"
+      printf '| `%s` | %s bytes | %s bytes |\n' "$b" "$(stat -c %s "$dir/release/$b")" "$(stat -c %s "$dir/$b.stripped")"
+    done
+  } | tee "$out/sizes.md"
+  rm -rf "$dir"
+}
+if [ "${1:-}" = sizes ]; then
+  sizes
+  exit 0
+fi
 # A scratch library crate depending on one peer, outside kwire's workspace.
 scratch() { # name, dependency line
   mkdir -p "$out/crates/$1/src"
@@ -121,3 +176,5 @@ echo "]" >>"$json"
   echo "|---|---:|---:|---:|---:|"
   printf '%s\n' "${rows[@]}"
 } | tee "$out/results.md"
+
+sizes
