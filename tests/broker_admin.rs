@@ -11,10 +11,8 @@ mod raw;
 
 use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
-use kwire::dispatch;
-use kwire::messages::ResponseBodyView;
 use kwire::records::{BatchBuilder, NewRecord};
-use raw::Conn;
+use raw::{Conn, answer};
 
 const NONE: i16 = 0;
 const OFFSET_OUT_OF_RANGE: i16 = 1;
@@ -30,15 +28,6 @@ const MEMBER_ID_REQUIRED: i16 = 79;
 const ELECTION_NOT_NEEDED: i16 = 84;
 const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 const INVALID_RECORD: i16 = 87;
-
-macro_rules! answer {
-    ($frame:expr, $key:ident, $v:expr) => {
-        match dispatch::parse_response(&$frame, ApiKey::$key, $v).unwrap().body {
-            ResponseBodyView::$key(r) => r,
-            _ => panic!("not a {} response", stringify!($key)),
-        }
-    };
-}
 
 impl Conn {
     /// Produce v9 of one batch to a partition: (error, base offset, log append time, log

@@ -16,11 +16,8 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::net::TcpStream;
 
-use common::raw::Conn;
-use kwire::ApiKey;
+use common::raw::{Conn, answer};
 use kwire::broker::{Broker, Config};
-use kwire::dispatch;
-use kwire::messages::ResponseBodyView;
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::types::Uuid;
 
@@ -33,15 +30,6 @@ const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const NOT_COORDINATOR: i16 = 16;
 const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
-
-macro_rules! answer {
-    ($frame:expr, $key:ident, $v:expr) => {
-        match dispatch::parse_response(&$frame, ApiKey::$key, $v).unwrap().body {
-            ResponseBodyView::$key(r) => r,
-            _ => panic!("not a {} response", stringify!($key)),
-        }
-    };
-}
 
 fn batch(value: &str) -> Vec<u8> {
     let records = [NewRecord { key: None, value: Some(value.as_bytes()), headers: &[], timestamp: None }];

@@ -14,14 +14,12 @@ use std::time::{Duration, Instant};
 
 use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
-use kwire::dispatch;
-use kwire::messages::ResponseBodyView;
 use kwire::messages::consumer_group_describe::ConsumerGroupDescribeRequest;
 use kwire::messages::consumer_group_heartbeat::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestTopicPartitions,
 };
 use kwire::types::Uuid;
-use raw::Conn;
+use raw::{Conn, answer};
 
 const NONE: i16 = 0;
 const UNKNOWN_MEMBER_ID: i16 = 25;
@@ -35,15 +33,6 @@ const UNRELEASED_INSTANCE_ID: i16 = 111;
 const UNSUPPORTED_ASSIGNOR: i16 = 112;
 const STALE_MEMBER_EPOCH: i16 = 113;
 const INVALID_REGULAR_EXPRESSION: i16 = 128;
-
-macro_rules! answer {
-    ($frame:expr, $key:ident, $v:expr) => {
-        match dispatch::parse_response(&$frame, ApiKey::$key, $v).unwrap().body {
-            ResponseBodyView::$key(r) => r,
-            _ => panic!("not a {} response", stringify!($key)),
-        }
-    };
-}
 
 type Parts = BTreeSet<(Uuid, i32)>;
 

@@ -8,20 +8,9 @@ mod raw;
 use std::time::Duration;
 
 use kwire::broker::{Broker, Config, Fault};
-use kwire::dispatch;
-use kwire::messages::ResponseBodyView;
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::{ApiKey, ErrorCode};
-use raw::Conn;
-
-macro_rules! answer {
-    ($frame:expr, $key:ident, $v:expr) => {
-        match dispatch::parse_response(&$frame, ApiKey::$key, $v).unwrap().body {
-            ResponseBodyView::$key(r) => r,
-            _ => panic!("not a {} response", stringify!($key)),
-        }
-    };
-}
+use raw::{Conn, answer};
 
 fn batch(values: &[&str]) -> Vec<u8> {
     let new: Vec<NewRecord<'_>> = values

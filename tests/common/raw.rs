@@ -12,6 +12,18 @@ use std::time::Duration;
 use kwire::dispatch;
 use kwire::encode::AnyBody;
 
+/// The typed view of a response frame of API `$key` at version `$v` (panics on anything
+/// else): `answer!(frame, Metadata, 12).brokers()`.
+macro_rules! answer {
+    ($frame:expr, $key:ident, $v:expr) => {
+        match ::kwire::dispatch::parse_response(&$frame, ::kwire::ApiKey::$key, $v).unwrap().body {
+            ::kwire::messages::ResponseBodyView::$key(r) => r,
+            _ => panic!("not a {} response", stringify!($key)),
+        }
+    };
+}
+pub(crate) use answer;
+
 /// One connection: requests in order, each waiting for its response.
 pub struct Conn {
     pub s: TcpStream,
