@@ -115,6 +115,7 @@ pub(crate) struct Handler<'s> {
     shared: &'s Shared,
     /// After a SaslHandshake v0 for PLAIN: the next frame is the bare token.
     pub raw_sasl: bool,
+    sasl: sasl::Session,
     client_host: String,
     scratch: Vec<u8>,
 }
@@ -127,7 +128,7 @@ const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
 impl<'s> Handler<'s> {
     pub fn new(shared: &'s Shared, peer: &str) -> Self {
         let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
-        Handler { shared, raw_sasl: false, client_host: std::format!("/{host}"), scratch: Vec::new() }
+        Handler { shared, raw_sasl: false, sasl: sasl::Session::default(), client_host: std::format!("/{host}"), scratch: Vec::new() }
     }
 
     /// Answers one request, appending the response frame (if it gets one) to `out`.
@@ -197,7 +198,11 @@ impl<'s> Handler<'s> {
             RequestBodyView::DescribeGroups(d) => self.describe_groups(reply, d, out)?,
             RequestBodyView::DescribeConfigs(d) => self.describe_configs(reply, d, out)?,
             RequestBodyView::SaslHandshake(h) => self.sasl_handshake(reply, h, out)?,
-            RequestBodyView::SaslAuthenticate(a) => self.sasl_authenticate(reply, a, out)?,
+            RequestBodyView::SaslAuthenticate(a) => return self.sasl_authenticate(reply, a, out),
+            #[cfg(feature = "broker-scram")]
+            RequestBodyView::DescribeUserScramCredentials(d) => self.describe_user_scram_credentials(reply, d, out)?,
+            #[cfg(feature = "broker-scram")]
+            RequestBodyView::AlterUserScramCredentials(a) => self.alter_user_scram_credentials(reply, a, out)?,
             RequestBodyView::AddPartitionsToTxn(a) => self.add_partitions_to_txn(reply, a, out)?,
             RequestBodyView::AddOffsetsToTxn(a) => self.add_offsets_to_txn(reply, a, out)?,
             RequestBodyView::TxnOffsetCommit(c) => self.txn_offset_commit(reply, c, out)?,
@@ -222,17 +227,6 @@ impl<'s> Handler<'s> {
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)
-    }
-
-    /// Answers the bare SASL/PLAIN token after a SaslHandshake v0: an empty frame on
-    /// success; a failure closes the connection, as Kafka does.
-    pub fn raw_token(&mut self, token: &[u8], out: &mut Outbox) -> Outcome {
-        self.raw_sasl = false;
-        if !self.shared.plain_ok(token) {
-            return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
-        }
-        out.extend_from_slice(&0i32.to_be_bytes());
-        Outcome::Continue
     }
 }
 

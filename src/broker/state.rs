@@ -183,6 +183,9 @@ pub(crate) struct Shared {
     pub hooks: Hooks,
     pub fetch_sessions: FetchSessions,
     pub acls: Acls,
+    /// SCRAM credentials (feature `broker-scram`).
+    #[cfg(feature = "broker-scram")]
+    pub scram: super::scram::Credentials,
     pub stop: AtomicBool,
     next_producer_id: AtomicI64,
     /// Bumped by every append (and on stop); Fetch long-polls wait for it to change.
@@ -196,7 +199,19 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub fn new(config: Config, host: String, port: i32) -> Shared {
-        let sasl: &[ApiKey] = if config.plain_users.is_empty() {
+        // The passwords go as soon as the credentials are derived.
+        #[cfg(feature = "broker-scram")]
+        let (config, scram) = {
+            let mut config = config;
+            let scram = super::scram::Credentials::from_users(core::mem::take(&mut config.scram_users));
+            (config, scram)
+        };
+        #[cfg(feature = "broker-scram")]
+        let (scram_on, scram_apis): (bool, &[ApiKey]) =
+            (scram.enabled, &[ApiKey::DescribeUserScramCredentials, ApiKey::AlterUserScramCredentials]);
+        #[cfg(not(feature = "broker-scram"))]
+        let (scram_on, scram_apis): (bool, &[ApiKey]) = (false, &[]);
+        let sasl: &[ApiKey] = if config.plain_users.is_empty() && !scram_on {
             &[]
         } else {
             &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate]
@@ -204,6 +219,7 @@ impl Shared {
         let versions = super::handle::SERVED
             .iter()
             .chain(sasl)
+            .chain(scram_apis)
             .map(|&k| {
                 let mut v = k.request_versions();
                 if let Some(&(_, max)) = config.max_versions.iter().find(|(key, _)| *key == k) {
@@ -219,6 +235,8 @@ impl Shared {
             h.finish()
         };
         Shared {
+            #[cfg(feature = "broker-scram")]
+            scram,
             fetch_sessions: FetchSessions::new(config.fetch_session_slots, config.fetch_session_idle),
             acls: Acls::default(),
             config,
