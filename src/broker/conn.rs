@@ -182,6 +182,7 @@ fn serve(stream: &mut (impl Read + Write), shared: &Shared, peer: &str) -> Strin
                         }
                         if let Outcome::Close(why) = handler.raw_token(token, &mut pending) {
                             let _ = flush(stream, &mut pending);
+                            std::thread::sleep(handler.close_delay());
                             return why;
                         }
                         continue;
@@ -202,6 +203,7 @@ fn serve(stream: &mut (impl Read + Write), shared: &Shared, peer: &str) -> Strin
                         Ok(Outcome::Continue) => {}
                         Ok(Outcome::Close(why)) => {
                             let _ = flush(stream, &mut pending);
+                            std::thread::sleep(handler.close_delay());
                             return why;
                         }
                         Err(e) => {

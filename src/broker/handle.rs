@@ -116,6 +116,8 @@ pub(crate) struct Handler<'s> {
     /// After a SaslHandshake v0 for PLAIN: the next frame is the bare token.
     pub raw_sasl: bool,
     sasl: sasl::Session,
+    /// A SASL exchange failed: the connection closes after Kafka's delay.
+    sasl_failed: bool,
     client_host: String,
     scratch: Vec<u8>,
 }
@@ -128,7 +130,7 @@ const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
 impl<'s> Handler<'s> {
     pub fn new(shared: &'s Shared, peer: &str) -> Self {
         let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
-        Handler { shared, raw_sasl: false, sasl: sasl::Session::default(), client_host: std::format!("/{host}"), scratch: Vec::new() }
+        Handler { shared, raw_sasl: false, sasl: sasl::Session::default(), sasl_failed: false, client_host: std::format!("/{host}"), scratch: Vec::new() }
     }
 
     /// Answers one request, appending the response frame (if it gets one) to `out`.

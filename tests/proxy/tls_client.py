@@ -35,6 +35,10 @@ def kafka_python(bootstrap, prefix, protocol, cafile, out):
     if protocol in ("SSL", "SASL_SSL"):
         common.update(ssl_cafile=cafile, ssl_check_hostname=True)
     if protocol.startswith("SASL_"):
+        # kafka-python reports a refused authentication in its log only (and retries).
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
         common.update(
             sasl_mechanism=os.environ["KWIRE_SASL_MECHANISM"],
             sasl_plain_username=os.environ["KWIRE_SASL_USER"],

@@ -21,7 +21,16 @@ pub(crate) enum Session {
     Done,
 }
 
+/// How long a connection stays open after a failed SASL exchange before it is closed, so
+/// that the client reads the failure first (Kafka's `connection.failed.authentication.delay.ms`).
+const FAILED_AUTHENTICATION_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Handler<'_> {
+    /// How long to wait, after writing the last answer, before closing the connection.
+    pub fn close_delay(&self) -> std::time::Duration {
+        if self.sasl_failed { FAILED_AUTHENTICATION_DELAY } else { std::time::Duration::ZERO }
+    }
+
     /// The mechanisms SaslHandshake lists, in Kafka's order of `sasl.enabled.mechanisms`.
     fn mechanisms(&self) -> Vec<&'static str> {
         let mut m = Vec::new();
@@ -103,6 +112,7 @@ impl Handler<'_> {
                     Ok(Outcome::Continue)
                 }
                 Err(f) => {
+                    self.sasl_failed = true;
                     let m = x.mechanism;
                     let body = failed(ErrorCode::SaslAuthenticationFailed, f.message(m));
                     ServerConn::encode_response(reply, &body, out)?;
@@ -144,13 +154,17 @@ impl Handler<'_> {
                     }
                     Outcome::Continue
                 }
-                Err(_) => Outcome::Close(std::format!(
+                Err(_) => {
+                    self.sasl_failed = true;
+                    Outcome::Close(std::format!(
                     "SASL/{} authentication failed (v0 handshake)",
-                    x.mechanism.name()
-                )),
+                        x.mechanism.name()
+                    ))
+                }
             },
             _ => {
                 if !self.shared.plain_ok(token) {
+                    self.sasl_failed = true;
                     return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
                 }
                 out.extend_from_slice(&0i32.to_be_bytes());

@@ -54,8 +54,14 @@ func secure(args []string) {
 	defer cancel()
 	producer, err := kgo.NewClient(append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	must(err)
+	// A failed authentication is retried by the client: a ping with a deadline reports it.
+	pingCtx, pingCancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := producer.Ping(pingCtx); err != nil {
+		errs = append(errs, err.Error())
+	}
+	pingCancel()
 	produced := []string{}
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 5 && len(errs) == 0; i++ {
 		v := fmt.Sprintf("%s-%d", prefix, i)
 		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
 			errs = append(errs, err.Error())
@@ -86,4 +92,7 @@ func secure(args []string) {
 	out["produced"], out["consumed"], out["errors"] = produced, consumed, errs
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
+	if len(errs) > 0 {
+		os.Exit(1)
+	}
 }
