@@ -33,7 +33,11 @@ const SHA512: ScramMechanism = ScramMechanism::Sha512;
 
 /// One request on any stream (plain or TLS), its response frame (correlation id first).
 fn call<S: Read + Write>(s: &mut S, body: &impl AnyBody, version: i16) -> std::io::Result<Vec<u8>> {
-    let header = kwire::frame::RequestHeader { correlation_id: 7, client_id: Some("scram-test"), unknown_tagged_fields: &[] };
+    let header = kwire::frame::RequestHeader {
+        correlation_id: 7,
+        client_id: Some("scram-test"),
+        unknown_tagged_fields: &[],
+    };
     let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
     dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
     s.write_all(&buf)?;
@@ -63,7 +67,9 @@ fn closed<S: Read>(s: &mut S) -> bool {
         match s.read(&mut b) {
             Ok(0) => return true,
             Ok(_) => {}
-            Err(e) => return !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            Err(e) => {
+                return !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+            }
         }
     }
 }
@@ -84,7 +90,8 @@ fn hmac_sign(m: ScramMechanism, key: &[u8], data: &[u8]) -> Vec<u8> {
 }
 
 fn salted(m: ScramMechanism, password: &str, salt: &[u8], iterations: u32) -> Vec<u8> {
-    let (alg, len) = if m == SHA256 { (pbkdf2::PBKDF2_HMAC_SHA256, 32) } else { (pbkdf2::PBKDF2_HMAC_SHA512, 64) };
+    let (alg, len) =
+        if m == SHA256 { (pbkdf2::PBKDF2_HMAC_SHA256, 32) } else { (pbkdf2::PBKDF2_HMAC_SHA512, 64) };
     let mut out = vec![0u8; len];
     pbkdf2::derive(alg, iterations.try_into().unwrap(), salt, password.as_bytes(), &mut out);
     out
@@ -129,7 +136,10 @@ impl Client {
         let sf = std::str::from_utf8(server_first).unwrap();
         let mut parts = sf.split(',');
         let r = parts.next().unwrap().strip_prefix("r=").unwrap();
-        assert!(r.starts_with(&self.nonce) && r.len() > self.nonce.len(), "the server's nonce extends ours: {sf}");
+        assert!(
+            r.starts_with(&self.nonce) && r.len() > self.nonce.len(),
+            "the server's nonce extends ours: {sf}"
+        );
         let salt = B64.decode(parts.next().unwrap().strip_prefix("s=").unwrap()).unwrap();
         let i: u32 = parts.next().unwrap().strip_prefix("i=").unwrap().parse().unwrap();
         assert!(i >= 4096, "{sf}");
@@ -137,7 +147,8 @@ impl Client {
         let without_proof = format!("c={},r={}", B64.encode(&self.gs2), nonce.unwrap_or(r));
         self.auth_message = format!("{},{sf},{without_proof}", self.first_bare);
         let client_key = hmac_sign(self.m, &self.salted, b"Client Key");
-        let stored = digest::digest(if self.m == SHA256 { &digest::SHA256 } else { &digest::SHA512 }, &client_key);
+        let stored =
+            digest::digest(if self.m == SHA256 { &digest::SHA256 } else { &digest::SHA512 }, &client_key);
         let signature = hmac_sign(self.m, stored.as_ref(), self.auth_message.as_bytes());
         let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
         format!("{without_proof},p={}", B64.encode(proof)).into_bytes()
@@ -154,21 +165,33 @@ impl Client {
 
 /// SaslHandshake at `version`: (error code, mechanisms).
 fn handshake<S: Read + Write>(s: &mut S, mechanism: &str, version: i16) -> (i16, Vec<String>) {
-    let frame = call(s, &SaslHandshakeRequest { mechanism: mechanism.into(), ..Default::default() }, version).unwrap();
-    let ResponseBodyView::SaslHandshake(r) = response(&frame, ApiKey::SaslHandshake, version) else { panic!() };
+    let frame = call(s, &SaslHandshakeRequest { mechanism: mechanism.into(), ..Default::default() }, version)
+        .unwrap();
+    let ResponseBodyView::SaslHandshake(r) = response(&frame, ApiKey::SaslHandshake, version) else {
+        panic!()
+    };
     (r.error_code(), r.mechanisms().iter().map(|m| m.to_string()).collect())
 }
 
 /// SaslAuthenticate at `version`: (error code, message, bytes).
 fn authenticate<S: Read + Write>(s: &mut S, token: &[u8], version: i16) -> (i16, Option<String>, Vec<u8>) {
-    let frame = call(s, &SaslAuthenticateRequest { auth_bytes: token.into(), ..Default::default() }, version).unwrap();
-    let ResponseBodyView::SaslAuthenticate(r) = response(&frame, ApiKey::SaslAuthenticate, version) else { panic!() };
+    let frame = call(s, &SaslAuthenticateRequest { auth_bytes: token.into(), ..Default::default() }, version)
+        .unwrap();
+    let ResponseBodyView::SaslAuthenticate(r) = response(&frame, ApiKey::SaslAuthenticate, version) else {
+        panic!()
+    };
     (r.error_code(), r.error_message().map(str::to_string), r.auth_bytes().to_vec())
 }
 
 /// A whole exchange over SaslHandshake v1 and SaslAuthenticate at `version`; the first
 /// failing step's (code, message), or the server-final checked.
-fn login<S: Read + Write>(s: &mut S, m: ScramMechanism, user: &str, password: &str, version: i16) -> Result<(), (i16, String)> {
+fn login<S: Read + Write>(
+    s: &mut S,
+    m: ScramMechanism,
+    user: &str,
+    password: &str,
+    version: i16,
+) -> Result<(), (i16, String)> {
     assert_eq!(handshake(s, m.name(), 1).0, 0);
     let mut c = Client::new(m, user, password);
     let (code, msg, server_first) = authenticate(s, &c.first(), version);
@@ -185,7 +208,13 @@ fn login<S: Read + Write>(s: &mut S, m: ScramMechanism, user: &str, password: &s
 }
 
 fn failed(m: ScramMechanism) -> (i16, String) {
-    (58, format!("Authentication failed during authentication due to invalid credentials with SASL mechanism {}", m.name()))
+    (
+        58,
+        format!(
+            "Authentication failed during authentication due to invalid credentials with SASL mechanism {}",
+            m.name()
+        ),
+    )
 }
 
 type Lines = Arc<Mutex<Vec<String>>>;
@@ -226,14 +255,20 @@ fn both_mechanisms_authenticate_and_wrong_passwords_fail_with_kafkas_message() {
     let (broker, lines) = broker_with(users(), None);
     let mut s = connect(&broker);
     let (code, mechanisms) = handshake(&mut s, "SCRAM-SHA-1", 1);
-    assert_eq!((code, mechanisms.as_slice()), (33, &["PLAIN".to_string(), "SCRAM-SHA-256".into(), "SCRAM-SHA-512".into()][..]));
+    assert_eq!(
+        (code, mechanisms.as_slice()),
+        (33, &["PLAIN".to_string(), "SCRAM-SHA-256".into(), "SCRAM-SHA-512".into()][..])
+    );
     for (m, version) in [(SHA256, 0), (SHA512, 1), (SHA256, 2), (SHA512, 2)] {
         let mut s = connect(&broker);
         login(&mut s, m, "alice", ALICE_PW, version).unwrap_or_else(|e| panic!("{m:?} v{version}: {e:?}"));
         metadata_works(&mut s);
         // After success: ILLEGAL_SASL_STATE for another token or handshake; still served.
         let (code, msg, _) = authenticate(&mut s, b"n,,n=alice,r=again", version);
-        assert_eq!((code, msg.as_deref()), (34, Some("SaslAuthenticate request received after successful authentication")));
+        assert_eq!(
+            (code, msg.as_deref()),
+            (34, Some("SaslAuthenticate request received after successful authentication"))
+        );
         assert_eq!(handshake(&mut s, m.name(), 1).0, 34);
         metadata_works(&mut s);
 
@@ -269,7 +304,8 @@ fn nonces_replays_and_malformed_messages_fail() {
         let mut c = Client::new(SHA256, "alice", ALICE_PW);
         let (code, _, server_first) = authenticate(&mut s, &c.first(), 2);
         assert_eq!(code, 0);
-        let combined = std::str::from_utf8(&server_first).unwrap().split(',').next().unwrap()[2..].to_string();
+        let combined =
+            std::str::from_utf8(&server_first).unwrap().split(',').next().unwrap()[2..].to_string();
         let nonce = match bad {
             Some("client-only") => c.nonce.clone(),
             None => format!("{combined}A"),
@@ -326,11 +362,20 @@ fn nonces_replays_and_malformed_messages_fail() {
         (b"n,,n=alice", failed(SHA256).1),
         (b"n,,n=alice,r=", failed(SHA256).1),
         (b"n,,n=alice,r=abc,tokenauth=true", failed(SHA256).1),
-        (b"n,a=bob,n=alice,r=abc", "Authentication failed: Client requested an authorization id that is different from username".into()),
+        (
+            b"n,a=bob,n=alice,r=abc",
+            "Authentication failed: Client requested an authorization id that is different from username"
+                .into(),
+        ),
     ] {
         let mut s = connect(&broker);
         assert_eq!(handshake(&mut s, "SCRAM-SHA-256", 1).0, 0);
-        assert_eq!(authenticate(&mut s, first, 2), (58, Some(want), vec![]), "{}", String::from_utf8_lossy(first));
+        assert_eq!(
+            authenticate(&mut s, first, 2),
+            (58, Some(want), vec![]),
+            "{}",
+            String::from_utf8_lossy(first)
+        );
         assert!(closed(&mut s));
     }
     // Extensions other than tokenauth are ignored; an authorization id equal to the user
@@ -376,7 +421,10 @@ fn the_v0_path_sends_bare_tokens() {
 #[test]
 fn start_refuses_too_few_or_too_many_iterations() {
     for i in [0, 4095, 16385] {
-        let config = Config { scram_users: vec![ScramUser { iterations: i, ..ScramUser::new("a", "b", SHA256) }], ..Config::default() };
+        let config = Config {
+            scram_users: vec![ScramUser { iterations: i, ..ScramUser::new("a", "b", SHA256) }],
+            ..Config::default()
+        };
         let e = Broker::start(config).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{i}");
     }
@@ -389,15 +437,27 @@ fn describe_and_alter_user_scram_credentials() {
     let (broker, _) = broker_with(users(), None);
     let mut s = connect(&broker);
     let describe = |s: &mut TcpStream, names: Option<&[&str]>| {
-        let list: Vec<UserName> = names.unwrap_or_default().iter().map(|n| UserName { name: (*n).into(), ..Default::default() }).collect();
-        let req = DescribeUserScramCredentialsRequest { users: names.map(|_| list[..].into()), ..Default::default() };
+        let list: Vec<UserName> = names
+            .unwrap_or_default()
+            .iter()
+            .map(|n| UserName { name: (*n).into(), ..Default::default() })
+            .collect();
+        let req = DescribeUserScramCredentialsRequest {
+            users: names.map(|_| list[..].into()),
+            ..Default::default()
+        };
         let frame = call(s, &req, 0).unwrap();
-        let ResponseBodyView::DescribeUserScramCredentials(r) = response(&frame, ApiKey::DescribeUserScramCredentials, 0) else { panic!() };
+        let ResponseBodyView::DescribeUserScramCredentials(r) =
+            response(&frame, ApiKey::DescribeUserScramCredentials, 0)
+        else {
+            panic!()
+        };
         assert_eq!(r.error_code(), 0);
         r.results()
             .iter()
             .map(|u| {
-                let infos: Vec<(i8, i32)> = u.credential_infos().iter().map(|c| (c.mechanism(), c.iterations())).collect();
+                let infos: Vec<(i8, i32)> =
+                    u.credential_infos().iter().map(|c| (c.mechanism(), c.iterations())).collect();
                 (u.user().to_string(), u.error_code(), infos)
             })
             .collect::<Vec<_>>()
@@ -407,33 +467,66 @@ fn describe_and_alter_user_scram_credentials() {
         vec![("alice".into(), 0, vec![(1, 4096), (2, 4096)]), ("bob".into(), 0, vec![(2, 8192)])]
     );
     assert_eq!(describe(&mut s, Some(&["nobody"])), vec![("nobody".into(), 91, vec![])]);
-    assert_eq!(describe(&mut s, Some(&["bob", "bob"])), vec![("bob".into(), 92, vec![]), ("bob".into(), 92, vec![])]);
+    assert_eq!(
+        describe(&mut s, Some(&["bob", "bob"])),
+        vec![("bob".into(), 92, vec![]), ("bob".into(), 92, vec![])]
+    );
 
-    let alter = |s: &mut TcpStream, deletions: &[ScramCredentialDeletion], upsertions: &[ScramCredentialUpsertion]| {
-        let req = AlterUserScramCredentialsRequest { deletions: deletions.into(), upsertions: upsertions.into(), ..Default::default() };
+    let alter = |s: &mut TcpStream,
+                 deletions: &[ScramCredentialDeletion],
+                 upsertions: &[ScramCredentialUpsertion]| {
+        let req = AlterUserScramCredentialsRequest {
+            deletions: deletions.into(),
+            upsertions: upsertions.into(),
+            ..Default::default()
+        };
         let frame = call(s, &req, 0).unwrap();
-        let ResponseBodyView::AlterUserScramCredentials(r) = response(&frame, ApiKey::AlterUserScramCredentials, 0) else { panic!() };
+        let ResponseBodyView::AlterUserScramCredentials(r) =
+            response(&frame, ApiKey::AlterUserScramCredentials, 0)
+        else {
+            panic!()
+        };
         r.results().iter().map(|u| (u.user().to_string(), u.error_code())).collect::<Vec<_>>()
     };
     let salt = b"carol-salt-0001";
     let carol = salted(SHA256, "carol-pw-1", salt, 4096);
-    let up = |name: &'static str, mechanism: i8, iterations: i32, salted: &'static [u8]| ScramCredentialUpsertion {
-        name: name.into(),
-        mechanism,
-        iterations,
-        salt: (&salt[..]).into(),
-        salted_password: salted.into(),
-        ..Default::default()
+    let up = |name: &'static str, mechanism: i8, iterations: i32, salted: &'static [u8]| {
+        ScramCredentialUpsertion {
+            name: name.into(),
+            mechanism,
+            iterations,
+            salt: (&salt[..]).into(),
+            salted_password: salted.into(),
+            ..Default::default()
+        }
     };
     let carol: &'static [u8] = carol.leak();
-    let del = |name: &'static str, mechanism: i8| ScramCredentialDeletion { name: name.into(), mechanism, ..Default::default() };
+    let del = |name: &'static str, mechanism: i8| ScramCredentialDeletion {
+        name: name.into(),
+        mechanism,
+        ..Default::default()
+    };
     assert_eq!(
         alter(
             &mut s,
             &[del("bob", 1), del("", 2), del("alice", 3)],
-            &[up("carol", 1, 4096, carol), up("dave", 1, 4095, carol), up("erin", 2, 16385, carol), up("frank", 1, 4096, carol), up("frank", 1, 4096, carol)]
+            &[
+                up("carol", 1, 4096, carol),
+                up("dave", 1, 4095, carol),
+                up("erin", 2, 16385, carol),
+                up("frank", 1, 4096, carol),
+                up("frank", 1, 4096, carol)
+            ]
         ),
-        vec![("bob".into(), 91), ("".into(), 93), ("alice".into(), 33), ("carol".into(), 0), ("dave".into(), 93), ("erin".into(), 93), ("frank".into(), 92)]
+        vec![
+            ("bob".into(), 91),
+            ("".into(), 93),
+            ("alice".into(), 33),
+            ("carol".into(), 0),
+            ("dave".into(), 93),
+            ("erin".into(), 93),
+            ("frank".into(), 92)
+        ]
     );
     // carol logs in with the password her salted password came from; the refused users
     // got nothing.
@@ -461,17 +554,21 @@ fn certificates() -> (String, String, String) {
     (ca.pem(), cert.pem(), key.serialize_pem())
 }
 
-fn tls_client(ca: &str, addr: std::net::SocketAddr) -> std::io::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
+fn tls_client(
+    ca: &str,
+    addr: std::net::SocketAddr,
+) -> std::io::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
         roots.add(c.unwrap()).unwrap();
     }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let config =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
     let mut sock = TcpStream::connect(addr)?;
     sock.set_read_timeout(Some(Duration::from_secs(10)))?;
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();

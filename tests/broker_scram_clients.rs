@@ -41,7 +41,8 @@ fn brokers() -> &'static Brokers {
         let ca = params.self_signed(&ca_key).unwrap();
         let issuer = Issuer::new(params, ca_key);
         let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec!["localhost".into()]).unwrap().signed_by(&key, &issuer).unwrap();
+        let cert =
+            CertificateParams::new(vec!["localhost".into()]).unwrap().signed_by(&key, &issuer).unwrap();
         let dir = root().join(format!("target/broker-scram-test/{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ca_file = dir.join("ca.pem");
@@ -69,7 +70,14 @@ fn brokers() -> &'static Brokers {
 
 /// The client program for `client` against `bootstrap`, TLS checked against `ca` if given,
 /// SCRAM with `mechanism` and `password`.
-fn command(client: &str, bootstrap: &str, prefix: &str, ca: Option<&str>, m: ScramMechanism, password: &str) -> Command {
+fn command(
+    client: &str,
+    bootstrap: &str,
+    prefix: &str,
+    ca: Option<&str>,
+    m: ScramMechanism,
+    password: &str,
+) -> Command {
     let r = root();
     let mut c = match client {
         "kafka-python" | "confluent-kafka" => {
@@ -94,7 +102,9 @@ fn command(client: &str, bootstrap: &str, prefix: &str, ca: Option<&str>, m: Scr
         }
         other => panic!("no client {other}"),
     };
-    c.env("KWIRE_SASL_MECHANISM", m.name()).env("KWIRE_SASL_USER", "alice").env("KWIRE_SASL_PASSWORD", password);
+    c.env("KWIRE_SASL_MECHANISM", m.name())
+        .env("KWIRE_SASL_USER", "alice")
+        .env("KWIRE_SASL_PASSWORD", password);
     c
 }
 
@@ -107,8 +117,13 @@ fn client_with_scram(client: &str) {
         for m in ScramMechanism::ALL {
             let prefix = format!("{client}-{}-{}", m.code(), if tls.is_some() { "ssl" } else { "plain" });
             let bootstrap = format!("localhost:{}", broker.addr().port());
-            let out = run(command(client, &bootstrap, &prefix, tls, m, PASSWORD), client, Duration::from_secs(90));
-            let what = format!("{client} {} over {}", m.name(), if tls.is_some() { "SASL_SSL" } else { "SASL_PLAINTEXT" });
+            let out =
+                run(command(client, &bootstrap, &prefix, tls, m, PASSWORD), client, Duration::from_secs(90));
+            let what = format!(
+                "{client} {} over {}",
+                m.name(),
+                if tls.is_some() { "SASL_SSL" } else { "SASL_PLAINTEXT" }
+            );
             assert!(out.ok, "{what} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
             let v: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or(""))
                 .unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {}\n{}", out.stdout, out.stderr));
@@ -124,7 +139,14 @@ fn client_with_scram(client: &str) {
     let bootstrap = format!("localhost:{}", b.tls.addr().port());
     let started = Instant::now();
     let (ok, stdout, stderr) = run_bounded(
-        command(client, &bootstrap, &format!("{client}-wrong"), Some(ca), ScramMechanism::Sha512, "not-the-password"),
+        command(
+            client,
+            &bootstrap,
+            &format!("{client}-wrong"),
+            Some(ca),
+            ScramMechanism::Sha512,
+            "not-the-password",
+        ),
         Duration::from_secs(8),
     );
     let said = format!("{stdout}\n{stderr}");

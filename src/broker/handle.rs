@@ -130,7 +130,14 @@ const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
 impl<'s> Handler<'s> {
     pub fn new(shared: &'s Shared, peer: &str) -> Self {
         let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
-        Handler { shared, raw_sasl: false, sasl: sasl::Session::default(), sasl_failed: false, client_host: std::format!("/{host}"), scratch: Vec::new() }
+        Handler {
+            shared,
+            raw_sasl: false,
+            sasl: sasl::Session::default(),
+            sasl_failed: false,
+            client_host: std::format!("/{host}"),
+            scratch: Vec::new(),
+        }
     }
 
     /// Answers one request, appending the response frame (if it gets one) to `out`.
@@ -202,9 +209,13 @@ impl<'s> Handler<'s> {
             RequestBodyView::SaslHandshake(h) => self.sasl_handshake(reply, h, out)?,
             RequestBodyView::SaslAuthenticate(a) => return self.sasl_authenticate(reply, a, out),
             #[cfg(feature = "broker-scram")]
-            RequestBodyView::DescribeUserScramCredentials(d) => self.describe_user_scram_credentials(reply, d, out)?,
+            RequestBodyView::DescribeUserScramCredentials(d) => {
+                self.describe_user_scram_credentials(reply, d, out)?
+            }
             #[cfg(feature = "broker-scram")]
-            RequestBodyView::AlterUserScramCredentials(a) => self.alter_user_scram_credentials(reply, a, out)?,
+            RequestBodyView::AlterUserScramCredentials(a) => {
+                self.alter_user_scram_credentials(reply, a, out)?
+            }
             RequestBodyView::AddPartitionsToTxn(a) => self.add_partitions_to_txn(reply, a, out)?,
             RequestBodyView::AddOffsetsToTxn(a) => self.add_offsets_to_txn(reply, a, out)?,
             RequestBodyView::TxnOffsetCommit(c) => self.txn_offset_commit(reply, c, out)?,

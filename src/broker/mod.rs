@@ -54,6 +54,15 @@
 //! **SASL/PLAIN** ([`Config::plain_users`]) is offered, not required: SaslHandshake v0
 //! and v1, SaslAuthenticate, and the bare token frame after a v0 handshake.
 //!
+//! **SASL/SCRAM** (feature `broker-scram`, `Config::scram_users`): SCRAM-SHA-256 and
+//! SCRAM-SHA-512 as Kafka's `ScramSaslServer` serves them (RFC 5802/7677 over
+//! SaslAuthenticate or bare v0 tokens, Kafka's nonce and proof checks and messages, 4096
+//! iterations at least), from salted credentials derived at start (the passwords are then
+//! dropped), with DescribeUserScramCredentials and AlterUserScramCredentials. **TLS**
+//! (feature `broker-tls`, `Config::tls`): the listener speaks TLS only (SSL, SASL_SSL) with
+//! rustls, blocking on each connection's thread; a client whose TLS fails loses its own
+//! connection. `docs/serve.md` ("SCRAM and TLS") has the details.
+//!
 //! **Transactions** follow Apache Kafka's coordinator (transaction version 1):
 //! InitProducerId with a transactional id (epoch bumps, fencing), AddPartitionsToTxn (v0-v3,
 //! and the batched v4+ form), AddOffsetsToTxn, TxnOffsetCommit, EndTxn (commit and abort
@@ -69,7 +78,8 @@
 //! [`Fault::records`] rejects a Produce batch with per-record errors.
 //!
 //! **Not here:** classic members in a KIP-848 consumer group, share groups, more than one node,
-//! ACL enforcement, other SASL mechanisms and TLS,
+//! ACL enforcement, SASL mechanisms other than PLAIN and SCRAM (GSSAPI, OAUTHBEARER),
+//! delegation tokens, required authentication,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
 

@@ -389,8 +389,7 @@ impl Exchange {
         let auth_message = std::format!("{client_first_bare},{server_first},{}", last.without_proof);
         let stored = hmac::Key::new(m.hmac(), &credential.stored_key);
         let client_signature = hmac::sign(&stored, auth_message.as_bytes());
-        let client_key: Vec<u8> =
-            proof.iter().zip(client_signature.as_ref()).map(|(p, s)| p ^ s).collect();
+        let client_key: Vec<u8> = proof.iter().zip(client_signature.as_ref()).map(|(p, s)| p ^ s).collect();
         let computed = digest::digest(m.digest(), &client_key);
         // Constant time: every byte is looked at whatever the others are.
         let diff = computed.as_ref().iter().zip(&credential.stored_key).fold(0u8, |d, (a, b)| d | (a ^ b));
@@ -504,7 +503,8 @@ mod tests {
         pbkdf2::derive(m.pbkdf2(), core::num::NonZeroU32::new(4096).unwrap(), &salt, b"pencil", &mut salted);
         let credential = Credential::from_salted(m, &salt, 4096, &salted);
         let first = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
-        let server_first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+        let server_first =
+            "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
         let fin = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
         let mut x = Exchange::new(m);
         let answer = x
@@ -520,7 +520,14 @@ mod tests {
         assert_eq!(answer, b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=");
         let wrong = fin.replace("p=dH", "p=eH");
         assert_eq!(
-            x.client_final(wrong.as_bytes(), "n,,", &first[3..], server_first, "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", &credential),
+            x.client_final(
+                wrong.as_bytes(),
+                "n,,",
+                &first[3..],
+                server_first,
+                "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+                &credential
+            ),
             Err(Failure::Invalid)
         );
     }
@@ -528,9 +535,21 @@ mod tests {
     #[test]
     fn client_first_messages() {
         let f = parse_client_first("n,a=bob,n=bob,r=abc,tokenauth=true").unwrap();
-        assert_eq!((f.gs2, f.authzid.as_str(), f.user.as_str(), f.nonce, f.token_auth), ("n,a=bob,", "bob", "bob", "abc", true));
+        assert_eq!(
+            (f.gs2, f.authzid.as_str(), f.user.as_str(), f.nonce, f.token_auth),
+            ("n,a=bob,", "bob", "bob", "abc", true)
+        );
         assert_eq!(parse_client_first("n,,n=a=2Cb=3D,r=x").unwrap().user, "a,b=");
-        for bad in ["y,,n=a,r=x", "p=tls,,n=a,r=x", "n,,n=,r=x", "n,,n=a,r=", "n,,r=x,n=a", "n,,n=a=2,r=x", "n,,n=a,r=x,=1", "n,b,n=a,r=x"] {
+        for bad in [
+            "y,,n=a,r=x",
+            "p=tls,,n=a,r=x",
+            "n,,n=,r=x",
+            "n,,n=a,r=",
+            "n,,r=x,n=a",
+            "n,,n=a=2,r=x",
+            "n,,n=a,r=x,=1",
+            "n,b,n=a,r=x",
+        ] {
             assert!(parse_client_first(bad).is_none(), "{bad}");
         }
     }

@@ -51,7 +51,9 @@ impl TlsConfig {
 
     /// From PEM files (see [`TlsConfig::from_pem`]).
     pub fn from_pem_files(cert_chain: &Path, key: &Path) -> io::Result<TlsConfig> {
-        let read = |p: &Path| std::fs::read(p).map_err(|e| io::Error::new(e.kind(), std::format!("{}: {e}", p.display())));
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|e| io::Error::new(e.kind(), std::format!("{}: {e}", p.display())))
+        };
         TlsConfig::from_pem(&read(cert_chain)?, &read(key)?)
     }
 
@@ -62,7 +64,10 @@ impl TlsConfig {
 }
 
 /// An accepted connection with TLS on it (the handshake happens at the first read).
-pub(crate) fn wrap(tls: &TlsConfig, stream: TcpStream) -> io::Result<StreamOwned<ServerConnection, TcpStream>> {
+pub(crate) fn wrap(
+    tls: &TlsConfig,
+    stream: TcpStream,
+) -> io::Result<StreamOwned<ServerConnection, TcpStream>> {
     let conn = ServerConnection::new(tls.config.clone()).map_err(io::Error::other)?;
     Ok(StreamOwned::new(conn, stream))
 }

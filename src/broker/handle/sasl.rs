@@ -107,7 +107,8 @@ impl Handler<'_> {
                     if x.complete() {
                         self.sasl = Session::Done;
                     }
-                    let body = SaslAuthenticateResponse { auth_bytes: (&answer[..]).into(), ..Default::default() };
+                    let body =
+                        SaslAuthenticateResponse { auth_bytes: (&answer[..]).into(), ..Default::default() };
                     ServerConn::encode_response(reply, &body, out)?;
                     Ok(Outcome::Continue)
                 }
@@ -157,7 +158,7 @@ impl Handler<'_> {
                 Err(_) => {
                     self.sasl_failed = true;
                     Outcome::Close(std::format!(
-                    "SASL/{} authentication failed (v0 handshake)",
+                        "SASL/{} authentication failed (v0 handshake)",
                         x.mechanism.name()
                     ))
                 }
@@ -212,7 +213,10 @@ impl Handler<'_> {
                         Some("Cannot describe SCRAM credentials for the same user twice in a single request"),
                     )
                 } else if info.is_empty() {
-                    (ErrorCode::ResourceNotFound, Some("Attempt to describe a user credential that does not exist"))
+                    (
+                        ErrorCode::ResourceNotFound,
+                        Some("Attempt to describe a user credential that does not exist"),
+                    )
                 } else {
                     (ErrorCode::None, None)
                 };
@@ -246,8 +250,8 @@ impl Handler<'_> {
         let mut users: Vec<(String, Option<(ErrorCode, &'static str)>)> = Vec::new();
         let mut seen: Vec<(String, i8)> = Vec::new();
         let note = |users: &mut Vec<(String, Option<(ErrorCode, &'static str)>)>,
-                        name: &str,
-                        err: Option<(ErrorCode, &'static str)>| {
+                    name: &str,
+                    err: Option<(ErrorCode, &'static str)>| {
             match users.iter_mut().find(|(n, _)| n == name) {
                 Some((_, e)) => {
                     if e.is_none() {
@@ -265,7 +269,10 @@ impl Handler<'_> {
                 return Some((ErrorCode::UnsupportedSaslMechanism, "Unknown SCRAM mechanism"));
             }
             if seen.iter().any(|(n, m)| n == name && *m == mechanism) {
-                return Some((ErrorCode::DuplicateResource, "A user credential cannot be altered twice in the same request"));
+                return Some((
+                    ErrorCode::DuplicateResource,
+                    "A user credential cannot be altered twice in the same request",
+                ));
             }
             seen.push((name.to_string(), mechanism));
             None
@@ -277,7 +284,10 @@ impl Handler<'_> {
                 && let Some(m) = ScramMechanism::from_code(d.mechanism())
                 && !creds.has(d.name(), m)
             {
-                err = Some((ErrorCode::ResourceNotFound, "Attempt to delete a user credential that does not exist"));
+                err = Some((
+                    ErrorCode::ResourceNotFound,
+                    "Attempt to delete a user credential that does not exist",
+                ));
             }
             note(&mut users, d.name(), err);
             deletions.push(d);
@@ -301,7 +311,9 @@ impl Handler<'_> {
             }
         }
         for u in upsertions.iter().filter(|u| ok(u.name())) {
-            if let (Some(m), Ok(i)) = (ScramMechanism::from_code(u.mechanism()), u32::try_from(u.iterations())) {
+            if let (Some(m), Ok(i)) =
+                (ScramMechanism::from_code(u.mechanism()), u32::try_from(u.iterations()))
+            {
                 creds.upsert(u.name(), m, i, u.salt(), u.salted_password());
             }
         }
