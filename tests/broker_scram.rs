@@ -165,8 +165,7 @@ impl Client {
 
 /// SaslHandshake at `version`: (error code, mechanisms).
 fn handshake<S: Read + Write>(s: &mut S, mechanism: &str, version: i16) -> (i16, Vec<String>) {
-    let frame = call(s, &SaslHandshakeRequest { mechanism: mechanism.into(), ..Default::default() }, version)
-        .unwrap();
+    let frame = call(s, &SaslHandshakeRequest { mechanism: mechanism.into() }, version).unwrap();
     let ResponseBodyView::SaslHandshake(r) = response(&frame, ApiKey::SaslHandshake, version) else {
         panic!()
     };

@@ -6,6 +6,8 @@ use super::*;
 
 #[cfg(feature = "broker-scram")]
 use super::super::scram::{Exchange, ScramMechanism};
+#[cfg(feature = "broker-scram")]
+use std::boxed::Box;
 
 /// Where a connection's SASL exchange is.
 #[derive(Debug, Default)]
@@ -15,7 +17,7 @@ pub(crate) enum Session {
     Plain,
     /// A SCRAM exchange under way.
     #[cfg(feature = "broker-scram")]
-    Scram(Exchange),
+    Scram(Box<Exchange>),
     /// Authenticated: later handshakes and tokens are ILLEGAL_SASL_STATE, as in Kafka.
     #[cfg(feature = "broker-scram")]
     Done,
@@ -66,7 +68,7 @@ impl Handler<'_> {
             #[cfg(feature = "broker-scram")]
             {
                 self.sasl = match ScramMechanism::from_name(h.mechanism()) {
-                    Some(m) => Session::Scram(Exchange::new(m)),
+                    Some(m) => Session::Scram(Box::new(Exchange::new(m))),
                     None => Session::Plain,
                 };
             }
