@@ -28,7 +28,9 @@ mod sasl;
 mod txn;
 
 /// The APIs the broker serves (each at every version kwire reads, less
-/// [`super::Config::max_versions`]).
+/// [`super::Config::max_versions`]); with the feature `broker-scram`, DescribeUserScramCredentials
+/// and AlterUserScramCredentials too. SaslHandshake and SaslAuthenticate are served besides
+/// when it has users.
 pub const SERVED: &[ApiKey] = &[
     ApiKey::Produce,
     ApiKey::Fetch,
@@ -69,6 +71,10 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DeleteAcls,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
+    #[cfg(feature = "broker-scram")]
+    ApiKey::DescribeUserScramCredentials,
+    #[cfg(feature = "broker-scram")]
+    ApiKey::AlterUserScramCredentials,
 ];
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is

@@ -207,10 +207,9 @@ impl Shared {
             (config, scram)
         };
         #[cfg(feature = "broker-scram")]
-        let (scram_on, scram_apis): (bool, &[ApiKey]) =
-            (scram.enabled, &[ApiKey::DescribeUserScramCredentials, ApiKey::AlterUserScramCredentials]);
+        let scram_on = scram.enabled;
         #[cfg(not(feature = "broker-scram"))]
-        let (scram_on, scram_apis): (bool, &[ApiKey]) = (false, &[]);
+        let scram_on = false;
         let sasl: &[ApiKey] = if config.plain_users.is_empty() && !scram_on {
             &[]
         } else {
@@ -219,7 +218,6 @@ impl Shared {
         let versions = super::handle::SERVED
             .iter()
             .chain(sasl)
-            .chain(scram_apis)
             .map(|&k| {
                 let mut v = k.request_versions();
                 if let Some(&(_, max)) = config.max_versions.iter().find(|(key, _)| *key == k) {
