@@ -1,7 +1,8 @@
 //! Real clients against `kwire::broker` with SASL/SCRAM, over plaintext (SASL_PLAINTEXT)
 //! and over TLS (SASL_SSL): kafka-python, confluent-kafka (librdkafka), the Java
 //! kafka-clients and franz-go each produce 5 records and consume them in a group with
-//! SCRAM-SHA-256 and SCRAM-SHA-512, over both, and a wrong password fails as the client
+//! SCRAM-SHA-256 and SCRAM-SHA-512 over both, and over TLS without SASL (SSL); a wrong
+//! password fails as the client
 //! reports it, with Kafka's message. The programs are the TLS programs of the proxy tests
 //! (tests/proxy/tls_client.py, tests/proxy/TlsClient.java) and `go-client secure`
 //! (tests/interop/go/secure.go), installed by tests/proxy/setup.sh; passwords go to them
@@ -75,14 +76,18 @@ fn command(
     bootstrap: &str,
     prefix: &str,
     ca: Option<&str>,
-    m: ScramMechanism,
+    m: Option<ScramMechanism>,
     password: &str,
 ) -> Command {
     let r = root();
     let mut c = match client {
         "kafka-python" | "confluent-kafka" => {
             let mut c = Command::new(r.join("target/interop/venv/bin/python"));
-            let protocol = if ca.is_some() { "SASL_SSL" } else { "SASL_PLAINTEXT" };
+            let protocol = match (m.is_some(), ca.is_some()) {
+                (true, true) => "SASL_SSL",
+                (true, false) => "SASL_PLAINTEXT",
+                (false, _) => "SSL",
+            };
             c.arg(r.join("tests/proxy/tls_client.py")).args([client, bootstrap, prefix, protocol]);
             c.args(ca);
             c
@@ -102,9 +107,13 @@ fn command(
         }
         other => panic!("no client {other}"),
     };
-    c.env("KWIRE_SASL_MECHANISM", m.name())
-        .env("KWIRE_SASL_USER", "alice")
-        .env("KWIRE_SASL_PASSWORD", password);
+    match m {
+        Some(m) => c
+            .env("KWIRE_SASL_MECHANISM", m.name())
+            .env("KWIRE_SASL_USER", "alice")
+            .env("KWIRE_SASL_PASSWORD", password),
+        None => c.env_remove("KWIRE_SASL_MECHANISM"),
+    };
     c
 }
 
@@ -113,17 +122,26 @@ fn client_with_scram(client: &str) {
     let b = brokers();
     let ca = b.ca.to_str().unwrap();
     let started = Instant::now();
-    for (broker, tls) in [(&b.plain, None), (&b.tls, Some(ca))] {
-        for m in ScramMechanism::ALL {
-            let prefix = format!("{client}-{}-{}", m.code(), if tls.is_some() { "ssl" } else { "plain" });
+    // SCRAM over plaintext and over TLS, and TLS without SASL (SSL).
+    let runs = [(&b.plain, None), (&b.tls, Some(ca))]
+        .into_iter()
+        .flat_map(|(broker, tls)| ScramMechanism::ALL.map(|m| (broker, tls, Some(m))))
+        .chain([(&b.tls, Some(ca), None)]);
+    {
+        for (broker, tls, m) in runs {
+            let side = if tls.is_some() { "ssl" } else { "plain" };
+            let prefix = format!("{client}-{}-{side}", m.map_or(0, ScramMechanism::code));
             let bootstrap = format!("localhost:{}", broker.addr().port());
             let out =
                 run(command(client, &bootstrap, &prefix, tls, m, PASSWORD), client, Duration::from_secs(90));
-            let what = format!(
-                "{client} {} over {}",
-                m.name(),
-                if tls.is_some() { "SASL_SSL" } else { "SASL_PLAINTEXT" }
-            );
+            let what = match m {
+                Some(m) => format!(
+                    "{client} {} over SASL_{}",
+                    m.name(),
+                    if tls.is_some() { "SSL" } else { "PLAINTEXT" }
+                ),
+                None => format!("{client} over SSL"),
+            };
             assert!(out.ok, "{what} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
             let v: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or(""))
                 .unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {}\n{}", out.stdout, out.stderr));
@@ -144,7 +162,7 @@ fn client_with_scram(client: &str) {
             &bootstrap,
             &format!("{client}-wrong"),
             Some(ca),
-            ScramMechanism::Sha512,
+            Some(ScramMechanism::Sha512),
             "not-the-password",
         ),
         Duration::from_secs(8),
@@ -169,7 +187,7 @@ fn client_with_scram(client: &str) {
         assert!(!log.contains(secret) && !said.contains(secret), "{client}: a password in the output");
     }
     eprintln!(
-        "{client}: SCRAM-SHA-256 and -512 over SASL_PLAINTEXT and SASL_SSL, 5 records each produced and consumed ({:.1}s); a wrong password reported ({:.1}s)",
+        "{client}: SCRAM-SHA-256 and -512 over SASL_PLAINTEXT and SASL_SSL, and SSL, 5 records each produced and consumed ({:.1}s); a wrong password reported ({:.1}s)",
         ran.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
