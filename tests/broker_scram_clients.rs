@@ -127,8 +127,10 @@ fn client_with_scram(client: &str) {
         .into_iter()
         .flat_map(|(broker, tls)| ScramMechanism::ALL.map(|m| (broker, tls, Some(m))))
         .chain([(&b.tls, Some(ca), None)]);
+    let mut times = Vec::new();
     {
         for (broker, tls, m) in runs {
+            let one = Instant::now();
             let side = if tls.is_some() { "ssl" } else { "plain" };
             let prefix = format!("{client}-{}-{side}", m.map_or(0, ScramMechanism::code));
             let bootstrap = format!("localhost:{}", broker.addr().port());
@@ -149,9 +151,11 @@ fn client_with_scram(client: &str) {
             assert_eq!(v["produced"].as_array().map(Vec::len), Some(5), "{what}: {v}");
             assert_eq!(v["consumed"], v["produced"], "{what}: every record consumed once, in order: {v}");
             assert_eq!(broker.end_offset(&format!("{prefix}-t"), 0), Some(5), "{what}");
+            times.push(format!("{what}: {:.1}s", one.elapsed().as_secs_f64()));
         }
     }
     let ran = started.elapsed();
+    eprintln!("{}", times.join("; "));
     // A wrong password (SCRAM-SHA-512 over TLS): the client reports Kafka's message. The
     // clients that retry are stopped after a few seconds; what they printed by then counts.
     let bootstrap = format!("localhost:{}", b.tls.addr().port());
