@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Build cost, side by side (issue 17 item 6): clean `cargo build --release --lib` and
 # `cargo check --lib` times of kwire (every API, and four APIs), kafka-protocol 0.18 (every
-# message: features client and broker, no codecs) and krabka-protocol 0.8 (every API, no
+# message: features client and broker, no codecs; and again with `messages_enums`, which
+# compiles its codecs in the library) and krabka-protocol 0.8 (every API, no record
 # codecs), one after another, each in a scratch target folder of its own, dependencies
 # included (downloads excluded: everything is fetched first). Not part of CI; the figures
 # and what they mean are in docs/benchmarks.md, "Build cost".
 #
-#   bash benches/build_cost.sh                 # all eight builds, a table on stdout
+#   bash benches/build_cost.sh                 # all ten builds, a table on stdout
 #   CARGO=kcargo bash benches/build_cost.sh    # through a wrapper (a lock on a shared machine)
 #   BUILD_COST_TOOLCHAIN=stable bash benches/build_cost.sh
 #   flock /tmp/kcargo.lock bash benches/build_cost.sh   # the whole run under one lock
@@ -50,6 +51,11 @@ EOF
   echo "pub use ${3}::*;" >"$out/crates/$1/src/lib.rs"
 }
 scratch kafka-protocol 'kafka-protocol = { version = "=0.18.0", default-features = false, features = ["client", "broker"] }' kafka_protocol
+# kafka-protocol's codecs are generic over its buffer traits, so its library alone compiles
+# none of them: they are compiled in the crate that calls them. `messages_enums` (its
+# `RequestKind`/`ResponseKind`, whose encode and decode take concrete buffers) compiles every
+# message's codec in the library, as kwire's library compiles its own.
+scratch kafka-protocol-codecs 'kafka-protocol = { version = "=0.18.0", default-features = false, features = ["client", "broker", "messages_enums"] }' kafka_protocol
 scratch krabka-protocol 'krabka-protocol = { version = "=0.8.0", default-features = false }' krabka_protocol
 
 # name | manifest | extra cargo arguments
@@ -57,6 +63,7 @@ builds=(
   "kwire, every API|$root/Cargo.toml|"
   "kwire, 4 APIs|$root/Cargo.toml|--no-default-features --features $four_apis"
   "kafka-protocol 0.18 (client, broker)|$out/crates/kafka-protocol/Cargo.toml|"
+  "kafka-protocol 0.18 (client, broker, messages_enums)|$out/crates/kafka-protocol-codecs/Cargo.toml|"
   "krabka-protocol 0.8|$out/crates/krabka-protocol/Cargo.toml|"
 )
 

@@ -28,8 +28,11 @@
 # root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
 # PATHS may add "tenant": kwire --quiet with every connection one tenant (--tenant
 # default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants");
-# and "filter": a user's proxy on the library with the docs' example filter and no log
-# (benches/proxy_filter.rs), every Produce request read by the filter.
+# "filter": a user's proxy on the library with the docs' example filter and no log
+# (benches/proxy_filter.rs), every Produce request read by the filter; and "validate":
+# kwire --quiet --validate 'bench-*=json' with the producers' values one 1 KB JSON
+# document each (KWIRE_BENCH_JSON, tests/interop/go/bench.go), so every record's value is
+# checked as JSON on its way (docs/proxy.md, "Record validation").
 # KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
 # rounds as the others (an A/B of two builds against the same haproxy), e.g.
 #   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
@@ -155,10 +158,11 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet | base | tenant | filter)
+    kwire | quiet | base | tenant | filter | validate)
       local flags=() bin=$kwire
       [ "$1" = kwire ] || flags=(--quiet)
       [ "$1" = tenant ] && flags=(--quiet --tenant default=bench.)
+      [ "$1" = validate ] && flags=(--quiet --validate 'bench-*=json')
       if [ "$1" = base ]; then
         bin=${KWIRE_BASE:?set KWIRE_BASE to run the base path}
       fi
@@ -198,7 +202,9 @@ run_phases() { # round path conns
   local before after out rss
   n=$((n + 1))
   before=$(cpu_ticks)
-  out=$(timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$producers" 0 &
+  local json=
+  [ "$2" = validate ] && json=1
+  out=$(KWIRE_BENCH_JSON=$json timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$producers" 0 &
     sleep $((secs / 2 + 1)); rss_kib >"$work/rss"; wait)
   after=$(cpu_ticks)
   record "$1" "$2" "$3" throughput $((after - before)) "$(cat "$work/rss")" "$out"
@@ -250,8 +256,8 @@ def mbytes(r):
     return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
 names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet",
          "base": "base build --quiet (KWIRE_BASE)", "tenant": "kwire proxy --quiet, one tenant",
-         "filter": "library + example filter, no log"}
-paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant", "filter"] if any(r["path"] == p for r in rows)]
+         "filter": "library + example filter, no log", "validate": "kwire proxy --quiet --validate (JSON values)"}
+paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant", "filter", "validate"] if any(r["path"] == p for r in rows)]
 print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
       f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
       f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")

@@ -8,3 +8,13 @@ pub enum Direction {
     /// A response: from a broker to a client.
     Response,
 }
+
+impl Direction {
+    /// `"request"` or `"response"`, as logs and JSON name the direction.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Direction::Request => "request",
+            Direction::Response => "response",
+        }
+    }
+}

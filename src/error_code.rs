@@ -70,6 +70,13 @@ macro_rules! error_codes {
                 }
             }
 
+            /// The code of a name as [`ErrorCode::name`] spells it, in any case
+            /// (`NOT_COORDINATOR`, `not_coordinator`).
+            #[must_use]
+            pub fn from_name(name: &str) -> Option<ErrorCode> {
+                ErrorCode::ALL.iter().copied().find(|e| e.name().eq_ignore_ascii_case(name))
+            }
+
             /// Whether a client may retry the request that failed with this code.
             ///
             /// This is `true` exactly when Kafka's Java client maps the code to a

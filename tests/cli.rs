@@ -449,7 +449,8 @@ fn proxy_refuses_a_wrong_validation_rule_at_start_up() {
 
 /// `kwire serve`'s fault flags, on the wire: `--throttle` sets `throttle_time_ms` in every
 /// answer of its API, `--fail API=ERROR:N` fails the first N requests with that error and
-/// then serves, `--drop API:N` closes the connection of the first N without an answer.
+/// then serves, `--drop API:N` closes the connection of the first N without an answer; and
+/// `--nodes 3` makes three brokers at three ports.
 #[test]
 fn serve_fault_flags_act_on_the_wire() {
     use std::io::{BufRead, BufReader, Read};
@@ -460,7 +461,7 @@ fn serve_fault_flags_act_on_the_wire() {
     use kwire::{ApiKey, dispatch};
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--throttle", "Metadata=250"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--throttle", "Metadata=250", "--nodes", "3"])
         .args(["--fail", "ListGroups=NOT_COORDINATOR:1", "--drop", "DescribeGroups:1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -477,6 +478,9 @@ fn serve_fault_flags_act_on_the_wire() {
         let response = dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap();
         let ResponseBodyView::Metadata(m) = response.body else { panic!("not Metadata") };
         assert_eq!(m.throttle_time_ms(), 250);
+        // --nodes 3: three brokers, each at a port of its own.
+        let ports: std::collections::BTreeSet<i32> = m.brokers().iter().map(|b| b.port()).collect();
+        assert_eq!((m.brokers().len(), ports.len()), (3, 3), "three nodes at three ports");
     }
     let list_error = |conn: &mut Conn| {
         let frame = conn.call(&ListGroupsRequest::default(), 4);

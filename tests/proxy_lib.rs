@@ -21,6 +21,7 @@ use kwire::messages::{
     ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ResponseBodyView,
 };
 use kwire::proxy::{ConnInfo, Event, Hooks, Pairing, Proxy, RequestHead};
+use kwire::types::Uuid;
 use kwire::{AnyBody, ApiKey, ErrorCode};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -713,4 +714,122 @@ fn the_audit_log_writes_security_events_and_no_secret() {
         !text.contains(PASSWORD) && !text.contains("not-the-password"),
         "a password is in the audit log:\n{text}"
     );
+}
+
+/// What a Fetch v13 of partition 0 of each id answers, by the response's topic ids: each
+/// id with its partition's error code.
+fn fetch_by_id(c: &mut TcpStream, ids: &[Uuid], correlation_id: i32) -> Vec<(Uuid, i16)> {
+    use kwire::messages::fetch::{FetchPartition, FetchTopic};
+    let partitions = [FetchPartition { partition: 0, partition_max_bytes: 1024, ..Default::default() }];
+    let topics: Vec<_> = ids
+        .iter()
+        .map(|&topic_id| FetchTopic { topic_id, partitions: (&partitions[..]).into(), ..Default::default() })
+        .collect();
+    let request = kwire::messages::FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: (&topics[..]).into(),
+        ..Default::default()
+    };
+    send(c, &request, 13, correlation_id);
+    let frame = read_frame(c).unwrap();
+    let response = dispatch::parse_response(&frame, ApiKey::Fetch, 13).unwrap();
+    assert_eq!(response.header.correlation_id(), correlation_id);
+    let ResponseBodyView::Fetch(view) = response.body else { unreachable!() };
+    view.responses()
+        .iter()
+        .map(|t| (t.topic_id(), t.partitions().iter().next().map_or(-1, |p| p.error_code())))
+        .collect()
+}
+
+/// The ids of topics, asked of the broker directly (Metadata v12).
+fn ids_of(broker: SocketAddr, names: &[&str]) -> Vec<Uuid> {
+    use kwire::messages::metadata::MetadataRequestTopic;
+    let topics: Vec<_> =
+        names.iter().map(|&n| MetadataRequestTopic { name: Some(n.into()), ..Default::default() }).collect();
+    let mut c = connect(broker);
+    send(&mut c, &MetadataRequest { topics: Some((&topics[..]).into()), ..Default::default() }, 12, 1);
+    let frame = read_frame(&mut c).unwrap();
+    let ResponseBodyView::Metadata(view) =
+        dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
+    else {
+        unreachable!()
+    };
+    view.topics().iter().map(|t| t.topic_id()).collect()
+}
+
+/// Topic ids through tenants (issue 33): a tenant's own topic by id is served, another
+/// tenant's is answered UNKNOWN_TOPIC_ID (Fetch, DeleteTopics) and left alone. The proxy
+/// asks the broker (Metadata by id) about an id once, for every connection: counted here by
+/// the broker's hooks, the cost in round trips of a Fetch by an id the proxy has not seen.
+#[test]
+fn tenants_reach_their_own_topics_by_id_and_no_others() {
+    use kwire::broker::{Action, Hook};
+    let rt = runtime();
+    let broker = broker();
+    broker.create_topic("tenant-a.mine", 1);
+    broker.create_topic("tenant-b.theirs", 1);
+    let ids = ids_of(broker.addr(), &["tenant-a.mine", "tenant-b.theirs"]);
+    let (mine, theirs) = (ids[0], ids[1]);
+    assert!(mine != Uuid::ZERO && theirs != Uuid::ZERO && mine != theirs);
+    let metadata = broker.add_hook(Hook::new(ApiKey::Metadata, Action::Pass));
+    let fetches = broker.add_hook(Hook::new(ApiKey::Fetch, Action::Pass));
+    let mut tenants = kwire::proxy::Tenants::new();
+    tenants.default_tenant("tenant-a.").unwrap();
+    let tenants = Arc::new(tenants);
+    let (for_filters, for_lookups) = (tenants.clone(), tenants.clone());
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(move |conn| {
+                    let mut chain = FilterChain::new();
+                    chain.push(for_filters.filter(conn));
+                    chain
+                })
+                .waiting_filter(move |_| for_lookups.lookups())
+                .start(),
+        )
+        .unwrap();
+    let asked = || broker.hook_fired(metadata).unwrap();
+    let mut c = connect(proxy.local_addr());
+    // Its own topic, which no answer through the proxy has shown: one lookup first.
+    assert_eq!(fetch_by_id(&mut c, &[mine], 1), [(mine, 0)]);
+    assert_eq!(asked(), 1, "one Metadata lookup on first use");
+    assert_eq!(fetch_by_id(&mut c, &[mine], 2), [(mine, 0)]);
+    let mut other = connect(proxy.local_addr());
+    assert_eq!(fetch_by_id(&mut other, &[mine], 3), [(mine, 0)]);
+    assert_eq!(asked(), 1, "no lookup after, on any connection");
+    // The other tenant's: looked up once, then answered as an unknown id, with the id the
+    // client sent, beside its own in the same request.
+    assert_eq!(fetch_by_id(&mut c, &[theirs, mine], 4), [(theirs, 100), (mine, 0)]);
+    assert_eq!(asked(), 2);
+    assert_eq!(fetch_by_id(&mut other, &[theirs], 5), [(theirs, 100)]);
+    assert_eq!(asked(), 2);
+    assert_eq!(broker.hook_fired(fetches), Some(5), "every Fetch went to the broker");
+    // DeleteTopics by the other tenant's id: UNKNOWN_TOPIC_ID, and the topic stays.
+    use kwire::messages::delete_topics::DeleteTopicState;
+    let topics = [DeleteTopicState { name: None, topic_id: theirs, ..Default::default() }];
+    let request = kwire::messages::DeleteTopicsRequest {
+        topics: (&topics[..]).into(),
+        timeout_ms: 5000,
+        ..Default::default()
+    };
+    send(&mut c, &request, 6, 6);
+    let frame = read_frame(&mut c).unwrap();
+    let ResponseBodyView::DeleteTopics(view) =
+        dispatch::parse_response(&frame, ApiKey::DeleteTopics, 6).unwrap().body
+    else {
+        unreachable!()
+    };
+    let results: Vec<_> = view.responses().iter().map(|r| (r.topic_id(), r.name(), r.error_code())).collect();
+    assert_eq!(results, [(theirs, None, 100)]);
+    assert_eq!(
+        ids_of(broker.addr(), &["tenant-b.theirs"]),
+        [theirs],
+        "the other tenant's topic is left alone"
+    );
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }

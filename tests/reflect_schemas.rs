@@ -213,3 +213,27 @@ fn every_table_says_what_its_schema_file_says() {
     assert!(messages >= 2 * 90, "{messages} messages");
     println!("{messages} messages, {fields} fields: the tables match the files");
 }
+
+/// Whether a struct, or one nested in it at any depth, has a `Host` string and a `Port`
+/// int32.
+#[cfg(feature = "alloc")]
+fn has_address(s: &'static StructSchema) -> bool {
+    let host = s.fields.iter().any(|f| f.name == "Host" && matches!(f.ty, FieldType::String));
+    let port = s.fields.iter().any(|f| f.name == "Port" && matches!(f.ty, FieldType::Int32));
+    (host && port) || s.fields.iter().filter_map(|f| struct_of(&f.ty)).any(has_address)
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn carries_addresses_is_what_the_response_schemas_say() {
+    // UpdateRaftVoter's answer names the KRaft leader's address, but it is a controller's
+    // request to the controllers, which no client sends through a broker or a proxy.
+    let controllers_only = [ApiKey::UpdateRaftVoter];
+    let wrong: Vec<&str> = ApiKey::ALL
+        .iter()
+        .filter(|key| !controllers_only.contains(key))
+        .filter(|&&key| kwire::filter::carries_addresses(key) != has_address(response_schema(key).body))
+        .map(|&key| response_schema(key).name)
+        .collect();
+    assert!(wrong.is_empty(), "carries_addresses disagrees with these response schemas: {wrong:?}");
+}

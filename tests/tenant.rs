@@ -20,8 +20,10 @@ use kwire::messages::find_coordinator::Coordinator;
 use kwire::messages::list_groups::ListedGroup;
 use kwire::messages::metadata::MetadataResponseTopic;
 use kwire::messages::*;
-use kwire::reflect::{self, Entity, entities};
+use kwire::reflect::walk::{Field, Scalar, Visitor};
+use kwire::reflect::{self, Encoding, Entity, FieldType, StructValue, Value, entities};
 use kwire::testing::AsVersion;
+use kwire::types::Uuid;
 use kwire::{AnyBody, ApiKey, Str};
 
 const PREFIX: &str = "tenant-a.";
@@ -63,6 +65,74 @@ fn body_of(frame: &[u8], key: ApiKey, version: i16, request: bool) -> Vec<u8> {
     }
 }
 
+/// Whether a field holds a topic id (every `uuid` named `TopicId` in Kafka's schemas).
+fn is_topic_id(field: &reflect::FieldSchema) -> bool {
+    matches!(field.ty, FieldType::Uuid) && field.name == "TopicId"
+}
+
+/// The topic ids of a request body (or of a response body, `request` false), in order.
+fn ids_of(key: ApiKey, version: i16, body: &[u8], request: bool) -> Vec<Uuid> {
+    struct Ids(Vec<Uuid>);
+    impl<'a> Visitor<'a> for Ids {
+        fn value(&mut self, field: &Field<'_>, value: Scalar<'a>) {
+            if let Scalar::Uuid(id) = value
+                && is_topic_id(field.schema)
+            {
+                self.0.push(id);
+            }
+        }
+    }
+    let schema = if request { reflect::request_schema(key) } else { reflect::response_schema(key) };
+    let mut ids = Ids(Vec::new());
+    reflect::walk::walk_body(schema, version, body, 0, &mut ids).unwrap();
+    ids.0
+}
+
+fn ids_in(key: ApiKey, version: i16, body: &[u8]) -> Vec<Uuid> {
+    ids_of(key, version, body, true)
+}
+
+/// Sets the topic ids of a decoded body in order, from `next`.
+fn set_ids(s: &mut StructValue, version: i16, next: &mut dyn FnMut(Uuid) -> Uuid) {
+    fn value(v: &mut Value, id_field: bool, version: i16, next: &mut dyn FnMut(Uuid) -> Uuid) {
+        match v {
+            Value::Uuid(id) if id_field => *id = next(*id),
+            Value::Array(items) => items.iter_mut().for_each(|v| value(v, id_field, version, next)),
+            Value::Struct(inner) => set_ids(inner, version, next),
+            _ => {}
+        }
+    }
+    for i in 0..s.schema.fields.len() {
+        let field = &s.schema.fields[i];
+        if !field.versions.contains(version) {
+            continue;
+        }
+        if let Some(Some(v)) = s.fields.get_mut(i) {
+            value(v, is_topic_id(field), version, next);
+        }
+    }
+}
+
+/// A body with its topic ids mapped by `next`, in order.
+fn map_ids(
+    key: ApiKey,
+    version: i16,
+    body: &[u8],
+    request: bool,
+    next: &mut dyn FnMut(Uuid) -> Uuid,
+) -> Vec<u8> {
+    let schema = if request { reflect::request_schema(key) } else { reflect::response_schema(key) };
+    let mut value = StructValue::decode_body(schema, version, body).unwrap();
+    set_ids(&mut value, version, next);
+    value.to_bytes(Encoding::body(schema, version)).unwrap()
+}
+
+/// A request body with these topic ids, in order.
+fn with_ids(key: ApiKey, version: i16, body: &[u8], ids: &[Uuid]) -> Vec<u8> {
+    let mut ids = ids.iter();
+    map_ids(key, version, body, true, &mut |_| *ids.next().unwrap())
+}
+
 #[test]
 fn every_request_gets_its_entities_prefixed_and_nothing_else() {
     let mut rng = XorShift(0x7e4a_0001);
@@ -92,6 +162,16 @@ fn every_request_gets_its_entities_prefixed_and_nothing_else() {
                     other => panic!("{} v{version}: {other:?}", key.name()),
                 };
                 let sent = body_of(&sent, key, version, true);
+                // Every topic id the client named is one this tenant has not seen: it goes
+                // as a stand-in (the all-zero id, which names no topic, as it is); with the
+                // client's ids put back, the body is the client's but for its names.
+                let (client_ids, sent_ids) = (ids_in(key, version, &original), ids_in(key, version, &sent));
+                assert_eq!(client_ids.len(), sent_ids.len(), "{} v{version}", key.name());
+                for (c, s) in client_ids.iter().zip(&sent_ids) {
+                    assert_eq!(*c == Uuid::ZERO, c == s, "{} v{version}: {c:?} sent as {s:?}", key.name());
+                    assert!(*c == Uuid::ZERO || *s != Uuid::ZERO, "{} v{version}", key.name());
+                }
+                let sent = with_ids(key, version, &sent, &client_ids);
                 // Taking the prefix off every owned entity gives back the client's body.
                 let back = entities::rewrite(schema, version, &sent, |e, s| {
                     // Empty names, and the topic names "." and "..", pass as they are.
@@ -410,4 +490,250 @@ fn overlapping_prefixes_are_refused() {
     assert!(matches!(tenants.default_tenant("tenant"), Err(TenantError::Overlaps(_))));
     tenants.default_tenant("tenant-c.").unwrap();
     tenants.principal("carol", "tenant-ab.").unwrap();
+}
+
+/// Whether a struct carries a topic id at `version`, at any depth.
+fn has_ids(s: &'static reflect::StructSchema, version: i16) -> bool {
+    s.fields.iter().filter(|f| f.versions.contains(version)).any(|f| {
+        let mut ty = &f.ty;
+        while let FieldType::Array(t) = ty {
+            ty = t;
+        }
+        is_topic_id(f) || matches!(ty, FieldType::Struct(inner) if has_ids(inner, version))
+    })
+}
+
+/// A frame with its body replaced (same header).
+fn rebody(frame: &[u8], old_body_len: usize, body: &[u8]) -> Vec<u8> {
+    let mut out = frame[..frame.len() - old_body_len].to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
+/// Topic ids (issue 33), over every API and version whose requests or responses carry them,
+/// from the schemas. The tenant has seen a Metadata answer naming its own topic and another
+/// tenant's, with their ids. A request naming its own id, the other tenant's, an id it has
+/// never seen and the all-zero id sends the broker its own id and the zero id as they are,
+/// and a stand-in for each of the others (not zero, not any id named, the same for the same
+/// id). An answer that carries the stand-ins gives the client its ids back; an answer that
+/// carries the other tenant's id loses every entry that names it.
+#[test]
+fn every_api_with_topic_ids_lets_only_the_tenants_own_pass() {
+    let (own, foreign, unseen) = (Uuid([0x41; 16]), Uuid([0x42; 16]), Uuid([0x43; 16]));
+    let tenant = || {
+        let mut chain = chain(Tenant::new(PREFIX));
+        let topics = [
+            MetadataResponseTopic {
+                name: Some(Str::from("tenant-a.mine")),
+                topic_id: own,
+                ..Default::default()
+            },
+            MetadataResponseTopic {
+                name: Some(Str::from("tenant-b.theirs")),
+                topic_id: foreign,
+                ..Default::default()
+            },
+        ];
+        let response = MetadataResponse { topics: (&topics[..]).into(), ..Default::default() };
+        let Verdict::Replace(got) = chain.on_response(&response_frame(&response, 12), ApiKey::Metadata, 12)
+        else {
+            panic!("rewritten")
+        };
+        let view = MetadataResponseView::new(&got[4 + 1..], 12).unwrap();
+        let seen: Vec<_> =
+            view.topics().iter().map(|t| (t.name().unwrap().to_owned(), t.topic_id())).collect();
+        assert_eq!(seen, [("mine".to_owned(), own)]);
+        chain
+    };
+    let mut rng = XorShift(0x7e4a_0003);
+    let (mut expected, mut covered) = (Vec::new(), Vec::new());
+    let (mut expected_answers, mut covered_answers) = (Vec::new(), Vec::new());
+    let mut kept = 0;
+    for &key in ApiKey::ALL {
+        for version in key.request_versions().min..=key.request_versions().max {
+            let ver = kwire::types::Ver::new(version, key.flexible_versions().contains(version));
+            let in_request = has_ids(reflect::request_schema(key).body, version);
+            let in_response = key.response_versions().contains(version)
+                && has_ids(reflect::response_schema(key).body, version);
+            if in_request {
+                expected.push((key, version));
+            }
+            if in_response {
+                expected_answers.push((key, version));
+            }
+            // Requests.
+            let mut stand_ins: Vec<(Uuid, Uuid)> = Vec::new();
+            for _ in 0..400 {
+                if !in_request {
+                    break;
+                }
+                let data = rng.bytes(2048);
+                let Ok(value) = RequestBody::arbitrary_for(key, &mut Unstructured::new(&data)) else {
+                    continue;
+                };
+                let value = value.as_version(ver);
+                if value.encoded_len(version).is_err() {
+                    continue;
+                }
+                let frame = request_frame(&value, version);
+                let body = body_of(&frame, key, version, true);
+                if ids_in(key, version, &body).len() < 2 {
+                    continue;
+                }
+                let cycle = [foreign, unseen, own, Uuid::ZERO];
+                let mut n = 0;
+                let named = map_ids(key, version, &body, true, &mut |_| {
+                    n += 1;
+                    cycle[(n - 1) % 4]
+                });
+                let client_ids = ids_in(key, version, &named);
+                let frame = rebody(&frame, body.len(), &named);
+                let sent = match tenant().on_request(&frame) {
+                    Verdict::Forward => frame.clone(),
+                    Verdict::Replace(new) => new,
+                    // A name the prefix pushes past what a string holds.
+                    Verdict::Close(_) => continue,
+                    other => panic!("{} v{version}: {other:?}", key.name()),
+                };
+                let sent_ids = ids_in(key, version, &body_of(&sent, key, version, true));
+                assert_eq!(sent_ids.len(), client_ids.len(), "{} v{version}", key.name());
+                for (c, s) in client_ids.iter().zip(&sent_ids) {
+                    if *c == own || *c == Uuid::ZERO {
+                        assert_eq!(s, c, "{} v{version}: the tenant's own id or zero", key.name());
+                        kept += 1;
+                        continue;
+                    }
+                    assert!(
+                        ![own, foreign, unseen, Uuid::ZERO].contains(s),
+                        "{} v{version}: {c:?} sent as {s:?}",
+                        key.name()
+                    );
+                    match stand_ins.iter().find(|(k, _)| k == c) {
+                        Some((_, known)) => {
+                            assert_eq!(known, s, "{} v{version}: one stand-in per id", key.name())
+                        }
+                        None => stand_ins.push((*c, *s)),
+                    }
+                }
+                assert_eq!(stand_ins.len(), 2, "{} v{version}", key.name());
+                assert!(stand_ins[0].1 != stand_ins[1].1);
+                covered.push((key, version));
+                break;
+            }
+            // Answers, through a tenant that gave these stand-ins.
+            for _ in 0..400 {
+                if !in_response {
+                    break;
+                }
+                let data = rng.bytes(2048);
+                let Ok(value) = ResponseBody::arbitrary_for(key, &mut Unstructured::new(&data)) else {
+                    continue;
+                };
+                let value = value.as_version(ver);
+                if value.encoded_len(version).is_err() {
+                    continue;
+                }
+                let frame = response_frame(&value, version);
+                let body = body_of(&frame, key, version, false);
+                if ids_of(key, version, &body, false).len() < 3 {
+                    continue;
+                }
+                // The broker's names carry the prefix (as the tenant's would).
+                let schema = reflect::response_schema(key);
+                let Ok(broker_body) = entities::rewrite(schema, version, &body, |e, s| {
+                    owned(e).then(|| format!("{PREFIX}{s}"))
+                }) else {
+                    continue;
+                };
+                let broker_body = broker_body.unwrap_or(body.clone());
+                if !stand_ins.is_empty() {
+                    let answer_ids = [stand_ins[0].1, stand_ins[1].1, own];
+                    let mut n = 0;
+                    let answered = map_ids(key, version, &broker_body, false, &mut |_| {
+                        n += 1;
+                        answer_ids[(n - 1) % 3]
+                    });
+                    let frame_out = rebody(&frame, body.len(), &answered);
+                    // A chain that sent the request (the same ids in the same order, so the
+                    // same stand-ins) gives the client its ids back.
+                    let asked: Vec<Uuid> = stand_ins.iter().map(|(c, _)| *c).collect();
+                    let mut chain = tenant();
+                    let request = stand_in_request(key, version, &asked).expect("a request with ids");
+                    assert!(matches!(chain.on_request(&request), Verdict::Replace(_)));
+                    let got = match chain.on_response(&frame_out, key, version) {
+                        Verdict::Forward => frame_out.clone(),
+                        Verdict::Replace(new) => new,
+                        other => panic!("{} v{version}: {other:?}", key.name()),
+                    };
+                    let got_ids = ids_of(key, version, &body_of(&got, key, version, false), false);
+                    let want: Vec<Uuid> = (0..got_ids.len()).map(|i| [foreign, unseen, own][i % 3]).collect();
+                    assert_eq!(got_ids, want, "{} v{version}: the client's ids back", key.name());
+                    // A chain that did not send it knows no stand-in: they pass as they are.
+                    let fresh = match tenant().on_response(&frame_out, key, version) {
+                        Verdict::Forward => frame_out.clone(),
+                        Verdict::Replace(new) => new,
+                        other => panic!("{} v{version}: {other:?}", key.name()),
+                    };
+                    let fresh_ids = ids_of(key, version, &body_of(&fresh, key, version, false), false);
+                    assert!(
+                        !fresh_ids.contains(&foreign) && !fresh_ids.contains(&unseen),
+                        "{} v{version}",
+                        key.name()
+                    );
+                }
+                // An answer carrying the other tenant's id loses every entry that names it.
+                let theirs = map_ids(key, version, &broker_body, false, &mut |_| foreign);
+                let frame_theirs = rebody(&frame, body.len(), &theirs);
+                let got = match tenant().on_response(&frame_theirs, key, version) {
+                    Verdict::Forward => frame_theirs.clone(),
+                    Verdict::Replace(new) => new,
+                    other => panic!("{} v{version}: {other:?}", key.name()),
+                };
+                let left = ids_of(key, version, &body_of(&got, key, version, false), false);
+                assert!(
+                    !left.contains(&foreign),
+                    "{} v{version}: the other tenant's id reached the client",
+                    key.name()
+                );
+                covered_answers.push((key, version));
+                break;
+            }
+        }
+    }
+    let names = |v: &[(ApiKey, i16)]| {
+        v.iter().map(|(k, v)| format!("{} v{v}", k.name())).collect::<Vec<_>>().join(", ")
+    };
+    eprintln!("requests with topic ids: {}", names(&expected));
+    eprintln!("answers with topic ids: {}", names(&expected_answers));
+    assert_eq!(names(&covered), names(&expected), "every request version with topic ids");
+    assert!(!expected.is_empty());
+    assert_eq!(names(&covered_answers), names(&expected_answers), "every answer version with topic ids");
+    assert!(kept > 10, "only {kept} own or zero ids were named");
+}
+
+/// A request of `key` at `version` that names `ids` (each once, first), for a chain to give
+/// them stand-ins in the order named; `None` if arbitrary bytes give no such request.
+fn stand_in_request(key: ApiKey, version: i16, ids: &[Uuid]) -> Option<Vec<u8>> {
+    let mut rng = XorShift(0x7e4a_0004);
+    let ver = kwire::types::Ver::new(version, key.flexible_versions().contains(version));
+    for _ in 0..400 {
+        let data = rng.bytes(2048);
+        let Ok(value) = RequestBody::arbitrary_for(key, &mut Unstructured::new(&data)) else { continue };
+        let value = value.as_version(ver);
+        if value.encoded_len(version).is_err() {
+            continue;
+        }
+        let frame = request_frame(&value, version);
+        let body = body_of(&frame, key, version, true);
+        if ids_in(key, version, &body).len() < ids.len() {
+            continue;
+        }
+        let mut n = 0;
+        let named = map_ids(key, version, &body, true, &mut |_| {
+            n += 1;
+            ids[(n - 1).min(ids.len() - 1)]
+        });
+        return Some(rebody(&frame, body.len(), &named));
+    }
+    None
 }

@@ -87,10 +87,12 @@ impl DerefMut for Outbox {
 /// Answers are written once they pass this many bytes, and at the end of each read.
 const FLUSH_AT: usize = 256 * 1024;
 
-pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// Accepts the connections of node `node` (an index into the cluster's nodes) until the
+/// broker stops or the node does; then closes the listener and every connection.
+pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>, node: usize) {
     let mut conns: Vec<(TcpStream, JoinHandle<()>)> = Vec::new();
     for stream in listener.incoming() {
-        if shared.stopping() {
+        if !shared.serving(node) {
             break;
         }
         let stream = match stream {
@@ -107,7 +109,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         shared.connection_opened();
         let spawned = std::thread::Builder::new().name("kwire-broker-conn".into()).spawn(move || {
             s.log(format_args!("{peer}: connected"));
-            let why = serve_accepted(stream, &s, &peer);
+            let why = serve_accepted(stream, &s, &peer, node);
             s.log(format_args!("{peer}: closed ({why})"));
             s.connection_closed();
         });
@@ -119,6 +121,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             }
         }
     }
+    drop(listener);
     for (stream, _) in &conns {
         let _ = stream.shutdown(Shutdown::Both);
     }
@@ -130,7 +133,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 /// Serves an accepted connection, with TLS on it when the broker has [`super::Config::tls`],
 /// then shuts the socket down (the accept loop keeps a handle to it, to shut it down on
 /// stop, so dropping this one would not close it); returns why it ended.
-fn serve_accepted(stream: TcpStream, shared: &Shared, peer: &str) -> String {
+fn serve_accepted(stream: TcpStream, shared: &Shared, peer: &str, node: usize) -> String {
     let _ = stream.set_nodelay(true);
     #[cfg(feature = "broker-tls")]
     if let Some(tls) = &shared.config.tls {
@@ -138,14 +141,14 @@ fn serve_accepted(stream: TcpStream, shared: &Shared, peer: &str) -> String {
             Ok(s) => s,
             Err(e) => return std::format!("TLS: {e}"),
         };
-        let why = serve(&mut stream, shared, peer);
+        let why = serve(&mut stream, shared, peer, node);
         stream.conn.send_close_notify();
         while stream.conn.wants_write() && stream.conn.write_tls(&mut stream.sock).is_ok_and(|n| n > 0) {}
         let _ = stream.sock.shutdown(Shutdown::Both);
         return why;
     }
     let mut stream = stream;
-    let why = serve(&mut stream, shared, peer);
+    let why = serve(&mut stream, shared, peer, node);
     let _ = stream.shutdown(Shutdown::Both);
     why
 }
@@ -158,8 +161,8 @@ fn flush(stream: &mut impl Write, pending: &mut Outbox) -> std::io::Result<()> {
 
 /// Serves one connection until the peer closes it, sends what cannot be read, or the
 /// broker stops; returns why it ended.
-fn serve(stream: &mut (impl Read + Write), shared: &Shared, peer: &str) -> String {
-    let mut handler = Handler::new(shared, peer);
+fn serve(stream: &mut (impl Read + Write), shared: &Shared, peer: &str, node: usize) -> String {
+    let mut handler = Handler::new(shared, peer, node);
     let mut conn = ServerConn::with_frame_buf(FrameBuf::new(shared.config.max_frame_bytes));
     if let Some(v) = shared.versions(crate::ApiKey::ApiVersions) {
         conn.set_api_versions_max(v.max);
@@ -167,8 +170,8 @@ fn serve(stream: &mut (impl Read + Write), shared: &Shared, peer: &str) -> Strin
     let mut pending = Outbox::default();
     loop {
         loop {
-            if shared.stopping() {
-                return "broker stopping".into();
+            if !shared.serving(node) {
+                return "broker or node stopping".into();
             }
             let before = pending.total_len();
             if handler.raw_sasl {

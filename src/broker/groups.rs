@@ -13,6 +13,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
+use super::cluster::CoordinatorKind;
 use super::kip848::{CommitCheck, ConsumerGroup};
 use super::state::{Shared, lock};
 use crate::error_code::ErrorCode;
@@ -323,6 +324,9 @@ impl Groups {
     /// JoinGroup: blocks until the join barrier opens for this member.
     pub fn join(&self, shared: &Shared, req: Join<'_>) -> JoinResult {
         let now = Instant::now();
+        // The coordinator when the request came: if the group moves (its node stopped),
+        // a waiting member is told NOT_COORDINATOR, as Kafka's unloaded group tells it.
+        let home = shared.coordinator(CoordinatorKind::Group, req.group_id);
         let (min, max) = shared.config.session_timeout_range;
         if req.group_id.is_empty() {
             return JoinResult::error(ErrorCode::InvalidGroupId, req.member_id);
@@ -437,6 +441,9 @@ impl Groups {
             if shared.stopping() {
                 return JoinResult::error(ErrorCode::CoordinatorNotAvailable, &member_id);
             }
+            if shared.coordinator(CoordinatorKind::Group, req.group_id) != home {
+                return JoinResult::error(ErrorCode::NotCoordinator, &member_id);
+            }
             g = self.wait(g);
         }
     }
@@ -455,6 +462,7 @@ impl Groups {
         assignments: Vec<(String, Vec<u8>)>,
     ) -> (ErrorCode, Vec<u8>, Option<String>, Option<String>) {
         let fail = |code| (code, Vec::new(), None, None);
+        let home = shared.coordinator(CoordinatorKind::Group, group_id);
         let mut g = self.lock();
         let Some(group) = g.get_mut(group_id) else { return fail(ErrorCode::UnknownMemberId) };
         if !group.members.contains_key(member_id) {
@@ -504,6 +512,9 @@ impl Groups {
             }
             if shared.stopping() {
                 return fail(ErrorCode::CoordinatorNotAvailable);
+            }
+            if shared.coordinator(CoordinatorKind::Group, group_id) != home {
+                return fail(ErrorCode::NotCoordinator);
             }
             g = self.wait(g);
         }

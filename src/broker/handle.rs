@@ -5,6 +5,7 @@ use std::string::{String, ToString};
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
+use super::cluster::CoordinatorKind;
 use super::conn::Outbox;
 use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
@@ -119,6 +120,8 @@ pub(crate) enum Outcome {
 /// One connection's request handler: its scratch buffers live as long as it does.
 pub(crate) struct Handler<'s> {
     shared: &'s Shared,
+    /// The node this connection is to (an index into the cluster's nodes).
+    node: usize,
     /// After a SaslHandshake v0 for PLAIN: the next frame is the bare token.
     pub raw_sasl: bool,
     sasl: sasl::Session,
@@ -134,16 +137,78 @@ const TOPIC_OPERATIONS: i32 = 0b1101_1111_1000;
 const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
 
 impl<'s> Handler<'s> {
-    pub fn new(shared: &'s Shared, peer: &str) -> Self {
+    pub fn new(shared: &'s Shared, peer: &str, node: usize) -> Self {
         let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
         Handler {
             shared,
+            node,
             raw_sasl: false,
             sasl: sasl::Session::default(),
             sasl_failed: false,
             client_host: std::format!("/{host}"),
             scratch: Vec::new(),
         }
+    }
+
+    /// Whether this node coordinates a group or a transactional id.
+    fn coordinates(&self, kind: CoordinatorKind, key: &str) -> bool {
+        self.shared.coordinator(kind, key) == self.node
+    }
+
+    /// Kafka's leader checks of a partition this node was asked to read or write (with
+    /// the request's current leader epoch, -1 for none): NOT_LEADER_OR_FOLLOWER when
+    /// another node leads it, else FENCED_LEADER_EPOCH for an older epoch and
+    /// UNKNOWN_LEADER_EPOCH for a newer one.
+    fn leader_error(&self, leader: (usize, i32), current_leader_epoch: i32) -> Option<ErrorCode> {
+        if leader.0 != self.node {
+            Some(ErrorCode::NotLeaderOrFollower)
+        } else if current_leader_epoch == -1 || current_leader_epoch == leader.1 {
+            None
+        } else if current_leader_epoch < leader.1 {
+            Some(ErrorCode::FencedLeaderEpoch)
+        } else {
+            Some(ErrorCode::UnknownLeaderEpoch)
+        }
+    }
+
+    /// A partition's leader (node id, leader epoch) for a KIP-951 `current_leader`, with
+    /// its node added to `endpoints` (for `node_endpoints`).
+    fn current_leader(&self, topic: &str, partition: i32, endpoints: &mut Vec<usize>) -> Option<(i32, i32)> {
+        let (node, epoch) = self.shared.topics.partition(topic, partition)?.leader();
+        if !endpoints.contains(&node) {
+            endpoints.push(node);
+        }
+        Some((self.shared.cluster.nodes[node].id, epoch))
+    }
+
+    /// The node id and advertised address of node `i`.
+    fn endpoint(&self, i: usize) -> (i32, &str, i32) {
+        let n = &self.shared.cluster.nodes[i];
+        (n.id, n.host.as_str(), n.port)
+    }
+
+    /// The error a request of a coordinator's API gets at a node that does not coordinate
+    /// its (one) group or transactional id, for the APIs whose response has a top-level
+    /// error code; the others check per group, transaction or partition where they serve.
+    fn not_coordinator(&self, body: &RequestBodyView<'_>, v: i16) -> bool {
+        use CoordinatorKind::{Group, Transaction};
+        let (kind, key) = match body {
+            RequestBodyView::JoinGroup(r) => (Group, r.group_id()),
+            RequestBodyView::SyncGroup(r) => (Group, r.group_id()),
+            RequestBodyView::Heartbeat(r) => (Group, r.group_id()),
+            RequestBodyView::LeaveGroup(r) => (Group, r.group_id()),
+            RequestBodyView::OffsetDelete(r) => (Group, r.group_id()),
+            RequestBodyView::ConsumerGroupHeartbeat(r) => (Group, r.group_id()),
+            RequestBodyView::OffsetFetch(r) if (2..=7).contains(&v) => (Group, r.group_id()),
+            RequestBodyView::InitProducerId(r) => match r.transactional_id() {
+                Some(id) => (Transaction, id),
+                None => return false,
+            },
+            RequestBodyView::AddOffsetsToTxn(r) => (Transaction, r.transactional_id()),
+            RequestBodyView::EndTxn(r) => (Transaction, r.transactional_id()),
+            _ => return false,
+        };
+        !self.coordinates(kind, key)
     }
 
     /// Answers one request, appending the response frame (if it gets one) to `out`.
@@ -177,7 +242,12 @@ impl<'s> Handler<'s> {
         }
         let client_id = req.header.client_id().unwrap_or_default();
         let at = out.len();
-        let outcome = self.serve(req, reply, client_id, out)?;
+        let outcome = if self.not_coordinator(&req.body, v) {
+            error_response(reply, ErrorCode::NotCoordinator, out)?;
+            Outcome::Continue
+        } else {
+            self.serve(req, reply, client_id, out)?
+        };
         if let Some(ms) = self.shared.hooks.throttle(reply.api_key) {
             set_throttle(out, at, reply, ms);
         }

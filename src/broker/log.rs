@@ -95,6 +95,9 @@ pub(crate) struct Log {
     /// Aborted transactions: (producer id, first offset, offset of the abort marker), in
     /// marker order (Kafka's transaction index).
     aborted: Vec<(i64, i64, i64)>,
+    /// The node (its index in the cluster) that leads this partition, and its leader epoch
+    /// (bumped by every move), written into the batches appended.
+    leader: (usize, i32),
 }
 
 /// Where an append went.
@@ -106,6 +109,22 @@ pub(crate) struct Appended {
 }
 
 impl Log {
+    /// An empty log led by node `node` (an index into the cluster's nodes), at epoch 0.
+    pub fn led_by(node: usize) -> Log {
+        Log { leader: (node, 0), ..Log::default() }
+    }
+
+    /// The leading node's index and the leader epoch.
+    pub fn leader(&self) -> (usize, i32) {
+        self.leader
+    }
+
+    /// Moves the leadership to `node`, bumping the leader epoch; returns the new epoch.
+    pub fn move_leader(&mut self, node: usize) -> i32 {
+        self.leader = (node, self.leader.1.saturating_add(1));
+        self.leader.1
+    }
+
     pub fn next_offset(&self) -> i64 {
         self.next_offset
     }
@@ -173,7 +192,7 @@ impl Log {
         builder.producer_id = producer_id;
         builder.producer_epoch = epoch;
         builder.base_sequence = -1;
-        builder.partition_leader_epoch = 0;
+        builder.partition_leader_epoch = self.leader.1;
         let len = builder.encoded_len().expect("a marker batch has a size");
         let offset = self.next_offset;
         let (segment, bytes) = self.writable(len);
@@ -235,11 +254,12 @@ impl Log {
         record_errors: &mut Vec<RecordError>,
     ) -> Result<Appended, Rejected> {
         let next_offset = self.next_offset;
+        let mut config = *config;
+        config.base_offset = next_offset;
+        config.partition_leader_epoch = self.leader.1;
         let (segment, bytes) = self.writable(records.len());
         let start = bytes.len();
         bytes.extend_from_slice(records);
-        let mut config = *config;
-        config.base_offset = next_offset;
         let validated = loop {
             record_errors.clear();
             let result = validate_and_assign_with(&mut bytes[start..], &config, scratch, &mut |e| {

@@ -1,4 +1,5 @@
-//! A single-node, in-memory Kafka broker for tests and demos (feature `broker`).
+//! An in-memory Kafka broker for tests and demos, one node or a cluster of nodes in one
+//! process (feature `broker`).
 //!
 //! Start one in a test the way Go users start franz-go's `kfake`, point any Kafka client
 //! at [`Broker::addr`], and it stops when dropped:
@@ -13,7 +14,8 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
-//! **What it is.** One node (id [`Config::node_id`]) that leads every partition, keeps every
+//! **What it is.** One node (id [`Config::node_id`]) that leads every partition, or with
+//! [`Config::nodes`] a cluster of nodes in one process (below), keeping every
 //! partition's log in memory as the record batches' bytes, and forgets everything when
 //! dropped. Produce runs [`crate::records::validate`] (Kafka's `LogValidator`) on each
 //! batch where it lands in the log, assigning its offsets and leader epoch in place. Threads: one
@@ -22,7 +24,7 @@
 //! `min_bytes`) wait on a condition variable that every append signals, never spinning.
 //!
 //! **APIs served** ([`SERVED`]): ApiVersions, Metadata, DescribeCluster, Produce (acks 0, 1
-//! and all, which are the same on one node), Fetch, ListOffsets, InitProducerId (idempotent
+//! and all, which are the same: nothing is replicated), Fetch, ListOffsets, InitProducerId (idempotent
 //! producers, with Kafka's duplicate and sequence checks, and transactional ones), CreateTopics, CreatePartitions,
 //! DeleteTopics, FindCoordinator, the classic consumer-group protocol (JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup with rebalances, generations, member ids, the join and sync
@@ -31,8 +33,8 @@
 //! transaction APIs below, and the admin calls clients make: DescribeLogDirs, AlterConfigs
 //! and IncrementalAlterConfigs (topic configs, checked as Kafka checks them, that take effect
 //! at the next Produce), DeleteRecords (the log start offset moves; Fetch and ListOffsets
-//! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed on
-//! one node) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
+//! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed:
+//! a partition's leader is its only replica) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
 //! serves fetch sessions (KIP-227: full and incremental requests, session ids and epochs, a
 //! bounded cache, [`Config::fetch_session_slots`]). KIP-848 consumer groups are served as
 //! Kafka's group coordinator serves them: ConsumerGroupHeartbeat (member epochs, the group
@@ -74,16 +76,32 @@
 //! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
 //! Produce, Fetch and ListOffsets requests with an error code and serve the others.
 //!
+//! **A cluster** ([`Config::nodes`]): each node listens on its own port
+//! ([`Broker::node_addr`]; [`Broker::addr`] is node 0's, the bootstrap) and they share the
+//! logs, groups and transactions. Partitions' leaders are placed round robin, and a group's
+//! or transactional id's coordinator is the leader of its `__consumer_offsets` or
+//! `__transaction_state` partition as Kafka maps it (a table of 50 leaders each, not
+//! topics). Metadata, DescribeCluster and FindCoordinator tell each node's truth; a partition
+//! at the wrong node gets NOT_LEADER_OR_FOLLOWER (with KIP-951's current leader in Produce
+//! v10+ and Fetch v16+), a group or transaction API at the wrong node NOT_COORDINATOR, and
+//! a stale or future leader epoch FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH. A test moves
+//! leaders ([`Broker::move_leader`], [`Broker::shuffle_leaders`], each bumping the epoch),
+//! stops a node ([`Broker::stop_node`]: listener and connections closed, its partitions and
+//! coordinators moved) and restarts it ([`Broker::restart_node`]). Hooks, faults and
+//! throttles apply at every node. `docs/serve.md` has the details.
+//!
 //! **Throttles** ([`Broker::throttle`]) set `throttle_time_ms` in an API's responses, and
 //! [`Fault::records`] rejects a Produce batch with per-record errors.
 //!
-//! **Not here:** classic members in a KIP-848 consumer group, share groups, more than one node,
-//! ACL enforcement, SASL mechanisms other than PLAIN and SCRAM (GSSAPI, OAUTHBEARER),
-//! delegation tokens, required authentication,
+//! **Not here:** classic members in a KIP-848 consumer group, share groups, nodes added at
+//! run time (the node count is fixed at start), replicas other than the leader (and so
+//! fetching from followers), OffsetForLeaderEpoch, ACL enforcement, SASL mechanisms other than PLAIN and SCRAM
+//! (GSSAPI, OAUTHBEARER), delegation tokens, required authentication,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
 
 mod acl;
+mod cluster;
 mod conn;
 mod fetch_sessions;
 mod groups;
@@ -101,8 +119,8 @@ mod txn;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use std::vec::Vec;
@@ -129,8 +147,13 @@ pub struct Config {
     /// The host and port Metadata, FindCoordinator and DescribeCluster give clients
     /// (default: the address listened on).
     pub advertise: Option<(String, u16)>,
-    /// This node's id (default 1).
+    /// This node's id (default 1); with [`Config::nodes`] above 1, node `i` has id
+    /// `node_id + i`.
     pub node_id: i32,
+    /// How many nodes the cluster has (default 1, at most 64): each listens on its own
+    /// port (node 0 on [`Config::listen`], the others on free ports of the same address)
+    /// and leads a share of the partitions and coordinators (see `docs/serve.md`).
+    pub nodes: usize,
     /// The cluster id (default `"kwire-broker"`).
     pub cluster_id: String,
     /// Partitions of an auto-created topic, and of CreateTopics asking for -1 (default 1,
@@ -200,6 +223,7 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             advertise: None,
             node_id: 1,
+            nodes: 1,
             cluster_id: "kwire-broker".into(),
             default_partitions: 1,
             auto_create_topics: true,
@@ -232,6 +256,7 @@ impl core::fmt::Debug for Config {
         d.field("listen", &self.listen)
             .field("advertise", &self.advertise)
             .field("node_id", &self.node_id)
+            .field("nodes", &self.nodes)
             .field("cluster_id", &self.cluster_id)
             .field("default_partitions", &self.default_partitions)
             .field("auto_create_topics", &self.auto_create_topics)
@@ -252,7 +277,8 @@ impl core::fmt::Debug for Config {
 pub struct Broker {
     addr: SocketAddr,
     shared: Arc<state::Shared>,
-    accept: Option<JoinHandle<()>>,
+    /// Each node's accept thread while it runs.
+    accepts: Mutex<Vec<Option<JoinHandle<()>>>>,
     ticker: Option<JoinHandle<()>>,
 }
 
@@ -284,13 +310,32 @@ impl Broker {
                 ));
             }
         }
-        let listener = TcpListener::bind(config.listen)?;
-        let addr = listener.local_addr()?;
-        let (host, port) = match &config.advertise {
-            Some((h, p)) => (h.clone(), i32::from(*p)),
-            None => (addr.ip().to_string(), i32::from(addr.port())),
-        };
-        let shared = Arc::new(state::Shared::new(config, host, port));
+        if !(1..=64).contains(&config.nodes) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                std::format!("a cluster has 1 to 64 nodes, not {}", config.nodes),
+            ));
+        }
+        if i32::try_from(config.nodes - 1).ok().and_then(|n| config.node_id.checked_add(n)).is_none() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "node ids overflow i32"));
+        }
+        let mut listeners = Vec::with_capacity(config.nodes);
+        let mut nodes = Vec::with_capacity(config.nodes);
+        for i in 0..config.nodes {
+            let listen = if i == 0 { config.listen } else { SocketAddr::new(config.listen.ip(), 0) };
+            let listener = TcpListener::bind(listen)?;
+            let addr = listener.local_addr()?;
+            // Node 0 advertises `advertise`; the others its host with their own ports.
+            let (host, port) = match &config.advertise {
+                Some((h, p)) if i == 0 => (h.clone(), i32::from(*p)),
+                Some((h, _)) => (h.clone(), i32::from(addr.port())),
+                None => (addr.ip().to_string(), i32::from(addr.port())),
+            };
+            nodes.push(cluster::Node::new(config.node_id + i as i32, host, port, addr));
+            listeners.push(listener);
+        }
+        let addr = nodes[0].addr;
+        let shared = Arc::new(state::Shared::new(config, nodes));
         let ticker = {
             let shared = shared.clone();
             std::thread::Builder::new().name("kwire-broker-timers".into()).spawn(move || {
@@ -301,21 +346,180 @@ impl Broker {
                 }
             })?
         };
-        let accept = {
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("kwire-broker-accept".into())
-                .spawn(move || conn::accept_loop(listener, shared))?
-        };
-        Ok(Broker { addr, shared, accept: Some(accept), ticker: Some(ticker) })
+        let mut broker = Broker { addr, shared, accepts: Mutex::new(Vec::new()), ticker: Some(ticker) };
+        for (i, listener) in listeners.into_iter().enumerate() {
+            let accept = broker.spawn_accept(i, listener);
+            state::lock(&broker.accepts).push(None);
+            match accept {
+                Ok(t) => state::lock(&broker.accepts)[i] = Some(t),
+                Err(e) => {
+                    broker.shutdown();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(broker)
     }
 
-    /// The address it listens on (with the port picked when [`Config::listen`] had port 0).
+    fn spawn_accept(&self, node: usize, listener: TcpListener) -> io::Result<JoinHandle<()>> {
+        let shared = self.shared.clone();
+        std::thread::Builder::new()
+            .name("kwire-broker-accept".into())
+            .spawn(move || conn::accept_loop(listener, shared, node))
+    }
+
+    /// The address it listens on (with the port picked when [`Config::listen`] had port 0):
+    /// node 0's, the bootstrap address of a cluster.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// The host and port it advertises to clients.
+    /// The nodes' ids, node 0's (the bootstrap, [`Broker::addr`]) first.
+    pub fn node_ids(&self) -> Vec<i32> {
+        self.shared.cluster.nodes.iter().map(|n| n.id).collect()
+    }
+
+    /// The address node `id` listens on (also while it is stopped: a restart binds it
+    /// again), or `None` for an id not in the cluster.
+    pub fn node_addr(&self, id: i32) -> Option<SocketAddr> {
+        let i = self.shared.cluster.index_of(id)?;
+        Some(self.shared.cluster.nodes[i].addr)
+    }
+
+    /// Whether node `id` runs (not stopped by [`Broker::stop_node`]).
+    pub fn node_running(&self, id: i32) -> bool {
+        self.shared.cluster.index_of(id).is_some_and(|i| self.shared.cluster.running(i))
+    }
+
+    /// Stops node `id` as a crashed broker: its listener closes and its connections are shut
+    /// down, the partitions it led move to the running nodes (round robin, each with its
+    /// leader epoch bumped), and so do the groups and transactional ids it coordinated.
+    /// Metadata from the other nodes stops listing it. Stopping a stopped node does nothing;
+    /// the last running node cannot be stopped, nor an id not in the cluster.
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config};
+    ///
+    /// let broker = Broker::start(Config { nodes: 3, ..Config::default() })?;
+    /// broker.create_topic("orders", 3);
+    /// let (leader, epoch) = broker.leader("orders", 0).unwrap();
+    /// broker.stop_node(leader)?;
+    /// let (moved, bumped) = broker.leader("orders", 0).unwrap();
+    /// assert!(moved != leader && bumped == epoch + 1);
+    /// assert!(std::net::TcpStream::connect(broker.node_addr(leader).unwrap()).is_err());
+    /// broker.restart_node(leader)?; // the same port again; leaders stay where they moved
+    /// assert!(broker.node_running(leader));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stop_node(&self, id: i32) -> io::Result<()> {
+        let cluster = &self.shared.cluster;
+        let i = self.node_index(id)?;
+        if !cluster.running(i) {
+            return Ok(());
+        }
+        if cluster.live().len() == 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the last running node cannot be stopped",
+            ));
+        }
+        let accept = state::lock(&self.accepts)[i].take();
+        self.shared.node_stopped(i);
+        self.shared.log(format_args!("node {id} stopped"));
+        if let Some(t) = accept {
+            // Wakes the blocking accept with a connection of its own; it then closes the
+            // listener and every connection.
+            let _ = TcpStream::connect(cluster.nodes[i].addr);
+            let _ = t.join();
+        }
+        Ok(())
+    }
+
+    /// Restarts a stopped node on the address it had: it serves again and Metadata lists it
+    /// again, leading nothing until partitions move to it ([`Broker::move_leader`]), new
+    /// topics are placed on it, or another node stops. Fails if the address cannot be bound
+    /// again; restarting a running node does nothing.
+    pub fn restart_node(&self, id: i32) -> io::Result<()> {
+        let i = self.node_index(id)?;
+        let mut accepts = state::lock(&self.accepts);
+        if self.shared.cluster.running(i) || self.ticker.is_none() {
+            return Ok(());
+        }
+        let listener = TcpListener::bind(self.shared.cluster.nodes[i].addr)?;
+        self.shared.cluster.set_running(i, true);
+        match self.spawn_accept(i, listener) {
+            Ok(t) => accepts[i] = Some(t),
+            Err(e) => {
+                self.shared.node_stopped(i);
+                return Err(e);
+            }
+        }
+        self.shared.log(format_args!("node {id} restarted"));
+        Ok(())
+    }
+
+    /// The leader of a partition: its node id and leader epoch.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
+        let (node, epoch) = self.shared.topics.partition(topic, partition)?.leader();
+        Some((self.shared.cluster.nodes[node].id, epoch))
+    }
+
+    /// Moves a partition's leadership to running node `id`, bumping its leader epoch (as a
+    /// reassignment or an election does); returns the new epoch. Moving it to the node that
+    /// leads it already changes nothing and returns the epoch it has.
+    pub fn move_leader(&self, topic: &str, partition: i32, id: i32) -> io::Result<i32> {
+        let i = self.node_index(id)?;
+        if !self.shared.cluster.running(i) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, std::format!("node {id} is stopped")));
+        }
+        let p = self.shared.topics.partition(topic, partition).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, std::format!("no partition {topic}/{partition}"))
+        })?;
+        let mut log = p.lock();
+        let epoch = if log.leader().0 == i { log.leader().1 } else { log.move_leader(i) };
+        drop(log);
+        // Long-polls on the partition look again (and see they lost it).
+        self.shared.appended();
+        Ok(epoch)
+    }
+
+    /// Moves every partition's leadership one running node further (each moved partition's
+    /// leader epoch bumped), as a test of clients that follow leaders does; with one
+    /// running node nothing moves.
+    pub fn shuffle_leaders(&self) {
+        let live = self.shared.cluster.live();
+        if live.len() < 2 {
+            return;
+        }
+        for (_, _, p) in self.shared.all_partitions() {
+            let mut log = p.lock();
+            let at = live.iter().position(|&n| n == log.leader().0).unwrap_or(live.len() - 1);
+            log.move_leader(live[(at + 1) % live.len()]);
+        }
+        self.shared.appended();
+    }
+
+    /// The node id coordinating a group (the leader of its `__consumer_offsets` partition,
+    /// as Kafka maps it).
+    pub fn group_coordinator(&self, group: &str) -> i32 {
+        let i = self.shared.coordinator(cluster::CoordinatorKind::Group, group);
+        self.shared.cluster.nodes[i].id
+    }
+
+    /// The node id coordinating a transactional id (the leader of its
+    /// `__transaction_state` partition, as Kafka maps it).
+    pub fn transaction_coordinator(&self, transactional_id: &str) -> i32 {
+        let i = self.shared.coordinator(cluster::CoordinatorKind::Transaction, transactional_id);
+        self.shared.cluster.nodes[i].id
+    }
+
+    fn node_index(&self, id: i32) -> io::Result<usize> {
+        self.shared.cluster.index_of(id).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, std::format!("no node {id} in the cluster"))
+        })
+    }
+
+    /// The host and port it advertises to clients (node 0's).
     pub fn advertised(&self) -> (&str, i32) {
         (&self.shared.host, self.shared.port)
     }
@@ -477,19 +681,20 @@ impl Broker {
     }
 
     fn shutdown(&mut self) {
-        if self.accept.is_none() {
+        let Some(ticker) = self.ticker.take() else {
             return;
-        }
+        };
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake_all();
-        // Wakes the blocking accept with a connection of its own.
-        let _ = TcpStream::connect(self.addr);
-        if let Some(t) = self.accept.take() {
-            let _ = t.join();
+        let accepts: Vec<_> = state::lock(&self.accepts).iter_mut().map(Option::take).collect();
+        for (node, accept) in accepts.into_iter().enumerate() {
+            if let Some(t) = accept {
+                // Wakes the blocking accept with a connection of its own.
+                let _ = TcpStream::connect(self.shared.cluster.nodes[node].addr);
+                let _ = t.join();
+            }
         }
-        if let Some(t) = self.ticker.take() {
-            let _ = t.join();
-        }
+        let _ = ticker.join();
     }
 }
 

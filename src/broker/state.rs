@@ -10,6 +10,7 @@ use std::vec::Vec;
 
 use super::Config;
 use super::acl::Acls;
+use super::cluster::{Cluster, CoordinatorKind, Node};
 use super::fetch_sessions::FetchSessions;
 use super::groups::Groups;
 use super::hooks::Hooks;
@@ -34,8 +35,18 @@ pub(crate) struct Partition {
 }
 
 impl Partition {
+    /// A new partition led by node `node` (an index into the cluster's nodes).
+    pub fn led_by(node: usize) -> Partition {
+        Partition { log: Mutex::new(Log::led_by(node)) }
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, Log> {
         lock(&self.log)
+    }
+
+    /// The leading node's index and the leader epoch.
+    pub fn leader(&self) -> (usize, i32) {
+        self.lock().leader()
     }
 }
 
@@ -103,7 +114,8 @@ impl Topics {
             if topics.contains_key(name) {
                 return Err((ErrorCode::TopicAlreadyExists, std::format!("Topic '{name}' already exists.")));
             }
-            let partitions = (0..partitions).map(|_| Arc::new(Partition::default())).collect();
+            let leaders = shared.cluster.place(0, partitions as usize);
+            let partitions = leaders.into_iter().map(|node| Arc::new(Partition::led_by(node))).collect();
             topics.insert(name.into(), Topic { name: name.into(), id, configs, partitions });
             Ok(id)
         })
@@ -175,8 +187,10 @@ impl Topics {
 /// What every connection shares.
 pub(crate) struct Shared {
     pub config: Config,
+    /// Node 0's advertised host and port.
     pub host: String,
     pub port: i32,
+    pub cluster: Cluster,
     pub topics: Topics,
     pub groups: Groups,
     pub txns: Txns,
@@ -198,7 +212,8 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(config: Config, host: String, port: i32) -> Shared {
+    pub fn new(config: Config, nodes: Vec<Node>) -> Shared {
+        let (host, port) = (nodes[0].host.clone(), nodes[0].port);
         // The passwords go as soon as the credentials are derived.
         #[cfg(feature = "broker-scram")]
         let (config, scram) = {
@@ -240,6 +255,7 @@ impl Shared {
             config,
             host,
             port,
+            cluster: Cluster::new(nodes),
             topics: Topics::default(),
             groups: Groups::default(),
             txns: Txns::default(),
@@ -261,6 +277,11 @@ impl Shared {
 
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Whether node `node` still serves: the broker is not stopping and the node runs.
+    pub fn serving(&self, node: usize) -> bool {
+        !self.stopping() && self.cluster.running(node)
     }
 
     pub fn versions(&self, key: ApiKey) -> Option<Versions> {
@@ -346,6 +367,43 @@ impl Shared {
 
     pub fn open_connections(&self) -> usize {
         self.open.load(Ordering::SeqCst)
+    }
+
+    /// The node coordinating a group or a transactional id (its index).
+    pub fn coordinator(&self, kind: CoordinatorKind, key: &str) -> usize {
+        self.cluster.coordinator(kind, key)
+    }
+
+    /// Every partition (topic, index, partition), in topic order.
+    pub fn all_partitions(&self) -> Vec<(String, i32, Arc<Partition>)> {
+        self.topics.with(|all| {
+            all.values()
+                .flat_map(|t| {
+                    t.partitions.iter().enumerate().map(|(i, p)| (t.name.clone(), i as i32, p.clone()))
+                })
+                .collect()
+        })
+    }
+
+    /// Takes node `node` out of the cluster: the partitions and coordinators it led move to
+    /// the running nodes (round robin, each partition's leader epoch bumped). Its listener
+    /// and connections are closed by the caller.
+    pub fn node_stopped(&self, node: usize) {
+        self.cluster.set_running(node, false);
+        let live = self.cluster.live();
+        if !live.is_empty() {
+            let mut k = 0;
+            for (_, _, p) in self.all_partitions() {
+                let mut log = p.lock();
+                if log.leader().0 == node {
+                    log.move_leader(live[k % live.len()]);
+                    k += 1;
+                }
+            }
+            self.cluster.move_coordinators_off(node);
+        }
+        // Long-polls and join barriers look again (and see they lost their partitions).
+        self.wake_all();
     }
 
     pub fn log(&self, line: core::fmt::Arguments<'_>) {

@@ -522,9 +522,14 @@ mod versions;
 
 pub use deny::DenyApis;
 pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
-pub use rewrite::{BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route};
+pub use rewrite::{
+    BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route,
+    carries_addresses,
+};
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
+#[cfg(feature = "proxy")]
+pub(crate) use tenant::{TopicIds, topic_id};
 #[cfg(feature = "api-produce")]
 pub use validate::{
     Checks, DEFAULT_DECOMPRESSION_LIMIT, MAX_RECORD_ERRORS, Rule, RuleError, ValidateRecords,

@@ -472,23 +472,30 @@ mod addresses {
     }
 }
 
+/// Whether responses of `api_key` carry broker addresses (a struct with a `Host` string and
+/// a `Port` int32, in some version) that clients receive from brokers: the answers
+/// [`RewriteAddresses`] reads. A test holds this list to the schemas (UpdateRaftVoter's
+/// answer also names an address, a KRaft controller's, but only controllers send it).
+pub const fn carries_addresses(api_key: ApiKey) -> bool {
+    matches!(
+        api_key,
+        ApiKey::Metadata
+            | ApiKey::FindCoordinator
+            | ApiKey::DescribeCluster
+            | ApiKey::Produce
+            | ApiKey::Fetch
+            | ApiKey::ShareFetch
+            | ApiKey::ShareAcknowledge
+    )
+}
+
 impl<R: Route> Filter for RewriteAddresses<R> {
     fn wants_request(&self, _: ApiKey, _: i16) -> bool {
         false
     }
 
-    fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
-        let _ = version;
-        matches!(
-            api_key,
-            ApiKey::Metadata
-                | ApiKey::FindCoordinator
-                | ApiKey::DescribeCluster
-                | ApiKey::Produce
-                | ApiKey::Fetch
-                | ApiKey::ShareFetch
-                | ApiKey::ShareAcknowledge
-        )
+    fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
+        carries_addresses(api_key)
     }
 
     fn on_response<'a>(&mut self, _: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {

@@ -1,6 +1,7 @@
 //! [`Tenant`]: one connection's tenant of a virtual cluster, from the schemas' entity marks.
 
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 
 use super::{Exchange, Filter, RequestAction, ResponseAction};
@@ -8,7 +9,7 @@ use crate::ApiKey;
 use crate::dispatch::{Request, Response};
 use crate::reflect::value::{Encoding, StructValue, Value};
 use crate::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
-use crate::types::Versions;
+use crate::types::{Uuid, Versions};
 
 /// APIs a tenant may not use: their requests name topics, groups or principals in fields
 /// that carry no entity mark (config and ACL resources, quotas, SCRAM credentials), or
@@ -49,6 +50,131 @@ fn owned_entity(api: ApiKey, field: &reflect::FieldSchema) -> bool {
     string && (marked || (api == ApiKey::FindCoordinator && matches!(field.name, "Key" | "CoordinatorKeys")))
 }
 
+/// Whether a field holds a topic id: a `uuid` named `TopicId`, which is every topic id in
+/// Kafka's schemas (the other `uuid` fields are log directories, client instances and
+/// broker incarnations).
+pub(crate) fn topic_id(field: &reflect::FieldSchema) -> bool {
+    matches!(field.ty, FieldType::Uuid) && field.name == "TopicId"
+}
+
+/// The most topic ids a [`TopicIds`] book keeps; past it, it starts again (an id named
+/// after that is looked up again, or taken for another tenant's until it is).
+const MAX_IDS: usize = 100_000;
+
+/// The most stand-in ids one connection keeps (see [`StandIns`]).
+const MAX_STAND_INS: usize = 4096;
+
+/// Topic ids and the names the broker gave them, as answers (and lookups) have shown them:
+/// an id is a tenant's if its name carries the tenant's prefix. Kafka never gives an id to
+/// a second topic (ids are 128 random bits; a topic deleted and created again gets a new
+/// one), so an entry can only go stale by its topic's deletion, and a stale entry names a
+/// topic that no longer exists: the broker answers it UNKNOWN_TOPIC_ID, as without the
+/// entry.
+#[derive(Debug, Default)]
+pub(crate) struct Book {
+    names: BTreeMap<Uuid, String>,
+}
+
+impl Book {
+    /// Learns that topic `id` is named `name` on the broker. An id keeps the name it was
+    /// first given: Kafka never renames a topic nor gives its id to another, so an answer
+    /// that names a known id otherwise is not believed (and the entry that says so is left
+    /// out of it if the id is another tenant's).
+    pub(crate) fn learn(&mut self, id: Uuid, name: &str) {
+        if id == Uuid::ZERO || name.is_empty() || self.names.contains_key(&id) {
+            return;
+        }
+        if self.names.len() >= MAX_IDS {
+            self.names.clear();
+        }
+        self.names.insert(id, name.into());
+    }
+
+    /// Whether the id's name is known.
+    #[cfg(feature = "proxy")]
+    pub(crate) fn knows(&self, id: &Uuid) -> bool {
+        self.names.contains_key(id)
+    }
+
+    fn name(&self, id: &Uuid) -> Option<&str> {
+        self.names.get(id).map(String::as_str)
+    }
+
+    fn forget(&mut self, id: &Uuid) {
+        self.names.remove(id);
+    }
+}
+
+/// A [`Book`] that tenants' connections share (with `std`; one per filter without it).
+#[cfg(feature = "std")]
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TopicIds(alloc::sync::Arc<std::sync::Mutex<Book>>);
+
+#[cfg(feature = "std")]
+impl TopicIds {
+    /// Runs `f` on the book.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Book) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// A [`Book`] of one filter (without `std`, nothing to share it with).
+#[cfg(not(feature = "std"))]
+#[derive(Debug, Default)]
+pub(crate) struct TopicIds(core::cell::RefCell<Book>);
+
+#[cfg(not(feature = "std"))]
+impl TopicIds {
+    /// Runs `f` on the book.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Book) -> R) -> R {
+        f(&mut self.0.borrow_mut())
+    }
+}
+
+/// One connection's stand-ins for topic ids that are not its tenant's: a request naming
+/// such an id reaches the broker with a stand-in that no topic can have, so the broker
+/// answers it as Kafka answers any unknown id (UNKNOWN_TOPIC_ID, in the place each API and
+/// version gives it), and the answer gets the client's id back. A stand-in is a version-0
+/// UUID (`6b77697265 2d 0000` then a count: "kwire-"); Kafka gives topics random version-4
+/// UUIDs and reserves only the all-zero one and `...0001` among the others.
+#[derive(Debug, Default)]
+struct StandIns {
+    by_id: BTreeMap<Uuid, Uuid>,
+    back: BTreeMap<Uuid, Uuid>,
+    next: u64,
+}
+
+impl StandIns {
+    /// The stand-in for `id` (the same for the connection's life, within [`MAX_STAND_INS`]).
+    fn for_id(&mut self, id: Uuid) -> Uuid {
+        if let Some(s) = self.by_id.get(&id) {
+            return *s;
+        }
+        if self.by_id.len() >= MAX_STAND_INS {
+            self.by_id.clear();
+            self.back.clear();
+        }
+        self.next += 1;
+        let mut b = [0u8; 16];
+        b[..6].copy_from_slice(b"kwire-");
+        b[8..].copy_from_slice(&self.next.to_be_bytes());
+        let stand_in = Uuid(b);
+        self.by_id.insert(id, stand_in);
+        self.back.insert(stand_in, id);
+        stand_in
+    }
+
+    fn original(&self, stand_in: &Uuid) -> Option<Uuid> {
+        self.back.get(stand_in).copied()
+    }
+}
+
+/// What the walks over a body need of topic ids.
+struct Ids<'a> {
+    book: &'a mut Book,
+    stand_ins: &'a mut StandIns,
+}
+
 /// What a field's strings are to a tenant.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Names {
@@ -84,7 +210,9 @@ fn has_owned_entities(api: ApiKey, schema: &MessageSchema) -> bool {
                 while let FieldType::Array(t) = ty {
                     ty = t;
                 }
-                owned_entity(api, f) || matches!(ty, FieldType::Struct(inner) if walk(api, inner, depth + 1))
+                owned_entity(api, f)
+                    || topic_id(f)
+                    || matches!(ty, FieldType::Struct(inner) if walk(api, inner, depth + 1))
             })
     }
     walk(api, schema.body, 0)
@@ -113,13 +241,27 @@ enum Source {
 /// SCRAM credentials, delegation tokens) or that act on the whole cluster (reassignments,
 /// leader elections, features) are refused as [`super::DenyApis`] refuses them, and left out
 /// of ApiVersions answers, and a request kwire cannot read (an API or version it does not
-/// know) closes the connection rather than pass unprefixed. Topic ids are the broker's and are passed as they are: a tenant
-/// learns only its own topics' ids, from its filtered Metadata. Empty names (Kafka's "no
-/// group") and the topic names `.` and `..` (which Kafka refuses, and would not once
-/// prefixed) are passed as they are. A name the prefix pushes past Kafka's 249 bytes is
-/// sent whole, so the broker refuses it as Kafka refuses any name past the limit
-/// (INVALID_TOPIC_EXCEPTION from CreateTopics and Metadata); a broker's error messages lose
-/// the prefix from the names they quote.
+/// know) closes the connection rather than pass unprefixed.
+///
+/// Topic ids are the broker's, shared by every tenant, so the filter keeps a book of the
+/// ids it has seen with their names (every answer that names a topic and its id: Metadata,
+/// CreateTopics, DescribeTopicPartitions, DeleteTopics, ...). A request may name by id only
+/// the tenant's own topics: any other id, or one the book does not know, reaches the broker
+/// as a stand-in that no topic can have, so the tenant gets what Kafka gives for an unknown
+/// id (UNKNOWN_TOPIC_ID, with its own id in the answer) and the other tenant's topic is not
+/// touched. A stand-in rather than an answer of the filter's own: the broker then writes
+/// the error where each API and version puts it, with no code per API, and a request that
+/// names the tenant's ids and others' still goes as one. The proxy's
+/// `kwire::proxy::Tenants` shares the book between connections and looks up ids it does
+/// not know before the request goes on; a `Tenant` alone knows only the ids its own
+/// connection's answers showed. Answers lose the entries that carry an id the book knows
+/// to be another tenant's.
+///
+/// Empty names (Kafka's "no group") and the topic names `.` and `..` (which Kafka refuses,
+/// and would not once prefixed) are passed as they are. A name the prefix pushes past
+/// Kafka's 249 bytes is sent whole, so the broker refuses it as Kafka refuses any name
+/// past the limit (INVALID_TOPIC_EXCEPTION from CreateTopics and Metadata); a broker's
+/// error messages lose the prefix from the names they quote.
 ///
 /// ```
 /// use kwire::filter::{FilterChain, Tenant, Verdict};
@@ -140,6 +282,8 @@ enum Source {
 /// ```
 pub struct Tenant {
     prefix: Source,
+    ids: TopicIds,
+    stand_ins: StandIns,
     /// Per API key (by its `i16`), whether its requests and its responses name entities.
     requests: [bool; 128],
     responses: [bool; 128],
@@ -167,7 +311,13 @@ impl Tenant {
     }
 
     fn with(prefix: Source) -> Self {
-        let mut t = Tenant { prefix, requests: [false; 128], responses: [false; 128] };
+        let mut t = Tenant {
+            prefix,
+            ids: TopicIds::default(),
+            stand_ins: StandIns::default(),
+            requests: [false; 128],
+            responses: [false; 128],
+        };
         for &api in ApiKey::ALL {
             if let Ok(i) = usize::try_from(api.to_i16())
                 && i < 128
@@ -183,14 +333,23 @@ impl Tenant {
         usize::try_from(api.to_i16()).ok().and_then(|i| table.get(i)).copied().unwrap_or(false)
     }
 
-    fn prefix(&mut self) -> Option<&str> {
-        if let Source::Later(ask) = &self.prefix {
-            self.prefix = Source::Known(ask()?);
-        }
-        match &self.prefix {
-            Source::Known(p) => Some(p),
-            Source::Later(_) => None,
-        }
+    /// The same tenant, with a book of topic ids shared with other connections (and with
+    /// the proxy's lookups).
+    #[cfg(feature = "proxy")]
+    pub(crate) fn sharing(mut self, ids: TopicIds) -> Self {
+        self.ids = ids;
+        self
+    }
+}
+
+/// The prefix, once known.
+fn prefix_of(source: &mut Source) -> Option<&str> {
+    if let Source::Later(ask) = source {
+        *source = Source::Known(ask()?);
+    }
+    match source {
+        Source::Known(p) => Some(p),
+        Source::Later(_) => None,
     }
 }
 
@@ -204,7 +363,7 @@ impl Filter for Tenant {
         if DENIED.contains(&api) {
             return RequestAction::Close(alloc::format!("{} requests are not open to tenants", api.name()));
         }
-        let Some(prefix) = self.prefix() else {
+        let Some(prefix) = prefix_of(&mut self.prefix) else {
             return RequestAction::Close(alloc::format!(
                 "a {} request names topics or groups before the connection's tenant is known",
                 api.name()
@@ -217,7 +376,10 @@ impl Filter for Tenant {
             return RequestAction::Close(alloc::format!("a tenant's {} request did not decode", api.name()));
         };
         let mut changed = false;
-        prefix_struct(api, &mut value, version, prefix, &mut changed);
+        self.ids.with(|book| {
+            let mut ids = Ids { book, stand_ins: &mut self.stand_ins };
+            prefix_struct(api, &mut value, version, prefix, &mut ids, &mut changed)
+        });
         if !changed {
             return RequestAction::Pass;
         }
@@ -234,7 +396,7 @@ impl Filter for Tenant {
 
     fn on_response<'a>(&mut self, exchange: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
         let api = exchange.api_key;
-        let Some(prefix) = self.prefix() else {
+        let Some(prefix) = prefix_of(&mut self.prefix) else {
             // Nothing was prefixed: nothing of this connection's is in the answer.
             return ResponseAction::Close(alloc::format!(
                 "a {} answer names topics or groups before the connection's tenant is known",
@@ -248,7 +410,10 @@ impl Filter for Tenant {
             return ResponseAction::Close(alloc::format!("a tenant's {} answer did not decode", api.name()));
         };
         let mut changed = false;
-        unprefix_struct(api, &mut value, version, prefix, &mut changed);
+        self.ids.with(|book| {
+            let mut ids = Ids { book, stand_ins: &mut self.stand_ins };
+            unprefix_struct(api, &mut value, version, prefix, &mut ids, &mut changed)
+        });
         if !changed {
             return ResponseAction::Pass;
         }
@@ -274,53 +439,118 @@ fn present(s: &StructValue, version: i16) -> impl Iterator<Item = usize> + use<>
     (0..schema.fields.len()).filter(move |&i| schema.fields[i].versions.contains(version))
 }
 
-fn prefix_struct(api: ApiKey, s: &mut StructValue, version: i16, prefix: &str, changed: &mut bool) {
+fn prefix_struct(
+    api: ApiKey,
+    s: &mut StructValue,
+    version: i16,
+    prefix: &str,
+    ids: &mut Ids,
+    changed: &mut bool,
+) {
     for i in present(s, version) {
-        let kind = names(api, &s.schema.fields[i]);
-        if let Some(Some(v)) = s.fields.get_mut(i) {
-            prefix_value(api, v, kind, version, prefix, changed);
+        let field = &s.schema.fields[i];
+        let kind = names(api, field);
+        let is_id = topic_id(field);
+        match s.fields.get_mut(i) {
+            Some(Some(Value::Uuid(id))) if is_id => {
+                // The all-zero id names no topic (the topic is named by name, prefixed).
+                let ours = ids.book.name(id).is_some_and(|n| n.starts_with(prefix));
+                if *id != Uuid::ZERO && !ours {
+                    *id = ids.stand_ins.for_id(*id);
+                    *changed = true;
+                }
+            }
+            Some(Some(v)) => prefix_value(api, v, kind, version, prefix, ids, changed),
+            _ => {}
         }
     }
 }
 
-fn prefix_value(api: ApiKey, v: &mut Value, kind: Names, version: i16, prefix: &str, changed: &mut bool) {
+fn prefix_value(
+    api: ApiKey,
+    v: &mut Value,
+    kind: Names,
+    version: i16,
+    prefix: &str,
+    ids: &mut Ids,
+    changed: &mut bool,
+) {
     match v {
         Value::String(name) if kind != Names::Not && !as_is(kind, name) => {
             name.insert_str(0, prefix);
             *changed = true;
         }
         Value::Array(items) => {
-            items.iter_mut().for_each(|v| prefix_value(api, v, kind, version, prefix, changed))
+            items.iter_mut().for_each(|v| prefix_value(api, v, kind, version, prefix, ids, changed))
         }
-        Value::Struct(s) => prefix_struct(api, s, version, prefix, changed),
+        Value::Struct(s) => prefix_struct(api, s, version, prefix, ids, changed),
         _ => {}
     }
 }
 
-/// Takes the prefix off the struct's entities; returns whether the struct names an entity
-/// of another tenant (and is to be left out of its array).
-fn unprefix_struct(api: ApiKey, s: &mut StructValue, version: i16, prefix: &str, changed: &mut bool) -> bool {
+/// Learns the topic id a struct pairs with a topic name (as the broker holds both), and
+/// forgets the id of a topic DeleteTopics deleted.
+fn learn_ids(api: ApiKey, s: &StructValue, version: i16, book: &mut Book) {
+    let (mut name, mut id, mut error) = (None, None, None);
+    for i in present(s, version) {
+        let field = &s.schema.fields[i];
+        match s.fields.get(i) {
+            Some(Some(Value::String(n))) if field.entity == Some(Entity::TopicName) => {
+                name = Some(n.as_str())
+            }
+            Some(Some(Value::Uuid(u))) if topic_id(field) => id = Some(*u),
+            Some(Some(Value::Int16(code))) if field.name == "ErrorCode" => error = Some(*code),
+            _ => {}
+        }
+    }
+    match (id, name) {
+        (Some(id), _) if api == ApiKey::DeleteTopics && error == Some(0) => book.forget(&id),
+        (Some(id), Some(name)) => book.learn(id, name),
+        _ => {}
+    }
+}
+
+/// Takes the prefix off the struct's entities, and gives the client's ids back for the
+/// stand-ins; returns whether the struct names an entity (or a topic id) of another tenant
+/// (and is to be left out of its array).
+fn unprefix_struct(
+    api: ApiKey,
+    s: &mut StructValue,
+    version: i16,
+    prefix: &str,
+    ids: &mut Ids,
+    changed: &mut bool,
+) -> bool {
+    learn_ids(api, s, version, ids.book);
     let mut foreign = false;
     for i in present(s, version) {
         let field = &s.schema.fields[i];
         let kind = names(api, field);
         let message = kind == Names::Not && field.name.ends_with("ErrorMessage");
+        let is_id = topic_id(field);
         let Some(Some(v)) = s.fields.get_mut(i) else { continue };
         match v {
+            Value::Uuid(id) if is_id => match ids.stand_ins.original(id) {
+                Some(original) => {
+                    *id = original;
+                    *changed = true;
+                }
+                None => foreign |= ids.book.name(id).is_some_and(|n| !n.starts_with(prefix)),
+            },
             Value::String(name) if kind != Names::Not => foreign |= !unprefix(kind, name, prefix, changed),
             Value::String(text) if message => unprefix_message(text, prefix, changed),
             Value::Array(items) => {
                 let before = items.len();
                 items.retain_mut(|item| match item {
                     Value::String(name) if kind != Names::Not => unprefix(kind, name, prefix, changed),
-                    Value::Struct(inner) => !unprefix_struct(api, inner, version, prefix, changed),
+                    Value::Struct(inner) => !unprefix_struct(api, inner, version, prefix, ids, changed),
                     _ => true,
                 });
                 *changed |= items.len() != before;
             }
             Value::Struct(inner) => {
                 // A nested struct that names another tenant's entity leaves the struct out.
-                foreign |= unprefix_struct(api, inner, version, prefix, changed);
+                foreign |= unprefix_struct(api, inner, version, prefix, ids, changed);
             }
             _ => {}
         }

@@ -98,7 +98,7 @@ pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
 pub use session::{
     Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,
 };
-pub use tenants::{TenantError, Tenants};
+pub use tenants::{TenantError, TenantLineError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};

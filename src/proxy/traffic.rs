@@ -3,7 +3,10 @@
 //! vectors saved by a [`Recorder`], and counters for a summary.
 
 #[allow(unused_imports)]
-use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
+use std::{
+    borrow::Cow, borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec,
+    vec::Vec,
+};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -207,8 +210,10 @@ fn with_prefix(frame: &[u8]) -> Vec<u8> {
     v
 }
 
-fn api_name(api_key: i16) -> String {
-    ApiKey::from_i16(api_key).map_or_else(|| format!("api{api_key}"), |k| k.name().to_owned())
+/// The API's name, or `api<key>` for a key this crate does not know (no allocation for the
+/// known ones: the log names the API of every frame).
+fn api_name(api_key: i16) -> Cow<'static, str> {
+    ApiKey::from_i16(api_key).map_or_else(|| Cow::Owned(format!("api{api_key}")), |k| Cow::Borrowed(k.name()))
 }
 
 fn error_name(code: i16) -> String {
@@ -624,29 +629,27 @@ impl Hooks for TrafficLog {
             if rewritten {
                 line.push_str(match e.api_key {
                     ApiKey::ApiVersions => " (versions clamped)",
-                    ApiKey::Metadata
-                    | ApiKey::FindCoordinator
-                    | ApiKey::DescribeCluster
-                    | ApiKey::Produce
-                    | ApiKey::Fetch
-                    | ApiKey::ShareFetch
-                    | ApiKey::ShareAcknowledge => " (broker addresses rewritten)",
+                    key if crate::filter::carries_addresses(key) => " (broker addresses rewritten)",
                     _ => " (rewritten by a filter)",
                 });
             }
             self.lines.send(line);
         }
-        let mut extra = format!(",\"correlationId\":{},\"clientId\":", e.correlation_id);
-        match e.request.client_id.as_deref() {
-            Some(c) => json_str(&mut extra, c),
-            None => extra.push_str("null"),
+        // The JSON line's own fields (the text log has written its line above).
+        let mut extra = String::new();
+        if !self.text() {
+            let _ = write!(extra, ",\"correlationId\":{},\"clientId\":", e.correlation_id);
+            match e.request.client_id.as_deref() {
+                Some(c) => json_str(&mut extra, c),
+                None => extra.push_str("null"),
+            }
+            let _ = write!(
+                extra,
+                ",\"latencyUs\":{},\"errors\":{:?},\"rewritten\":{rewritten}",
+                latency.as_micros(),
+                errors
+            );
         }
-        let _ = write!(
-            extra,
-            ",\"latencyUs\":{},\"errors\":{:?},\"rewritten\":{rewritten}",
-            latency.as_micros(),
-            errors
-        );
         self.report(frame, what, &info.decoded, roundtrip, conn.id, &extra);
     }
 

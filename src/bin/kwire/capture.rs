@@ -53,13 +53,6 @@ fn error_name(code: i16) -> String {
     kwire::ErrorCode::from_i16(code).map_or_else(|| code.to_string(), |e| e.name().to_owned())
 }
 
-fn direction_word(d: Direction) -> &'static str {
-    match d {
-        Direction::Request => "request",
-        Direction::Response => "response",
-    }
-}
-
 /// Reads a capture from `input` and prints it as `args` say.
 pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     if args.request.is_some() || args.api_key.is_some() {
@@ -136,7 +129,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
         let problem = decoded.as_ref().and_then(|d| d.problem.clone()).or(checked.flatten());
         if let Some(p) = &problem {
             counts.malformed += 1;
-            eprintln!("kwire: frame {} ({} {}): {p}", f.index, direction_word(f.direction), f.client);
+            eprintln!("kwire: frame {} ({} {}): {p}", f.index, f.direction.name(), f.client);
         }
         if let Some(r) = &recorder {
             record(r, &f, &mut recorded);
@@ -153,7 +146,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                     "conn": f.conn,
                     "client": f.client.to_string(),
                     "broker": f.broker.to_string(),
-                    "direction": direction_word(f.direction),
+                    "direction": f.direction.name(),
                     "correlationId": f.correlation_id,
                     "apiKey": f.api_key,
                     "apiVersion": f.api_version,
@@ -328,7 +321,7 @@ fn one_frame(args: &Args, f: &Frame) -> Result<String, String> {
         "kwire: frame {}: {} {} {} -> {} conn={} correlation id {}",
         f.index,
         f.ts,
-        direction_word(f.direction),
+        f.direction.name(),
         f.client,
         f.broker,
         f.conn,
@@ -393,7 +386,7 @@ fn one_frame(args: &Args, f: &Frame) -> Result<String, String> {
 /// `--record DIR`: whole frames saved as test vectors, named as `kwire proxy --record`
 /// names them; frames that are cut or unpaired go to `undecoded/`.
 fn record(r: &Recorder, f: &Frame, names: &mut BTreeMap<u64, String>) {
-    let what = direction_word(f.direction);
+    let what = f.direction.name();
     match f.direction {
         Direction::Request if f.is_whole() => {
             let (Some(key), Some(version)) = (f.api_key, f.api_version) else { return };

@@ -1,4 +1,4 @@
-//! `kwire serve`: runs `kwire::broker`, the library's single-node in-memory broker, until
+//! `kwire serve`: runs `kwire::broker`, the library's in-memory broker, until
 //! Ctrl-C. Everything it serves is the library's; this is flags, logging and the signal.
 
 use std::io::Write;
@@ -7,11 +7,11 @@ use std::net::SocketAddr;
 use kwire::ApiKey;
 use kwire::broker::{Action, Broker, Config, Hook};
 
-/// Run a single-node, in-memory Kafka broker for tests and demos (records are kept in
+/// Run an in-memory Kafka broker (one node or a cluster) for tests and demos (records are kept in
 /// memory only, and lost when it stops).
 #[derive(clap::Args)]
-#[command(after_help = "A test double, not a broker to keep data in: one node leads every partition, logs
-live in memory and only grow, there is no TLS; transactions are served.
+#[command(after_help = "A test double, not a broker to keep data in: one node (or --nodes N) leads the
+partitions, logs live in memory and only grow, there is no TLS; transactions are served.
 Clients produce (acks 0, 1, all; idempotent), fetch, create and delete topics and consume
 in classic and KIP-848 (group.protocol=consumer) consumer groups. Metadata auto-creates the topics it names, as Kafka does.
 
@@ -19,6 +19,7 @@ Examples:
   kwire serve                                  # 127.0.0.1:9092
   kwire serve --listen 127.0.0.1:0 -v          # a free port (the first line says which)
   kwire serve --topic orders:3 --topic audit   # topics ready before the first client
+  kwire serve --nodes 3 --topic orders:6       # three nodes, leaders spread over them
   kwire serve --max-version Fetch=11           # make clients fall back to older versions
   kwire serve --fail InitProducerId=COORDINATOR_LOAD_IN_PROGRESS:2   # fail the first two
   kwire serve --delay Fetch=500 --drop Produce:1                     # slow fetches, drop a produce
@@ -34,6 +35,10 @@ pub struct Args {
     /// A topic to create at start, NAME or NAME:PARTITIONS (repeatable).
     #[arg(long = "topic", value_name = "NAME[:PARTITIONS]")]
     topics: Vec<String>,
+    /// Nodes of the cluster: node 0 listens on --listen, the others on free ports of its
+    /// address; leaders and coordinators are spread over them.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
     /// Partitions of auto-created topics (and of CreateTopics asking for the default).
     #[arg(long, default_value_t = 1)]
     partitions: i32,
@@ -87,11 +92,7 @@ struct User {
 fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
     let (name, version) =
         spec.split_once('=').ok_or(format!("--max-version {spec}: expected API=VERSION"))?;
-    let key = ApiKey::ALL
-        .iter()
-        .copied()
-        .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
-        .ok_or(format!("--max-version {spec}: unknown API {name:?} (see `kwire versions`)"))?;
+    let key = api_named("max-version", spec, name)?;
     let version: i16 = version.trim().parse().map_err(|_| format!("--max-version {spec}: bad version"))?;
     if !key.request_versions().contains(version) {
         return Err(format!("--max-version {spec}: {} has versions {}", key.name(), key.request_versions()));
@@ -100,10 +101,7 @@ fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
 }
 
 fn api_named(flag: &str, spec: &str, name: &str) -> Result<ApiKey, String> {
-    ApiKey::ALL
-        .iter()
-        .copied()
-        .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+    ApiKey::from_name(name.trim())
         .ok_or(format!("--{flag} {spec}: unknown API {name:?} (see `kwire versions`)"))
 }
 
@@ -133,13 +131,11 @@ fn hooks(args: &Args) -> Result<Vec<Hook>, String> {
         let key = api_named("fail", spec, api)?;
         let (error, times) = counted("fail", spec, rest)?;
         let error = error.trim();
-        let code = match error.parse::<i16>() {
-            Ok(n) => kwire::ErrorCode::from_i16(n),
-            Err(_) => (-1..=1000)
-                .filter_map(kwire::ErrorCode::from_i16)
-                .find(|e| e.name().eq_ignore_ascii_case(error)),
-        }
-        .ok_or(format!("--fail {spec}: unknown error {error:?}"))?;
+        let code = error
+            .parse::<i16>()
+            .ok()
+            .map_or_else(|| kwire::ErrorCode::from_name(error), kwire::ErrorCode::from_i16);
+        let code = code.ok_or(format!("--fail {spec}: unknown error {error:?}"))?;
         out.push(hook(key, Action::Fail(code), times));
     }
     for spec in &args.delay {
@@ -163,6 +159,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let mut config = Config {
         listen: args.listen,
         default_partitions: args.partitions,
+        nodes: args.nodes,
         auto_create_topics: !args.no_auto_create,
         max_frame_bytes: args.max_frame_bytes,
         verbose: args.verbose,
@@ -211,6 +208,12 @@ pub fn run(args: Args) -> Result<(), String> {
     // The first line says where to connect; tests read it.
     println!("kwire serve: listening on {}, advertising {host}:{port}", broker.addr());
     let _ = std::io::stdout().flush();
+    for id in broker.node_ids().into_iter().skip(1) {
+        log(&format!(
+            "node {id} listening on {}",
+            broker.node_addr(id).map_or("-".into(), |a| a.to_string())
+        ));
+    }
     for key in ApiKey::ALL {
         if let Some(v) = broker.versions(*key) {
             log(&format!("serving {} versions {v}", key.name()));

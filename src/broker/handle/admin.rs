@@ -114,46 +114,80 @@ impl Handler<'_> {
         } else {
             i32::MIN
         };
+        // Each partition's leader (node id, epoch); its only replica, as the logs are shared
+        // and never replicated (a topic's replication factor is 1).
+        let nodes = &self.shared.cluster.nodes;
+        let leaders: Vec<Vec<(i32, i32)>> = answers
+            .iter()
+            .map(|(_, name, _, _)| {
+                let parts = name
+                    .as_deref()
+                    .and_then(|n| self.shared.topics.with(|all| all.get(n).map(|t| t.partitions.clone())));
+                parts
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|p| {
+                        let (i, epoch) = p.leader();
+                        (nodes[i].id, epoch)
+                    })
+                    .collect()
+            })
+            .collect();
         let topics: Vec<MetadataResponseTopic<'_>> = answers
             .into_iter()
-            .map(|(error_code, name, topic_id, n)| MetadataResponseTopic {
+            .zip(&leaders)
+            .map(|((error_code, name, topic_id, n), leaders)| MetadataResponseTopic {
                 error_code,
                 name: name.map(Into::into),
                 topic_id: if v >= 10 { topic_id } else { Uuid::ZERO },
                 is_internal: false,
                 partitions: (0..n)
-                    .map(|i| MetadataResponsePartition {
-                        error_code: 0,
-                        partition_index: i,
-                        leader_id: node,
-                        leader_epoch: if v >= 7 { 0 } else { -1 },
-                        replica_nodes: std::vec![node].into(),
-                        isr_nodes: std::vec![node].into(),
-                        offline_replicas: List::Borrowed(&[]),
-                        ..Default::default()
+                    .map(|i| {
+                        let (leader, epoch) = leaders.get(i as usize).copied().unwrap_or((node, 0));
+                        MetadataResponsePartition {
+                            error_code: 0,
+                            partition_index: i,
+                            leader_id: leader,
+                            leader_epoch: if v >= 7 { epoch } else { -1 },
+                            replica_nodes: std::vec![leader].into(),
+                            isr_nodes: std::vec![leader].into(),
+                            offline_replicas: List::Borrowed(&[]),
+                            ..Default::default()
+                        }
                     })
                     .collect(),
                 topic_authorized_operations: topic_ops,
                 ..Default::default()
             })
             .collect();
-        let brokers = [MetadataResponseBroker {
-            node_id: node,
-            host: self.shared.host.as_str().into(),
-            port: self.shared.port,
-            rack: None,
-            ..Default::default()
-        }];
+        let live = self.shared.cluster.live();
+        let brokers: Vec<MetadataResponseBroker<'_>> = live
+            .iter()
+            .map(|&i| MetadataResponseBroker {
+                node_id: nodes[i].id,
+                host: nodes[i].host.as_str().into(),
+                port: nodes[i].port,
+                rack: None,
+                ..Default::default()
+            })
+            .collect();
         let body = MetadataResponse {
-            brokers: (&brokers).into(),
+            brokers: brokers.into(),
             cluster_id: (v >= 2).then(|| self.shared.config.cluster_id.as_str().into()),
-            controller_id: if v >= 1 { node } else { -1 },
+            controller_id: if v >= 1 { self.controller() } else { -1 },
             topics: topics.into(),
             cluster_authorized_operations: cluster_ops,
             ..Default::default()
         };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
+    }
+
+    /// The controller id clients are told: the first running node (as a KRaft broker
+    /// names a live broker).
+    fn controller(&self) -> i32 {
+        let cluster = &self.shared.cluster;
+        cluster.live().first().map_or(self.shared.config.node_id, |&i| cluster.nodes[i].id)
     }
 
     pub(super) fn describe_cluster(
@@ -163,22 +197,28 @@ impl Handler<'_> {
         out: &mut Outbox,
     ) -> Result<(), ConnError> {
         let v = reply.api_version;
-        let node = self.shared.config.node_id;
         use crate::messages::describe_cluster::{DescribeClusterBroker, DescribeClusterResponse};
-        let brokers = [DescribeClusterBroker {
-            broker_id: node,
-            host: self.shared.host.as_str().into(),
-            port: self.shared.port,
-            rack: None,
-            is_fenced: false,
-            ..Default::default()
-        }];
+        let nodes = &self.shared.cluster.nodes;
+        let brokers: Vec<DescribeClusterBroker<'_>> = self
+            .shared
+            .cluster
+            .live()
+            .into_iter()
+            .map(|i| DescribeClusterBroker {
+                broker_id: nodes[i].id,
+                host: nodes[i].host.as_str().into(),
+                port: nodes[i].port,
+                rack: None,
+                is_fenced: false,
+                ..Default::default()
+            })
+            .collect();
         let ops = if d.include_cluster_authorized_operations() { CLUSTER_OPERATIONS } else { i32::MIN };
         let body = DescribeClusterResponse {
             endpoint_type: if v >= 1 { d.endpoint_type() } else { 1 },
             cluster_id: self.shared.config.cluster_id.as_str().into(),
-            controller_id: node,
-            brokers: (&brokers).into(),
+            controller_id: self.controller(),
+            brokers: brokers.into(),
             cluster_authorized_operations: ops,
             ..Default::default()
         };
@@ -195,23 +235,28 @@ impl Handler<'_> {
         use crate::messages::create_partitions::{CreatePartitionsResponse, CreatePartitionsTopicResult};
         let mut results = Vec::new();
         for t in c.topics() {
-            let (code, message) = self.shared.topics.with(|all| match all.get_mut(t.name()) {
-                None => (ErrorCode::UnknownTopicOrPartition, None),
-                Some(topic) if (t.count() as usize) <= topic.partitions.len() || t.count() > 100_000 => (
-                    ErrorCode::InvalidPartitions,
-                    Some(std::format!(
-                        "Topic currently has {} partitions, which is higher than the requested {}.",
-                        topic.partitions.len(),
-                        t.count()
-                    )),
-                ),
-                Some(topic) => {
-                    if !c.validate_only() {
-                        topic.partitions.resize_with(t.count() as usize, Default::default);
+            let (code, message) =
+                self.shared.topics.with(|all| match all.get_mut(t.name()) {
+                    None => (ErrorCode::UnknownTopicOrPartition, None),
+                    Some(topic) if (t.count() as usize) <= topic.partitions.len() || t.count() > 100_000 => (
+                        ErrorCode::InvalidPartitions,
+                        Some(std::format!(
+                            "Topic currently has {} partitions, which is higher than the requested {}.",
+                            topic.partitions.len(),
+                            t.count()
+                        )),
+                    ),
+                    Some(topic) => {
+                        if !c.validate_only() {
+                            let have = topic.partitions.len();
+                            let leaders = self.shared.cluster.place(have, t.count() as usize - have);
+                            topic.partitions.extend(leaders.into_iter().map(|node| {
+                                std::sync::Arc::new(super::super::state::Partition::led_by(node))
+                            }));
+                        }
+                        (ErrorCode::None, None)
                     }
-                    (ErrorCode::None, None)
-                }
-            });
+                });
             results.push(CreatePartitionsTopicResult {
                 name: t.name().into(),
                 error_code: code.to_i16(),

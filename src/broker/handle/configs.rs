@@ -298,9 +298,10 @@ impl Handler<'_> {
             DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
         };
         let config = &self.shared.config;
+        let node_id = self.endpoint(self.node).0;
         let broker_configs: Vec<(&str, String, i8)> = std::vec![
             ("auto.create.topics.enable", config.auto_create_topics.to_string(), 1),
-            ("broker.id", config.node_id.to_string(), 3),
+            ("broker.id", node_id.to_string(), 3),
             ("default.replication.factor", "1".into(), 3),
             ("message.max.bytes", config.max_message_bytes.to_string(), 3),
             ("num.partitions", config.default_partitions.to_string(), 3),
@@ -333,7 +334,7 @@ impl Handler<'_> {
                             .collect(),
                     ),
                 },
-                4 if name.is_empty() || name == config.node_id.to_string() => (
+                4 if name.is_empty() || name == node_id.to_string() => (
                     ErrorCode::None,
                     None,
                     broker_configs

@@ -16,27 +16,31 @@ impl Handler<'_> {
         out: &mut Outbox,
     ) -> Result<(), ConnError> {
         let v = reply.api_version;
-        let node = self.shared.config.node_id;
         use crate::messages::find_coordinator::{Coordinator, FindCoordinatorResponse};
-        let host = self.shared.host.as_str();
-        let port = self.shared.port;
-        let bad_type = !(0..=1).contains(&f.key_type());
+        use CoordinatorKind::{Group, Transaction};
+        let key_type = if v >= 1 { f.key_type() } else { 0 };
+        let bad_type = !(0..=1).contains(&key_type);
+        let kind = if key_type == 1 { Transaction } else { Group };
         let code = if bad_type { ErrorCode::InvalidRequest.to_i16() } else { 0 };
         let body = if v >= 4 {
             let coordinators: Vec<Coordinator<'_>> = f
                 .coordinator_keys()
                 .iter()
-                .map(|key| Coordinator {
-                    key: key.into(),
-                    node_id: if bad_type { -1 } else { node },
-                    host: if bad_type { "".into() } else { host.into() },
-                    port: if bad_type { -1 } else { port },
-                    error_code: code,
-                    ..Default::default()
+                .map(|key| {
+                    let (node, host, port) = self.endpoint(self.shared.coordinator(kind, key));
+                    Coordinator {
+                        key: key.into(),
+                        node_id: if bad_type { -1 } else { node },
+                        host: if bad_type { "".into() } else { host.into() },
+                        port: if bad_type { -1 } else { port },
+                        error_code: code,
+                        ..Default::default()
+                    }
                 })
                 .collect();
             FindCoordinatorResponse { coordinators: coordinators.into(), ..Default::default() }
         } else {
+            let (node, host, port) = self.endpoint(self.shared.coordinator(kind, f.key()));
             FindCoordinatorResponse {
                 error_code: code,
                 node_id: if bad_type { -1 } else { node },
@@ -193,13 +197,17 @@ impl Handler<'_> {
         };
         let group = c.group_id();
         use crate::broker::kip848::CommitCheck;
-        let check = self.shared.groups.check_offset_commit(
-            group,
-            c.generation_id_or_member_epoch(),
-            c.member_id(),
-            v,
-            false,
-        );
+        let check = if self.coordinates(CoordinatorKind::Group, group) {
+            self.shared.groups.check_offset_commit(
+                group,
+                c.generation_id_or_member_epoch(),
+                c.member_id(),
+                v,
+                false,
+            )
+        } else {
+            CommitCheck::Fail(ErrorCode::NotCoordinator)
+        };
         let mut topics = Vec::new();
         for t in c.topics() {
             let name: Option<String> =
@@ -273,7 +281,9 @@ impl Handler<'_> {
         // (id, protocol type, state, type)
         let listed: Vec<(String, String, &'static str, &'static str)> = {
             let g = self.shared.groups.lock();
+            // Each node lists the groups it coordinates, as Kafka's brokers do.
             g.iter()
+                .filter(|(id, _)| self.coordinates(CoordinatorKind::Group, id))
                 .map(|(id, g)| match g.consumer.as_deref() {
                     Some(cg) => (id.clone(), "consumer".into(), cg.state_name(), "consumer"),
                     None => {
@@ -310,7 +320,11 @@ impl Handler<'_> {
             .groups_names()
             .iter()
             .map(|name| {
-                let code = self.shared.groups.delete(name);
+                let code = if self.coordinates(CoordinatorKind::Group, name) {
+                    self.shared.groups.delete(name)
+                } else {
+                    ErrorCode::NotCoordinator
+                };
                 if code == ErrorCode::None {
                     self.shared.log(format_args!("deleted group {name}"));
                 }
@@ -381,6 +395,15 @@ impl Handler<'_> {
         let g = self.shared.groups.lock();
         let mut groups = Vec::new();
         for id in d.groups() {
+            if !self.coordinates(CoordinatorKind::Group, id) {
+                groups.push(DescribedGroup {
+                    error_code: ErrorCode::NotCoordinator.to_i16(),
+                    group_id: id.into(),
+                    authorized_operations: ops,
+                    ..Default::default()
+                });
+                continue;
+            }
             if g.get(id).is_some_and(|group| group.consumer.is_some()) {
                 // Kafka's DescribeGroups describes classic groups only.
                 groups.push(DescribedGroup {
@@ -503,6 +526,15 @@ impl Handler<'_> {
             if v >= 7 && f.require_stable() {
                 self.unstable(f.group_id(), &mut found);
             }
+            // v2-7 answer NOT_COORDINATOR at the top (in `handle`); v0-1 have only the
+            // partitions' error codes.
+            if !self.coordinates(CoordinatorKind::Group, f.group_id()) {
+                for (_, _, parts) in &mut found {
+                    for p in parts.iter_mut() {
+                        *p = (p.0, -1, -1, None, ErrorCode::NotCoordinator.to_i16());
+                    }
+                }
+            }
             let topics: Vec<OffsetFetchResponseTopic<'_>> = found
                 .iter()
                 .map(|(name, _, parts)| OffsetFetchResponseTopic {
@@ -543,7 +575,9 @@ impl Handler<'_> {
                     .collect()
             });
             // A consumer group checks the member and its epoch (v9+).
-            let code = if v >= 9 {
+            let code = if !self.coordinates(CoordinatorKind::Group, g.group_id()) {
+                ErrorCode::NotCoordinator
+            } else if v >= 9 {
                 let all = self.shared.groups.lock();
                 all.get(g.group_id())
                     .and_then(|group| group.consumer.as_deref())

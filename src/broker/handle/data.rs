@@ -10,8 +10,11 @@ impl Handler<'_> {
         out: &mut Outbox,
     ) -> Result<Outcome, ConnError> {
         use crate::messages::produce::{
-            BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+            BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+            ProduceResponse, TopicProduceResponse,
         };
+        // The nodes named in `current_leader`s (KIP-951), for `node_endpoints`.
+        let mut endpoints: Vec<usize> = Vec::new();
         let v = reply.api_version;
         let acks = p.acks();
         let transactional_id = p.transactional_id();
@@ -82,6 +85,18 @@ impl Handler<'_> {
                             message: "This server does not host this topic-partition.".into(),
                         });
                     };
+                    let not_leader = |leader| {
+                        self.leader_error(leader, -1).map(|code| Rejected {
+                            code,
+                            message: std::format!(
+                                "node {} is not the leader of {name}-{index}",
+                                self.endpoint(self.node).0
+                            ),
+                        })
+                    };
+                    if let Some(r) = not_leader(partition.leader()) {
+                        return Err(r);
+                    }
                     let bytes = d.records().map(|r| r.bytes()).unwrap_or_default();
                     // A transactional batch: its producer must be the transactional id's,
                     // at its epoch, with this partition added to the open transaction.
@@ -132,6 +147,10 @@ impl Handler<'_> {
                         }
                     };
                     let mut log = partition.lock();
+                    // Checked again with the log locked: it may have moved meanwhile.
+                    if let Some(r) = not_leader(log.leader()) {
+                        return Err(r);
+                    }
                     let done = log.append(
                         bytes,
                         &settings,
@@ -177,9 +196,23 @@ impl Handler<'_> {
                 } else {
                     Vec::new()
                 };
+                // KIP-951: where the partition's leader is now (v10+).
+                let current_leader = match name.as_deref() {
+                    Some(n) if v >= 10 && code == ErrorCode::NotLeaderOrFollower.to_i16() => {
+                        self.current_leader(n, index, &mut endpoints)
+                    }
+                    _ => None,
+                };
                 parts.push(PartitionProduceResponse {
                     index,
                     error_code: code,
+                    current_leader: current_leader
+                        .map(|(leader_id, leader_epoch)| LeaderIdAndEpoch {
+                            leader_id,
+                            leader_epoch,
+                            ..Default::default()
+                        })
+                        .unwrap_or_default(),
                     base_offset,
                     log_append_time_ms,
                     log_start_offset: if v >= 5 { log_start } else { -1 },
@@ -206,7 +239,18 @@ impl Handler<'_> {
                 None => Outcome::Continue,
             });
         }
-        let body = ProduceResponse { responses: topics.into(), ..Default::default() };
+        let node_endpoints: Vec<NodeEndpoint<'_>> = endpoints
+            .iter()
+            .map(|&i| {
+                let (node_id, host, port) = self.endpoint(i);
+                NodeEndpoint { node_id, host: host.into(), port, rack: None, ..Default::default() }
+            })
+            .collect();
+        let body = ProduceResponse {
+            responses: topics.into(),
+            node_endpoints: node_endpoints.into(),
+            ..Default::default()
+        };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(Outcome::Continue)
     }
@@ -244,11 +288,14 @@ impl Handler<'_> {
                 match self.shared.topics.partition(t.name(), index) {
                     _ if fault.is_some() => r.error_code = fault.map_or(0, |c| c.to_i16()),
                     None => r.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
-                    Some(_) if v >= 4 && p.current_leader_epoch() > 0 => {
-                        r.error_code = ErrorCode::UnknownLeaderEpoch.to_i16()
-                    }
                     Some(partition) => {
                         let log = partition.lock();
+                        let current = if v >= 4 { p.current_leader_epoch() } else { -1 };
+                        if let Some(code) = self.leader_error(log.leader(), current) {
+                            r.error_code = code.to_i16();
+                            parts.push(r);
+                            continue;
+                        }
                         let committed = v >= 2 && l.isolation_level() == 1;
                         let start = log.log_start_offset();
                         let found = match p.timestamp() {
@@ -264,7 +311,7 @@ impl Handler<'_> {
                             // Nothing below the log start offset is served.
                             r.offset = offset.max(start);
                             if v >= 4 {
-                                r.leader_epoch = 0;
+                                r.leader_epoch = log.leader().1;
                             }
                         }
                     }

@@ -43,7 +43,8 @@ impl Handler<'_> {
         out: &mut Outbox,
     ) -> Result<(), ConnError> {
         use crate::messages::fetch::{
-            AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+            AbortedTransaction, FetchResponse, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
+            PartitionData,
         };
         let v = reply.api_version;
         let uses_ids = v >= 13;
@@ -157,12 +158,12 @@ impl Handler<'_> {
                     answers.push(PartAnswer::error(key, code));
                     continue;
                 };
-                if p.current_leader_epoch > 0 {
+                let log = partition.lock();
+                if let Some(code) = self.leader_error(log.leader(), p.current_leader_epoch) {
                     errors = true;
-                    answers.push(PartAnswer::error(key, ErrorCode::UnknownLeaderEpoch));
+                    answers.push(PartAnswer::error(key, code));
                     continue;
                 }
-                let log = partition.lock();
                 let hw = log.next_offset();
                 let log_start = log.log_start_offset();
                 let offset = p.fetch_offset;
@@ -191,7 +192,7 @@ impl Handler<'_> {
                 });
             }
             let now = Instant::now();
-            if total >= min_bytes.max(1) || errors || now >= deadline || self.shared.stopping() {
+            if total >= min_bytes.max(1) || errors || now >= deadline || !self.shared.serving(self.node) {
                 break answers;
             }
             self.shared.wait_for_append(seen, deadline);
@@ -223,6 +224,19 @@ impl Handler<'_> {
                 _ => topics.push((&a.key, std::vec![a])),
             }
         }
+        // KIP-951 (v16+): where the leader is now, for the partitions that lost it.
+        let mut endpoints: Vec<usize> = Vec::new();
+        let mut leaders: Vec<Option<(i32, i32)>> = Vec::with_capacity(answers.len());
+        for a in &answers {
+            let moved = a.code == ErrorCode::NotLeaderOrFollower.to_i16()
+                || a.code == ErrorCode::FencedLeaderEpoch.to_i16();
+            let name = if uses_ids { self.shared.topics.name_of(a.key.0) } else { Some(a.key.1.clone()) };
+            leaders.push(match name {
+                Some(n) if v >= 16 && moved => self.current_leader(&n, a.key.2, &mut endpoints),
+                _ => None,
+            });
+        }
+        let mut leaders = leaders.into_iter();
         let responses: Vec<FetchableTopicResponse<'_>> = topics
             .iter()
             .map(|(key, parts)| FetchableTopicResponse {
@@ -246,15 +260,32 @@ impl Handler<'_> {
                                 .collect()
                         }),
                         records: Some(a.records.as_ref().map_or(&[][..], |(s, r)| &s[r.clone()]).into()),
+                        current_leader: leaders
+                            .next()
+                            .flatten()
+                            .map(|(leader_id, leader_epoch)| LeaderIdAndEpoch {
+                                leader_id,
+                                leader_epoch,
+                                ..Default::default()
+                            })
+                            .unwrap_or_default(),
                         ..Default::default()
                     })
                     .collect(),
                 ..Default::default()
             })
             .collect();
+        let node_endpoints: Vec<NodeEndpoint<'_>> = endpoints
+            .iter()
+            .map(|&i| {
+                let (node_id, host, port) = self.endpoint(i);
+                NodeEndpoint { node_id, host: host.into(), port, rack: None, ..Default::default() }
+            })
+            .collect();
         let body = FetchResponse {
             responses: responses.into(),
             session_id: context.session_id,
+            node_endpoints: node_endpoints.into(),
             ..Default::default()
         };
         // Encoded around the records: the other bytes into `out`, and each partition's

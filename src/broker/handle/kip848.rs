@@ -102,6 +102,15 @@ impl Handler<'_> {
         let g = self.shared.groups.lock();
         let mut groups = Vec::new();
         for id in d.group_ids() {
+            if !self.coordinates(CoordinatorKind::Group, id) {
+                groups.push(DescribedGroup {
+                    group_id: id.into(),
+                    error_code: ErrorCode::NotCoordinator.to_i16(),
+                    authorized_operations: ops,
+                    ..Default::default()
+                });
+                continue;
+            }
             let cg = match g.get(id) {
                 Some(group) => match group.consumer.as_deref() {
                     Some(cg) => cg,

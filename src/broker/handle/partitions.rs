@@ -102,10 +102,16 @@ impl Handler<'_> {
                 let (code, low_watermark) = match self.shared.topics.partition(t.name(), index) {
                     None => (ErrorCode::UnknownTopicOrPartition, -1),
                     Some(_) if deletable == Some(false) => (ErrorCode::PolicyViolation, -1),
-                    Some(partition) => match partition.lock().delete_records(p.offset()) {
-                        Ok(start) => (ErrorCode::None, start),
-                        Err(()) => (ErrorCode::OffsetOutOfRange, -1),
-                    },
+                    Some(partition) => {
+                        let mut log = partition.lock();
+                        match self.leader_error(log.leader(), -1) {
+                            Some(code) => (code, -1),
+                            None => match log.delete_records(p.offset()) {
+                                Ok(start) => (ErrorCode::None, start),
+                                Err(()) => (ErrorCode::OffsetOutOfRange, -1),
+                            },
+                        }
+                    }
                 };
                 parts.push(DeleteRecordsPartitionResult {
                     partition_index: index,
@@ -193,8 +199,8 @@ impl Handler<'_> {
             ServerConn::encode_response(reply, &body, out)?;
             return Ok(());
         }
-        // One node leads every partition, and is its preferred leader and only replica:
-        // no election is ever needed. Asked for every partition (null), Kafka leaves out
+        // Each partition's leader is its preferred leader and only replica (also in a
+        // cluster, where leaders move): no election is ever needed. Asked for every partition (null), Kafka leaves out
         // those that need none, which here is all of them.
         // (topic, [(partition, error, message)])
         type Elected = (String, Vec<(i32, ErrorCode, String)>);

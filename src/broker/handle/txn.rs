@@ -89,6 +89,9 @@ impl Handler<'_> {
                 )
                 .collect();
         }
+        if !self.coordinates(CoordinatorKind::Transaction, id) {
+            return std::vec![ErrorCode::NotCoordinator; parts.len()];
+        }
         let list: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
         if verify_only {
             return match self.shared.txns.verify(id, producer_id, epoch, &list) {
@@ -239,7 +242,9 @@ impl Handler<'_> {
         let group = c.group_id();
         // The group-level checks: the transaction has this group (AddOffsetsToTxn), then
         // the member and generation when the client sent them (v3+).
-        let check = {
+        let check = if !self.coordinates(CoordinatorKind::Group, group) {
+            ErrorCode::NotCoordinator
+        } else {
             let mut all = self.shared.txns.lock();
             match Txns::check(&mut all, c.transactional_id(), c.producer_id(), c.producer_epoch()) {
                 // A producer fenced here gets the error Produce gets.
@@ -373,6 +378,11 @@ impl Handler<'_> {
                     transactional_id: id.into(),
                     ..Default::default()
                 },
+                _ if !self.coordinates(CoordinatorKind::Transaction, id) => TransactionState {
+                    error_code: ErrorCode::NotCoordinator.to_i16(),
+                    transactional_id: id.into(),
+                    ..Default::default()
+                },
                 None => TransactionState {
                     error_code: ErrorCode::TransactionalIdNotFound.to_i16(),
                     transactional_id: id.into(),
@@ -461,6 +471,8 @@ impl Handler<'_> {
                     && (pids.is_empty() || pids.contains(&t.producer_id))
                     && (min_duration < 0 || (t.start_ms >= 0 && now - t.start_ms > min_duration))
                     && matcher(id)
+                    // Each node lists the transactional ids it coordinates, as Kafka's do.
+                    && self.coordinates(CoordinatorKind::Transaction, id)
             })
             .map(|(id, t)| (id.clone(), t.producer_id, t.state.name()))
             .collect();

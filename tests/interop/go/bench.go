@@ -16,6 +16,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,10 +69,7 @@ func bench(args []string) {
 	time.Sleep(500 * time.Millisecond)
 	admin.Close()
 
-	value := make([]byte, 1024)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
+	value := benchValue(os.Getenv("KWIRE_BENCH_JSON") != "")
 	var produced, consumed, consumedBytes atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -155,4 +153,31 @@ func bench(args []string) {
 	out["requests"] = requests
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
+}
+
+// benchValue is the 1,024-byte value every record carries: letters, or (asJSON) one JSON
+// document of the shape services produce (objects, arrays, numbers, strings with escapes,
+// booleans, null), so that a proxy validating JSON reads every kind of token.
+func benchValue(asJSON bool) []byte {
+	if !asJSON {
+		value := make([]byte, 1024)
+		for i := range value {
+			value[i] = byte('a' + i%26)
+		}
+		return value
+	}
+	var b strings.Builder
+	b.WriteString(`{"order_id":"ord-000123","customer":{"id":48151623,"name":"Ada \"A\" Lovelace","vip":true},"items":[`)
+	for i := 0; b.Len() < 900; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"sku":"SKU-%05d","qty":%d,"price":%d.%02d,"gift":%t,"note":null}`, i*37, i%5+1, 10+i, i*7%100, i%3 == 0)
+	}
+	b.WriteString(`],"pad":"`)
+	for b.Len() < 1022 {
+		b.WriteString("x")
+	}
+	b.WriteString(`"}`)
+	return []byte(b.String())
 }

@@ -135,6 +135,9 @@ pub struct Args {
     /// a connection that is no tenant gets no topics or groups (docs/proxy.md, "Tenants").
     #[arg(long = "tenant", value_name = "WHO=PREFIX")]
     tenant: Vec<String>,
+    /// Tenants from FILE: one `--tenant` rule a line (blank lines and `#` comments skipped).
+    #[arg(long = "tenants", value_name = "FILE")]
+    tenants: Option<PathBuf>,
     /// Append one JSON line per security-relevant event to FILE: authentication, changes
     /// to topics, ACLs, configs, quotas and credentials, and connections the proxy refused
     /// or closed (docs/proxy.md, "Audit log"). No secret is written.
@@ -158,23 +161,6 @@ pub struct Args {
     /// TLS termination and origination, SNI routing (`tls.rs`).
     #[command(flatten)]
     tls: Box<tls::TlsArgs>,
-}
-
-/// `--tenant principal:USER=PREFIX` and `--tenant sni:NAME=PREFIX`.
-fn parse_tenants(flags: &[String]) -> Result<Tenants, String> {
-    let mut tenants = Tenants::new();
-    for flag in flags {
-        let bad = |why: String| format!("--tenant {flag}: {why}");
-        let (who, prefix) = flag.split_once('=').ok_or_else(|| bad("expected WHO=PREFIX".into()))?;
-        let added = match who.split_once(':') {
-            Some(("principal", user)) if !user.is_empty() => tenants.principal(user, prefix),
-            Some(("sni", name)) if !name.is_empty() => tenants.sni(name, prefix),
-            None if who == "default" => tenants.default_tenant(prefix),
-            _ => return Err(bad("WHO is principal:USER, sni:NAME or default".into())),
-        };
-        added.map_err(|e| bad(e.to_string()))?;
-    }
-    Ok(tenants)
 }
 
 fn parse_upstream(s: &str) -> Result<(), String> {
@@ -213,7 +199,17 @@ pub fn run(args: Args) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?
         .into();
     let decompression_limit = args.validate_decompression_limit;
-    let tenants = Arc::new(parse_tenants(&args.tenant)?);
+    let mut tenants = match &args.tenants {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| Tenants::from_lines(&text).map_err(|e| e.to_string()))
+            .map_err(|e| format!("--tenants {}: {e}", path.display()))?,
+        None => Tenants::new(),
+    };
+    for rule in &args.tenant {
+        tenants.rule(rule).map_err(|e| format!("--tenant {rule}: {e}"))?;
+    }
+    let tenants = Arc::new(tenants);
     let nofile = limits::raise_nofile()?;
     let max_connections = match args.max_connections {
         Some(n) if n > nofile.connections() => {
@@ -276,6 +272,10 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     if let Some(host) = &args.advertise {
         builder = builder.advertise(host.clone());
+    }
+    if !tenants.is_empty() {
+        let tenants = tenants.clone();
+        builder = builder.waiting_filter(move |_| tenants.lookups());
     }
     if !denied.is_empty() || !tenants.is_empty() || !rules.is_empty() {
         builder = builder.filters(move |conn| {
