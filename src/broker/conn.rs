@@ -109,11 +109,7 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>, node: usiz
         shared.connection_opened();
         let spawned = std::thread::Builder::new().name("kwire-broker-conn".into()).spawn(move || {
             s.log(format_args!("{peer}: connected"));
-            let mut stream = stream;
-            let why = serve(&mut stream, &s, &peer, node);
-            // The accept loop keeps a handle to the socket (to shut it down on stop), so
-            // dropping this one would not close it.
-            let _ = stream.shutdown(Shutdown::Both);
+            let why = serve_accepted(stream, &s, &peer, node);
             s.log(format_args!("{peer}: closed ({why})"));
             s.connection_closed();
         });
@@ -134,17 +130,44 @@ pub(crate) fn accept_loop(listener: TcpListener, shared: Arc<Shared>, node: usiz
     }
 }
 
+/// Serves an accepted connection, with TLS on it when the broker has [`super::Config::tls`],
+/// then shuts the socket down (the accept loop keeps a handle to it, to shut it down on
+/// stop, so dropping this one would not close it); returns why it ended.
+fn serve_accepted(stream: TcpStream, shared: &Shared, peer: &str, node: usize) -> String {
+    let _ = stream.set_nodelay(true);
+    #[cfg(feature = "broker-tls")]
+    if let Some(tls) = &shared.config.tls {
+        let mut stream = match super::tls::wrap(tls, stream) {
+            Ok(s) => s,
+            Err(e) => return std::format!("TLS: {e}"),
+        };
+        let why = serve(&mut stream, shared, peer, node);
+        stream.conn.send_close_notify();
+        while stream.conn.wants_write() && stream.conn.write_tls(&mut stream.sock).is_ok_and(|n| n > 0) {}
+        let _ = stream.sock.shutdown(Shutdown::Both);
+        return why;
+    }
+    let mut stream = stream;
+    let why = serve(&mut stream, shared, peer, node);
+    let _ = stream.shutdown(Shutdown::Both);
+    why
+}
+
+/// Writes the answers waiting, and flushes the stream (TLS holds what it was given).
+fn flush(stream: &mut impl Write, pending: &mut Outbox) -> std::io::Result<()> {
+    pending.flush(stream)?;
+    stream.flush()
+}
+
 /// Serves one connection until the peer closes it, sends what cannot be read, or the
 /// broker stops; returns why it ended.
-fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str, node: usize) -> String {
-    let _ = stream.set_nodelay(true);
+fn serve(stream: &mut (impl Read + Write), shared: &Shared, peer: &str, node: usize) -> String {
     let mut handler = Handler::new(shared, peer, node);
     let mut conn = ServerConn::with_frame_buf(FrameBuf::new(shared.config.max_frame_bytes));
     if let Some(v) = shared.versions(crate::ApiKey::ApiVersions) {
         conn.set_api_versions_max(v.max);
     }
     let mut pending = Outbox::default();
-    let flush = |stream: &mut TcpStream, pending: &mut Outbox| pending.flush(stream);
     loop {
         loop {
             if !shared.serving(node) {
@@ -162,6 +185,7 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str, node: usize) -> St
                         }
                         if let Outcome::Close(why) = handler.raw_token(token, &mut pending) {
                             let _ = flush(stream, &mut pending);
+                            std::thread::sleep(handler.close_delay());
                             return why;
                         }
                         continue;
@@ -182,6 +206,7 @@ fn serve(stream: &mut TcpStream, shared: &Shared, peer: &str, node: usize) -> St
                         Ok(Outcome::Continue) => {}
                         Ok(Outcome::Close(why)) => {
                             let _ = flush(stream, &mut pending);
+                            std::thread::sleep(handler.close_delay());
                             return why;
                         }
                         Err(e) => {

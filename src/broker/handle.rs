@@ -29,7 +29,9 @@ mod sasl;
 mod txn;
 
 /// The APIs the broker serves (each at every version kwire reads, less
-/// [`super::Config::max_versions`]).
+/// [`super::Config::max_versions`]); with the feature `broker-scram`, DescribeUserScramCredentials
+/// and AlterUserScramCredentials too. SaslHandshake and SaslAuthenticate are served besides
+/// when it has users.
 pub const SERVED: &[ApiKey] = &[
     ApiKey::Produce,
     ApiKey::Fetch,
@@ -70,6 +72,10 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DeleteAcls,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
+    #[cfg(feature = "broker-scram")]
+    ApiKey::DescribeUserScramCredentials,
+    #[cfg(feature = "broker-scram")]
+    ApiKey::AlterUserScramCredentials,
 ];
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
@@ -118,6 +124,9 @@ pub(crate) struct Handler<'s> {
     node: usize,
     /// After a SaslHandshake v0 for PLAIN: the next frame is the bare token.
     pub raw_sasl: bool,
+    sasl: sasl::Session,
+    /// A SASL exchange failed: the connection closes after Kafka's delay.
+    sasl_failed: bool,
     client_host: String,
     scratch: Vec<u8>,
 }
@@ -130,7 +139,15 @@ const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
 impl<'s> Handler<'s> {
     pub fn new(shared: &'s Shared, peer: &str, node: usize) -> Self {
         let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
-        Handler { shared, node, raw_sasl: false, client_host: std::format!("/{host}"), scratch: Vec::new() }
+        Handler {
+            shared,
+            node,
+            raw_sasl: false,
+            sasl: sasl::Session::default(),
+            sasl_failed: false,
+            client_host: std::format!("/{host}"),
+            scratch: Vec::new(),
+        }
     }
 
     /// Whether this node coordinates a group or a transactional id.
@@ -266,7 +283,15 @@ impl<'s> Handler<'s> {
             RequestBodyView::DescribeGroups(d) => self.describe_groups(reply, d, out)?,
             RequestBodyView::DescribeConfigs(d) => self.describe_configs(reply, d, out)?,
             RequestBodyView::SaslHandshake(h) => self.sasl_handshake(reply, h, out)?,
-            RequestBodyView::SaslAuthenticate(a) => self.sasl_authenticate(reply, a, out)?,
+            RequestBodyView::SaslAuthenticate(a) => return self.sasl_authenticate(reply, a, out),
+            #[cfg(feature = "broker-scram")]
+            RequestBodyView::DescribeUserScramCredentials(d) => {
+                self.describe_user_scram_credentials(reply, d, out)?
+            }
+            #[cfg(feature = "broker-scram")]
+            RequestBodyView::AlterUserScramCredentials(a) => {
+                self.alter_user_scram_credentials(reply, a, out)?
+            }
             RequestBodyView::AddPartitionsToTxn(a) => self.add_partitions_to_txn(reply, a, out)?,
             RequestBodyView::AddOffsetsToTxn(a) => self.add_offsets_to_txn(reply, a, out)?,
             RequestBodyView::TxnOffsetCommit(c) => self.txn_offset_commit(reply, c, out)?,
@@ -291,17 +316,6 @@ impl<'s> Handler<'s> {
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)
-    }
-
-    /// Answers the bare SASL/PLAIN token after a SaslHandshake v0: an empty frame on
-    /// success; a failure closes the connection, as Kafka does.
-    pub fn raw_token(&mut self, token: &[u8], out: &mut Outbox) -> Outcome {
-        self.raw_sasl = false;
-        if !self.shared.plain_ok(token) {
-            return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
-        }
-        out.extend_from_slice(&0i32.to_be_bytes());
-        Outcome::Continue
     }
 }
 

@@ -56,6 +56,15 @@
 //! **SASL/PLAIN** ([`Config::plain_users`]) is offered, not required: SaslHandshake v0
 //! and v1, SaslAuthenticate, and the bare token frame after a v0 handshake.
 //!
+//! **SASL/SCRAM** (feature `broker-scram`, `Config::scram_users`): SCRAM-SHA-256 and
+//! SCRAM-SHA-512 as Kafka's `ScramSaslServer` serves them (RFC 5802/7677 over
+//! SaslAuthenticate or bare v0 tokens, Kafka's nonce and proof checks and messages, 4096
+//! iterations at least), from salted credentials derived at start (the passwords are then
+//! dropped), with DescribeUserScramCredentials and AlterUserScramCredentials. **TLS**
+//! (feature `broker-tls`, `Config::tls`): the listener speaks TLS only (SSL, SASL_SSL) with
+//! rustls, blocking on each connection's thread; a client whose TLS fails loses its own
+//! connection. `docs/serve.md` ("SCRAM and TLS") has the details.
+//!
 //! **Transactions** follow Apache Kafka's coordinator (transaction version 1):
 //! InitProducerId with a transactional id (epoch bumps, fencing), AddPartitionsToTxn (v0-v3,
 //! and the batched v4+ form), AddOffsetsToTxn, TxnOffsetCommit, EndTxn (commit and abort
@@ -86,7 +95,8 @@
 //!
 //! **Not here:** classic members in a KIP-848 consumer group, share groups, nodes added at
 //! run time (the node count is fixed at start), replicas other than the leader (and so
-//! fetching from followers), OffsetForLeaderEpoch, ACL enforcement, other SASL mechanisms and TLS,
+//! fetching from followers), OffsetForLeaderEpoch, ACL enforcement, SASL mechanisms other than PLAIN and SCRAM
+//! (GSSAPI, OAUTHBEARER), delegation tokens, required authentication,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
 
@@ -100,7 +110,11 @@ mod hooks;
 mod kip848;
 mod log;
 mod regex;
+#[cfg(feature = "broker-scram")]
+mod scram;
 mod state;
+#[cfg(feature = "broker-tls")]
+mod tls;
 mod txn;
 
 use std::io;
@@ -115,6 +129,10 @@ use std::string::{String, ToString};
 
 pub use handle::SERVED;
 pub use hooks::{Action, AnswerFn, Fault, Hook, HookId};
+#[cfg(feature = "broker-scram")]
+pub use scram::{ScramMechanism, ScramUser};
+#[cfg(feature = "broker-tls")]
+pub use tls::TlsConfig;
 
 use crate::ApiKey;
 
@@ -182,6 +200,17 @@ pub struct Config {
     /// SaslAuthenticate are served too (PLAIN only; authentication is offered, not
     /// required). Passwords and tokens are compared, never logged or echoed.
     pub plain_users: Vec<(String, String)>,
+    /// SASL/SCRAM users (feature `broker-scram`): with at least one, SaslHandshake offers
+    /// SCRAM-SHA-256 and SCRAM-SHA-512 (beside PLAIN when [`Config::plain_users`] has users);
+    /// a user can log in with the mechanisms it has a credential for. [`Broker::start`]
+    /// derives the salted credentials and drops the passwords; fewer than 4096 or more than
+    /// 16384 iterations is refused, as Kafka refuses them.
+    #[cfg(feature = "broker-scram")]
+    pub scram_users: Vec<ScramUser>,
+    /// TLS (feature `broker-tls`): with a certificate chain and key the listener speaks TLS
+    /// only (Kafka's SSL, or SASL_SSL with users); without, plaintext only.
+    #[cfg(feature = "broker-tls")]
+    pub tls: Option<TlsConfig>,
     /// Where log lines go (default: nowhere).
     pub logger: Option<Logger>,
     /// Log every request (API, version, bytes in and out), not only connections.
@@ -211,6 +240,10 @@ impl Default for Config {
             fetch_session_idle: Duration::from_secs(120),
             max_versions: Vec::new(),
             plain_users: Vec::new(),
+            #[cfg(feature = "broker-scram")]
+            scram_users: Vec::new(),
+            #[cfg(feature = "broker-tls")]
+            tls: None,
             logger: None,
             verbose: false,
         }
@@ -219,8 +252,8 @@ impl Default for Config {
 
 impl core::fmt::Debug for Config {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Config")
-            .field("listen", &self.listen)
+        let mut d = f.debug_struct("Config");
+        d.field("listen", &self.listen)
             .field("advertise", &self.advertise)
             .field("node_id", &self.node_id)
             .field("nodes", &self.nodes)
@@ -228,9 +261,15 @@ impl core::fmt::Debug for Config {
             .field("default_partitions", &self.default_partitions)
             .field("auto_create_topics", &self.auto_create_topics)
             .field("max_versions", &self.max_versions)
-            .field("plain_users", &self.plain_users.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>())
-            .field("verbose", &self.verbose)
-            .finish_non_exhaustive()
+            .field("plain_users", &self.plain_users.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>());
+        #[cfg(feature = "broker-scram")]
+        d.field(
+            "scram_users",
+            &self.scram_users.iter().map(|u| (u.name.as_str(), u.mechanism.name())).collect::<Vec<_>>(),
+        );
+        #[cfg(feature = "broker-tls")]
+        d.field("tls", &self.tls.is_some());
+        d.field("verbose", &self.verbose).finish_non_exhaustive()
     }
 }
 
@@ -259,6 +298,15 @@ impl Broker {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     std::format!("{} has versions {}, not {v}", key.name(), key.request_versions()),
+                ));
+            }
+        }
+        #[cfg(feature = "broker-scram")]
+        for u in &config.scram_users {
+            if let Err(why) = scram::check_iterations(i64::from(u.iterations)) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    std::format!("SCRAM user {}: {why} ({}; 4096 to 16384)", u.name, u.iterations),
                 ));
             }
         }

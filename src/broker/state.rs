@@ -197,6 +197,9 @@ pub(crate) struct Shared {
     pub hooks: Hooks,
     pub fetch_sessions: FetchSessions,
     pub acls: Acls,
+    /// SCRAM credentials (feature `broker-scram`).
+    #[cfg(feature = "broker-scram")]
+    pub scram: super::scram::Credentials,
     pub stop: AtomicBool,
     next_producer_id: AtomicI64,
     /// Bumped by every append (and on stop); Fetch long-polls wait for it to change.
@@ -211,7 +214,18 @@ pub(crate) struct Shared {
 impl Shared {
     pub fn new(config: Config, nodes: Vec<Node>) -> Shared {
         let (host, port) = (nodes[0].host.clone(), nodes[0].port);
-        let sasl: &[ApiKey] = if config.plain_users.is_empty() {
+        // The passwords go as soon as the credentials are derived.
+        #[cfg(feature = "broker-scram")]
+        let (config, scram) = {
+            let mut config = config;
+            let scram = super::scram::Credentials::from_users(core::mem::take(&mut config.scram_users));
+            (config, scram)
+        };
+        #[cfg(feature = "broker-scram")]
+        let scram_on = scram.enabled;
+        #[cfg(not(feature = "broker-scram"))]
+        let scram_on = false;
+        let sasl: &[ApiKey] = if config.plain_users.is_empty() && !scram_on {
             &[]
         } else {
             &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate]
@@ -234,6 +248,8 @@ impl Shared {
             h.finish()
         };
         Shared {
+            #[cfg(feature = "broker-scram")]
+            scram,
             fetch_sessions: FetchSessions::new(config.fetch_session_slots, config.fetch_session_idle),
             acls: Acls::default(),
             config,

@@ -21,7 +21,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * consumed, printed as one JSON object ({"client", "produced", "consumed", "errors"}), as
  * tests/proxy/tls_client.py does. Run from source by tests/proxy_tls.rs:
  * {@code java -cp 'target/java-client/lib/*' tests/proxy/TlsClient.java BOOTSTRAP PREFIX CAFILE}.
- * The CA file (PEM) is the trust store; host names are checked (the client's default).
+ * The CA file (PEM) is the trust store; host names are checked (the client's default). A CA
+ * file of {@code -} is plaintext. With KWIRE_SASL_MECHANISM, KWIRE_SASL_USER and
+ * KWIRE_SASL_PASSWORD in the environment (never the command line) it authenticates with SASL
+ * (SASL_SSL or SASL_PLAINTEXT), as tests/broker_scram_clients.rs runs it against kwire::broker.
  */
 public final class TlsClient {
     private static final int RECORDS = 5;
@@ -43,9 +46,21 @@ public final class TlsClient {
         String topic = prefix + "-t";
         Properties common = new Properties();
         common.put("bootstrap.servers", bootstrap);
-        common.put("security.protocol", "SSL");
-        common.put("ssl.truststore.type", "PEM");
-        common.put("ssl.truststore.location", ca);
+        String mechanism = System.getenv("KWIRE_SASL_MECHANISM");
+        boolean tls = !ca.equals("-");
+        boolean sasl = mechanism != null && !mechanism.isEmpty();
+        common.put("security.protocol", (sasl ? "SASL_" : "") + (tls ? "SSL" : "PLAINTEXT"));
+        if (tls) {
+            common.put("ssl.truststore.type", "PEM");
+            common.put("ssl.truststore.location", ca);
+        }
+        if (sasl) {
+            common.put("sasl.mechanism", mechanism);
+            String quote = "\"";
+            common.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username="
+                    + quote + System.getenv("KWIRE_SASL_USER") + quote + " password=" + quote
+                    + System.getenv("KWIRE_SASL_PASSWORD") + quote + ";");
+        }
         common.put("client.id", "java-tls-test");
         List<String> produced = new ArrayList<>();
         List<String> consumed = new ArrayList<>();

@@ -3,7 +3,10 @@ one JSON object.
 
 Usage: tls_client.py LIB BOOTSTRAP PREFIX PROTOCOL [CAFILE]
   LIB       kafka-python | confluent-kafka
-  PROTOCOL  SSL (TLS to the proxy, checked against CAFILE and the host name) | PLAINTEXT
+  PROTOCOL  SSL (TLS to the proxy, checked against CAFILE and the host name) | PLAINTEXT |
+            SASL_SSL | SASL_PLAINTEXT (SASL from KWIRE_SASL_MECHANISM, KWIRE_SASL_USER and
+            KWIRE_SASL_PASSWORD in the environment, never the command line; used by
+            tests/broker_scram_clients.rs against kwire::broker)
 
 Creates topic PREFIX-t (one partition), produces RECORDS records (acks=all), consumes them in
 group PREFIX-g from the start, and prints {"client", "produced", "consumed", "errors"}; the test
@@ -14,6 +17,7 @@ The SNI routing test resolves its per-broker names by a hosts file of the client
 """
 
 import json
+import os
 import sys
 import time
 from importlib.metadata import version
@@ -28,8 +32,18 @@ def kafka_python(bootstrap, prefix, protocol, cafile, out):
 
     out["client"] = f"kafka-python {version('kafka-python')}"
     common = dict(bootstrap_servers=bootstrap, request_timeout_ms=20_000, security_protocol=protocol)
-    if protocol == "SSL":
+    if protocol in ("SSL", "SASL_SSL"):
         common.update(ssl_cafile=cafile, ssl_check_hostname=True)
+    if protocol.startswith("SASL_"):
+        # kafka-python reports a refused authentication in its log only (and retries).
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+        common.update(
+            sasl_mechanism=os.environ["KWIRE_SASL_MECHANISM"],
+            sasl_plain_username=os.environ["KWIRE_SASL_USER"],
+            sasl_plain_password=os.environ["KWIRE_SASL_PASSWORD"],
+        )
     topic, group = f"{prefix}-t", f"{prefix}-g"
     admin = KafkaAdminClient(**common)
     admin.create_topics([NewTopic(topic, 1, 1)])
@@ -59,8 +73,14 @@ def confluent(bootstrap, prefix, protocol, cafile, out):
 
     out["client"] = f"confluent-kafka {version('confluent-kafka')} (librdkafka {confluent_kafka.libversion()[0]})"
     common = {"bootstrap.servers": bootstrap, "security.protocol": protocol}
-    if protocol == "SSL":
+    if protocol in ("SSL", "SASL_SSL"):
         common.update({"ssl.ca.location": cafile, "ssl.endpoint.identification.algorithm": "https"})
+    if protocol.startswith("SASL_"):
+        common.update({
+            "sasl.mechanism": os.environ["KWIRE_SASL_MECHANISM"],
+            "sasl.username": os.environ["KWIRE_SASL_USER"],
+            "sasl.password": os.environ["KWIRE_SASL_PASSWORD"],
+        })
     topic, group = f"{prefix}-t", f"{prefix}-g"
     admin = AdminClient(common)
     for f in admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=T).values():

@@ -51,6 +51,10 @@ func main() {
 		txn(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "secure" {
+		secure(os.Args[2:])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "ping" {
 		ping(os.Args[2:])
 		return
