@@ -14,6 +14,7 @@ use kwire::encode::AnyBody;
 
 /// The typed view of a response frame of API `$key` at version `$v` (panics on anything
 /// else): `answer!(frame, Metadata, 12).brokers()`.
+#[allow(unused_macros)]
 macro_rules! answer {
     ($frame:expr, $key:ident, $v:expr) => {
         match ::kwire::dispatch::parse_response(&$frame, ::kwire::ApiKey::$key, $v).unwrap().body {
@@ -22,6 +23,7 @@ macro_rules! answer {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use answer;
 
 /// One connection: requests in order, each waiting for its response.
