@@ -132,7 +132,7 @@ fn client_with_scram(client: &str) {
         for (broker, tls, m) in runs {
             let one = Instant::now();
             let side = if tls.is_some() { "ssl" } else { "plain" };
-            let prefix = format!("{client}-{}-{side}", m.map_or(0, ScramMechanism::code));
+            let prefix = format!("{client}-{}-{side}", m.map_or(0, ScramMechanism::to_i8));
             let bootstrap = format!("localhost:{}", broker.addr().port());
             let out =
                 run(command(client, &bootstrap, &prefix, tls, m, PASSWORD), client, Duration::from_secs(90));

@@ -44,17 +44,22 @@ impl ScramMechanism {
         ScramMechanism::ALL.into_iter().find(|m| m.name() == name)
     }
 
-    /// The `Mechanism` code of DescribeUserScramCredentials and AlterUserScramCredentials.
-    pub fn code(self) -> i8 {
+    /// The wire value: the `Mechanism` code of DescribeUserScramCredentials and
+    /// AlterUserScramCredentials.
+    pub const fn to_i8(self) -> i8 {
         match self {
             ScramMechanism::Sha256 => 1,
             ScramMechanism::Sha512 => 2,
         }
     }
 
-    /// The mechanism of a `Mechanism` code.
-    pub fn from_code(code: i8) -> Option<ScramMechanism> {
-        ScramMechanism::ALL.into_iter().find(|m| m.code() == code)
+    /// Looks up a wire value; `None` for a code Kafka does not define.
+    pub const fn from_i8(code: i8) -> Option<ScramMechanism> {
+        match code {
+            1 => Some(ScramMechanism::Sha256),
+            2 => Some(ScramMechanism::Sha512),
+            _ => None,
+        }
     }
 
     fn hmac(self) -> hmac::Algorithm {

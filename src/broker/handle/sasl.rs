@@ -198,7 +198,7 @@ impl Handler<'_> {
                     .describe(n)
                     .into_iter()
                     .map(|(m, i)| CredentialInfo {
-                        mechanism: m.code(),
+                        mechanism: m.to_i8(),
                         iterations: i32::try_from(i).unwrap_or(i32::MAX),
                         ..Default::default()
                     })
@@ -267,7 +267,7 @@ impl Handler<'_> {
             if name.is_empty() {
                 return Some((ErrorCode::UnacceptableCredential, "Username must not be empty"));
             }
-            if ScramMechanism::from_code(mechanism).is_none() {
+            if ScramMechanism::from_i8(mechanism).is_none() {
                 return Some((ErrorCode::UnsupportedSaslMechanism, "Unknown SCRAM mechanism"));
             }
             if seen.iter().any(|(n, m)| n == name && *m == mechanism) {
@@ -283,7 +283,7 @@ impl Handler<'_> {
         for d in a.deletions().iter() {
             let mut err = check(d.name(), d.mechanism());
             if err.is_none()
-                && let Some(m) = ScramMechanism::from_code(d.mechanism())
+                && let Some(m) = ScramMechanism::from_i8(d.mechanism())
                 && !creds.has(d.name(), m)
             {
                 err = Some((
@@ -308,13 +308,12 @@ impl Handler<'_> {
         // A user's changes are applied only when none of them is refused, as Kafka does.
         let ok = |name: &str| users.iter().any(|(n, e)| n == name && e.is_none());
         for d in deletions.iter().filter(|d| ok(d.name())) {
-            if let Some(m) = ScramMechanism::from_code(d.mechanism()) {
+            if let Some(m) = ScramMechanism::from_i8(d.mechanism()) {
                 creds.delete(d.name(), m);
             }
         }
         for u in upsertions.iter().filter(|u| ok(u.name())) {
-            if let (Some(m), Ok(i)) =
-                (ScramMechanism::from_code(u.mechanism()), u32::try_from(u.iterations()))
+            if let (Some(m), Ok(i)) = (ScramMechanism::from_i8(u.mechanism()), u32::try_from(u.iterations()))
             {
                 creds.upsert(u.name(), m, i, u.salt(), u.salted_password());
             }
