@@ -281,7 +281,6 @@ impl Handler<'_> {
                 node_id,
                 host: host.into(),
                 port,
-                rack: None,
                 ..Default::default()
             })
             .collect();
