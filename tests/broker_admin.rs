@@ -197,33 +197,6 @@ impl Conn {
         (p.error_code(), p.low_watermark())
     }
 
-    /// OffsetCommit v8 of one partition for a group without members.
-    fn commit(&mut self, group: &str, topic: &str, partition: i32, offset: i64) -> i16 {
-        use kwire::messages::offset_commit::{
-            OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-        };
-        let parts = [OffsetCommitRequestPartition {
-            partition_index: partition,
-            committed_offset: offset,
-            ..Default::default()
-        }];
-        let topics = [OffsetCommitRequestTopic {
-            name: topic.into(),
-            partitions: (&parts).into(),
-            ..Default::default()
-        }];
-        let req = OffsetCommitRequest {
-            group_id: group.into(),
-            generation_id_or_member_epoch: -1,
-            member_id: "".into(),
-            topics: (&topics).into(),
-            ..Default::default()
-        };
-        let frame = self.call(&req, 8);
-        let r = answer!(frame, OffsetCommit, 8);
-        r.topics().iter().next().unwrap().partitions().iter().next().unwrap().error_code()
-    }
-
     /// OffsetFetch v7 of one partition: the committed offset (-1 for none).
     fn committed(&mut self, group: &str, topic: &str, partition: i32) -> i64 {
         use kwire::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestTopic};
@@ -513,7 +486,6 @@ fn delete_records_moves_the_log_start_and_reads_honour_it() {
 
 #[test]
 fn delete_groups_and_offset_delete() {
-    use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
     let (_broker, mut c) = started();
     assert_eq!(c.commit("g1", "t", 0, 5), NONE);
     assert_eq!(c.commit("g1", "t", 1, 6), NONE);
@@ -535,27 +507,10 @@ fn delete_groups_and_offset_delete() {
     subscription.extend_from_slice(&1i16.to_be_bytes());
     subscription.extend_from_slice(b"t");
     subscription.extend_from_slice(&(-1i32).to_be_bytes());
-    let protocols = [JoinGroupRequestProtocol {
-        name: "range".into(),
-        metadata: subscription.as_slice().into(),
-        ..Default::default()
-    }];
-    let mut join = JoinGroupRequest {
-        group_id: "g2".into(),
-        session_timeout_ms: 30_000,
-        rebalance_timeout_ms: 30_000,
-        member_id: "".into(),
-        protocol_type: "consumer".into(),
-        protocols: (&protocols).into(),
-        ..Default::default()
-    };
-    let frame = c.call(&join, 5);
-    let r = answer!(frame, JoinGroup, 5);
-    assert_eq!(r.error_code(), MEMBER_ID_REQUIRED);
-    let member = r.member_id().to_string();
-    join.member_id = member.as_str().into();
-    let frame = c.call(&join, 5);
-    assert_eq!(answer!(frame, JoinGroup, 5).error_code(), NONE);
+    let protocol = ("range", subscription.as_slice());
+    let (error, member) = c.join_group(5, "g2", "", "consumer", protocol);
+    assert_eq!(error, MEMBER_ID_REQUIRED);
+    assert_eq!(c.join_group(5, "g2", &member, "consumer", protocol).0, NONE);
     assert_eq!(
         c.commit("g2", "u", 0, 1),
         kwire::ErrorCode::UnknownMemberId.to_i16(),
@@ -581,22 +536,9 @@ fn delete_groups_and_offset_delete() {
 
 #[test]
 fn offset_delete_of_a_live_group_of_another_protocol_type_is_non_empty() {
-    use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
     let (_broker, mut c) = started();
-    let protocols =
-        [JoinGroupRequestProtocol { name: "p".into(), metadata: (&b"x"[..]).into(), ..Default::default() }];
-    let join = JoinGroupRequest {
-        group_id: "connect".into(),
-        session_timeout_ms: 30_000,
-        rebalance_timeout_ms: 30_000,
-        member_id: "".into(),
-        protocol_type: "connect".into(),
-        protocols: (&protocols).into(),
-        ..Default::default()
-    };
     // v3: no member id round.
-    let frame = c.call(&join, 3);
-    assert_eq!(answer!(frame, JoinGroup, 3).error_code(), NONE);
+    assert_eq!(c.join_group(3, "connect", "", "connect", ("p", b"x")).0, NONE);
     assert_eq!(c.offset_delete("connect", &[("t", 0)]).0, NON_EMPTY_GROUP);
 }
 

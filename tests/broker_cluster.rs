@@ -195,50 +195,6 @@ impl Conn {
         (c.node_id(), c.port())
     }
 
-    /// JoinGroup v9 as a new member: its error.
-    fn join(&mut self, group: &str) -> i16 {
-        use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
-        let protocols = [JoinGroupRequestProtocol { name: "range".into(), ..Default::default() }];
-        let req = JoinGroupRequest {
-            group_id: group.into(),
-            session_timeout_ms: 10_000,
-            rebalance_timeout_ms: 10_000,
-            member_id: "".into(),
-            protocol_type: "consumer".into(),
-            protocols: (&protocols).into(),
-            ..Default::default()
-        };
-        let frame = self.call(&req, 9);
-        answer!(frame, JoinGroup, 9).error_code()
-    }
-
-    /// OffsetCommit v8 of one partition (no generation): its error.
-    fn commit(&mut self, group: &str, topic: &str, offset: i64) -> i16 {
-        use kwire::messages::offset_commit::{
-            OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-        };
-        let parts = [OffsetCommitRequestPartition {
-            partition_index: 0,
-            committed_offset: offset,
-            ..Default::default()
-        }];
-        let topics = [OffsetCommitRequestTopic {
-            name: topic.into(),
-            partitions: (&parts).into(),
-            ..Default::default()
-        }];
-        let req = OffsetCommitRequest {
-            group_id: group.into(),
-            generation_id_or_member_epoch: -1,
-            member_id: "".into(),
-            topics: (&topics).into(),
-            ..Default::default()
-        };
-        let frame = self.call(&req, 8);
-        let r = answer!(frame, OffsetCommit, 8);
-        r.topics().iter().next().unwrap().partitions().iter().next().unwrap().error_code()
-    }
-
     /// OffsetFetch v8 of a group's offsets: its group error.
     fn offset_fetch(&mut self, group: &str) -> i16 {
         use kwire::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
@@ -368,12 +324,12 @@ fn group_and_transaction_apis_at_the_wrong_node_get_not_coordinator() {
     let wrong = other(&broker, coordinator);
     let mut at_coordinator = to(&broker, coordinator);
     let mut at_wrong = to(&broker, wrong);
-    assert_eq!(at_wrong.join(group), NOT_COORDINATOR);
-    assert_eq!(at_wrong.commit(group, "t", 5), NOT_COORDINATOR);
+    assert_eq!(at_wrong.join_group(9, group, "", "consumer", ("range", &[])).0, NOT_COORDINATOR);
+    assert_eq!(at_wrong.commit(group, "t", 0, 5), NOT_COORDINATOR);
     assert_eq!(at_wrong.offset_fetch(group), NOT_COORDINATOR);
     // JoinGroup v9 from a new member: MEMBER_ID_REQUIRED (79) at the coordinator.
-    assert_eq!(at_coordinator.join(group), 79);
-    assert_eq!(at_coordinator.commit(group, "t", 5), NONE);
+    assert_eq!(at_coordinator.join_group(9, group, "", "consumer", ("range", &[])).0, 79);
+    assert_eq!(at_coordinator.commit(group, "t", 0, 5), NONE);
     assert_eq!(at_coordinator.offset_fetch(group), NONE);
 
     let txn = "payments";

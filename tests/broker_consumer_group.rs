@@ -458,11 +458,7 @@ fn range_assignor_and_regex_subscriptions() {
 #[test]
 fn classic_apis_beside_consumer_groups() {
     use kwire::messages::describe_groups::DescribeGroupsRequest;
-    use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
     use kwire::messages::list_groups::ListGroupsRequest;
-    use kwire::messages::offset_commit::{
-        OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-    };
     use kwire::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
     let (broker, mut c) = started(Config::default());
     broker.create_topic("t", 2);
@@ -473,33 +469,7 @@ fn classic_apis_beside_consumer_groups() {
     assert_eq!(n.epoch, 2);
 
     let commit = |c: &mut Conn, v: i16, member: &str, epoch: i32, offset: i64| -> Vec<i16> {
-        let ps = [
-            OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                ..Default::default()
-            },
-            OffsetCommitRequestPartition {
-                partition_index: 1,
-                committed_offset: offset,
-                ..Default::default()
-            },
-        ];
-        let topics =
-            [OffsetCommitRequestTopic { name: "t".into(), partitions: (&ps).into(), ..Default::default() }];
-        let req = OffsetCommitRequest {
-            group_id: "cg".into(),
-            generation_id_or_member_epoch: epoch,
-            member_id: member.into(),
-            topics: (&topics).into(),
-            ..Default::default()
-        };
-        let frame = c.call(&req, v);
-        let r = answer!(frame, OffsetCommit, v);
-        r.topics()
-            .iter()
-            .flat_map(|t| t.partitions().iter().map(|p| p.error_code()).collect::<Vec<_>>())
-            .collect()
+        c.offset_commit(v, "cg", (member, epoch), "t", &[(0, offset), (1, offset)])
     };
     // m is at epoch 1 owning both partitions (its revocation is not acknowledged yet).
     assert_eq!(commit(&mut c, 9, "m", 1, 10), [NONE, NONE]);
@@ -545,23 +515,8 @@ fn classic_apis_beside_consumer_groups() {
     let _ = t;
 
     // A classic group beside it.
-    let protocols = [JoinGroupRequestProtocol {
-        name: "range".into(),
-        metadata: (&[0u8, 0, 0, 0, 0, 0][..]).into(),
-        ..Default::default()
-    }];
     let join = |c: &mut Conn, group: &str| -> i16 {
-        let req = JoinGroupRequest {
-            group_id: group.into(),
-            session_timeout_ms: 10_000,
-            rebalance_timeout_ms: 10_000,
-            member_id: "".into(),
-            protocol_type: "consumer".into(),
-            protocols: (&protocols).into(),
-            ..Default::default()
-        };
-        let frame = c.call(&req, 3);
-        answer!(frame, JoinGroup, 3).error_code()
+        c.join_group(3, group, "", "consumer", ("range", &[0u8, 0, 0, 0, 0, 0])).0
     };
     assert_eq!(join(&mut c, "classic"), NONE);
     assert_eq!(join(&mut c, "cg"), INCONSISTENT_GROUP_PROTOCOL);

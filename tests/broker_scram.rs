@@ -8,6 +8,9 @@
 //! in the broker's log lines. The real clients are in tests/broker_scram_clients.rs.
 #![cfg(all(feature = "broker-scram", feature = "broker-tls"))]
 
+#[path = "common/tls.rs"]
+mod tls;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
@@ -538,21 +541,6 @@ fn describe_and_alter_user_scram_credentials() {
     login(&mut connect(&broker), SHA256, "alice", ALICE_PW, 2).unwrap();
 }
 
-/// The test CA and a server certificate for localhost and 127.0.0.1, as PEM: (CA, chain, key).
-fn certificates() -> (String, String, String) {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, "kwire broker test CA");
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let server = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-    let cert = server.signed_by(&key, &issuer).unwrap();
-    (ca.pem(), cert.pem(), key.serialize_pem())
-}
-
 fn tls_client(
     ca: &str,
     addr: std::net::SocketAddr,
@@ -580,7 +568,7 @@ fn tls_client(
 
 #[test]
 fn a_tls_listener_serves_ssl_and_sasl_ssl_and_bad_tls_closes_one_connection() {
-    let (ca, chain, key) = certificates();
+    let (ca, chain, key) = tls::ca_and_server(&["localhost", "127.0.0.1"]);
     let tls = TlsConfig::from_pem(chain.as_bytes(), key.as_bytes()).unwrap();
     assert!(TlsConfig::from_pem(b"not a certificate", key.as_bytes()).is_err());
     assert!(TlsConfig::from_pem(chain.as_bytes(), b"").is_err());

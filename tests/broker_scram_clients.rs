@@ -34,20 +34,11 @@ struct Brokers {
 fn brokers() -> &'static Brokers {
     static B: OnceLock<Brokers> = OnceLock::new();
     B.get_or_init(|| {
-        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-        let ca_key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, "kwire broker test CA");
-        let ca = params.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(params, ca_key);
-        let key = KeyPair::generate().unwrap();
-        let cert =
-            CertificateParams::new(vec!["localhost".into()]).unwrap().signed_by(&key, &issuer).unwrap();
+        let (ca, cert, key) = common::tls::ca_and_server(&["localhost"]);
         let dir = root().join(format!("target/broker-scram-test/{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ca_file = dir.join("ca.pem");
-        std::fs::write(&ca_file, ca.pem()).unwrap();
+        std::fs::write(&ca_file, ca).unwrap();
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
         // Advertised as localhost (the certificate's name) at a free port.
         let start = |tls: Option<TlsConfig>| {
@@ -64,7 +55,7 @@ fn brokers() -> &'static Brokers {
             })
             .unwrap()
         };
-        let tls = TlsConfig::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap();
+        let tls = TlsConfig::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
         Brokers { plain: start(None), tls: start(Some(tls)), ca: ca_file, log }
     })
 }

@@ -187,6 +187,15 @@ impl<'s> Handler<'s> {
         (n.id, n.host.as_str(), n.port)
     }
 
+    /// The (node id, host, port) of each node in `endpoints`, in order: a KIP-951
+    /// `node_endpoints`, which each response maps into its own generated type.
+    fn node_endpoints<'a>(
+        &'a self,
+        endpoints: &'a [usize],
+    ) -> impl Iterator<Item = (i32, &'a str, i32)> + 'a {
+        endpoints.iter().map(|&i| self.endpoint(i))
+    }
+
     /// The error a request of a coordinator's API gets at a node that does not coordinate
     /// its (one) group or transactional id, for the APIs whose response has a top-level
     /// error code; the others check per group, transaction or partition where they serve.

@@ -3,6 +3,7 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use super::{Exchange, Filter, RequestAction, ResponseAction};
 use crate::ApiKey;
@@ -167,12 +168,6 @@ impl StandIns {
     fn original(&self, stand_in: &Uuid) -> Option<Uuid> {
         self.back.get(stand_in).copied()
     }
-}
-
-/// What the walks over a body need of topic ids.
-struct Ids<'a> {
-    book: &'a mut Book,
-    stand_ins: &'a mut StandIns,
 }
 
 /// What a field's strings are to a tenant.
@@ -369,24 +364,11 @@ impl Filter for Tenant {
                 api.name()
             ));
         };
-        let version = request.header.api_version();
-        let schema = reflect::request_schema(api);
-        let Ok(mut value) = StructValue::decode_body(schema, version, request.body.as_bytes()) else {
-            // Fails closed: an unprefixed request would reach other tenants' names.
-            return RequestAction::Close(alloc::format!("a tenant's {} request did not decode", api.name()));
-        };
-        let mut changed = false;
-        self.ids.with(|book| {
-            let mut ids = Ids { book, stand_ins: &mut self.stand_ins };
-            prefix_struct(api, &mut value, version, prefix, &mut ids, &mut changed)
-        });
-        if !changed {
-            return RequestAction::Pass;
-        }
-        match value.to_bytes(Encoding::body(schema, version)) {
-            Ok(body) => RequestAction::RewriteBody(body),
-            // A name the prefix makes longer than a string can be.
-            Err(e) => RequestAction::Close(alloc::format!("a tenant's {} request: {e}", api.name())),
+        let (version, body) = (request.header.api_version(), request.body.as_bytes());
+        match rewrite(Way::ToBroker, api, version, body, prefix, &self.ids, &mut self.stand_ins) {
+            Ok(None) => RequestAction::Pass,
+            Ok(Some(body)) => RequestAction::RewriteBody(body),
+            Err(e) => RequestAction::Close(e),
         }
     }
 
@@ -403,23 +385,11 @@ impl Filter for Tenant {
                 api.name()
             ));
         };
-        let version = exchange.api_version;
-        let schema = reflect::response_schema(api);
-        let Ok(mut value) = StructValue::decode_body(schema, version, response.body.as_bytes()) else {
-            // Fails closed: the answer could show other tenants' names.
-            return ResponseAction::Close(alloc::format!("a tenant's {} answer did not decode", api.name()));
-        };
-        let mut changed = false;
-        self.ids.with(|book| {
-            let mut ids = Ids { book, stand_ins: &mut self.stand_ins };
-            unprefix_struct(api, &mut value, version, prefix, &mut ids, &mut changed)
-        });
-        if !changed {
-            return ResponseAction::Pass;
-        }
-        match value.to_bytes(Encoding::body(schema, version)) {
-            Ok(body) => ResponseAction::RewriteBody(body),
-            Err(e) => ResponseAction::Close(alloc::format!("a tenant's {} answer: {e}", api.name())),
+        let (version, body) = (exchange.api_version, response.body.as_bytes());
+        match rewrite(Way::ToClient, api, version, body, prefix, &self.ids, &mut self.stand_ins) {
+            Ok(None) => ResponseAction::Pass,
+            Ok(Some(body)) => ResponseAction::RewriteBody(body),
+            Err(e) => ResponseAction::Close(e),
         }
     }
 
@@ -439,52 +409,141 @@ fn present(s: &StructValue, version: i16) -> impl Iterator<Item = usize> + use<>
     (0..schema.fields.len()).filter(move |&i| schema.fields[i].versions.contains(version))
 }
 
-fn prefix_struct(
+/// Which way a body goes through a [`Tenant`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// A request to the broker: names get the prefix, and topic ids that are not the
+    /// tenant's their stand-ins.
+    ToBroker,
+    /// An answer to the client: names lose the prefix, stand-ins give the client's ids back,
+    /// the book learns the ids the answer names, and entries that name another tenant's
+    /// entity (or topic id) are left out.
+    ToClient,
+}
+
+/// Decodes a body, walks it the way it goes and encodes it again if the walk changed it
+/// (`Ok(None)` if not). Fails closed (`Err`, the connection's close reason): a request
+/// that does not decode would reach other tenants' names unprefixed, an answer that does
+/// not decode could show them; a request does not encode again when the prefix makes a
+/// name longer than a string can be.
+fn rewrite(
+    way: Way,
     api: ApiKey,
-    s: &mut StructValue,
     version: i16,
+    body: &[u8],
     prefix: &str,
-    ids: &mut Ids,
-    changed: &mut bool,
-) {
-    for i in present(s, version) {
-        let field = &s.schema.fields[i];
-        let kind = names(api, field);
-        let is_id = topic_id(field);
-        match s.fields.get_mut(i) {
-            Some(Some(Value::Uuid(id))) if is_id => {
-                // The all-zero id names no topic (the topic is named by name, prefixed).
-                let ours = ids.book.name(id).is_some_and(|n| n.starts_with(prefix));
-                if *id != Uuid::ZERO && !ours {
-                    *id = ids.stand_ins.for_id(*id);
-                    *changed = true;
-                }
-            }
-            Some(Some(v)) => prefix_value(api, v, kind, version, prefix, ids, changed),
-            _ => {}
-        }
+    ids: &TopicIds,
+    stand_ins: &mut StandIns,
+) -> Result<Option<Vec<u8>>, String> {
+    let (schema, what) = match way {
+        Way::ToBroker => (reflect::request_schema(api), "request"),
+        Way::ToClient => (reflect::response_schema(api), "answer"),
+    };
+    let Ok(mut value) = StructValue::decode_body(schema, version, body) else {
+        return Err(alloc::format!("a tenant's {} {what} did not decode", api.name()));
+    };
+    let changed = ids.with(|book| {
+        let mut walk = Walk { way, api, version, prefix, book, stand_ins, changed: false };
+        walk.walk_struct(&mut value);
+        walk.changed
+    });
+    if !changed {
+        return Ok(None);
+    }
+    match value.to_bytes(Encoding::body(schema, version)) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) => Err(alloc::format!("a tenant's {} {what}: {e}", api.name())),
     }
 }
 
-fn prefix_value(
+/// One walk over a body, [`Way::ToBroker`] or [`Way::ToClient`].
+struct Walk<'a> {
+    way: Way,
     api: ApiKey,
-    v: &mut Value,
-    kind: Names,
     version: i16,
-    prefix: &str,
-    ids: &mut Ids,
-    changed: &mut bool,
-) {
-    match v {
-        Value::String(name) if kind != Names::Not && !as_is(kind, name) => {
-            name.insert_str(0, prefix);
-            *changed = true;
+    prefix: &'a str,
+    book: &'a mut Book,
+    stand_ins: &'a mut StandIns,
+    /// Whether the walk changed anything.
+    changed: bool,
+}
+
+impl Walk<'_> {
+    /// Walks the fields a struct has in the version; returns whether the struct names an
+    /// entity (or a topic id) of another tenant, to be left out of its array (never on the
+    /// way to the broker, where every name becomes the tenant's).
+    fn walk_struct(&mut self, s: &mut StructValue) -> bool {
+        if self.way == Way::ToClient {
+            learn_ids(self.api, s, self.version, self.book);
         }
-        Value::Array(items) => {
-            items.iter_mut().for_each(|v| prefix_value(api, v, kind, version, prefix, ids, changed))
+        let mut foreign = false;
+        for i in present(s, self.version) {
+            let field = &s.schema.fields[i];
+            let kind = names(self.api, field);
+            let is_id = topic_id(field);
+            let message =
+                self.way == Way::ToClient && kind == Names::Not && field.name.ends_with("ErrorMessage");
+            let Some(Some(v)) = s.fields.get_mut(i) else { continue };
+            foreign |= match v {
+                Value::Uuid(id) if is_id => !self.topic_id(id),
+                Value::String(text) if message => {
+                    unprefix_message(text, self.prefix, &mut self.changed);
+                    false
+                }
+                v => !self.value(v, kind),
+            };
         }
-        Value::Struct(s) => prefix_struct(api, s, version, prefix, ids, changed),
-        _ => {}
+        foreign
+    }
+
+    /// Walks a value of a field whose strings are `kind`; false if it names another
+    /// tenant's entity. An array keeps only the items that do not.
+    fn value(&mut self, v: &mut Value, kind: Names) -> bool {
+        match v {
+            Value::String(name) if kind != Names::Not => match self.way {
+                Way::ToBroker => {
+                    if !as_is(kind, name) {
+                        name.insert_str(0, self.prefix);
+                        self.changed = true;
+                    }
+                    true
+                }
+                Way::ToClient => unprefix(kind, name, self.prefix, &mut self.changed),
+            },
+            Value::Array(items) => {
+                let before = items.len();
+                items.retain_mut(|item| self.value(item, kind));
+                self.changed |= items.len() != before;
+                true
+            }
+            Value::Struct(inner) => !self.walk_struct(inner),
+            _ => true,
+        }
+    }
+
+    /// A topic id; false for one the book knows to be another tenant's, in an answer. A
+    /// request's id that is not the tenant's (or not known) goes as its stand-in, but for
+    /// the all-zero id, which names no topic (the topic is then named by name, prefixed);
+    /// an answer's stand-in becomes the client's id again.
+    fn topic_id(&mut self, id: &mut Uuid) -> bool {
+        let ours = self.book.name(id).map(|n| n.starts_with(self.prefix));
+        match self.way {
+            Way::ToBroker => {
+                if *id != Uuid::ZERO && ours != Some(true) {
+                    *id = self.stand_ins.for_id(*id);
+                    self.changed = true;
+                }
+                true
+            }
+            Way::ToClient => match self.stand_ins.original(id) {
+                Some(original) => {
+                    *id = original;
+                    self.changed = true;
+                    true
+                }
+                None => ours != Some(false),
+            },
+        }
     }
 }
 
@@ -508,54 +567,6 @@ fn learn_ids(api: ApiKey, s: &StructValue, version: i16, book: &mut Book) {
         (Some(id), Some(name)) => book.learn(id, name),
         _ => {}
     }
-}
-
-/// Takes the prefix off the struct's entities, and gives the client's ids back for the
-/// stand-ins; returns whether the struct names an entity (or a topic id) of another tenant
-/// (and is to be left out of its array).
-fn unprefix_struct(
-    api: ApiKey,
-    s: &mut StructValue,
-    version: i16,
-    prefix: &str,
-    ids: &mut Ids,
-    changed: &mut bool,
-) -> bool {
-    learn_ids(api, s, version, ids.book);
-    let mut foreign = false;
-    for i in present(s, version) {
-        let field = &s.schema.fields[i];
-        let kind = names(api, field);
-        let message = kind == Names::Not && field.name.ends_with("ErrorMessage");
-        let is_id = topic_id(field);
-        let Some(Some(v)) = s.fields.get_mut(i) else { continue };
-        match v {
-            Value::Uuid(id) if is_id => match ids.stand_ins.original(id) {
-                Some(original) => {
-                    *id = original;
-                    *changed = true;
-                }
-                None => foreign |= ids.book.name(id).is_some_and(|n| !n.starts_with(prefix)),
-            },
-            Value::String(name) if kind != Names::Not => foreign |= !unprefix(kind, name, prefix, changed),
-            Value::String(text) if message => unprefix_message(text, prefix, changed),
-            Value::Array(items) => {
-                let before = items.len();
-                items.retain_mut(|item| match item {
-                    Value::String(name) if kind != Names::Not => unprefix(kind, name, prefix, changed),
-                    Value::Struct(inner) => !unprefix_struct(api, inner, version, prefix, ids, changed),
-                    _ => true,
-                });
-                *changed |= items.len() != before;
-            }
-            Value::Struct(inner) => {
-                // A nested struct that names another tenant's entity leaves the struct out.
-                foreign |= unprefix_struct(api, inner, version, prefix, ids, changed);
-            }
-            _ => {}
-        }
-    }
-    foreign
 }
 
 /// Takes the prefix off one name; false for another tenant's (without it, and not one

@@ -4,6 +4,8 @@
 //! - this file: hex, the shared vectors of `tests/vectors`, [`XorShift`], [`root`];
 //! - [`counting`]: a counting global allocator;
 //! - [`process`]: a child process run to its end with a time limit;
+//! - [`raw`]: a raw-frame connection to a broker, and the requests several suites make;
+//! - [`tls`]: a test CA and a server certificate it signs (rcgen);
 //! - [`clients`]: the real client programs, their installation and checks (`interop`);
 //! - [`java`]: Kafka's own codec, the Java harness of `tests/java` (`interop`);
 //! - `kwire_cmd`: the `kwire` command as a process (`cli` only);
@@ -27,6 +29,7 @@ pub mod process;
 #[cfg(feature = "cli")]
 pub mod proxy;
 pub mod raw;
+pub mod tls;
 
 /// The repository's root (the crate's manifest folder).
 pub fn root() -> PathBuf {

@@ -1,6 +1,8 @@
 //! A raw-frame connection to a broker for tests that speak Kafka by hand: [`Conn::call`]
 //! sends one typed request body at a version and returns the response frame (correlation
-//! id first), checked to answer it. A test file uses it with
+//! id first), checked to answer it; the group requests several suites make are methods
+//! beside it ([`Conn::offset_commit`], [`Conn::commit`], [`Conn::join_group`]). A test file
+//! uses it with
 //! `#[path = "common/raw.rs"] mod raw;` (or through `mod common;`).
 
 #![allow(dead_code)]
@@ -64,5 +66,78 @@ impl Conn {
         self.s.read_exact(&mut frame).expect("a response");
         assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), id, "correlation id");
         frame
+    }
+    /// OffsetCommit at `version` of `(partition, offset)`s of one topic, as `member` at
+    /// `epoch` (generation or member epoch): each partition's error, in order.
+    pub fn offset_commit(
+        &mut self,
+        version: i16,
+        group: &str,
+        (member, epoch): (&str, i32),
+        topic: &str,
+        offsets: &[(i32, i64)],
+    ) -> Vec<i16> {
+        use kwire::messages::offset_commit::{
+            OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+        };
+        let parts: Vec<OffsetCommitRequestPartition<'_>> = offsets
+            .iter()
+            .map(|&(partition_index, committed_offset)| OffsetCommitRequestPartition {
+                partition_index,
+                committed_offset,
+                ..Default::default()
+            })
+            .collect();
+        let topics = [OffsetCommitRequestTopic {
+            name: topic.into(),
+            partitions: parts.as_slice().into(),
+            ..Default::default()
+        }];
+        let req = OffsetCommitRequest {
+            group_id: group.into(),
+            generation_id_or_member_epoch: epoch,
+            member_id: member.into(),
+            topics: (&topics).into(),
+            ..Default::default()
+        };
+        let frame = self.call(&req, version);
+        let r = answer!(frame, OffsetCommit, version);
+        r.topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(|p| p.error_code()).collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// OffsetCommit v8 of one partition outside any generation (as for a group without
+    /// members): its error.
+    pub fn commit(&mut self, group: &str, topic: &str, partition: i32, offset: i64) -> i16 {
+        self.offset_commit(8, group, ("", -1), topic, &[(partition, offset)])[0]
+    }
+
+    /// JoinGroup at `version` of one protocol `(name, metadata)`, session and rebalance
+    /// timeouts 30 s: (error, member id).
+    pub fn join_group(
+        &mut self,
+        version: i16,
+        group: &str,
+        member: &str,
+        protocol_type: &str,
+        (name, metadata): (&str, &[u8]),
+    ) -> (i16, String) {
+        use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
+        let protocols =
+            [JoinGroupRequestProtocol { name: name.into(), metadata: metadata.into(), ..Default::default() }];
+        let req = JoinGroupRequest {
+            group_id: group.into(),
+            session_timeout_ms: 30_000,
+            rebalance_timeout_ms: 30_000,
+            member_id: member.into(),
+            protocol_type: protocol_type.into(),
+            protocols: (&protocols).into(),
+            ..Default::default()
+        };
+        let frame = self.call(&req, version);
+        let r = answer!(frame, JoinGroup, version);
+        (r.error_code(), r.member_id().to_string())
     }
 }

@@ -275,11 +275,13 @@ impl Handler<'_> {
                 ..Default::default()
             })
             .collect();
-        let node_endpoints: Vec<NodeEndpoint<'_>> = endpoints
-            .iter()
-            .map(|&i| {
-                let (node_id, host, port) = self.endpoint(i);
-                NodeEndpoint { node_id, host: host.into(), port, rack: None, ..Default::default() }
+        let node_endpoints: Vec<NodeEndpoint<'_>> = self
+            .node_endpoints(&endpoints)
+            .map(|(node_id, host, port)| NodeEndpoint {
+                node_id,
+                host: host.into(),
+                port,
+                ..Default::default()
             })
             .collect();
         let body = FetchResponse {
