@@ -472,6 +472,8 @@ struct Running {
     child: std::process::Child,
     lines: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The threads reading its stdout and stderr; they end at the pipes' end of file.
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Running {
@@ -485,7 +487,7 @@ impl Running {
         let stderr: Arc<Mutex<String>> = Arc::default();
         let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
         let l = lines.clone();
-        std::thread::spawn(move || {
+        let out_reader = std::thread::spawn(move || {
             for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
                 if let Ok(v) = serde_json::from_str(&line) {
                     l.lock().unwrap().push(v);
@@ -493,7 +495,7 @@ impl Running {
             }
         });
         let e = stderr.clone();
-        std::thread::spawn(move || {
+        let err_reader = std::thread::spawn(move || {
             for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
                 let mut e = e.lock().unwrap();
                 if e.len() < 1 << 20 {
@@ -502,7 +504,7 @@ impl Running {
                 }
             }
         });
-        Running { what: what.into(), child, lines, stderr }
+        Running { what: what.into(), child, lines, stderr, readers: vec![out_reader, err_reader] }
     }
 
     /// The records it printed: (partition, offset, value), from franz-go's
@@ -525,6 +527,10 @@ impl Running {
         let deadline = std::time::Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // What it printed last is read before anyone looks at its lines.
+                while !self.readers.iter().all(|r| r.is_finished()) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
                 return status.success();
             }
             if std::time::Instant::now() > deadline {
