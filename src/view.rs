@@ -268,16 +268,6 @@ impl<'a, const N: usize> Fixed<'a, N> {
         Fixed { src, pos, end, head }
     }
 
-    /// The first `M` bytes of `bytes` as an element (`M` is `N`, or `N` and the empty tagged
-    /// section's byte), and the bytes after it; `None` when fewer are left. The head is cut
-    /// from an array of known length, so that taking it tests nothing but the one length.
-    #[inline(always)]
-    pub fn split<const M: usize>(bytes: &'a [u8]) -> Option<(Self, &'a [u8])> {
-        let (element, rest) = bytes.split_first_chunk::<M>()?;
-        let head = element.first_chunk::<N>();
-        Some((Fixed { src: Src(element), pos: 0, end: M, head }, rest))
-    }
-
     /// The element that is exactly `src`.
     #[inline]
     pub fn whole(src: Src<'a>) -> Self {
@@ -431,17 +421,6 @@ pub(crate) mod private {
             let _ = (r, ver);
             None
         }
-        /// The bytes of the element's head ([`super::Fixed`]) for structs of fixed-width
-        /// fields; 0 for other elements, which [`Self::exact`] does not take.
-        const HEAD: usize = 0;
-        /// The element at the front of `bytes` and the bytes after it, for arrays whose every
-        /// element takes exactly [`Self::HEAD`] bytes and, when flexible, an empty tagged
-        /// section (see [`super::exact_stride`]); `None` when `bytes` is too short.
-        #[inline(always)]
-        fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-            let _ = (bytes, ver);
-            None
-        }
         /// The element at `pos` of checked bytes, and the offset after it.
         fn at(src: Src<'a>, pos: usize, ver: Ver) -> (Self, usize);
         /// The element that is exactly `src`, for elements of one stride ([`super::stride`]).
@@ -466,18 +445,6 @@ pub(crate) fn stride<'a, T: Element<'a>>(ver: Ver) -> Option<usize> {
     match T::layout(ver) {
         Layout::Fixed(n) => Some(n),
         Layout::Tagged(n) if ver.uniform => Some(n + 1),
-        _ => None,
-    }
-}
-
-/// The stride of the elements of `T` in `ver` when every element takes exactly `T::HEAD`
-/// bytes (and an empty tagged section when flexible): the arrays whose iterators cut each
-/// element with [`private::ElementImpl::exact`], one length test an element.
-#[inline]
-fn exact_stride<'a, T: Element<'a>>(ver: Ver) -> Option<usize> {
-    match T::layout(ver) {
-        Layout::Fixed(n) if T::HEAD > 0 && n == T::HEAD => Some(n),
-        Layout::Tagged(n) if T::HEAD > 0 && n == T::HEAD && ver.uniform => Some(n + 1),
         _ => None,
     }
 }
@@ -670,12 +637,7 @@ impl<'a, T: Element<'a>> ArrayView<'a, T> {
     /// The elements, in order.
     #[inline]
     pub fn iter(&self) -> ArrayIter<'a, T> {
-        let (src, exact) = match exact_stride::<T>(self.ver) {
-            // Exactly the elements' bytes: the iterator stops where they end.
-            Some(each) => (self.src.sub(0, self.len() * each), true),
-            None => (self.src, false),
-        };
-        ArrayIter { src, pos: 0, left: self.len, ver: self.ver, exact, _element: PhantomData }
+        ArrayIter { src: self.src, pos: 0, left: self.len, ver: self.ver, _element: PhantomData }
     }
 
     /// The element at `index`: O(1) when elements have one stride, otherwise a walk over
@@ -722,20 +684,16 @@ impl<'a, T: Element<'a> + PartialEq> PartialEq for ArrayView<'a, T> {
 
 /// An iterator over the elements of an [`ArrayView`].
 pub struct ArrayIter<'a, T> {
-    /// From the next element on; when `exact`, exactly the elements left.
     src: Src<'a>,
     pos: usize,
     left: u32,
     ver: Ver,
-    /// Elements are cut off the front of `src` by `T::exact` ([`exact_stride`]).
-    exact: bool,
     _element: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for ArrayIter<'_, T> {
     fn clone(&self) -> Self {
-        let ArrayIter { src, pos, left, ver, exact, .. } = *self;
-        ArrayIter { src, pos, left, ver, exact, _element: PhantomData }
+        ArrayIter { src: self.src, pos: self.pos, left: self.left, ver: self.ver, _element: PhantomData }
     }
 }
 
@@ -750,13 +708,6 @@ impl<'a, T: Element<'a>> Iterator for ArrayIter<'a, T> {
 
     #[inline]
     fn next(&mut self) -> Option<T> {
-        if self.exact {
-            // The length test of the cut is the loop's only test.
-            let (item, rest) = T::exact(self.src.bytes(), self.ver)?;
-            self.src = Src(rest);
-            self.left = self.left.saturating_sub(1);
-            return Some(item);
-        }
         if self.left == 0 {
             return None;
         }

@@ -514,14 +514,6 @@ impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<13>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// The controller's answer to an ISR change, with the partition state it now holds.

@@ -307,14 +307,6 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<13>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Reports, for each partition, whether the share group's start offset was set.

@@ -694,15 +694,6 @@ impl<'a> ElementImpl<'a> for ApiVersionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 6;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<7>(bytes)? } else { view::Fixed::split::<6>(bytes)? };
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a SupportedFeatureKey: features this broker supports, each with its supported version range. In versions 0 to 3, features whose minimum supported version is 0 are left out.

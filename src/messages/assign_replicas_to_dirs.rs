@@ -400,14 +400,6 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 4;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<5>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Reports, for each replica, whether its directory assignment was recorded.
@@ -809,13 +801,5 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 6;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<7>(bytes)?;
-        Some((Self { src, ver }, rest))
     }
 }

@@ -475,15 +475,6 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochRequestPartitionDataView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 28;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<29>(bytes)? } else { view::Fixed::split::<28>(bytes)? };
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a LeaderEndpoint: listeners on which the new leader can be reached.
@@ -991,15 +982,6 @@ impl<'a> ElementImpl<'a> for BeginQuorumEpochResponsePartitionDataView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 14;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<15>(bytes)? } else { view::Fixed::split::<14>(bytes)? };
-        Some((Self { src, ver }, rest))
     }
 }
 

@@ -319,15 +319,6 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<13>(bytes)? } else { view::Fixed::split::<12>(bytes)? };
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Returns each trimmed partition's new low watermark, or the error that prevented the
@@ -657,14 +648,5 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 14;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<15>(bytes)? } else { view::Fixed::split::<14>(bytes)? };
-        Some((Self { src, ver }, rest))
     }
 }

@@ -806,13 +806,4 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsPartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 21;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<22>(bytes)? } else { view::Fixed::split::<21>(bytes)? };
-        Some((Self { src, ver }, rest))
-    }
 }

@@ -641,12 +641,4 @@ impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 36;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<37>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }

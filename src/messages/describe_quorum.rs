@@ -267,14 +267,6 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 4;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<5>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// KRaft: describes the controller quorum: its leader and epoch, high watermark, and how far
@@ -1028,14 +1020,6 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 44;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<45>(bytes)?;
-        Some((Self { src, ver }, rest))
     }
 }
 

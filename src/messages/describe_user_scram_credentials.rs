@@ -573,12 +573,4 @@ impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 5;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<6>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }

@@ -569,14 +569,6 @@ impl<'a> ElementImpl<'a> for ReplicaInfoView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 20;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<21>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a LeaderEndpoint: listeners on which the resigning leader can be reached.
@@ -1083,15 +1075,6 @@ impl<'a> ElementImpl<'a> for EndQuorumEpochResponsePartitionDataView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 14;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<15>(bytes)? } else { view::Fixed::split::<14>(bytes)? };
-        Some((Self { src, ver }, rest))
     }
 }
 

@@ -718,14 +718,6 @@ impl<'a> ElementImpl<'a> for ReplicaStateView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<13>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a FetchTopic: topics to fetch from (in a session, only the changes).
@@ -990,15 +982,6 @@ impl<'a> ElementImpl<'a> for FetchPartitionView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 32;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<33>(bytes)? } else { view::Fixed::split::<32>(bytes)? };
-        Some((Self { src, ver }, rest))
     }
 }
 
@@ -2064,14 +2047,6 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<13>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a LeaderIdAndEpoch: the partition's current leader, sent when the request reached a broker that no longer leads it.
@@ -2126,14 +2101,6 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 8;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<9>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a SnapshotId: set when the fetcher must load a snapshot because the offset it asked for is no longer in the log.
@@ -2187,14 +2154,6 @@ impl<'a> ElementImpl<'a> for SnapshotIdView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<13>(bytes)?;
-        Some((Self { src, ver }, rest))
     }
 }
 
@@ -2251,15 +2210,6 @@ impl<'a> ElementImpl<'a> for AbortedTransactionView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 16;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<17>(bytes)? } else { view::Fixed::split::<16>(bytes)? };
-        Some((Self { src, ver }, rest))
     }
 }
 

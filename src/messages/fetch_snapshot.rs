@@ -540,14 +540,6 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<13>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// KRaft: returns a piece of a snapshot of the replicated log.
@@ -1194,14 +1186,6 @@ impl<'a> ElementImpl<'a> for FetchSnapshotResponseSnapshotIdView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<13>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a LeaderIdAndEpoch: leader of the partition as the answering node knows it.
@@ -1255,14 +1239,6 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 8;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<9>(bytes)?;
-        Some((Self { src, ver }, rest))
     }
 }
 

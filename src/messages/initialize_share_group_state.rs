@@ -298,14 +298,6 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 16;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<17>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Reports, for each share-partition, whether its state was initialized.

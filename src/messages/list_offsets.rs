@@ -422,15 +422,6 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 16;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<17>(bytes)? } else { view::Fixed::split::<16>(bytes)? };
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Returns, for each requested partition, either an error code or the offset found together
@@ -840,14 +831,5 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 26;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<27>(bytes)? } else { view::Fixed::split::<26>(bytes)? };
-        Some((Self { src, ver }, rest))
     }
 }

@@ -237,14 +237,6 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestPartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 4;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<4>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Reports, for each partition, whether the group's committed offset was deleted.
@@ -492,13 +484,5 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponsePartitionView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 6;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<6>(bytes)?;
-        Some((Self { src, ver }, rest))
     }
 }

@@ -366,15 +366,6 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 12;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<13>(bytes)? } else { view::Fixed::split::<12>(bytes)? };
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Returns for each partition the largest epoch not above the requested one and the offset
@@ -729,14 +720,5 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 18;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<19>(bytes)? } else { view::Fixed::split::<18>(bytes)? };
-        Some((Self { src, ver }, rest))
     }
 }

@@ -1256,14 +1256,6 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 8;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<9>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a NodeEndpoint: addresses of the brokers named as new leaders in CurrentLeader, so the client can reach them without a metadata request.

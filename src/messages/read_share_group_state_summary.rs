@@ -286,14 +286,6 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 8;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<9>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Returns a summary of each share-partition's stored state.

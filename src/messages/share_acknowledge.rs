@@ -974,14 +974,6 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 8;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<9>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a NodeEndpoint: network endpoints of the new leaders of partitions that answered NOT_LEADER_OR_FOLLOWER.

@@ -1263,14 +1263,6 @@ impl<'a> ElementImpl<'a> for LeaderIdAndEpochView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 8;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<9>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// A zero-copy view of a AcquiredRecords: ranges of the returned records that this member has acquired.
@@ -1337,14 +1329,6 @@ impl<'a> ElementImpl<'a> for AcquiredRecordsView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 18;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<19>(bytes)?;
-        Some((Self { src, ver }, rest))
     }
 }
 

@@ -937,13 +937,4 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponsePartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 6;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) =
-            if ver.flexible { view::Fixed::split::<7>(bytes)? } else { view::Fixed::split::<6>(bytes)? };
-        Some((Self { src, ver }, rest))
-    }
 }

@@ -379,14 +379,6 @@ impl<'a> ElementImpl<'a> for KRaftVersionFeatureView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 4;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<5>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// KRaft: reports whether the voter's information was updated, and who the leader is.

@@ -470,14 +470,6 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 57;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<58>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// KRaft: a voter's answer to a vote request, saying whether it grants its vote and whom it
@@ -877,14 +869,6 @@ impl<'a> ElementImpl<'a> for VoteResponsePartitionDataView<'a> {
     #[inline]
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
-    }
-
-    const HEAD: usize = 15;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<16>(bytes)?;
-        Some((Self { src, ver }, rest))
     }
 }
 

@@ -477,14 +477,6 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
-
-    const HEAD: usize = 19;
-
-    #[inline]
-    fn exact(bytes: &'a [u8], ver: Ver) -> Option<(Self, &'a [u8])> {
-        let (src, rest) = view::Fixed::split::<20>(bytes)?;
-        Some((Self { src, ver }, rest))
-    }
 }
 
 /// Reports, for each share-partition, whether its state was written.

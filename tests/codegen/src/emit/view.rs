@@ -641,7 +641,7 @@ fn at_fn(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {
         };
         body.line(format!("let end = {end};"));
         body.line(format!("({}, end)", self_init(k, false, "view::Fixed::new(src, pos, end)", ver)));
-        return fb.finish(body) + "\n" + &whole_fn() + &exact_fn(cx, s);
+        return fb.finish(body) + "\n" + &whole_fn();
     }
     if k > 0 {
         body.line(format!("let mut at = [0; {k}];"));
@@ -704,28 +704,6 @@ fn whole_fn() -> String {
     let fb = FnBuilder::new("whole").inline().param("src", "Src<'a>").ver_param().returns("Self");
     let init = format!("Self {{ src: view::Fixed::whole(src), {} }}", fb.ver.value());
     fb.finish(Stmt::line(init))
-}
-
-/// `ElementImpl::HEAD` and `ElementImpl::exact` of a struct of fixed-width fields: the
-/// element cut off the front of an array's bytes when every element takes the head's bytes
-/// (and, when flexible, the empty tagged section's byte).
-fn exact_fn(cx: &Ctx, s: &Struct) -> String {
-    let Some(head) = fixed_head(s).filter(|&h| h > 0) else { return String::new() };
-    let fb = FnBuilder::new("exact")
-        .inline()
-        .param("bytes", "&'a [u8]")
-        .ver_param()
-        .returns("Option<(Self, &'a [u8])>");
-    let split = |m: usize| format!("view::Fixed::split::<{m}>(bytes)?");
-    let cut = match cx.flex(s) {
-        Some(true) => split(head + 1),
-        Some(false) => split(head),
-        None => format!("if {} {{ {} }} else {{ {} }}", fb.ver.flexible(), split(head + 1), split(head)),
-    };
-    let mut body = Block::new();
-    body.line(format!("let (src, rest) = {cut};"));
-    body.line(format!("Some((Self {{ src, {} }}, rest))", fb.ver.value()));
-    format!("\n    const HEAD: usize = {head};\n\n") + &fb.finish(body)
 }
 
 /// `Self { .. }` of a view with `k` stored offsets, and kept strings if `text`.
