@@ -802,17 +802,18 @@ struct Summary {
 /// (then [`walk_records`]'s exact loop reads the batch for its error).
 #[inline(never)]
 fn fast_walk(bytes: &[u8], count: u32) -> Option<Summary> {
-    let mut s = Summary { min_delta: i64::MAX, max_delta: i64::MIN, keys: true, in_order: true };
-    let mut p = 0;
+    let (mut min_delta, mut max_delta) = (i64::MAX, i64::MIN);
+    // Bit 0: a record without a key; bit 1: an offset delta other than its index.
+    let mut odd = 0u32;
+    let mut rest = bytes;
     for index in 0..count {
-        let (end, f) = well_formed_record(bytes, p)?;
-        p = end;
-        s.min_delta = s.min_delta.min(f.timestamp_delta);
-        s.max_delta = s.max_delta.max(f.timestamp_delta);
-        s.keys &= f.has_key;
-        s.in_order &= f.offset_delta as u32 == index;
+        let (after, f) = well_formed(rest)?;
+        rest = after;
+        min_delta = min_delta.min(f.timestamp_delta);
+        max_delta = max_delta.max(f.timestamp_delta);
+        odd |= u32::from(!f.has_key) | u32::from(f.offset_delta as u32 != index) << 1;
     }
-    (p == bytes.len()).then_some(s)
+    rest.is_empty().then_some(Summary { min_delta, max_delta, keys: odd & 1 == 0, in_order: odd & 2 == 0 })
 }
 
 /// The [`Walk`] of a batch whose records [`fast_walk`] summed up in `s`, when the summary
@@ -891,117 +892,117 @@ fn read_record(cur: &mut Cursor<'_>, mode: Mode, index: u32) -> Result<Fields, V
     }
 }
 
-/// A varint's bits (zig-zag encoded) from `b` at `p`, and the position after it: up to two
-/// bytes inline, longer ones out of line; `None` where [`Cursor::uvarint`] fails.
+/// The varint at the start of `r` (its bits, zig-zag encoded) and its length in bytes, as
+/// [`Cursor::uvarint`] reads it; `None` where it fails. One and two bytes inline, longer
+/// varints out of line.
 #[inline(always)]
-fn uvarint_at(b: &[u8], p: usize) -> Option<(u32, usize)> {
-    let x = *b.get(p)?;
-    if x < 0x80 {
-        return Some((u32::from(x), p + 1));
+fn uvarint(r: &[u8]) -> Option<(u32, usize)> {
+    match *r {
+        [x, ..] if x < 0x80 => Some((u32::from(x), 1)),
+        [x, y, ..] if y < 0x80 => Some((u32::from(x & 0x7f) | u32::from(y) << 7, 2)),
+        _ => match long_uvarint(r) {
+            (_, 0) => None,
+            vn => Some(vn),
+        },
     }
-    let y = *b.get(p + 1)?;
-    if y < 0x80 {
-        return Some((u32::from(x & 0x7f) | u32::from(y) << 7, p + 2));
-    }
-    long_uvarint_at(b, p)
 }
 
-/// [`uvarint_at`]'s longer varints, through [`Cursor::uvarint`] (the same decoding); out of
-/// line, as records rarely have one.
+/// [`uvarint`]'s other varints, through [`Cursor::uvarint`] (the same decoding); out of
+/// line, as records rarely have one. Its length is 0 when it fails (two words, returned in
+/// registers).
 #[cold]
 #[inline(never)]
-fn long_uvarint_at(b: &[u8], p: usize) -> Option<(u32, usize)> {
-    let mut cur = Cursor { buf: b, pos: p };
-    let v = cur.uvarint().ok()?;
-    Some((v, cur.pos))
+fn long_uvarint(r: &[u8]) -> (u32, usize) {
+    let mut cur = Cursor::new(r);
+    match cur.uvarint() {
+        Ok(v) => (v, cur.pos),
+        Err(_) => (0, 0),
+    }
 }
 
-/// A varint from `b` at `p`, as [`Cursor::varint`] reads it.
+/// A varlong at the start of `r` as [`Cursor::varlong`] reads it, and its length; two bytes
+/// inline as [`uvarint`].
 #[inline(always)]
-fn varint_at(b: &[u8], p: usize) -> Option<(i32, usize)> {
-    let (v, p) = uvarint_at(b, p)?;
-    Some((((v >> 1) as i32) ^ -((v & 1) as i32), p))
-}
-
-/// A varlong from `b` at `p`, as [`Cursor::varlong`] reads it.
-#[inline(always)]
-fn varlong_at(b: &[u8], p: usize) -> Option<(i64, usize)> {
-    let x = *b.get(p)?;
-    let (v, p) = if x < 0x80 {
-        (u64::from(x), p + 1)
-    } else {
-        match b.get(p + 1) {
-            Some(&y) if y < 0x80 => (u64::from(x & 0x7f) | u64::from(y) << 7, p + 2),
-            _ => long_uvarlong_at(b, p)?,
-        }
+fn varlong(r: &[u8]) -> Option<(i64, usize)> {
+    let (v, n) = match *r {
+        [x, ..] if x < 0x80 => (u64::from(x), 1),
+        [x, y, ..] if y < 0x80 => (u64::from(x & 0x7f) | u64::from(y) << 7, 2),
+        _ => match long_uvarlong(r) {
+            (_, 0) => return None,
+            vn => vn,
+        },
     };
-    Some((((v >> 1) as i64) ^ -((v & 1) as i64), p))
+    Some((((v >> 1) as i64) ^ -((v & 1) as i64), n))
 }
 
-/// [`varlong_at`]'s longer varlongs, through [`Cursor::uvarlong`].
+/// [`varlong`]'s other varlongs, through [`Cursor::uvarlong`]; length 0 when it fails.
 #[cold]
 #[inline(never)]
-fn long_uvarlong_at(b: &[u8], p: usize) -> Option<(u64, usize)> {
-    let mut cur = Cursor { buf: b, pos: p };
-    let v = cur.uvarlong().ok()?;
-    Some((v, cur.pos))
+fn long_uvarlong(r: &[u8]) -> (u64, usize) {
+    let mut cur = Cursor::new(r);
+    match cur.uvarlong() {
+        Ok(v) => (v, cur.pos),
+        Err(_) => (0, 0),
+    }
 }
 
-/// Skips a varint length and that many bytes (none when negative, a null): whether it was
-/// not null, and the position after it. A zig-zag varint is negative when its bits are
-/// odd, and its value is otherwise half of them.
+/// Skips a varint length at the start of `r` and that many bytes (none when negative, a
+/// null): whether it was not null, and what follows. A zig-zag varint is negative when its
+/// bits are odd, and its value is otherwise half of them.
 #[inline(always)]
-fn bytes_at(b: &[u8], p: usize) -> Option<(bool, usize)> {
-    let (v, p) = uvarint_at(b, p)?;
+fn skip_bytes(r: &[u8]) -> Option<(bool, &[u8])> {
+    let (v, n) = uvarint(r)?;
+    let r = r.get(n..)?;
     if v & 1 != 0 {
-        return Some((false, p));
+        return Some((false, r));
     }
-    let end = p + (v >> 1) as usize;
-    if end > b.len() {
-        return None;
-    }
-    Some((true, end))
+    Some((true, r.get((v >> 1) as usize..)?))
 }
 
-/// The fast path of [`read_record`]: a record whose length is a non-negative varint and
-/// whose fields, read as [`read_fields`] reads them, fill exactly that length within
-/// `bytes`. Returns the position after it and its fields, or `None` for any other record
-/// (which `read_record` then reads for its error; it reads a record this accepts in every
-/// mode, with the same fields).
+/// The fast path of [`read_record`] at `bytes[at..]`: the position after the record and its
+/// fields; see [`well_formed`].
 #[inline(always)]
 fn well_formed_record(bytes: &[u8], at: usize) -> Option<(usize, Fields)> {
-    let (size, p) = uvarint_at(bytes, at)?;
+    let (rest, fields) = well_formed(bytes.get(at..)?)?;
+    Some((bytes.len() - rest.len(), fields))
+}
+
+/// The fast path of [`read_record`]: a record at the start of `r` whose length is a
+/// non-negative varint and whose fields, read as [`read_fields`] reads them, fill exactly
+/// that length. Returns what follows it and its fields, or `None` for any other record
+/// (which `read_record` then reads for its error; it reads a record this accepts in every
+/// mode, with the same fields). Each field is read from what is left of the record's body,
+/// so every read is bounded by the record.
+#[inline(always)]
+fn well_formed(r: &[u8]) -> Option<(&[u8], Fields)> {
+    let (size, n) = uvarint(r)?;
     if size & 1 != 0 {
         return None; // a negative length
     }
-    let end = p + (size >> 1) as usize;
-    let b = bytes.get(p..end)?;
-    if b.is_empty() {
-        return None; // not even the attributes
-    }
+    let (body, rest) = r.get(n..)?.split_at_checked((size >> 1) as usize)?;
     // Past the attributes.
-    let (timestamp_delta, q) = varlong_at(b, 1)?;
-    let (offset_delta, q) = varint_at(b, q)?;
-    let (has_key, q) = bytes_at(b, q)?;
-    let (_, q) = bytes_at(b, q)?;
-    let (headers, mut q) = uvarint_at(b, q)?;
+    let body = body.get(1..)?;
+    let (timestamp_delta, n) = varlong(body)?;
+    let body = body.get(n..)?;
+    let (offset_delta, n) = uvarint(body)?;
+    let offset_delta = ((offset_delta >> 1) as i32) ^ -((offset_delta & 1) as i32);
+    let (has_key, body) = skip_bytes(body.get(n..)?)?;
+    let (_, body) = skip_bytes(body)?;
+    let (headers, n) = uvarint(body)?;
     if headers & 1 != 0 {
         return None; // a negative count
     }
+    let mut body = body.get(n..)?;
     // A count larger than the bytes left (which `read_fields` refuses) is refused by the
     // loop: every header takes two bytes at least, so it runs out of bytes first.
     for _ in 0..headers >> 1 {
-        let (key, k) = uvarint_at(b, q)?;
+        let (key, n) = uvarint(body)?;
         if key & 1 != 0 {
             return None;
         }
-        let key_end = k + (key >> 1) as usize;
-        if key_end > b.len() {
-            return None;
-        }
-        (_, q) = bytes_at(b, key_end)?;
+        (_, body) = skip_bytes(body.get(n..)?.get((key >> 1) as usize..)?)?;
     }
-    (q == b.len()).then_some((end, Fields { timestamp_delta, offset_delta, has_key }))
+    body.is_empty().then_some((rest, Fields { timestamp_delta, offset_delta, has_key }))
 }
 
 struct Fields {
