@@ -498,7 +498,14 @@ pub fn validate_and_assign_with(
         return Err(ValidateError::HeaderTooShort(total));
     }
     let stored = be_i32(batch, 17) as u32;
-    let computed = crc::crc32c(&batch[CRC_START..]);
+    // An uncompressed batch's records are walked on the fast path with the CRC (and used
+    // once the header checks below pass).
+    let count = be_i32(batch, 57);
+    let (computed, summary) = if codec_id == 0 {
+        crc_and_fast_walk(batch, count as u32)
+    } else {
+        (crc::crc32c(&batch[CRC_START..]), None)
+    };
     if stored != computed {
         return Err(ValidateError::CrcMismatch { stored, computed });
     }
@@ -512,7 +519,6 @@ pub fn validate_and_assign_with(
     let producer_id = be_i64(batch, 43);
     let producer_epoch = be_i16(batch, 51);
     let base_sequence = be_i32(batch, 53);
-    let count = be_i32(batch, 57);
     let count_from_offsets = i64::from(last_offset_delta) + 1;
     if count_from_offsets <= 0 {
         return Err(ValidateError::InvalidOffsetRange(last_offset_delta));
@@ -551,7 +557,7 @@ pub fn validate_and_assign_with(
 
     let walk = if source == Compression::None {
         let payload = &batch[BATCH_HEADER_LEN..];
-        walk_records(payload, &ctx, None).and_then(|w| report(payload, &ctx, w, on_record_error))?
+        walk_summed(payload, &ctx, summary).and_then(|w| report(payload, &ctx, w, on_record_error))?
     } else {
         #[allow(unreachable_patterns)]
         let n = match compression::decompress_into(source, &batch[BATCH_HEADER_LEN..], scratch) {
@@ -696,12 +702,18 @@ fn walk_records(
     // which keeps only aggregates, and settle the record checks on those at the end. Any
     // other batch (a record the fast path refuses, or aggregates that do not prove every
     // record clean) is walked again below, record by record, Kafka's way.
-    if sink.is_none()
-        && let Some(walk) = fast_walk(bytes, ctx.count).and_then(|s| clean_walk(ctx, &s))
-    {
-        return Ok(walk);
+    match sink {
+        None => walk_summed(bytes, ctx, fast_walk(bytes, ctx.count)),
+        sink => exact_walk(bytes, ctx, sink),
     }
-    exact_walk(bytes, ctx, sink)
+}
+
+/// [`walk_records`] without a sink, given [`fast_walk`]'s summary of `bytes`.
+fn walk_summed(bytes: &[u8], ctx: &WalkContext<'_>, summary: Option<Summary>) -> Result<Walk, ValidateError> {
+    match summary.and_then(|s| clean_walk(ctx, &s)) {
+        Some(walk) => Ok(walk),
+        None => exact_walk(bytes, ctx, None),
+    }
 }
 
 /// [`walk_records`] record by record: each record's fields, and each record's check.
@@ -802,18 +814,85 @@ struct Summary {
 /// (then [`walk_records`]'s exact loop reads the batch for its error).
 #[inline(never)]
 fn fast_walk(bytes: &[u8], count: u32) -> Option<Summary> {
-    let (mut min_delta, mut max_delta) = (i64::MAX, i64::MIN);
-    // Bit 0: a record without a key; bit 1: an offset delta other than its index.
-    let mut odd = 0u32;
-    let mut rest = bytes;
-    for index in 0..count {
-        let (after, f) = well_formed(rest)?;
-        rest = after;
-        min_delta = min_delta.min(f.timestamp_delta);
-        max_delta = max_delta.max(f.timestamp_delta);
-        odd |= u32::from(!f.has_key) | u32::from(f.offset_delta as u32 != index) << 1;
+    let mut w = FastWalk::new(bytes, count);
+    w.run(0)?;
+    w.finish()
+}
+
+/// [`fast_walk`] as a resumable loop, so that it can follow the CRC through a batch.
+struct FastWalk<'a> {
+    rest: &'a [u8],
+    index: u32,
+    count: u32,
+    min_delta: i64,
+    max_delta: i64,
+    /// Bit 0: a record without a key; bit 1: an offset delta other than its index.
+    odd: u32,
+}
+
+impl<'a> FastWalk<'a> {
+    fn new(bytes: &'a [u8], count: u32) -> Self {
+        FastWalk { rest: bytes, index: 0, count, min_delta: i64::MAX, max_delta: i64::MIN, odd: 0 }
     }
-    rest.is_empty().then_some(Summary { min_delta, max_delta, keys: odd & 1 == 0, in_order: odd & 2 == 0 })
+
+    /// Walks the records that start before the last `tail` bytes; `None` at a record the
+    /// fast path refuses.
+    #[inline(always)]
+    fn run(&mut self, tail: usize) -> Option<()> {
+        let (mut rest, mut index) = (self.rest, self.index);
+        let (mut min_delta, mut max_delta, mut odd) = (self.min_delta, self.max_delta, self.odd);
+        while index < self.count && rest.len() > tail {
+            let (after, f) = well_formed(rest)?;
+            rest = after;
+            min_delta = min_delta.min(f.timestamp_delta);
+            max_delta = max_delta.max(f.timestamp_delta);
+            odd |= u32::from(!f.has_key) | u32::from(f.offset_delta as u32 != index) << 1;
+            index += 1;
+        }
+        *self = FastWalk { rest, index, count: self.count, min_delta, max_delta, odd };
+        Some(())
+    }
+
+    /// The summary, when `count` records filled the bytes exactly.
+    fn finish(&self) -> Option<Summary> {
+        (self.index == self.count && self.rest.is_empty()).then_some(Summary {
+            min_delta: self.min_delta,
+            max_delta: self.max_delta,
+            keys: self.odd & 1 == 0,
+            in_order: self.odd & 2 == 0,
+        })
+    }
+}
+
+/// Bytes of CRC-32C taken at a time by [`crc_and_fast_walk`] before walking the records
+/// they hold: a few records, so that the CRC's chain of `crc32` instructions runs beside
+/// the record walk.
+const CRC_STEP: usize = 1536;
+
+/// The CRC-32C of an uncompressed batch (of `batch[CRC_START..]`) and [`fast_walk`] of its
+/// records, in one pass: the CRC is taken [`CRC_STEP`] bytes at a time and the records
+/// starting in them are walked right after, while they are in the first-level cache and
+/// while the CRC's instructions are still executing.
+#[inline(never)]
+fn crc_and_fast_walk(batch: &[u8], count: u32) -> (u32, Option<Summary>) {
+    let covered = &batch[CRC_START..];
+    let mut walk = FastWalk::new(&batch[BATCH_HEADER_LEN..], count);
+    // The first step up to an 8-byte aligned address, so that the others start aligned.
+    let first = CRC_STEP + (covered.as_ptr() as usize).wrapping_neg() % 8;
+    let (head, mut rest) = covered.split_at(first.min(covered.len()));
+    let mut crc = crc::crc32c_append(0, head);
+    loop {
+        if walk.run(rest.len()).is_none() {
+            // A record the fast path refuses: the CRC of the rest at once.
+            return (crc::crc32c_append(crc, rest), None);
+        }
+        if rest.is_empty() {
+            return (crc, walk.finish());
+        }
+        let (step, after) = rest.split_at(CRC_STEP.min(rest.len()));
+        crc = crc::crc32c_append(crc, step);
+        rest = after;
+    }
 }
 
 /// The [`Walk`] of a batch whose records [`fast_walk`] summed up in `s`, when the summary
