@@ -971,17 +971,17 @@ fn read_record(cur: &mut Cursor<'_>, mode: Mode, index: u32) -> Result<Fields, V
     }
 }
 
-/// The varint at the start of `r` (its bits, zig-zag encoded) and its length in bytes, as
-/// [`Cursor::uvarint`] reads it; `None` where it fails. One and two bytes inline, longer
-/// varints out of line.
+/// The varint at the start of `r` (its bits, zig-zag encoded) and what follows it, as
+/// [`Cursor::uvarint`] reads it; `None` where it fails. One and two bytes inline (the rest
+/// taken by the slice pattern, without another bounds check), longer varints out of line.
 #[inline(always)]
-fn uvarint(r: &[u8]) -> Option<(u32, usize)> {
-    match *r {
-        [x, ..] if x < 0x80 => Some((u32::from(x), 1)),
-        [x, y, ..] if y < 0x80 => Some((u32::from(x & 0x7f) | u32::from(y) << 7, 2)),
+fn uvarint(r: &[u8]) -> Option<(u32, &[u8])> {
+    match r {
+        [x, rest @ ..] if *x < 0x80 => Some((u32::from(*x), rest)),
+        [x, y, rest @ ..] if *y < 0x80 => Some((u32::from(x & 0x7f) | u32::from(*y) << 7, rest)),
         _ => match long_uvarint(r) {
             (_, 0) => None,
-            vn => Some(vn),
+            (v, n) => Some((v, r.get(n..)?)),
         },
     }
 }
@@ -999,19 +999,19 @@ fn long_uvarint(r: &[u8]) -> (u32, usize) {
     }
 }
 
-/// A varlong at the start of `r` as [`Cursor::varlong`] reads it, and its length; two bytes
-/// inline as [`uvarint`].
+/// A varlong at the start of `r` as [`Cursor::varlong`] reads it, and what follows it; two
+/// bytes inline as [`uvarint`].
 #[inline(always)]
-fn varlong(r: &[u8]) -> Option<(i64, usize)> {
-    let (v, n) = match *r {
-        [x, ..] if x < 0x80 => (u64::from(x), 1),
-        [x, y, ..] if y < 0x80 => (u64::from(x & 0x7f) | u64::from(y) << 7, 2),
+fn varlong(r: &[u8]) -> Option<(i64, &[u8])> {
+    let (v, rest) = match r {
+        [x, rest @ ..] if *x < 0x80 => (u64::from(*x), rest),
+        [x, y, rest @ ..] if *y < 0x80 => (u64::from(x & 0x7f) | u64::from(*y) << 7, rest),
         _ => match long_uvarlong(r) {
             (_, 0) => return None,
-            vn => vn,
+            (v, n) => (v, r.get(n..)?),
         },
     };
-    Some((((v >> 1) as i64) ^ -((v & 1) as i64), n))
+    Some((((v >> 1) as i64) ^ -((v & 1) as i64), rest))
 }
 
 /// [`varlong`]'s other varlongs, through [`Cursor::uvarlong`]; length 0 when it fails.
@@ -1030,8 +1030,7 @@ fn long_uvarlong(r: &[u8]) -> (u64, usize) {
 /// bits are odd, and its value is otherwise half of them.
 #[inline(always)]
 fn skip_bytes(r: &[u8]) -> Option<(bool, &[u8])> {
-    let (v, n) = uvarint(r)?;
-    let r = r.get(n..)?;
+    let (v, r) = uvarint(r)?;
     if v & 1 != 0 {
         return Some((false, r));
     }
@@ -1054,32 +1053,30 @@ fn well_formed_record(bytes: &[u8], at: usize) -> Option<(usize, Fields)> {
 /// so every read is bounded by the record.
 #[inline(always)]
 fn well_formed(r: &[u8]) -> Option<(&[u8], Fields)> {
-    let (size, n) = uvarint(r)?;
+    let (size, r) = uvarint(r)?;
     if size & 1 != 0 {
         return None; // a negative length
     }
-    let (body, rest) = r.get(n..)?.split_at_checked((size >> 1) as usize)?;
+    let (body, rest) = r.split_at_checked((size >> 1) as usize)?;
     // Past the attributes.
-    let body = body.get(1..)?;
-    let (timestamp_delta, n) = varlong(body)?;
-    let body = body.get(n..)?;
-    let (offset_delta, n) = uvarint(body)?;
+    let [_, body @ ..] = body else { return None };
+    let (timestamp_delta, body) = varlong(body)?;
+    let (offset_delta, body) = uvarint(body)?;
     let offset_delta = ((offset_delta >> 1) as i32) ^ -((offset_delta & 1) as i32);
-    let (has_key, body) = skip_bytes(body.get(n..)?)?;
+    let (has_key, body) = skip_bytes(body)?;
     let (_, body) = skip_bytes(body)?;
-    let (headers, n) = uvarint(body)?;
+    let (headers, mut body) = uvarint(body)?;
     if headers & 1 != 0 {
         return None; // a negative count
     }
-    let mut body = body.get(n..)?;
     // A count larger than the bytes left (which `read_fields` refuses) is refused by the
     // loop: every header takes two bytes at least, so it runs out of bytes first.
     for _ in 0..headers >> 1 {
-        let (key, n) = uvarint(body)?;
+        let (key, r) = uvarint(body)?;
         if key & 1 != 0 {
             return None;
         }
-        (_, body) = skip_bytes(body.get(n..)?.get((key >> 1) as usize..)?)?;
+        (_, body) = skip_bytes(r.get((key >> 1) as usize..)?)?;
     }
     body.is_empty().then_some((rest, Fields { timestamp_delta, offset_delta, has_key }))
 }
