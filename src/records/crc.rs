@@ -74,20 +74,6 @@ pub fn crc32c(data: &[u8]) -> u32 {
     }
 }
 
-/// The CRC-32C of `data` appended to bytes whose CRC-32C is `crc`: `crc32c(a ++ b)` is
-/// `crc32c_append(crc32c(a), b)`.
-#[inline]
-pub(crate) fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
-    #[cfg(feature = "std")]
-    {
-        ::crc32c::crc32c_append(crc, data)
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        slice_by_8(&TABLES_C, crc, data)
-    }
-}
-
 /// CRC-32C of `data` with this module's portable slice-by-8 tables (no `std`, no
 /// allocation, no `unsafe`).
 pub fn crc32c_portable(data: &[u8]) -> u32 {
@@ -111,9 +97,6 @@ mod tests {
         let long: [u8; 1000] = core::array::from_fn(|i| (i * 7 + 3) as u8);
         for n in [0, 1, 7, 8, 9, 63, 1000] {
             assert_eq!(crc32c(&long[..n]), crc32c_portable(&long[..n]));
-            let (a, b) = long.split_at(n);
-            assert_eq!(crc32c_append(crc32c(a), b), crc32c(&long));
-            assert_eq!(slice_by_8(&TABLES_C, crc32c_portable(a), b), crc32c(&long));
         }
     }
 }

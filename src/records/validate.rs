@@ -498,14 +498,7 @@ pub fn validate_and_assign_with(
         return Err(ValidateError::HeaderTooShort(total));
     }
     let stored = be_i32(batch, 17) as u32;
-    // An uncompressed batch's records are walked on the fast path with the CRC (and used
-    // once the header checks below pass).
-    let count = be_i32(batch, 57);
-    let (computed, summary) = if codec_id == 0 {
-        crc_and_fast_walk(batch, count as u32)
-    } else {
-        (crc::crc32c(&batch[CRC_START..]), None)
-    };
+    let computed = crc::crc32c(&batch[CRC_START..]);
     if stored != computed {
         return Err(ValidateError::CrcMismatch { stored, computed });
     }
@@ -519,6 +512,7 @@ pub fn validate_and_assign_with(
     let producer_id = be_i64(batch, 43);
     let producer_epoch = be_i16(batch, 51);
     let base_sequence = be_i32(batch, 53);
+    let count = be_i32(batch, 57);
     let count_from_offsets = i64::from(last_offset_delta) + 1;
     if count_from_offsets <= 0 {
         return Err(ValidateError::InvalidOffsetRange(last_offset_delta));
@@ -557,7 +551,7 @@ pub fn validate_and_assign_with(
 
     let walk = if source == Compression::None {
         let payload = &batch[BATCH_HEADER_LEN..];
-        walk_summed(payload, &ctx, summary).and_then(|w| report(payload, &ctx, w, on_record_error))?
+        walk_records(payload, &ctx, None).and_then(|w| report(payload, &ctx, w, on_record_error))?
     } else {
         #[allow(unreachable_patterns)]
         let n = match compression::decompress_into(source, &batch[BATCH_HEADER_LEN..], scratch) {
@@ -702,18 +696,12 @@ fn walk_records(
     // which keeps only aggregates, and settle the record checks on those at the end. Any
     // other batch (a record the fast path refuses, or aggregates that do not prove every
     // record clean) is walked again below, record by record, Kafka's way.
-    match sink {
-        None => walk_summed(bytes, ctx, fast_walk(bytes, ctx.count)),
-        sink => exact_walk(bytes, ctx, sink),
+    if sink.is_none()
+        && let Some(walk) = fast_walk(bytes, ctx.count).and_then(|s| clean_walk(ctx, &s))
+    {
+        return Ok(walk);
     }
-}
-
-/// [`walk_records`] without a sink, given [`fast_walk`]'s summary of `bytes`.
-fn walk_summed(bytes: &[u8], ctx: &WalkContext<'_>, summary: Option<Summary>) -> Result<Walk, ValidateError> {
-    match summary.and_then(|s| clean_walk(ctx, &s)) {
-        Some(walk) => Ok(walk),
-        None => exact_walk(bytes, ctx, None),
-    }
+    exact_walk(bytes, ctx, sink)
 }
 
 /// [`walk_records`] record by record: each record's fields, and each record's check.
@@ -814,85 +802,17 @@ struct Summary {
 /// (then [`walk_records`]'s exact loop reads the batch for its error).
 #[inline(never)]
 fn fast_walk(bytes: &[u8], count: u32) -> Option<Summary> {
-    let mut w = FastWalk::new(bytes, count);
-    w.run(0)?;
-    w.finish()
-}
-
-/// [`fast_walk`] as a resumable loop, so that it can follow the CRC through a batch.
-struct FastWalk<'a> {
-    rest: &'a [u8],
-    index: u32,
-    count: u32,
-    min_delta: i64,
-    max_delta: i64,
-    /// Bit 0: a record without a key; bit 1: an offset delta other than its index.
-    odd: u32,
-}
-
-impl<'a> FastWalk<'a> {
-    fn new(bytes: &'a [u8], count: u32) -> Self {
-        FastWalk { rest: bytes, index: 0, count, min_delta: i64::MAX, max_delta: i64::MIN, odd: 0 }
+    let mut s = Summary { min_delta: i64::MAX, max_delta: i64::MIN, keys: true, in_order: true };
+    let mut p = 0;
+    for index in 0..count {
+        let (end, f) = well_formed_record(bytes, p)?;
+        p = end;
+        s.min_delta = s.min_delta.min(f.timestamp_delta);
+        s.max_delta = s.max_delta.max(f.timestamp_delta);
+        s.keys &= f.has_key;
+        s.in_order &= f.offset_delta as u32 == index;
     }
-
-    /// Walks the records that start before the last `tail` bytes; `None` at a record the
-    /// fast path refuses.
-    #[inline(always)]
-    fn run(&mut self, tail: usize) -> Option<()> {
-        let (mut rest, mut index) = (self.rest, self.index);
-        let (mut min_delta, mut max_delta, mut odd) = (self.min_delta, self.max_delta, self.odd);
-        while index < self.count && rest.len() > tail {
-            let (after, f) = well_formed(rest)?;
-            rest = after;
-            min_delta = min_delta.min(f.timestamp_delta);
-            max_delta = max_delta.max(f.timestamp_delta);
-            odd |= u32::from(!f.has_key) | u32::from(f.offset_delta as u32 != index) << 1;
-            index += 1;
-        }
-        *self = FastWalk { rest, index, count: self.count, min_delta, max_delta, odd };
-        Some(())
-    }
-
-    /// The summary, when `count` records filled the bytes exactly.
-    fn finish(&self) -> Option<Summary> {
-        (self.index == self.count && self.rest.is_empty()).then_some(Summary {
-            min_delta: self.min_delta,
-            max_delta: self.max_delta,
-            keys: self.odd & 1 == 0,
-            in_order: self.odd & 2 == 0,
-        })
-    }
-}
-
-/// Bytes of CRC-32C taken at a time by [`crc_and_fast_walk`] before walking the records
-/// they hold: a few records, so that the CRC's chain of `crc32` instructions runs beside
-/// the record walk.
-const CRC_STEP: usize = 1536;
-
-/// The CRC-32C of an uncompressed batch (of `batch[CRC_START..]`) and [`fast_walk`] of its
-/// records, in one pass: the CRC is taken [`CRC_STEP`] bytes at a time and the records
-/// starting in them are walked right after, while they are in the first-level cache and
-/// while the CRC's instructions are still executing.
-#[inline(never)]
-fn crc_and_fast_walk(batch: &[u8], count: u32) -> (u32, Option<Summary>) {
-    let covered = &batch[CRC_START..];
-    let mut walk = FastWalk::new(&batch[BATCH_HEADER_LEN..], count);
-    // The first step up to an 8-byte aligned address, so that the others start aligned.
-    let first = CRC_STEP + (covered.as_ptr() as usize).wrapping_neg() % 8;
-    let (head, mut rest) = covered.split_at(first.min(covered.len()));
-    let mut crc = crc::crc32c_append(0, head);
-    loop {
-        if walk.run(rest.len()).is_none() {
-            // A record the fast path refuses: the CRC of the rest at once.
-            return (crc::crc32c_append(crc, rest), None);
-        }
-        if rest.is_empty() {
-            return (crc, walk.finish());
-        }
-        let (step, after) = rest.split_at(CRC_STEP.min(rest.len()));
-        crc = crc::crc32c_append(crc, step);
-        rest = after;
-    }
+    (p == bytes.len()).then_some(s)
 }
 
 /// The [`Walk`] of a batch whose records [`fast_walk`] summed up in `s`, when the summary
@@ -971,114 +891,117 @@ fn read_record(cur: &mut Cursor<'_>, mode: Mode, index: u32) -> Result<Fields, V
     }
 }
 
-/// The varint at the start of `r` (its bits, zig-zag encoded) and what follows it, as
-/// [`Cursor::uvarint`] reads it; `None` where it fails. One and two bytes inline (the rest
-/// taken by the slice pattern, without another bounds check), longer varints out of line.
+/// A varint's bits (zig-zag encoded) from `b` at `p`, and the position after it: up to two
+/// bytes inline, longer ones out of line; `None` where [`Cursor::uvarint`] fails.
 #[inline(always)]
-fn uvarint(r: &[u8]) -> Option<(u32, &[u8])> {
-    match r {
-        [x, rest @ ..] if *x < 0x80 => Some((u32::from(*x), rest)),
-        [x, y, rest @ ..] if *y < 0x80 => Some((u32::from(x & 0x7f) | u32::from(*y) << 7, rest)),
-        _ => match long_uvarint(r) {
-            (_, 0) => None,
-            (v, n) => Some((v, r.get(n..)?)),
-        },
+fn uvarint_at(b: &[u8], p: usize) -> Option<(u32, usize)> {
+    let x = *b.get(p)?;
+    if x < 0x80 {
+        return Some((u32::from(x), p + 1));
     }
+    let y = *b.get(p + 1)?;
+    if y < 0x80 {
+        return Some((u32::from(x & 0x7f) | u32::from(y) << 7, p + 2));
+    }
+    long_uvarint_at(b, p)
 }
 
-/// [`uvarint`]'s other varints, through [`Cursor::uvarint`] (the same decoding); out of
-/// line, as records rarely have one. Its length is 0 when it fails (two words, returned in
-/// registers).
+/// [`uvarint_at`]'s longer varints, through [`Cursor::uvarint`] (the same decoding); out of
+/// line, as records rarely have one.
 #[cold]
 #[inline(never)]
-fn long_uvarint(r: &[u8]) -> (u32, usize) {
-    let mut cur = Cursor::new(r);
-    match cur.uvarint() {
-        Ok(v) => (v, cur.pos),
-        Err(_) => (0, 0),
-    }
+fn long_uvarint_at(b: &[u8], p: usize) -> Option<(u32, usize)> {
+    let mut cur = Cursor { buf: b, pos: p };
+    let v = cur.uvarint().ok()?;
+    Some((v, cur.pos))
 }
 
-/// A varlong at the start of `r` as [`Cursor::varlong`] reads it, and what follows it; two
-/// bytes inline as [`uvarint`].
+/// A varint from `b` at `p`, as [`Cursor::varint`] reads it.
 #[inline(always)]
-fn varlong(r: &[u8]) -> Option<(i64, &[u8])> {
-    let (v, rest) = match r {
-        [x, rest @ ..] if *x < 0x80 => (u64::from(*x), rest),
-        [x, y, rest @ ..] if *y < 0x80 => (u64::from(x & 0x7f) | u64::from(*y) << 7, rest),
-        _ => match long_uvarlong(r) {
-            (_, 0) => return None,
-            (v, n) => (v, r.get(n..)?),
-        },
+fn varint_at(b: &[u8], p: usize) -> Option<(i32, usize)> {
+    let (v, p) = uvarint_at(b, p)?;
+    Some((((v >> 1) as i32) ^ -((v & 1) as i32), p))
+}
+
+/// A varlong from `b` at `p`, as [`Cursor::varlong`] reads it.
+#[inline(always)]
+fn varlong_at(b: &[u8], p: usize) -> Option<(i64, usize)> {
+    let x = *b.get(p)?;
+    let (v, p) = if x < 0x80 {
+        (u64::from(x), p + 1)
+    } else {
+        match b.get(p + 1) {
+            Some(&y) if y < 0x80 => (u64::from(x & 0x7f) | u64::from(y) << 7, p + 2),
+            _ => long_uvarlong_at(b, p)?,
+        }
     };
-    Some((((v >> 1) as i64) ^ -((v & 1) as i64), rest))
+    Some((((v >> 1) as i64) ^ -((v & 1) as i64), p))
 }
 
-/// [`varlong`]'s other varlongs, through [`Cursor::uvarlong`]; length 0 when it fails.
+/// [`varlong_at`]'s longer varlongs, through [`Cursor::uvarlong`].
 #[cold]
 #[inline(never)]
-fn long_uvarlong(r: &[u8]) -> (u64, usize) {
-    let mut cur = Cursor::new(r);
-    match cur.uvarlong() {
-        Ok(v) => (v, cur.pos),
-        Err(_) => (0, 0),
-    }
+fn long_uvarlong_at(b: &[u8], p: usize) -> Option<(u64, usize)> {
+    let mut cur = Cursor { buf: b, pos: p };
+    let v = cur.uvarlong().ok()?;
+    Some((v, cur.pos))
 }
 
-/// Skips a varint length at the start of `r` and that many bytes (none when negative, a
-/// null): whether it was not null, and what follows. A zig-zag varint is negative when its
-/// bits are odd, and its value is otherwise half of them.
+/// Skips a varint length and that many bytes (none when negative, a null): whether it was
+/// not null, and the position after it. A zig-zag varint is negative when its bits are
+/// odd, and its value is otherwise half of them.
 #[inline(always)]
-fn skip_bytes(r: &[u8]) -> Option<(bool, &[u8])> {
-    let (v, r) = uvarint(r)?;
+fn bytes_at(b: &[u8], p: usize) -> Option<(bool, usize)> {
+    let (v, p) = uvarint_at(b, p)?;
     if v & 1 != 0 {
-        return Some((false, r));
+        return Some((false, p));
     }
-    Some((true, r.get((v >> 1) as usize..)?))
+    let end = p + (v >> 1) as usize;
+    if end > b.len() {
+        return None;
+    }
+    Some((true, end))
 }
 
-/// The fast path of [`read_record`] at `bytes[at..]`: the position after the record and its
-/// fields; see [`well_formed`].
+/// The fast path of [`read_record`]: a record whose length is a non-negative varint and
+/// whose fields, read as [`read_fields`] reads them, fill exactly that length within
+/// `bytes`. Returns the position after it and its fields, or `None` for any other record
+/// (which `read_record` then reads for its error; it reads a record this accepts in every
+/// mode, with the same fields).
 #[inline(always)]
 fn well_formed_record(bytes: &[u8], at: usize) -> Option<(usize, Fields)> {
-    let (rest, fields) = well_formed(bytes.get(at..)?)?;
-    Some((bytes.len() - rest.len(), fields))
-}
-
-/// The fast path of [`read_record`]: a record at the start of `r` whose length is a
-/// non-negative varint and whose fields, read as [`read_fields`] reads them, fill exactly
-/// that length. Returns what follows it and its fields, or `None` for any other record
-/// (which `read_record` then reads for its error; it reads a record this accepts in every
-/// mode, with the same fields). Each field is read from what is left of the record's body,
-/// so every read is bounded by the record.
-#[inline(always)]
-fn well_formed(r: &[u8]) -> Option<(&[u8], Fields)> {
-    let (size, r) = uvarint(r)?;
+    let (size, p) = uvarint_at(bytes, at)?;
     if size & 1 != 0 {
         return None; // a negative length
     }
-    let (body, rest) = r.split_at_checked((size >> 1) as usize)?;
+    let end = p + (size >> 1) as usize;
+    let b = bytes.get(p..end)?;
+    if b.is_empty() {
+        return None; // not even the attributes
+    }
     // Past the attributes.
-    let [_, body @ ..] = body else { return None };
-    let (timestamp_delta, body) = varlong(body)?;
-    let (offset_delta, body) = uvarint(body)?;
-    let offset_delta = ((offset_delta >> 1) as i32) ^ -((offset_delta & 1) as i32);
-    let (has_key, body) = skip_bytes(body)?;
-    let (_, body) = skip_bytes(body)?;
-    let (headers, mut body) = uvarint(body)?;
+    let (timestamp_delta, q) = varlong_at(b, 1)?;
+    let (offset_delta, q) = varint_at(b, q)?;
+    let (has_key, q) = bytes_at(b, q)?;
+    let (_, q) = bytes_at(b, q)?;
+    let (headers, mut q) = uvarint_at(b, q)?;
     if headers & 1 != 0 {
         return None; // a negative count
     }
     // A count larger than the bytes left (which `read_fields` refuses) is refused by the
     // loop: every header takes two bytes at least, so it runs out of bytes first.
     for _ in 0..headers >> 1 {
-        let (key, r) = uvarint(body)?;
+        let (key, k) = uvarint_at(b, q)?;
         if key & 1 != 0 {
             return None;
         }
-        (_, body) = skip_bytes(r.get((key >> 1) as usize..)?)?;
+        let key_end = k + (key >> 1) as usize;
+        if key_end > b.len() {
+            return None;
+        }
+        (_, q) = bytes_at(b, key_end)?;
     }
-    body.is_empty().then_some((rest, Fields { timestamp_delta, offset_delta, has_key }))
+    (q == b.len()).then_some((end, Fields { timestamp_delta, offset_delta, has_key }))
 }
 
 struct Fields {
