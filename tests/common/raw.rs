@@ -67,6 +67,7 @@ impl Conn {
         assert_eq!(i32::from_be_bytes(frame[..4].try_into().unwrap()), id, "correlation id");
         frame
     }
+
     /// OffsetCommit at `version` of `(partition, offset)`s of one topic, as `member` at
     /// `epoch` (generation or member epoch): each partition's error, in order.
     pub fn offset_commit(
