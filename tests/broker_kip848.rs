@@ -18,12 +18,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::clients::setup;
-use common::raw::Conn;
+use common::raw::{Conn, answer};
 use common::root;
-use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
-use kwire::dispatch;
-use kwire::messages::ResponseBodyView;
 use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use kwire::records::{BatchBuilder, NewRecord};
 use serde_json::Value;
@@ -209,11 +206,7 @@ fn produce_wave(c: &mut Conn, topic: &str, wave: usize) -> Vec<String> {
     let req =
         ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: (&topics).into(), ..Default::default() };
     let frame = c.call(&req, 9);
-    let ResponseBodyView::Produce(r) = dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().body
-    else {
-        panic!("not a Produce response")
-    };
-    for t in r.responses().iter() {
+    for t in answer!(frame, Produce, 9).responses().iter() {
         for p in t.partition_responses().iter() {
             assert_eq!(p.error_code(), 0, "produce to partition {}", p.index());
         }
@@ -281,12 +274,7 @@ fn scenario(kinds: [&str; 3], assignor: &str) {
             },
             1,
         );
-        let ResponseBodyView::ConsumerGroupDescribe(r) =
-            dispatch::parse_response(&frame, ApiKey::ConsumerGroupDescribe, 1).unwrap().body
-        else {
-            panic!("not a ConsumerGroupDescribe response")
-        };
-        let g = r.groups().iter().next().unwrap();
+        let g = answer!(frame, ConsumerGroupDescribe, 1).groups().iter().next().unwrap();
         assert_eq!((g.error_code(), g.assignor_name()), (0, assignor));
         let members: Vec<_> = g.members().iter().collect();
         assert_eq!(members.len(), 3);

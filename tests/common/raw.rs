@@ -103,10 +103,7 @@ impl Conn {
         };
         let frame = self.call(&req, version);
         let r = answer!(frame, OffsetCommit, version);
-        r.topics()
-            .iter()
-            .flat_map(|t| t.partitions().iter().map(|p| p.error_code()).collect::<Vec<_>>())
-            .collect()
+        r.topics().iter().flat_map(|t| t.partitions().iter().map(|p| p.error_code())).collect()
     }
 
     /// OffsetCommit v8 of one partition outside any generation (as for a group without
