@@ -125,6 +125,11 @@ pub enum RequestAction<'a> {
     /// Do not forward it; answer the client with this body (the same API, encoded at the
     /// request's version and with its correlation id).
     Respond(ResponseBody<'a>),
+    /// Refuse these entries (topics or partitions) with their errors, and forward the rest:
+    /// the client gets one answer, the broker's with the refused entries merged in, in the
+    /// request's order; if every entry is refused, the chain answers without the broker. For
+    /// the APIs [`Refusals::supported`] lists; for others it closes the connection.
+    Refuse(Refusals),
     /// Do not forward it and do not answer (a request that expects an answer closes the
     /// connection instead).
     Drop,
@@ -224,7 +229,16 @@ pub struct FilterChain {
     served: versions::Served,
     /// Whether requests no filter can read are forwarded unread ([`FilterChain::forward_unreadable`]).
     forward_unreadable: bool,
+    /// The book the chain fills from the answers that pair topic names with ids.
+    topic_names: Option<TopicNames>,
+    /// Partial answers awaiting the broker's: (correlation id, the refusing filter's
+    /// index, what to merge), oldest first.
+    merges: alloc::collections::VecDeque<(i32, usize, partial::Merge)>,
 }
+
+/// The most partial answers a chain keeps awaiting the broker's (Kafka's in-flight limit in
+/// `kwire::conn::InFlight`); past it the oldest go, whose answers never came.
+const MAX_MERGES: usize = 1024;
 
 impl core::fmt::Debug for FilterChain {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -336,6 +350,8 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
         ))),
         RequestAction::Drop => Step::Done(Verdict::Drop),
         RequestAction::Close(why) => Step::Done(Verdict::Close(why)),
+        // The chain splits refusals before this step.
+        RequestAction::Refuse(_) => Step::Done(Verdict::Close("a refusal the chain did not split".into())),
     }
 }
 
@@ -373,6 +389,14 @@ impl FilterChain {
     /// ([`Filter::refuses_unreadable`]) still closes the connection on them.
     pub fn forward_unreadable(&mut self) -> &mut Self {
         self.forward_unreadable = true;
+        self
+    }
+
+    /// Fills `book` from every answer through the chain that pairs topic names with ids
+    /// ([`TopicNames::learn_from`]), before any filter sees the answer; give each filter
+    /// that judges topics by name a clone of the same book.
+    pub fn learn_topic_names(&mut self, book: TopicNames) -> &mut Self {
+        self.topic_names = Some(book);
         self
     }
 
@@ -452,7 +476,8 @@ impl FilterChain {
         }
         let forward = self.forwards_unreadable();
         let mut current: Option<Vec<u8>> = None;
-        for filter in &mut self.filters {
+        let mut merges = Vec::new();
+        for (index, filter) in self.filters.iter_mut().enumerate() {
             if !filter.wants_request(key, version) {
                 continue;
             }
@@ -467,12 +492,36 @@ impl FilterChain {
                     );
                 }
             };
-            let action = filter.on_request(&request);
+            let action = match filter.on_request(&request) {
+                RequestAction::Refuse(refusals) if refusals.is_empty() => RequestAction::Pass,
+                RequestAction::Refuse(refusals) => match partial::split(&request.body, &refusals) {
+                    partial::Split::Forward(body, merge) => {
+                        if let Some(merge) = merge {
+                            merges.push((request.header.correlation_id(), index, merge));
+                        }
+                        RequestAction::Rewrite(body)
+                    }
+                    partial::Split::Answer(body) => RequestAction::Respond(body),
+                    partial::Split::Unsupported => {
+                        return Verdict::Close(alloc::format!(
+                            "a filter refused part of a {} request, which cannot be answered in part",
+                            key.name()
+                        ));
+                    }
+                },
+                action => action,
+            };
             match request_step(bytes, &request, action) {
                 Step::Same => {}
                 Step::New(new) => current = Some(new),
                 Step::Done(verdict) => return verdict,
             }
+        }
+        for merge in merges {
+            if self.merges.len() == MAX_MERGES {
+                self.merges.pop_front();
+            }
+            self.merges.push_back(merge);
         }
         current.map_or(Verdict::Forward, Verdict::Replace)
     }
@@ -487,8 +536,14 @@ impl FilterChain {
     /// Runs a response frame (without its size prefix) that answers a request of
     /// `api_key` at `version` through the filters, last to first.
     pub fn on_response(&mut self, frame: &[u8], api_key: ApiKey, version: i16) -> Verdict {
+        if let Some(book) = &self.topic_names
+            && TopicNames::learns_from(api_key)
+            && let Ok(response) = dispatch::parse_response(frame, api_key, version)
+        {
+            book.learn_from(&response);
+        }
         let mut current: Option<Vec<u8>> = None;
-        if self.wants_response(api_key, version)
+        if (self.wants_response(api_key, version) || !self.merges.is_empty())
             && let Some(verdict) = self.filter_response(frame, api_key, version, &mut current)
         {
             return verdict;
@@ -539,14 +594,43 @@ impl FilterChain {
         version: i16,
         current: &mut Option<Vec<u8>>,
     ) -> Option<Verdict> {
-        for filter in self.filters.iter_mut().rev() {
-            if !filter.wants_response(api_key, version) {
+        for (index, filter) in self.filters.iter_mut().enumerate().rev() {
+            let merge = self.merges.front().is_some_and(|&(_, at, _)| at == index);
+            if !merge && !filter.wants_response(api_key, version) {
                 continue;
             }
             let bytes = current.as_deref().unwrap_or(frame);
             let Some((response, read_at)) = read_response(bytes, api_key, version) else { break };
-            let exchange =
-                Exchange { api_key, api_version: read_at, correlation_id: response.header.correlation_id() };
+            let correlation_id = response.header.correlation_id();
+            // A partial answer of this filter's: the refused entries merged in, before the
+            // filter sees the answer.
+            if let Some(at) = self.merges.iter().position(|&(id, at, _)| id == correlation_id && at == index)
+            {
+                // Answers come in order: older entries were answered otherwise.
+                self.merges.drain(..at);
+                let Some((_, _, pending)) = self.merges.pop_front() else { break };
+                let Some(body) = partial::merge(pending, &response.body) else {
+                    return Some(Verdict::Close(alloc::format!(
+                        "a {} answer to a request answered in part",
+                        api_key.name()
+                    )));
+                };
+                match encode_body(&body, read_at) {
+                    Ok(b) => *current = Some(splice(response.header.as_bytes(), &b)),
+                    Err(e) => {
+                        return Some(Verdict::Close(alloc::format!(
+                            "a partial {} answer merged: {e}",
+                            api_key.name()
+                        )));
+                    }
+                }
+                if !filter.wants_response(api_key, version) {
+                    continue;
+                }
+            }
+            let bytes = current.as_deref().unwrap_or(frame);
+            let Some((response, read_at)) = read_response(bytes, api_key, version) else { break };
+            let exchange = Exchange { api_key, api_version: read_at, correlation_id };
             match filter.on_response(&exchange, &response) {
                 ResponseAction::Pass => {}
                 ResponseAction::Rewrite(body) => {
@@ -586,15 +670,18 @@ impl FilterChain {
 
 mod deny;
 mod json;
+mod partial;
 mod rewrite;
 #[cfg(feature = "reflect")]
 mod tenant;
+mod topic_names;
 #[cfg(feature = "api-produce")]
 mod validate;
 mod versions;
 
 pub use deny::DenyApis;
 pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
+pub use partial::Refusals;
 pub use rewrite::{
     BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route,
     carries_addresses,
@@ -602,7 +689,8 @@ pub use rewrite::{
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
 #[cfg(feature = "proxy")]
-pub(crate) use tenant::{TopicIds, topic_id};
+pub(crate) use tenant::topic_id;
+pub use topic_names::{TopicName, TopicNames};
 #[cfg(feature = "api-produce")]
 pub use validate::{
     Checks, DEFAULT_DECOMPRESSION_LIMIT, MAX_RECORD_ERRORS, Rule, RuleError, ValidateRecords,

@@ -273,10 +273,6 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(host) = &args.advertise {
         builder = builder.advertise(host.clone());
     }
-    if !tenants.is_empty() {
-        let tenants = tenants.clone();
-        builder = builder.waiting_filter(move |_| tenants.lookups());
-    }
     if !denied.is_empty() || !tenants.is_empty() || !rules.is_empty() {
         builder = builder.filters(move |conn| {
             let mut chain = FilterChain::new();
