@@ -463,6 +463,34 @@ fn topic_ids_need_name_free_rules() {
     assert_eq!(summary, [(a.clone(), 0, 0), (a, 1, 87), (b, 0, 0)]);
     // And Produce v13 stays in ApiVersions answers.
     assert_eq!(produce_max(&mut chain, &versions), 13);
+
+    // A rule by name with a book of topic names: v13 is validated by name, and a topic
+    // whose id the book does not know fails (UNKNOWN_TOPIC_ID) rather than pass unchecked.
+    let book = kwire::filter::TopicNames::new();
+    let topics = [
+        t("orders.a", vec![(0, good.clone()), (1, bad.clone())]),
+        t("logs", vec![(0, bad.clone())]),
+        t("orders.b", vec![(0, good.clone())]),
+    ];
+    let (orders, logs, unknown) = (&topics[0], &topics[1], &topics[2]);
+    book.learn(orders.id, "orders.a");
+    book.learn(logs.id, "logs");
+    let mut chain = FilterChain::new();
+    chain.push(ValidateRecords::new(vec!["orders.*=json".parse::<Rule>().unwrap()]).topic_names(book));
+    assert_eq!(produce_max(&mut chain, &versions), 13);
+    let frame = produce(13, -1, 9, &topics);
+    let Verdict::Replace(sent) = chain.on_request(&frame) else { panic!() };
+    let Verdict::Replace(merged) = chain.on_response(&broker_answer(&sent), ApiKey::Produce, 13) else {
+        panic!()
+    };
+    let summary: Vec<(String, i32, i16)> =
+        answers(&merged, 13, 9).iter().map(|a| (a.topic.clone(), a.index, a.error)).collect();
+    let id = |t: &T<'_>| format!("{:?}", t.id);
+    assert_eq!(
+        summary,
+        [(id(orders), 0, 0), (id(orders), 1, 87), (id(logs), 0, 0), (id(unknown), 0, 100)],
+        "the rule applies to orders.a by name, not to logs; orders.b's id is unknown"
+    );
 }
 
 /// The highest Produce version of an ApiVersions answer after the chain.

@@ -432,9 +432,10 @@ impl FilterChain {
         self.filters.iter().any(|f| f.wants_request(api_key, version))
     }
 
-    /// Whether some filter wants responses of this API and version.
+    /// Whether some filter wants responses of this API and version, or a partial answer
+    /// awaits the broker's.
     pub fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
-        self.filters.iter().any(|f| f.wants_response(api_key, version))
+        !self.merges.is_empty() || self.filters.iter().any(|f| f.wants_response(api_key, version))
     }
 
     /// Runs a request frame (without its size prefix) through the filters.
@@ -543,7 +544,7 @@ impl FilterChain {
             book.learn_from(&response);
         }
         let mut current: Option<Vec<u8>> = None;
-        if (self.wants_response(api_key, version) || !self.merges.is_empty())
+        if self.wants_response(api_key, version)
             && let Some(verdict) = self.filter_response(frame, api_key, version, &mut current)
         {
             return verdict;

@@ -284,7 +284,11 @@ pub fn run(args: Args) -> Result<(), String> {
             }
             // After the tenants' prefixing: rules name topics as the broker holds them.
             if !rules.is_empty() {
-                chain.push(ValidateRecords::new(rules.clone()).decompression_limit(decompression_limit));
+                chain.push(
+                    ValidateRecords::new(rules.clone())
+                        .decompression_limit(decompression_limit)
+                        .topic_names(conn.topic_names().clone()),
+                );
             }
             chain
         });
