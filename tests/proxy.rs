@@ -891,13 +891,17 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
         undecoded: std::sync::atomic::AtomicUsize,
         answered_by_filter: std::sync::atomic::AtomicUsize,
         clamped: std::sync::atomic::AtomicUsize,
+        produce_v13: std::sync::atomic::AtomicUsize,
     }
     impl Hooks for Seen {
         type Tag = ();
         fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
-        fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
+        fn request(&self, _: &ConnInfo, frame: &[u8], head: &RequestHead, _: &()) {
             if kwire::dispatch::parse_request_prefix(frame).is_err() {
                 self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if let RequestHead::Request { api_key: 0, api_version: 13, .. } = head {
+                self.produce_v13.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
         fn response(&self, _: &ConnInfo, frame: &[u8], e: Pairing<()>, rewritten: bool, _: Duration) {
@@ -941,14 +945,18 @@ audit, orders = "audit.logins-" + tag, "orders-" + tag
 admin = KafkaAdminClient(bootstrap_servers=bootstrap)
 admin.create_topics([NewTopic(audit, 1, 1), NewTopic(orders, 1, 1)])
 admin.close()
-p = KafkaProducer(bootstrap_servers=bootstrap, retries=0, max_block_ms=20000)
-out = {}
+p = KafkaProducer(bootstrap_servers=bootstrap, retries=0, max_block_ms=20000, linger_ms=500)
 for topic in (orders, audit):
+    p.partitions_for(topic)
+# Both records in one linger window: one Produce request names both topics.
+sent = {topic.split("-")[0]: p.send(topic, b"v") for topic in (orders, audit)}
+p.flush()
+out = {}
+for name, future in sent.items():
     try:
-        md = p.send(topic, b"v").get(timeout=20)
-        out[topic.split("-")[0]] = {"offset": md.offset}
+        out[name] = {"offset": future.get(timeout=20).offset}
     except Exception as e:
-        out[topic.split("-")[0]] = {"error": type(e).__name__}
+        out[name] = {"error": type(e).__name__}
 p.close()
 print(json.dumps(out))
 "#;
@@ -965,8 +973,25 @@ print(json.dumps(out))
         "no ApiVersions answer clamped"
     );
     assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    // Apache Kafka's Java client names topics by id (Produce v13): the proxy names them for
+    // the filter, which refuses the audit topic and lets the other through, in one request.
+    let jar = root().join("target/java-client/proxy-java-client-0.jar");
+    let lib = root().join("target/java-client/lib/*");
+    let mut java = Command::new("java");
+    java.arg("-Xmx384m")
+        .arg("-cp")
+        .arg(format!("{}:{}", jar.display(), lib.display()))
+        .arg("dev.kwire.interop.AuditProducer")
+        .args([&proxy.local_addr().to_string(), &format!("java-{tag}")]);
+    let out = run(java, "the Java client through the library proxy", CLIENT_TIMEOUT);
+    assert!(out.ok, "the Java client failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let j: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(j["orders"]["offset"], 0, "{j}");
+    assert_eq!(j["audit"]["error"], "TopicAuthorizationException", "{j}");
+    assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert!(proxy.hooks().produce_v13.load(std::sync::atomic::Ordering::Relaxed) >= 1, "no Produce v13 seen");
     rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
-    eprintln!("library proxy with a user's filter: {v}");
+    eprintln!("library proxy with a user's filter: {v} {j}");
 }
 
 /// Record validation (`kwire::filter::ValidateRecords`) in the library proxy with kafka-python
