@@ -121,6 +121,8 @@ impl Refusals {
 }
 
 /// What the chain does with a request a filter refused in part.
+// Made once per refusal and matched at once; boxing the body would cost an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum Split<'a> {
     /// Forward this body instead; merge the broker's answer with `Merge`. `None`: the
