@@ -9,17 +9,17 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::{Exchange, Filter, RequestAction, ResponseAction, check_json};
-use crate::dispatch::{Request, Response};
-use crate::messages::produce::{
+use crate::codec::dispatch::{Request, Response};
+use crate::codec::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, TopicProduceData,
     TopicProduceResponse,
 };
-use crate::messages::{
+use crate::codec::messages::{
     ProduceRequest, ProduceRequestView, ProduceResponse, ProduceResponseView, RequestBody, RequestBodyView,
     ResponseBody, ResponseBodyView,
 };
-use crate::records::{ErrorKind, Record, RecordBatches};
-use crate::types::{List, Uuid, Versions};
+use crate::codec::records::{ErrorKind, Record, RecordBatches};
+use crate::codec::types::{List, Uuid, Versions};
 use crate::{ApiKey, ErrorCode};
 
 /// The decompression limit of [`ValidateRecords::new`]: 16 MiB of records a batch.
@@ -313,7 +313,7 @@ impl Failure {
     }
 
     /// Bytes the proxy cannot read as records.
-    fn unreadable(e: crate::records::Error, limit: usize) -> Self {
+    fn unreadable(e: crate::codec::records::Error, limit: usize) -> Self {
         match e.kind() {
             ErrorKind::CrcMismatch { .. } => Failure::partition(
                 ErrorCode::CorruptMessage,
