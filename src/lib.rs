@@ -57,7 +57,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
@@ -72,26 +71,26 @@ extern crate alloc;
 extern crate std;
 
 // The layers, bottom up (see the table above and `.ci/layers`).
+#[cfg(any(feature = "broker", feature = "proxy", feature = "capture"))]
+pub mod apps;
 pub mod codec;
+#[cfg(feature = "alloc")]
+pub mod filter;
 pub mod session;
 #[cfg(feature = "reflect")]
 pub mod tools;
-#[cfg(feature = "alloc")]
-pub mod filter;
-#[cfg(any(feature = "broker", feature = "proxy", feature = "capture"))]
-pub mod apps;
 
 // The short paths, kept for every module.
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub use codec::testing;
-pub use codec::{dispatch, encode, error, frame, messages, records, types, vectored, view, wire};
 #[cfg(feature = "broker")]
 pub use apps::broker;
 #[cfg(feature = "capture")]
 pub use apps::capture;
 #[cfg(feature = "proxy")]
 pub use apps::proxy;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub use codec::testing;
+pub use codec::{dispatch, encode, error, frame, messages, records, types, vectored, view, wire};
 #[cfg(feature = "alloc")]
 pub use session::conn;
 pub use session::secrets;

@@ -275,9 +275,13 @@ macro_rules! impl_body {
             };
             const IS_REQUEST: bool = $request;
             const VERSIONS: $crate::codec::types::Versions = $crate::codec::types::Versions::new($lo, $hi);
-            const FLEXIBLE_VERSIONS: $crate::codec::types::Versions = $crate::codec::types::Versions::new($flo, $fhi);
+            const FLEXIBLE_VERSIONS: $crate::codec::types::Versions =
+                $crate::codec::types::Versions::new($flo, $fhi);
 
-            fn encoded_len_out_of_line(&self, version: i16) -> Result<usize, $crate::codec::error::EncodeError> {
+            fn encoded_len_out_of_line(
+                &self,
+                version: i16,
+            ) -> Result<usize, $crate::codec::error::EncodeError> {
                 self.encoded_len(version)
             }
         }
@@ -290,7 +294,11 @@ macro_rules! impl_body {
 
             /// Encodes this body as `version` into the front of `buf` and returns the bytes
             /// written. On an error the contents of `buf` are unspecified.
-            pub fn encode(&self, version: i16, buf: &mut [u8]) -> Result<usize, $crate::codec::error::EncodeError> {
+            pub fn encode(
+                &self,
+                version: i16,
+                buf: &mut [u8],
+            ) -> Result<usize, $crate::codec::error::EncodeError> {
                 $crate::codec::encode::encode_body(self, version, buf)
             }
         }

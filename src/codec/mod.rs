@@ -16,7 +16,6 @@
 //!
 //! `testing` (feature `testing`) holds what the crate's tests share.
 
-
 pub(crate) mod api_key;
 #[cfg(any(feature = "explain", feature = "capture", feature = "proxy"))]
 pub(crate) mod civil;

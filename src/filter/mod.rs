@@ -77,12 +77,12 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use crate::ApiKey;
-use crate::session::conn::expects_response;
 use crate::codec::dispatch::{self, Request, Response};
 use crate::codec::encode::AnyBody;
 use crate::codec::frame::{RequestHeader, RequestHeaderView};
 use crate::codec::messages::{RequestBody, ResponseBody, ResponseBodyView};
 use crate::codec::types::{List, RawTaggedField, Versions};
+use crate::session::conn::expects_response;
 
 /// What a response answers: the request's API, the version the response is read at (the
 /// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),

@@ -8,9 +8,9 @@ use alloc::vec::Vec;
 use super::{Exchange, Filter, RequestAction, ResponseAction};
 use crate::ApiKey;
 use crate::codec::dispatch::{Request, Response};
+use crate::codec::types::{Uuid, Versions};
 use crate::tools::reflect::value::{Encoding, StructValue, Value};
 use crate::tools::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
-use crate::codec::types::{Uuid, Versions};
 
 /// APIs a tenant may not use: their requests name topics, groups or principals in fields
 /// that carry no entity mark (config and ACL resources, quotas, SCRAM credentials), or

@@ -12,9 +12,9 @@ use std::vec::Vec;
 use super::handle::{Handler, Outcome};
 use super::log::Segment;
 use super::state::Shared;
-use crate::session::conn::{ConnError, FrameBuf, Received, ServerConn};
 use crate::codec::frame::FrameError;
 use crate::codec::vectored;
+use crate::session::conn::{ConnError, FrameBuf, Received, ServerConn};
 
 /// A connection's answers not yet written: the bytes encoded for them, with the record
 /// batches of Fetch answers spliced in from the log's segments, which are held, never

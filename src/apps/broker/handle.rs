@@ -11,11 +11,11 @@ use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
 use super::state::{Shared, valid_topic_name};
 use crate::ApiKey;
-use crate::session::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
 use crate::codec::error_code::ErrorCode;
 use crate::codec::messages::RequestBodyView;
 use crate::codec::types::{List, Uuid};
 use crate::codec::vectored::Part;
+use crate::session::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
 
 mod acls;
 mod admin;

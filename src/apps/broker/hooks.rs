@@ -8,8 +8,8 @@ use std::vec::Vec;
 
 use super::state::lock;
 use crate::ApiKey;
-use crate::session::conn::{ConnError, ServerRequest};
 use crate::codec::error_code::ErrorCode;
+use crate::session::conn::{ConnError, ServerRequest};
 
 /// Writes a whole response frame (size, header and body) for a request into the buffer,
 /// usually with [`crate::session::conn::ServerConn::encode_response`] on `request.reply_to()`.

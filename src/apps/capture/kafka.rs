@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 
 use super::reassembly::{Chunk, Stream};
 use super::{Cut, Event, Frame, Limits, RequestOf, Timestamp};
-use crate::session::conn::InFlight;
 use crate::codec::frame::RequestHeaderView;
+use crate::session::conn::InFlight;
 use crate::{ApiKey, Direction};
 
 /// What the connection engine needs from the reader.
@@ -695,8 +695,8 @@ impl Kafka {
                     (frame.api_key, frame.api_version, frame.correlation_id)
                     && let Some(api) = ApiKey::from_i16(key)
                 {
-                    let answered =
-                        cut.is_some() || crate::session::conn::frame_expects_response(&bytes[4..]).unwrap_or(true);
+                    let answered = cut.is_some()
+                        || crate::session::conn::frame_expects_response(&bytes[4..]).unwrap_or(true);
                     if answered {
                         if self.in_flight.is_full()
                             && let Some(oldest) = self.in_flight.oldest().map(|p| p.correlation_id)

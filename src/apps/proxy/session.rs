@@ -15,11 +15,11 @@ use std::time::Instant;
 
 use super::ConnInfo;
 use crate::ApiKey;
-use crate::session::conn::{ConnError, InFlight};
 use crate::codec::dispatch;
-use crate::filter::{FilterChain, Verdict};
 use crate::codec::frame::{RequestHeaderView, ResponseHeaderView};
 use crate::codec::messages::{RequestBodyView, ResponseBodyView};
+use crate::filter::{FilterChain, Verdict};
+use crate::session::conn::{ConnError, InFlight};
 use crate::session::secrets::RawSasl;
 
 /// What a request frame is, as read once from its header.
@@ -520,11 +520,11 @@ impl<T> Session<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::{Filter, RequestAction};
     use crate::codec::messages::{
         ApiVersionsRequest, MetadataRequest, MetadataResponse, ResponseBody, SaslAuthenticateRequest,
         SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
     };
+    use crate::filter::{Filter, RequestAction};
     use crate::{AnyBody, dispatch};
 
     fn request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {

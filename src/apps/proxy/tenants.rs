@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use super::{ConnInfo, Decision, Upstream, WaitingFilter};
 use crate::ApiKey;
+use crate::codec::types::Uuid;
 use crate::filter::{Tenant, TopicIds, topic_id};
 use crate::tools::reflect::walk::{Field, Scalar, Visitor};
 use crate::tools::reflect::{self, FieldType, StructSchema};
-use crate::codec::types::Uuid;
 
 /// Tenants of a virtual cluster by the connection's SNI name or authenticated SASL
 /// principal, each with the prefix its names carry on the broker. [`Tenants::filter`] makes
@@ -342,7 +342,9 @@ impl LookUpIds {
         // No answer (or an error) leaves the ids unknown: the tenant's filter then takes
         // them for another tenant's.
         let Ok(answer) = upstream.request(&request, 12).await else { return };
-        let Ok((response, _)) = crate::session::conn::read_response(&answer, ApiKey::Metadata, 12) else { return };
+        let Ok((response, _)) = crate::session::conn::read_response(&answer, ApiKey::Metadata, 12) else {
+            return;
+        };
         let crate::codec::messages::ResponseBodyView::Metadata(view) = response.body else { return };
         self.ids.with(|book| {
             for topic in view.topics().iter() {

@@ -21,9 +21,9 @@ use super::audit::{AuditLog, json_str, timestamp};
 use super::hooks::{ConnInfo, Event, Hooks};
 use super::session::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::session::conn::metrics::{Metrics, Undecoded};
+use crate::session::secrets::{self, Redaction};
 use crate::tools::reflect::explain::{FrameKind, explain_frame};
 use crate::tools::reflect::inspect::{self, Decoded, Roundtrip};
-use crate::session::secrets::{self, Redaction};
 use crate::{ApiKey, Direction, ErrorCode};
 
 /// How a [`TrafficLog`] writes.

@@ -51,7 +51,9 @@ impl Handler<'_> {
         d: crate::codec::messages::DescribeAclsRequestView<'_>,
         out: &mut Outbox,
     ) -> Result<(), ConnError> {
-        use crate::codec::messages::describe_acls::{AclDescription, DescribeAclsResource, DescribeAclsResponse};
+        use crate::codec::messages::describe_acls::{
+            AclDescription, DescribeAclsResource, DescribeAclsResponse,
+        };
         let filter = Filter {
             resource_type: d.resource_type_filter(),
             resource_name: d.resource_name_filter(),

@@ -232,7 +232,9 @@ impl Handler<'_> {
         c: crate::codec::messages::CreatePartitionsRequestView<'_>,
         out: &mut Outbox,
     ) -> Result<(), ConnError> {
-        use crate::codec::messages::create_partitions::{CreatePartitionsResponse, CreatePartitionsTopicResult};
+        use crate::codec::messages::create_partitions::{
+            CreatePartitionsResponse, CreatePartitionsTopicResult,
+        };
         let mut results = Vec::new();
         for t in c.topics() {
             let (code, message) =

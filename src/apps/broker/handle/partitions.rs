@@ -189,7 +189,9 @@ impl Handler<'_> {
         e: crate::codec::messages::ElectLeadersRequestView<'_>,
         out: &mut Outbox,
     ) -> Result<(), ConnError> {
-        use crate::codec::messages::elect_leaders::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
+        use crate::codec::messages::elect_leaders::{
+            ElectLeadersResponse, PartitionResult, ReplicaElectionResult,
+        };
         let v = reply.api_version;
         // 0 preferred, 1 unclean (v1+; v0 elects the preferred leader).
         let election_type = if v >= 1 { e.election_type() } else { 0 };

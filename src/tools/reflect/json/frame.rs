@@ -12,9 +12,9 @@ use super::{JsonError, describe, from_json, integer, unknown_tags};
 use crate::codec::dispatch;
 use crate::codec::frame::RequestHeader;
 use crate::codec::messages::{RequestBody, ResponseBody};
+use crate::codec::wire::MAX_STRING_LEN;
 use crate::tools::reflect::walk::{REQUEST_HEADER, RESPONSE_HEADER};
 use crate::tools::reflect::{self, Encoding, StructValue, Value};
-use crate::codec::wire::MAX_STRING_LEN;
 use crate::{AnyBody, ApiKey, RawTaggedField};
 
 /// A frame read from JSON by [`frame_from_json`].
