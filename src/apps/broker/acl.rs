@@ -11,7 +11,7 @@ use std::string::String;
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use super::state::lock;
+use super::lock::lock;
 
 /// The most bindings kept; CreateAcls past it is refused.
 pub(crate) const MAX_ACLS: usize = 100_000;

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::vec::Vec;
 
-use super::state::lock;
+use super::lock::lock;
 
 /// Kafka's `offsets.topic.num.partitions` and `transaction.state.log.num.partitions`.
 pub(crate) const COORDINATOR_PARTITIONS: usize = 50;

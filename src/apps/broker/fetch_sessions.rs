@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
-use super::state::lock;
+use super::lock::lock;
 use crate::codec::error_code::ErrorCode;
 use crate::codec::types::Uuid;
 

@@ -15,7 +15,8 @@ use std::vec::Vec;
 
 use super::cluster::CoordinatorKind;
 use super::kip848::{CommitCheck, ConsumerGroup};
-use super::state::{Shared, lock};
+use super::lock::lock;
+use super::state::Shared;
 use crate::codec::error_code::ErrorCode;
 
 /// A group's state, as Kafka names it.

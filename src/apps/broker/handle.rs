@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use std::vec::Vec;
 
 use super::cluster::CoordinatorKind;
-use super::conn::Outbox;
 use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
+use super::outbox::Outbox;
 use super::state::{Shared, valid_topic_name};
 use crate::ApiKey;
 use crate::codec::error_code::ErrorCode;
@@ -27,56 +27,6 @@ mod kip848;
 mod partitions;
 mod sasl;
 mod txn;
-
-/// The APIs the broker serves (each at every version kwire reads, less
-/// [`super::Config::max_versions`]); with the feature `broker-scram`, DescribeUserScramCredentials
-/// and AlterUserScramCredentials too. SaslHandshake and SaslAuthenticate are served besides
-/// when it has users.
-pub const SERVED: &[ApiKey] = &[
-    ApiKey::Produce,
-    ApiKey::Fetch,
-    ApiKey::ListOffsets,
-    ApiKey::Metadata,
-    ApiKey::OffsetCommit,
-    ApiKey::OffsetFetch,
-    ApiKey::FindCoordinator,
-    ApiKey::JoinGroup,
-    ApiKey::Heartbeat,
-    ApiKey::LeaveGroup,
-    ApiKey::SyncGroup,
-    ApiKey::DescribeGroups,
-    ApiKey::ListGroups,
-    ApiKey::CreateTopics,
-    ApiKey::DeleteTopics,
-    ApiKey::InitProducerId,
-    ApiKey::DescribeConfigs,
-    ApiKey::CreatePartitions,
-    ApiKey::ApiVersions,
-    ApiKey::DescribeCluster,
-    ApiKey::AddPartitionsToTxn,
-    ApiKey::AddOffsetsToTxn,
-    ApiKey::EndTxn,
-    ApiKey::TxnOffsetCommit,
-    ApiKey::DescribeTransactions,
-    ApiKey::ListTransactions,
-    ApiKey::DescribeLogDirs,
-    ApiKey::AlterConfigs,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::DeleteRecords,
-    ApiKey::DeleteGroups,
-    ApiKey::OffsetDelete,
-    ApiKey::DescribeProducers,
-    ApiKey::ElectLeaders,
-    ApiKey::DescribeAcls,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
-    ApiKey::ConsumerGroupHeartbeat,
-    ApiKey::ConsumerGroupDescribe,
-    #[cfg(feature = "broker-scram")]
-    ApiKey::DescribeUserScramCredentials,
-    #[cfg(feature = "broker-scram")]
-    ApiKey::AlterUserScramCredentials,
-];
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
 /// DescribeConfigs' `ConfigType` (1 boolean, 2 string, 3 int, 5 long, 6 double, 7 list).

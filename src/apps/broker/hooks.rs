@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use std::vec::Vec;
 
-use super::state::lock;
+use super::lock::lock;
 use crate::ApiKey;
 use crate::codec::error_code::ErrorCode;
 use crate::session::conn::{ConnError, ServerRequest};

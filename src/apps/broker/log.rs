@@ -5,7 +5,7 @@
 //!
 //! Segments are shared (`Arc`), so that a Fetch answer holds the segment it reads instead of
 //! copying the batches out: the connection writes them to its socket from the segment
-//! itself ([`Log::read`], `conn::Outbox`). The last segment is appended to in place while no
+//! itself ([`Log::read`], `outbox::Outbox`). The last segment is appended to in place while no
 //! answer holds it; when one does, or when it is full, the next batch starts a new segment.
 //! As in Kafka, one partition's answer to a Fetch never spans two segments: the client
 //! fetches again from where it ended.

@@ -108,10 +108,13 @@ mod groups;
 mod handle;
 mod hooks;
 mod kip848;
+mod lock;
 mod log;
+mod outbox;
 mod regex;
 #[cfg(feature = "broker-scram")]
 mod scram;
+mod served;
 mod state;
 #[cfg(feature = "broker-tls")]
 mod tls;
@@ -127,10 +130,10 @@ use std::vec::Vec;
 
 use std::string::{String, ToString};
 
-pub use handle::SERVED;
 pub use hooks::{Action, AnswerFn, Fault, Hook, HookId};
 #[cfg(feature = "broker-scram")]
 pub use scram::{ScramMechanism, ScramUser};
+pub use served::SERVED;
 #[cfg(feature = "broker-tls")]
 pub use tls::TlsConfig;
 
@@ -349,9 +352,9 @@ impl Broker {
         let mut broker = Broker { addr, shared, accepts: Mutex::new(Vec::new()), ticker: Some(ticker) };
         for (i, listener) in listeners.into_iter().enumerate() {
             let accept = broker.spawn_accept(i, listener);
-            state::lock(&broker.accepts).push(None);
+            lock::lock(&broker.accepts).push(None);
             match accept {
-                Ok(t) => state::lock(&broker.accepts)[i] = Some(t),
+                Ok(t) => lock::lock(&broker.accepts)[i] = Some(t),
                 Err(e) => {
                     broker.shutdown();
                     return Err(e);
@@ -423,7 +426,7 @@ impl Broker {
                 "the last running node cannot be stopped",
             ));
         }
-        let accept = state::lock(&self.accepts)[i].take();
+        let accept = lock::lock(&self.accepts)[i].take();
         self.shared.node_stopped(i);
         self.shared.log(format_args!("node {id} stopped"));
         if let Some(t) = accept {
@@ -441,7 +444,7 @@ impl Broker {
     /// again; restarting a running node does nothing.
     pub fn restart_node(&self, id: i32) -> io::Result<()> {
         let i = self.node_index(id)?;
-        let mut accepts = state::lock(&self.accepts);
+        let mut accepts = lock::lock(&self.accepts);
         if self.shared.cluster.running(i) || self.ticker.is_none() {
             return Ok(());
         }
@@ -686,7 +689,7 @@ impl Broker {
         };
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake_all();
-        let accepts: Vec<_> = state::lock(&self.accepts).iter_mut().map(Option::take).collect();
+        let accepts: Vec<_> = lock::lock(&self.accepts).iter_mut().map(Option::take).collect();
         for (node, accept) in accepts.into_iter().enumerate() {
             if let Some(t) = accept {
                 // Wakes the blocking accept with a connection of its own.

@@ -14,6 +14,7 @@ use super::cluster::{Cluster, CoordinatorKind, Node};
 use super::fetch_sessions::FetchSessions;
 use super::groups::Groups;
 use super::hooks::Hooks;
+use super::lock::lock;
 use super::log::Log;
 use super::txn::Txns;
 use crate::ApiKey;
@@ -21,12 +22,6 @@ use crate::codec::error_code::ErrorCode;
 use crate::codec::records::validate::{TopicCompression, ValidateConfig};
 use crate::codec::records::{Compression, TimestampType};
 use crate::codec::types::{Uuid, Versions};
-
-/// Locks a mutex, carrying on after a panic elsewhere (the state stays usable: every
-/// update is complete before its guard drops).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// One partition: its log, behind its own lock.
 #[derive(Debug, Default)]
@@ -230,7 +225,7 @@ impl Shared {
         } else {
             &[ApiKey::SaslHandshake, ApiKey::SaslAuthenticate]
         };
-        let versions = super::handle::SERVED
+        let versions = super::served::SERVED
             .iter()
             .chain(sasl)
             .map(|&k| {

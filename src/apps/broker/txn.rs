@@ -16,7 +16,8 @@ use std::time::Instant;
 use std::vec::Vec;
 
 use super::groups::Committed;
-use super::state::{Shared, lock};
+use super::lock::lock;
+use super::state::Shared;
 use crate::codec::error_code::ErrorCode;
 
 /// A transaction's state, as Kafka names it (DescribeTransactions, ListTransactions).
