@@ -12,7 +12,6 @@ use super::handle::{Handler, Outcome};
 use super::outbox::Outbox;
 use super::state::Shared;
 use crate::codec::frame::FrameError;
-use crate::codec::vectored;
 use crate::session::conn::{ConnError, FrameBuf, Received, ServerConn};
 
 /// Answers are written once they pass this many bytes, and at the end of each read.

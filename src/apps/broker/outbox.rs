@@ -7,6 +7,7 @@ use std::ops::{Deref, DerefMut, Range};
 use std::vec::Vec;
 
 use super::log::Segment;
+use crate::codec::vectored;
 
 /// A connection's answers not yet written: the bytes encoded for them, with the record
 /// batches of Fetch answers spliced in from the log's segments, which are held, never
