@@ -76,3 +76,25 @@ impl DerefMut for Outbox {
         &mut self.bytes
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn an_outbox_writes_its_bytes_with_the_segments_spliced_in() {
+        let segment: Segment = Arc::new(b"0123456789".to_vec());
+        let mut out = Outbox::default();
+        out.extend_from_slice(b"<a>");
+        out.splice(segment.clone(), 2..5);
+        out.splice(segment.clone(), 7..8);
+        out.extend_from_slice(b"<b>");
+        out.splice(segment.clone(), 0..1);
+        assert_eq!(out.total_len(), 3 + 3 + 1 + 3 + 1);
+        let mut written = Vec::new();
+        out.flush(&mut written).unwrap();
+        assert_eq!(written, b"<a>2347<b>0");
+        assert_eq!((out.total_len(), Arc::strong_count(&segment)), (0, 1), "emptied, nothing held");
+    }
+}
