@@ -56,8 +56,18 @@
 //!
 //! # What the chain guarantees
 //!
-//! - Frames kwire cannot read (an unknown API or version, a malformed body) reach no
-//!   filter and are forwarded unchanged: a filter only ever sees checked views.
+//! - A filter only ever sees checked views. A request that no filter can read closes the
+//!   connection, with the reason (API and version) in the close: an API or version the
+//!   connection does not serve, a header or body that does not decode. What a connection
+//!   serves is what its ApiVersions answers advertise: what the broker serves, kwire reads
+//!   and every filter handles ([`Filter::versions`]; [`FilterChain::served`]), so a client
+//!   that ignores ApiVersions cannot reach a filter with a version it was not written for.
+//!   Apache Kafka's broker closes the connection on a version it does not serve in the
+//!   same way. ApiVersions requests of any version are answered. A chain whose filters
+//!   only observe may forward such requests unread instead
+//!   ([`FilterChain::forward_unreadable`]); an empty chain forwards everything.
+//! - Produce is advertised from version 0, as Kafka 4.x advertises it, and served from
+//!   version 3 ([`ApiKey::advertised`]).
 //! - A filter is asked about a frame only if its `wants_*` says so; a frame no filter wants
 //!   is not parsed at all.
 //! - A rewritten frame keeps its header (correlation id, client id, header tagged fields)
@@ -174,10 +184,11 @@ pub trait Filter {
         ResponseAction::Pass
     }
 
-    /// Whether requests kwire cannot read (an API or version it does not know, a body that
-    /// does not decode) must not pass: a filter that has to see every request (tenant
-    /// isolation) says so, and the chain then closes the connection on such a request
-    /// instead of forwarding it unread. By default they pass.
+    /// Whether requests no filter can read (an API or version the connection does not serve,
+    /// a body that does not decode) must never pass, even through a chain that forwards them
+    /// unread ([`FilterChain::forward_unreadable`]): a filter that has to see every request
+    /// (tenant isolation) says so. A chain closes the connection on such requests by
+    /// default anyway.
     fn refuses_unreadable(&self) -> bool {
         false
     }
@@ -212,6 +223,10 @@ pub enum Verdict {
 #[derive(Default)]
 pub struct FilterChain {
     filters: Vec<Box<dyn Filter + Send>>,
+    /// What the connection serves of each API, from the ApiVersions answers through the chain.
+    served: versions::Served,
+    /// Whether requests no filter can read are forwarded unread ([`FilterChain::forward_unreadable`]).
+    forward_unreadable: bool,
 }
 
 impl core::fmt::Debug for FilterChain {
@@ -327,6 +342,16 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
     }
 }
 
+fn unreadable_verdict(forward: bool, why: core::fmt::Arguments<'_>) -> Verdict {
+    if forward {
+        Verdict::Forward
+    } else {
+        let mut s = String::from("refused: ");
+        let _ = s.write_fmt(why);
+        Verdict::Close(s)
+    }
+}
+
 /// Reads a response as Kafka's clients do: at the request's version, or, for an
 /// ApiVersions error answer, at version 0. Returns the response and its version.
 fn read_response(frame: &[u8], key: ApiKey, version: i16) -> Option<(Response<'_>, i16)> {
@@ -342,7 +367,32 @@ fn read_response(frame: &[u8], key: ApiKey, version: i16) -> Option<(Response<'_
 impl FilterChain {
     /// An empty chain (it forwards everything).
     pub fn new() -> Self {
-        FilterChain { filters: Vec::new() }
+        FilterChain::default()
+    }
+
+    /// Forwards requests that no filter can read (an API or version the connection does not
+    /// serve, a body that does not decode) unread, instead of closing the connection: for
+    /// chains whose filters only observe. A filter that must see every request
+    /// ([`Filter::refuses_unreadable`]) still closes the connection on them.
+    pub fn forward_unreadable(&mut self) -> &mut Self {
+        self.forward_unreadable = true;
+        self
+    }
+
+    /// Whether a request no filter can read is forwarded unread: the chain is empty, or
+    /// opted in with [`FilterChain::forward_unreadable`] and no filter refuses them.
+    pub fn forwards_unreadable(&self) -> bool {
+        self.filters.is_empty()
+            || (self.forward_unreadable && !self.filters.iter().any(|f| f.refuses_unreadable()))
+    }
+
+    /// The versions of `api_key` a request may use through the chain: what the last
+    /// ApiVersions answer through it advertised (cut to what kwire reads and every filter
+    /// handles), or before any answer, what kwire reads and every filter handles. `None`:
+    /// the API is not served. Produce is advertised from version 0 ([`ApiKey::advertised`])
+    /// but served from the lowest version kwire reads.
+    pub fn served(&self, api_key: ApiKey) -> Option<Versions> {
+        self.served.get(api_key, &self.filters)
     }
 
     /// Adds a filter after the others (nearer the broker).
@@ -367,30 +417,58 @@ impl FilterChain {
     }
 
     /// Runs a request frame (without its size prefix) through the filters.
+    ///
+    /// A request of an API or version the chain does not serve ([`FilterChain::served`]),
+    /// or whose header or body does not decode, closes the connection, as Apache Kafka's
+    /// broker closes it on a version it does not serve; unless the chain forwards such
+    /// requests unread ([`FilterChain::forwards_unreadable`]). ApiVersions requests of any
+    /// version are answered, as Kafka answers them.
     pub fn on_request(&mut self, frame: &[u8]) -> Verdict {
-        let Ok(peek) = RequestHeaderView::peek(frame) else { return self.unreadable() };
-        let (key, version) = (peek.api_key, peek.api_version);
-        let Some(key) = ApiKey::from_i16(key) else { return self.unreadable() };
+        let Ok(peek) = RequestHeaderView::peek(frame) else {
+            return self.unreadable(format_args!("a request whose header does not decode"));
+        };
+        let (raw_key, version) = (peek.api_key, peek.api_version);
+        let Some(key) = ApiKey::from_i16(raw_key) else {
+            return self
+                .unreadable(format_args!("a request of API key {raw_key}, which kwire does not know"));
+        };
         if key == ApiKey::ApiVersions && !key.request_versions().contains(version) {
             return self.unsupported_api_versions(peek.correlation_id);
         }
+        if key != ApiKey::ApiVersions && !self.served(key).is_some_and(|v| v.contains(version)) {
+            return self.unreadable(format_args!(
+                "{} v{version}, a version this connection does not serve ({})",
+                key.name(),
+                self.served(key).map_or_else(|| "none".into(), |v| alloc::format!("{}-{}", v.min, v.max))
+            ));
+        }
         if !self.wants_request(key, version) {
-            if self.filters.iter().any(|f| f.refuses_unreadable())
-                && dispatch::parse_request_prefix(frame).is_err()
+            if !self.forwards_unreadable()
+                && let Err(e) = dispatch::parse_request_prefix(frame)
             {
-                return self.unreadable();
+                return self.unreadable(format_args!(
+                    "a {} v{version} request that does not decode: {e}",
+                    key.name()
+                ));
             }
             return Verdict::Forward;
         }
+        let forward = self.forwards_unreadable();
         let mut current: Option<Vec<u8>> = None;
         for filter in &mut self.filters {
             if !filter.wants_request(key, version) {
                 continue;
             }
             let bytes = current.as_deref().unwrap_or(frame);
-            let Ok((request, _)) = dispatch::parse_request_prefix(bytes) else {
+            let (request, _) = match dispatch::parse_request_prefix(bytes) {
+                Ok(r) => r,
                 // Only the original frame can fail here: a rewritten one was encoded by kwire.
-                return self.unreadable();
+                Err(e) => {
+                    return unreadable_verdict(
+                        forward,
+                        format_args!("a {} v{version} request that does not decode: {e}", key.name()),
+                    );
+                }
             };
             let action = filter.on_request(&request);
             match request_step(bytes, &request, action) {
@@ -402,16 +480,11 @@ impl FilterChain {
         current.map_or(Verdict::Forward, Verdict::Replace)
     }
 
-    /// What happens to a request kwire cannot read: forwarded unchanged, unless a filter
-    /// refuses such requests ([`Filter::refuses_unreadable`]).
-    fn unreadable(&self) -> Verdict {
-        if self.filters.iter().any(|f| f.refuses_unreadable()) {
-            Verdict::Close(
-                "a request kwire cannot read, refused by a filter that must see every request".into(),
-            )
-        } else {
-            Verdict::Forward
-        }
+    /// What happens to a request no filter can read: forwarded unchanged if the chain
+    /// forwards such requests ([`FilterChain::forwards_unreadable`]), else the connection
+    /// closes, for this reason.
+    fn unreadable(&self, why: core::fmt::Arguments<'_>) -> Verdict {
+        unreadable_verdict(self.forwards_unreadable(), why)
     }
 
     /// Runs a response frame (without its size prefix) that answers a request of
@@ -433,12 +506,12 @@ impl FilterChain {
 
     /// An ApiVersions response (as the filters left it) with every API cut to what the
     /// broker serves, kwire reads and every filter handles; `None` if nothing changes.
-    fn clamp(&self, frame: &[u8], version: i16) -> Option<Vec<u8>> {
+    fn clamp(&mut self, frame: &[u8], version: i16) -> Option<Vec<u8>> {
         let (response, read_at) = read_response(frame, ApiKey::ApiVersions, version)?;
         // Irrefutable in a build whose only API is ApiVersions.
         #[allow(irrefutable_let_patterns)]
         let ResponseBodyView::ApiVersions(view) = response.body else { return None };
-        let body = versions::clamp(&view, &self.filters)?;
+        let body = versions::clamp(&view, &self.filters, &mut self.served)?;
         let body = encode_body(&ResponseBody::ApiVersions(body), read_at).ok()?;
         Some(splice(response.header.as_bytes(), &body))
     }

@@ -39,8 +39,115 @@ fn answers_drops_and_their_rules() {
     assert!(matches!(chain.on_request(&request(&MetadataRequest::default(), 12, 43)), Verdict::Close(_)));
     // An answer of another API is refused.
     assert!(matches!(chain.on_request(&request(&ApiVersionsRequest::default(), 3, 44)), Verdict::Close(_)));
-    // Frames kwire cannot read reach no filter.
-    assert_eq!(chain.on_request(&[0, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff]), Verdict::Forward);
+    // A frame no filter can read reaches no filter and closes the connection.
+    let Verdict::Close(why) = chain.on_request(&[0, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff]) else { panic!() };
+    assert_eq!(why, "refused: a request of API key 99, which kwire does not know");
+}
+
+/// Passes everything on; counts what it saw.
+#[derive(Default)]
+struct Observe(alloc::sync::Arc<core::sync::atomic::AtomicUsize>);
+impl Filter for Observe {
+    fn on_request<'a>(&mut self, _: &Request<'a>) -> RequestAction<'a> {
+        self.0.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        RequestAction::Pass
+    }
+}
+
+#[test]
+fn requests_no_filter_can_read_close_the_connection_unless_the_chain_only_observes() {
+    let produce = request(&ProduceRequest { acks: -1, timeout_ms: 1000, ..Default::default() }, 9, 1);
+    let mut truncated = produce.clone();
+    truncated.truncate(produce.len() - 3);
+    let unknown_api = [0u8, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff];
+    let bad_header = [0u8, 1];
+    let mut closed = FilterChain::new();
+    closed.push(Observe::default());
+    for (frame, why) in [
+        (&truncated[..], "refused: a Produce v9 request that does not decode"),
+        (&unknown_api[..], "refused: a request of API key 99, which kwire does not know"),
+        (&bad_header[..], "refused: a request whose header does not decode"),
+    ] {
+        let Verdict::Close(got) = closed.on_request(frame) else { panic!("{why}") };
+        assert!(got.starts_with(why), "{got}");
+    }
+    assert_eq!(closed.on_request(&produce), Verdict::Forward);
+    // The same, from a chain whose filter wants nothing: the body is still checked.
+    struct Nothing;
+    impl Filter for Nothing {
+        fn wants_request(&self, _: ApiKey, _: i16) -> bool {
+            false
+        }
+    }
+    let mut quiet = FilterChain::new();
+    quiet.push(Nothing);
+    assert!(matches!(quiet.on_request(&truncated), Verdict::Close(_)));
+    assert_eq!(quiet.on_request(&produce), Verdict::Forward);
+    // A chain that only observes opts in to forwarding them unread.
+    let mut observing = FilterChain::new();
+    observing.push(Observe::default()).forward_unreadable();
+    assert!(observing.forwards_unreadable());
+    for frame in [&truncated[..], &unknown_api[..], &bad_header[..]] {
+        assert_eq!(observing.on_request(frame), Verdict::Forward);
+    }
+    // Unless one of its filters must see every request.
+    struct Strict;
+    impl Filter for Strict {
+        fn refuses_unreadable(&self) -> bool {
+            true
+        }
+    }
+    observing.push(Strict);
+    assert!(!observing.forwards_unreadable());
+    assert!(matches!(observing.on_request(&truncated), Verdict::Close(_)));
+    // An empty chain judges nothing and forwards everything.
+    let mut empty = FilterChain::new();
+    assert_eq!(empty.on_request(&truncated), Verdict::Forward);
+}
+
+#[test]
+fn versions_not_advertised_are_refused_as_kafka_refuses_them() {
+    /// Handles Produce up to v12 only.
+    struct UpTo12;
+    impl Filter for UpTo12 {
+        fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
+            match api_key {
+                ApiKey::Produce => Some(Versions::new(readable.min, readable.max.min(12))),
+                _ => Some(readable),
+            }
+        }
+    }
+    let seen = alloc::sync::Arc::new(core::sync::atomic::AtomicUsize::new(0));
+    let mut chain = FilterChain::new();
+    chain.push(UpTo12).push(Observe(seen.clone()));
+    let produce =
+        |v: i16| request(&ProduceRequest { acks: -1, timeout_ms: 1000, ..Default::default() }, v, 3);
+    // Before any ApiVersions answer: what kwire reads and the filters handle.
+    assert_eq!(chain.served(ApiKey::Produce), Some(Versions::new(3, 12)));
+    assert_eq!(chain.on_request(&produce(12)), Verdict::Forward);
+    let Verdict::Close(why) = chain.on_request(&produce(13)) else { panic!() };
+    assert_eq!(why, "refused: Produce v13, a version this connection does not serve (3-12)");
+    // After it: what it advertised. Kafka 4.x advertises Produce 0-13 and Metadata 0-13; the
+    // chain advertises Produce 0-12 (from 0, as Kafka does) and serves 3-12.
+    let keys = [
+        ApiVersion { api_key: 0, min_version: 0, max_version: 13, ..Default::default() },
+        ApiVersion { api_key: 3, min_version: 0, max_version: 10, ..Default::default() },
+    ];
+    assert_eq!(clamped(&mut chain, &keys, 3, 3), vec![(0, 0, 12), (3, 0, 10)]);
+    assert_eq!(chain.served(ApiKey::Produce), Some(Versions::new(3, 12)));
+    assert_eq!(chain.served(ApiKey::Metadata), Some(Versions::new(0, 10)));
+    assert_eq!(chain.served(ApiKey::Fetch), None, "not in the broker's answer");
+    let metadata = |v: i16| request(&MetadataRequest::default(), v, 4);
+    assert_eq!(chain.on_request(&metadata(10)), Verdict::Forward);
+    assert!(matches!(chain.on_request(&metadata(11)), Verdict::Close(_)));
+    // Produce v0-v2, advertised but not served, are refused as Kafka refuses them.
+    let mut v2 = produce(3);
+    v2[2..4].copy_from_slice(&2i16.to_be_bytes());
+    let Verdict::Close(why) = chain.on_request(&v2) else { panic!() };
+    assert!(why.starts_with("refused: Produce v2"), "{why}");
+    assert!(matches!(chain.on_request(&produce(13)), Verdict::Close(_)));
+    // No refused request reached a filter: only the v12 Produce and the v10 Metadata.
+    assert_eq!(seen.load(core::sync::atomic::Ordering::Relaxed), 2);
 }
 
 #[test]
@@ -394,12 +501,13 @@ fn api_versions_are_clamped_to_what_kwire_reads() {
         ApiVersion { api_key: 0, min_version: 3, max_version: 9, ..Default::default() },
     ];
     let mut chain = FilterChain::new();
-    let want = vec![(3, 0, metadata.max), (18, 0, ours.max), (0, 3, 9)];
+    // Produce is advertised from 0, as Kafka 4.x advertises it.
+    let want = vec![(3, 0, metadata.max), (18, 0, ours.max), (0, 0, 9)];
     assert_eq!(clamped(&mut chain, &keys, 3, 3), want);
     // The version-0 fallback (the broker did not read the version asked for) is clamped too.
     assert_eq!(clamped(&mut chain, &keys, 0, 3), want);
     // An answer kwire reads whole is forwarded as it came.
-    let fine = [ApiVersion { api_key: 0, min_version: 3, max_version: 9, ..Default::default() }];
+    let fine = [ApiVersion { api_key: 0, min_version: 0, max_version: 9, ..Default::default() }];
     let body = ApiVersionsResponse { api_keys: List::Borrowed(&fine), ..Default::default() };
     let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
     dispatch::encode_response(&body, 3, 5, &mut frame).unwrap();
@@ -426,7 +534,7 @@ fn filters_declare_the_versions_they_handle() {
     ];
     let mut chain = FilterChain::new();
     chain.push(Old);
-    assert_eq!(clamped(&mut chain, &keys, 3, 3), vec![(0, 3, 7), (1, 4, 17)]);
+    assert_eq!(clamped(&mut chain, &keys, 3, 3), vec![(0, 0, 7), (1, 4, 17)]);
 }
 
 #[test]

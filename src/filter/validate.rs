@@ -455,9 +455,9 @@ const MAX_PENDING: usize = 1024;
 /// **Topic ids.** Produce v13 names topics by id only, and the filter does not know topic
 /// names by id. So while some rule's pattern is not `*`, the filter takes Produce v13 out
 /// of the ApiVersions answers clients get through the proxy ([`Filter::versions`]): clients
-/// produce at v12 or older, which name topics. A v13 request that comes all the same has
-/// every partition failed (INVALID_RECORD, a message saying why) rather than sent on
-/// unchecked. Rules whose pattern is `*` apply at every version.
+/// produce at v12 or older, which name topics. A v13 request that comes all the same is
+/// refused by the chain, as a version it does not serve ([`FilterChain::on_request`]).
+/// Rules whose pattern is `*` apply at every version.
 ///
 /// ```
 /// use kwire::filter::{FilterChain, Rule, ValidateRecords, Verdict};
