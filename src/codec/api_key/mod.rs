@@ -8,7 +8,7 @@ pub use table::ApiKey;
 
 use core::fmt;
 
-use crate::types::Versions;
+use crate::codec::types::Versions;
 
 impl ApiKey {
     /// The key on the wire.
