@@ -81,6 +81,9 @@ pub mod conn;
 #[cfg(feature = "broker")]
 pub mod broker;
 
+#[cfg(feature = "client")]
+pub mod client;
+
 #[cfg(feature = "proxy")]
 pub mod proxy;
 
