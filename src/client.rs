@@ -5,7 +5,7 @@
 //! both sides speak ([`Client::version`]). Each call is one request and its answer:
 //! [`Client::create_topic`], [`Client::produce`] (acks all by default, returns the base
 //! offset), [`Client::fetch`] (the records of a partition from an offset, decoded and
-//! owned), [`Client::list_offset`] (earliest, latest, by time), [`Client::commit_offset`]
+//! owned, as one Fetch returns them; [`Client::fetch_to_end`] up to the high watermark), [`Client::list_offset`] (earliest, latest, by time), [`Client::commit_offset`]
 //! and [`Client::committed_offset`] (a group's offsets, committed without a generation as
 //! Kafka's admin tools do). Batches are compressed with [`Config::compression`] when its
 //! codec's feature is on.
@@ -618,6 +618,28 @@ impl Client {
         result
     }
 
+    /// [`Client::fetch`] again from where each answer ended, until the records reach the
+    /// high watermark (a Kafka broker's answer may stop before it) or an answer brings
+    /// none: every record from `offset` to the end, with the last answer's offsets.
+    pub fn fetch_to_end(&mut self, topic: &str, partition: i32, offset: i64) -> Result<Fetched, Error> {
+        let mut all = self.fetch(topic, partition, offset)?;
+        loop {
+            let next = all.next_offset(offset);
+            if next >= all.high_watermark {
+                return Ok(all);
+            }
+            let more = self.fetch(topic, partition, next)?;
+            let done = more.records.is_empty();
+            all.records.extend(more.records);
+            all.high_watermark = more.high_watermark;
+            all.last_stable_offset = more.last_stable_offset;
+            all.log_start_offset = more.log_start_offset;
+            if done {
+                return Ok(all);
+            }
+        }
+    }
+
     /// ListOffsets of one partition (read_uncommitted): the earliest offset, the latest,
     /// or the first at or after a timestamp.
     pub fn list_offset(
@@ -691,16 +713,18 @@ impl Client {
             topics: (&topics).into(),
             ..Default::default()
         };
-        self.call(&request, v, |r| {
-            let ResponseBodyView::OffsetCommit(body) = r else { return Err(unexpected(key)) };
-            let p = body
-                .topics()
-                .iter()
-                .filter(|t| t.name() == topic)
-                .flat_map(|t| t.partitions().iter())
-                .find(|p| p.partition_index() == partition)
-                .ok_or_else(|| missing(key, topic, Some(partition)))?;
-            check(key, p.error_code(), Some(topic), Some(partition), Some(group), None)
+        self.group_call(group, |c| {
+            c.call(&request, v, |r| {
+                let ResponseBodyView::OffsetCommit(body) = r else { return Err(unexpected(key)) };
+                let p = body
+                    .topics()
+                    .iter()
+                    .filter(|t| t.name() == topic)
+                    .flat_map(|t| t.partitions().iter())
+                    .find(|p| p.partition_index() == partition)
+                    .ok_or_else(|| missing(key, topic, Some(partition)))?;
+                check(key, p.error_code(), Some(topic), Some(partition), Some(group), None)
+            })
         })
     }
 
@@ -742,37 +766,88 @@ impl Client {
                 ..Default::default()
             }
         };
-        let found = |code: i16, offset: i64, group_code: i16| -> Result<Option<i64>, Error> {
+        // A partition the answer leaves out has no committed offset (Kafka leaves out
+        // those of a group it does not know).
+        let found = |group_code: i16, p: Option<(i16, i64)>| -> Result<Option<i64>, Error> {
             check(key, group_code, None, None, Some(group), None)?;
+            let Some((code, offset)) = p else { return Ok(None) };
             check(key, code, Some(topic), Some(partition), Some(group), None)?;
             Ok((offset >= 0).then_some(offset))
         };
-        self.call(&request, v, |r| {
-            let ResponseBodyView::OffsetFetch(body) = r else { return Err(unexpected(key)) };
-            if v >= 8 {
-                let g = body
-                    .groups()
-                    .iter()
-                    .find(|g| g.group_id() == group)
-                    .ok_or_else(|| missing(key, topic, None))?;
-                let p = g
-                    .topics()
-                    .iter()
-                    .filter(|t| t.name() == topic)
-                    .flat_map(|t| t.partitions().iter())
-                    .find(|p| p.partition_index() == partition)
-                    .ok_or_else(|| missing(key, topic, Some(partition)))?;
-                found(p.error_code(), p.committed_offset(), g.error_code())
-            } else {
-                let p = body
-                    .topics()
-                    .iter()
-                    .filter(|t| t.name() == topic)
-                    .flat_map(|t| t.partitions().iter())
-                    .find(|p| p.partition_index() == partition)
-                    .ok_or_else(|| missing(key, topic, Some(partition)))?;
-                found(p.error_code(), p.committed_offset(), body.error_code())
+        self.group_call(group, |c| {
+            c.call(&request, v, |r| {
+                let ResponseBodyView::OffsetFetch(body) = r else { return Err(unexpected(key)) };
+                if v >= 8 {
+                    let g = body
+                        .groups()
+                        .iter()
+                        .find(|g| g.group_id() == group)
+                        .ok_or_else(|| missing(key, group, None))?;
+                    let p = g
+                        .topics()
+                        .iter()
+                        .filter(|t| t.name() == topic)
+                        .flat_map(|t| t.partitions().iter())
+                        .find(|p| p.partition_index() == partition);
+                    found(g.error_code(), p.map(|p| (p.error_code(), p.committed_offset())))
+                } else {
+                    let p = body
+                        .topics()
+                        .iter()
+                        .filter(|t| t.name() == topic)
+                        .flat_map(|t| t.partitions().iter())
+                        .find(|p| p.partition_index() == partition);
+                    found(body.error_code(), p.map(|p| (p.error_code(), p.committed_offset())))
+                }
+            })
+        })
+    }
+
+    /// Runs a group request, and while the broker answers that its group coordinator is not
+    /// ready (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, as
+    /// a fresh Kafka broker does before its offsets topic exists), asks FindCoordinator
+    /// (which makes Kafka create that topic) and runs it again, until [`Config::timeout`].
+    fn group_call<R>(
+        &mut self,
+        group: &str,
+        mut f: impl FnMut(&mut Self) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let deadline = Instant::now() + self.config.timeout;
+        loop {
+            match f(self) {
+                Err(e)
+                    if matches!(
+                        e.error_code(),
+                        Some(
+                            ErrorCode::NotCoordinator
+                                | ErrorCode::CoordinatorNotAvailable
+                                | ErrorCode::CoordinatorLoadInProgress
+                        )
+                    ) && Instant::now() < deadline =>
+                {
+                    self.find_coordinator(group)?;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                other => return other,
             }
+        }
+    }
+
+    /// FindCoordinator of a group; its answer is not needed (this client talks to the
+    /// broker it connected to), only its side effect.
+    fn find_coordinator(&mut self, group: &str) -> Result<(), Error> {
+        use crate::messages::find_coordinator::FindCoordinatorRequest;
+        let key = ApiKey::FindCoordinator;
+        let v = self.version_of(key)?;
+        let keys = [group.into()];
+        let request = if v >= 4 {
+            FindCoordinatorRequest { coordinator_keys: (&keys).into(), ..Default::default() }
+        } else {
+            FindCoordinatorRequest { key: group.into(), ..Default::default() }
+        };
+        self.call(&request, v, |r| match r {
+            ResponseBodyView::FindCoordinator(_) => Ok(()),
+            _ => Err(unexpected(key)),
         })
     }
 
