@@ -8,6 +8,8 @@ pub use table::ApiKey;
 
 use core::fmt;
 
+use crate::types::Versions;
+
 impl ApiKey {
     /// The key on the wire.
     pub const fn to_i16(self) -> i16 {
@@ -24,6 +26,22 @@ impl ApiKey {
     pub fn from_name(name: &str) -> Option<ApiKey> {
         let wanted = || name.bytes().filter(u8::is_ascii_alphanumeric).map(|b| b.to_ascii_lowercase());
         ApiKey::ALL.iter().copied().find(|k| k.name().bytes().map(|b| b.to_ascii_lowercase()).eq(wanted()))
+    }
+
+    /// What an ApiVersions answer advertises for the versions `served` of this API, as Apache
+    /// Kafka's brokers advertise it: `served`, except that Produce's minimum is 0 whenever
+    /// its lowest readable version is served. Kafka 4.x advertises Produce 0-13 although it
+    /// refuses versions 0 to 2 (closing the connection, as for any version it does not read),
+    /// because older librdkafka releases (2.0.2 among them) turn compression off when Produce's advertised
+    /// minimum is above 0. So a version advertised is not always a version served: serve
+    /// `served`, advertise this.
+    pub const fn advertised(self, served: Versions) -> Versions {
+        match self {
+            ApiKey::Produce if !served.is_empty() && served.min == self.request_versions().min => {
+                Versions::new(0, served.max)
+            }
+            _ => served,
+        }
     }
 
     /// The response header version for `version`: 1 for flexible versions, else 0; always 0

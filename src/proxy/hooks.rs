@@ -25,6 +25,7 @@ pub struct ConnInfo {
     /// The broker this connection goes to (`host:port`, as routed).
     pub route: String,
     auth: Mutex<(Option<String>, Option<String>)>,
+    pub(super) topic_names: crate::filter::TopicNames,
 }
 
 impl ConnInfo {
@@ -38,7 +39,15 @@ impl ConnInfo {
             peer_certificates: Vec::new(),
             route,
             auth: Mutex::new((None, None)),
+            topic_names: crate::filter::TopicNames::new(),
         }
+    }
+
+    /// The proxy's book of topic names by id, shared by all its connections: what a filter
+    /// that judges topics by name resolves ids with ([`crate::filter::TopicNames::resolve`];
+    /// see [`super::ProxyBuilder::filters`]).
+    pub fn topic_names(&self) -> &crate::filter::TopicNames {
+        &self.topic_names
     }
 
     /// The SASL mechanism the client named, if any.

@@ -155,7 +155,7 @@ async fn serve<C: Split, S: Split, H: Hooks>(
     let (client_r, client_w) = client.halves();
     let (server_r, server_w) = server.halves();
     let mut stop = runtime.stop.subscribe();
-    let waiting = runtime.waiting.as_ref().map(|make| make(&info));
+    let waiting = runtime.waiting(&info);
     let mut requests = Requests { runtime, conn: &conn, wake: &wake, stopping: stop.clone(), waiting };
     let mut responses = Responses { runtime, conn: &conn, wake: &wake };
     // Whichever direction ends first ends the connection (the other is dropped, and both

@@ -44,6 +44,8 @@ pub(super) async fn start<H: Hooks>(b: ProxyBuilder<H>) -> std::io::Result<Proxy
         hooks: b.hooks,
         filters: b.filters,
         waiting: b.waiting,
+        topic_names: b.topic_names,
+        look_up_ids: b.user_filters,
         max_frame: b.max_frame,
         idle_timeout: b.idle_timeout,
         bind_ip: local.ip(),

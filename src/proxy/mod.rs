@@ -18,17 +18,17 @@
 //! cluster upgraded past kwire is still proxied frame by frame, decoded and filtered.
 //!
 //! A proxy that refuses Produce to `audit.*` topics for every principal but `admin`, with
-//! TOPIC_AUTHORIZATION_FAILED for each partition of each refused topic:
+//! TOPIC_AUTHORIZATION_FAILED for each refused topic, while the request's other topics go
+//! on to the broker. Produce v13 names topics by id only: the proxy's book of topic names
+//! ([`ConnInfo::topic_names`]) resolves them, and a topic it cannot name is refused too.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use kwire::dispatch::Request;
-//! use kwire::filter::{Filter, FilterChain, RequestAction};
-//! use kwire::messages::produce::{PartitionProduceResponse, TopicProduceResponse};
-//! use kwire::messages::{ProduceResponse, RequestBodyView, ResponseBody};
-//! use kwire::ApiKey;
+//! use kwire::filter::{Filter, FilterChain, Refusals, RequestAction};
+//! use kwire::messages::RequestBodyView;
 //! use kwire::proxy::{ConnInfo, Proxy};
-//! use kwire::ErrorCode;
+//! use kwire::{ApiKey, ErrorCode};
 //!
 //! struct AuditTopics(Arc<ConnInfo>);
 //!
@@ -38,19 +38,14 @@
 //!     }
 //!     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
 //!         let RequestBodyView::Produce(produce) = request.body else { return RequestAction::Pass };
-//!         if !produce.topic_data().iter().any(|t| t.name().starts_with("audit.")) {
-//!             return RequestAction::Pass;
+//!         let mut refused = Refusals::new();
+//!         for (i, topic) in produce.topic_data().iter().enumerate() {
+//!             match self.0.topic_names().resolve(topic.name(), topic.topic_id()) {
+//!                 Some(name) if !name.starts_with("audit.") => {}
+//!                 _ => _ = refused.topic(i, ErrorCode::TopicAuthorizationFailed, None),
+//!             }
 //!         }
-//!         let refused = |p: u32| PartitionProduceResponse {
-//!             index: p as i32, error_code: ErrorCode::TopicAuthorizationFailed.to_i16(), ..Default::default()
-//!         };
-//!         let responses = produce.topic_data().iter().map(|t| TopicProduceResponse {
-//!             name: t.name().into(), topic_id: t.topic_id(),
-//!             partition_responses: (0..t.partition_data().len() as u32).map(refused).collect::<Vec<_>>().into(),
-//!             ..Default::default()
-//!         });
-//!         let body = ProduceResponse { responses: responses.collect::<Vec<_>>().into(), ..Default::default() };
-//!         RequestAction::Respond(ResponseBody::Produce(body))
+//!         RequestAction::Refuse(refused) // nothing refused: the request passes
 //!     }
 //! }
 //!
@@ -87,6 +82,7 @@ mod runtime;
 mod session;
 mod tenants;
 mod tls;
+mod topic_ids;
 mod traffic;
 mod waiting;
 
@@ -104,7 +100,7 @@ pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 
 use crate::conn::metrics::Metrics;
-use crate::filter::FilterChain;
+use crate::filter::{FilterChain, TopicNames};
 
 /// The metrics' namespace: `kwire_proxy_*`.
 pub const METRICS_NAMESPACE: &str = "kwire_proxy";
@@ -140,6 +136,9 @@ pub struct ProxyBuilder<H: Hooks = NoHooks> {
     sni: Option<SniRouting>,
     filters: Arc<FilterFactory>,
     waiting: Option<Arc<WaitingFactory>>,
+    topic_names: TopicNames,
+    /// Whether the user gave filters: then the proxy looks up topic ids for them.
+    user_filters: bool,
     hooks: Arc<H>,
     metrics: Arc<Metrics>,
 }
@@ -169,6 +168,8 @@ impl ProxyBuilder<NoHooks> {
             sni: None,
             filters: Arc::new(|_: &Arc<ConnInfo>| FilterChain::new()),
             waiting: None,
+            topic_names: TopicNames::new(),
+            user_filters: false,
             hooks: Arc::new(NoHooks),
             metrics: Arc::new(Metrics::new(METRICS_NAMESPACE)),
         }
@@ -239,11 +240,27 @@ impl<H: Hooks> ProxyBuilder<H> {
 
     /// Each client connection's filters, made when it is set up (after TLS), from what is
     /// known of it. Address rewriting is added after them (nearest the broker).
+    ///
+    /// With filters, the proxy keeps the names of topic ids for them: each chain fills the
+    /// proxy's [`TopicNames`] book ([`ConnInfo::topic_names`]) from the answers that pair
+    /// names with ids, and before a request that names an id the book does not know goes
+    /// on, the proxy asks the broker its name (Metadata by id, on the connection's own
+    /// broker connection). So a filter that judges topics by name resolves every topic of
+    /// every version ([`TopicNames::resolve`]); an id the broker does not know stays
+    /// unknown, and a policy filter refuses it.
     pub fn filters(
         mut self,
         factory: impl Fn(&Arc<ConnInfo>) -> FilterChain + Send + Sync + 'static,
     ) -> Self {
         self.filters = Arc::new(factory);
+        self.user_filters = true;
+        self
+    }
+
+    /// The book of topic names by id the connections share (by default a new one): give
+    /// one that your filters hold to share it beyond the proxy.
+    pub fn topic_names(mut self, book: TopicNames) -> Self {
+        self.topic_names = book;
         self
     }
 
@@ -280,6 +297,8 @@ impl<H: Hooks> ProxyBuilder<H> {
             sni: self.sni,
             filters: self.filters,
             waiting: self.waiting,
+            topic_names: self.topic_names,
+            user_filters: self.user_filters,
             hooks: Arc::new(hooks),
             metrics: self.metrics,
         }

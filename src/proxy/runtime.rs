@@ -16,13 +16,18 @@ use tokio::net::TcpListener;
 use super::tls::Tls;
 use super::{ConnInfo, Event, FilterFactory, Hooks, WaitingFactory};
 use crate::conn::metrics::Metrics;
-use crate::filter::{BrokerPorts, ByName, FilterChain, RewriteAddresses};
+use crate::filter::{BrokerPorts, ByName, FilterChain, RewriteAddresses, TopicNames};
 
 /// Everything a proxy's connections share.
 pub(super) struct Runtime<H: Hooks> {
     pub(super) hooks: Arc<H>,
     pub(super) filters: Arc<FilterFactory>,
     pub(super) waiting: Option<Arc<WaitingFactory>>,
+    /// The topic names by id that every connection's filters share.
+    pub(super) topic_names: TopicNames,
+    /// Whether connections look up the topic ids they name that the book does not know
+    /// (with the user's filters).
+    pub(super) look_up_ids: bool,
     pub(super) max_frame: usize,
     pub(super) idle_timeout: Option<Duration>,
     pub(super) bind_ip: IpAddr,
@@ -61,13 +66,33 @@ impl<H: Hooks> Runtime<H> {
 
     /// The next connection's facts.
     pub(super) fn conn_info(&self, peer: SocketAddr, route: String) -> ConnInfo {
-        ConnInfo::new(self.next_conn.fetch_add(1, Ordering::Relaxed) + 1, peer, route)
+        let mut info = ConnInfo::new(self.next_conn.fetch_add(1, Ordering::Relaxed) + 1, peer, route);
+        info.topic_names = self.topic_names.clone();
+        info
+    }
+
+    /// A connection's waiting filter: the look-ups of topic ids (with the user's filters),
+    /// then the user's own.
+    pub(super) fn waiting(&self, conn: &Arc<ConnInfo>) -> Option<Box<dyn super::WaitingFilter>> {
+        let user = self.waiting.as_ref().map(|make| make(conn));
+        if !self.look_up_ids {
+            return user;
+        }
+        let lookups: Box<dyn super::WaitingFilter> =
+            Box::new(super::topic_ids::LookUpIds::new(self.topic_names.clone()));
+        Some(match user {
+            Some(user) => Box::new(super::waiting::Both(lookups, user)),
+            None => lookups,
+        })
     }
 
     /// A connection's filters: the user's, then the rewriting of broker addresses (nearest
     /// the broker, so that it sees responses first).
     pub(super) fn filters(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> FilterChain {
         let mut chain = (self.filters)(conn);
+        if self.look_up_ids {
+            chain.learn_topic_names(self.topic_names.clone());
+        }
         if let Some(sni) = &self.tls.sni {
             // One port for every broker, each by its name (SNI); what the responses say of
             // the brokers' own addresses is where those names' connections go.

@@ -229,11 +229,12 @@ impl<T> Session<T> {
         let peek = match RequestHeaderView::peek(frame) {
             Ok(p) => p,
             Err(e) => {
-                return FromClient {
-                    head: RequestHead::Bad(e.to_string()),
-                    action: Action::Forward,
-                    auth: None,
+                // What the chain does with a request no filter can read.
+                let action = match self.filters.on_request(frame) {
+                    Verdict::Forward => Action::Forward,
+                    _ => Action::Close(format!("refused: a request whose header does not decode: {e}")),
                 };
+                return FromClient { head: RequestHead::Bad(e.to_string()), action, auth: None };
             }
         };
         let auth = if peek.api_key == ApiKey::SaslHandshake.to_i16()

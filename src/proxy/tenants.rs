@@ -5,12 +5,8 @@ use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString,
 
 use std::collections::BTreeMap;
 
-use super::{ConnInfo, Decision, Upstream, WaitingFilter};
-use crate::ApiKey;
-use crate::filter::{Tenant, TopicIds, topic_id};
-use crate::reflect::walk::{Field, Scalar, Visitor};
-use crate::reflect::{self, FieldType, StructSchema};
-use crate::types::Uuid;
+use super::ConnInfo;
+use crate::filter::Tenant;
 
 /// Tenants of a virtual cluster by the connection's SNI name or authenticated SASL
 /// principal, each with the prefix its names carry on the broker. [`Tenants::filter`] makes
@@ -19,10 +15,10 @@ use crate::types::Uuid;
 /// tenant if there is one; a connection that is none of these gets no topics or groups (a
 /// request naming one closes it).
 ///
-/// The connections' filters share one book of topic ids and the names the broker gave
-/// them, so that a tenant may name its own topics by id and no other's; [`Tenants::lookups`]
-/// is the [`WaitingFilter`] that asks the broker (Metadata by id) about ids the book does not
-/// know before a request naming them goes on.
+/// The connections' filters share the proxy's book of topic ids and the names the broker
+/// gave them ([`ConnInfo::topic_names`]), so that a tenant may name its own topics by id and
+/// no other's; the proxy asks the broker (Metadata by id) about ids the book does not know
+/// before a request naming them goes on ([`super::ProxyBuilder::filters`]).
 ///
 /// ```
 /// use kwire::proxy::Tenants;
@@ -41,7 +37,6 @@ pub struct Tenants {
     by_principal: BTreeMap<String, String>,
     by_sni: BTreeMap<String, String>,
     default: Option<String>,
-    ids: TopicIds,
 }
 
 /// Why a tenant's prefix was refused.
@@ -222,7 +217,7 @@ impl Tenants {
     /// The [`Tenant`] filter of a connection.
     pub fn filter(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> Tenant {
         let sni = conn.server_name.as_deref().map(str::to_ascii_lowercase);
-        let ids = self.ids.clone();
+        let ids = conn.topic_names().clone();
         if let Some(prefix) = sni.and_then(|name| self.by_sni.get(&name)) {
             return Tenant::new(prefix.clone()).sharing(ids);
         }
@@ -238,139 +233,5 @@ impl Tenants {
             tenants.by_principal.get(&principal).or(tenants.default.as_ref()).cloned()
         })
         .sharing(ids)
-    }
-
-    /// The [`WaitingFilter`] of a connection (for [`super::ProxyBuilder::waiting_filter`]):
-    /// before a request that names topic ids the shared book does not know goes on, it asks
-    /// the broker their names (one Metadata v12 request by id, on the connection's own
-    /// broker connection), so that the connection's [`Tenant`] lets the tenant's own pass.
-    /// Without it, an id no answer through the proxy has shown is taken for another
-    /// tenant's (the client gets UNKNOWN_TOPIC_ID for it).
-    pub fn lookups(&self) -> Box<dyn WaitingFilter> {
-        Box::new(LookUpIds { ids: self.ids.clone() })
-    }
-}
-
-/// The most ids one lookup asks about (the rest of a request's unknown ids are taken for
-/// other tenants').
-const MAX_LOOKUP: usize = 1000;
-
-/// Per API key, the request versions (bit N: version N) that carry topic ids.
-fn versions_with_ids() -> &'static [u64; 128] {
-    static TABLE: std::sync::OnceLock<[u64; 128]> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        fn has(s: &'static StructSchema, version: i16, depth: usize) -> bool {
-            depth < reflect::walk::MAX_DEPTH
-                && s.fields.iter().filter(|f| f.versions.contains(version)).any(|f| {
-                    let mut ty = &f.ty;
-                    while let FieldType::Array(t) = ty {
-                        ty = t;
-                    }
-                    topic_id(f) || matches!(ty, FieldType::Struct(inner) if has(inner, version, depth + 1))
-                })
-        }
-        let mut table = [0u64; 128];
-        for &api in ApiKey::ALL {
-            let schema = reflect::request_schema(api);
-            let Some(slot) = usize::try_from(api.to_i16()).ok().and_then(|i| table.get_mut(i)) else {
-                continue;
-            };
-            for version in schema.versions.min.max(0)..=schema.versions.max.min(63) {
-                if has(schema.body, version, 0) {
-                    *slot |= 1 << version;
-                }
-            }
-        }
-        table
-    })
-}
-
-/// Looks up the topic ids of a request that the book does not know.
-struct LookUpIds {
-    ids: TopicIds,
-}
-
-/// The topic ids of a body.
-#[derive(Default)]
-struct NamedIds(Vec<Uuid>);
-
-impl<'a> Visitor<'a> for NamedIds {
-    fn value(&mut self, field: &Field<'_>, value: Scalar<'a>) {
-        if let Scalar::Uuid(id) = value
-            && topic_id(field.schema)
-            && id != Uuid::ZERO
-            && !self.0.contains(&id)
-            && self.0.len() < MAX_LOOKUP
-        {
-            self.0.push(id);
-        }
-    }
-}
-
-impl LookUpIds {
-    /// The ids the request names that the book does not know.
-    fn unknown(&self, frame: &[u8]) -> Vec<Uuid> {
-        let Ok(request) = crate::dispatch::parse_request(frame) else { return Vec::new() };
-        let (api, version) = (request.body.api_key(), request.header.api_version());
-        let mut named = NamedIds::default();
-        let walked = reflect::walk::walk_body(
-            reflect::request_schema(api),
-            version,
-            request.body.as_bytes(),
-            0,
-            &mut named,
-        );
-        if walked.is_err() {
-            return Vec::new();
-        }
-        self.ids.with(|book| named.0.retain(|id| !book.knows(id)));
-        named.0
-    }
-
-    /// Asks the broker the names of `ids` and notes them in the book.
-    async fn look_up(&self, ids: Vec<Uuid>, upstream: &mut Upstream<'_>) {
-        use crate::messages::metadata::MetadataRequestTopic;
-        let topics: Vec<MetadataRequestTopic> = ids
-            .iter()
-            .map(|&topic_id| MetadataRequestTopic { topic_id, name: None, ..Default::default() })
-            .collect();
-        let request = crate::messages::MetadataRequest {
-            topics: Some((&topics[..]).into()),
-            allow_auto_topic_creation: false,
-            ..Default::default()
-        };
-        // No answer (or an error) leaves the ids unknown: the tenant's filter then takes
-        // them for another tenant's.
-        let Ok(answer) = upstream.request(&request, 12).await else { return };
-        let Ok((response, _)) = crate::conn::read_response(&answer, ApiKey::Metadata, 12) else { return };
-        let crate::messages::ResponseBodyView::Metadata(view) = response.body else { return };
-        self.ids.with(|book| {
-            for topic in view.topics().iter() {
-                if let (0, Some(name)) = (topic.error_code(), topic.name()) {
-                    book.learn(topic.topic_id(), name);
-                }
-            }
-        });
-    }
-}
-
-impl WaitingFilter for LookUpIds {
-    fn wants_request(&self, api_key: ApiKey, version: i16) -> bool {
-        let versions = usize::try_from(api_key.to_i16()).ok().and_then(|i| versions_with_ids().get(i));
-        matches!((versions, u32::try_from(version)), (Some(bits), Ok(v)) if v < 64 && bits & (1 << v) != 0)
-    }
-
-    fn on_request<'a>(
-        &'a mut self,
-        frame: Vec<u8>,
-        upstream: &'a mut Upstream<'_>,
-    ) -> core::pin::Pin<Box<dyn core::future::Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async move {
-            let unknown = self.unknown(&frame);
-            if !unknown.is_empty() {
-                self.look_up(unknown, upstream).await;
-            }
-            Decision::Forward(frame)
-        })
     }
 }

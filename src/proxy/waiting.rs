@@ -134,3 +134,35 @@ impl<'a> Upstream<'a> {
         Upstream { inner }
     }
 }
+
+/// Two waiting filters, one after the other: the second sees what the first forwards.
+pub(super) struct Both(pub(super) Box<dyn WaitingFilter>, pub(super) Box<dyn WaitingFilter>);
+
+impl WaitingFilter for Both {
+    fn wants_request(&self, api_key: ApiKey, version: i16) -> bool {
+        self.0.wants_request(api_key, version) || self.1.wants_request(api_key, version)
+    }
+
+    fn on_request<'a>(
+        &'a mut self,
+        frame: Vec<u8>,
+        upstream: &'a mut Upstream<'_>,
+    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            let head = crate::frame::RequestHeaderView::peek(&frame)
+                .ok()
+                .and_then(|p| Some((ApiKey::from_i16(p.api_key)?, p.api_version)));
+            let wants =
+                |f: &dyn WaitingFilter| head.is_some_and(|(key, version)| f.wants_request(key, version));
+            let frame = if wants(&*self.0) {
+                match self.0.on_request(frame, upstream).await {
+                    Decision::Forward(frame) => frame,
+                    close => return close,
+                }
+            } else {
+                frame
+            };
+            if wants(&*self.1) { self.1.on_request(frame, upstream).await } else { Decision::Forward(frame) }
+        })
+    }
+}

@@ -15,11 +15,15 @@ impl Handler<'_> {
             .shared
             .served()
             .iter()
-            .map(|&(k, r)| ApiVersion {
-                api_key: k.to_i16(),
-                min_version: r.min,
-                max_version: r.max,
-                ..Default::default()
+            .map(|&(k, served)| {
+                // Produce is advertised from 0 and served from 3, as Kafka 4.x does.
+                let r = k.advertised(served);
+                ApiVersion {
+                    api_key: k.to_i16(),
+                    min_version: r.min,
+                    max_version: r.max,
+                    ..Default::default()
+                }
             })
             .collect();
         let body = ApiVersionsResponse { api_keys: keys.into(), ..Default::default() };
