@@ -14,7 +14,7 @@
 //! rule of a port per broker by node id, the same in every proxy instance), [`ValidateRecords`]
 //! (the records of Produce requests checked against rules per topic: JSON values, keys,
 //! sizes, headers; [`check_json`] is its JSON check). The masking of
-//! secrets in copies of frames for logs and recordings is [`crate::secrets::redact`].
+//! secrets in copies of frames for logs and recordings is [`crate::session::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
 //!
@@ -76,6 +76,9 @@
 //! - A request that expects an answer is never silently lost: dropping it closes the
 //!   connection instead. Answering a Produce request with `acks = 0`, which expects none,
 //!   drops it instead.
+//!
+//! Layer 4 of the crate: filters use the [`codec`](crate::codec), [`session`](crate::session)
+//! and `tools` (`reflect`, for tenants and rewrites), never the applications.
 
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
@@ -84,12 +87,12 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use crate::ApiKey;
-use crate::conn::expects_response;
-use crate::dispatch::{self, Request, Response};
-use crate::encode::AnyBody;
-use crate::frame::{RequestHeader, RequestHeaderView};
-use crate::messages::{RequestBody, ResponseBody, ResponseBodyView};
-use crate::types::{List, RawTaggedField, Versions};
+use crate::codec::dispatch::{self, Request, Response};
+use crate::codec::encode::AnyBody;
+use crate::codec::frame::{RequestHeader, RequestHeaderView};
+use crate::codec::messages::{RequestBody, ResponseBody, ResponseBodyView};
+use crate::codec::types::{List, RawTaggedField, Versions};
+use crate::session::conn::expects_response;
 
 /// What a response answers: the request's API, the version the response is read at (the
 /// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),
@@ -314,7 +317,7 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
             match new.encoded_len(header_version) {
                 Ok(len) => {
                     let mut out = vec![0u8; len + frame.len() - header.as_bytes().len()];
-                    let mut w = crate::wire::Writer::new(&mut out[..len]);
+                    let mut w = crate::codec::wire::Writer::new(&mut out[..len]);
                     new.write(&mut w, key.to_i16(), version, header_version);
                     // The body's bytes as they came (trailing bytes included).
                     out[len..].copy_from_slice(&frame[header.as_bytes().len()..]);

@@ -12,15 +12,15 @@ use alloc::vec::Vec;
 use crate::ApiKey;
 use crate::ErrorCode;
 #[cfg(feature = "api-produce")]
-use crate::messages::produce::{
+use crate::codec::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, TopicProduceData,
     TopicProduceResponse,
 };
 #[cfg(feature = "api-produce")]
-use crate::messages::{ProduceRequest, ProduceResponse, ProduceResponseView};
-use crate::messages::{RequestBody, RequestBodyView, ResponseBody};
+use crate::codec::messages::{ProduceRequest, ProduceResponse, ProduceResponseView};
+use crate::codec::messages::{RequestBody, RequestBodyView, ResponseBody};
 #[cfg(feature = "api-produce")]
-use crate::types::{List, Uuid};
+use crate::codec::types::{List, Uuid};
 
 /// What a filter refuses of a request: entries by their position in the request (the
 /// topic's index in its topic array, and the partition's in that topic's partition array),
@@ -177,11 +177,11 @@ pub(super) fn split<'a>(body: &RequestBodyView<'a>, refusals: &Refusals) -> Spli
 /// entries; `None` if the answer is not of the API.
 pub(super) fn merge<'a>(
     merge: Merge,
-    response: &crate::messages::ResponseBodyView<'a>,
+    response: &crate::codec::messages::ResponseBodyView<'a>,
 ) -> Option<ResponseBody<'a>> {
     match (merge, response) {
         #[cfg(feature = "api-produce")]
-        (Merge::Produce(topics), crate::messages::ResponseBodyView::Produce(view)) => {
+        (Merge::Produce(topics), crate::codec::messages::ResponseBodyView::Produce(view)) => {
             Some(ResponseBody::Produce(merge_produce(topics, *view)))
         }
         #[allow(unreachable_patterns)]
@@ -214,7 +214,10 @@ fn refused_partition(index: i32, refusal: &Refusal) -> PartitionProduceResponse<
 }
 
 #[cfg(feature = "api-produce")]
-fn split_produce<'a>(produce: &crate::messages::ProduceRequestView<'a>, refusals: &Refusals) -> Split<'a> {
+fn split_produce<'a>(
+    produce: &crate::codec::messages::ProduceRequestView<'a>,
+    refusals: &Refusals,
+) -> Split<'a> {
     let mut kept_topics: Vec<TopicProduceData<'a>> = Vec::new();
     let mut topics: Vec<ProduceTopic> = Vec::new();
     for (t, topic) in produce.topic_data().iter().enumerate() {

@@ -8,10 +8,10 @@ use alloc::vec::Vec;
 use super::topic_names::Book;
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
-use crate::dispatch::{Request, Response};
-use crate::reflect::value::{Encoding, StructValue, Value};
-use crate::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
-use crate::types::{Uuid, Versions};
+use crate::codec::dispatch::{Request, Response};
+use crate::codec::types::{Uuid, Versions};
+use crate::tools::reflect::value::{Encoding, StructValue, Value};
+use crate::tools::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
 
 /// APIs a tenant may not use: their requests name topics, groups or principals in fields
 /// that carry no entity mark (config and ACL resources, quotas, SCRAM credentials), or
@@ -153,7 +153,7 @@ enum Source {
 /// One connection's tenant of a virtual cluster: every topic name, group id and
 /// transactional id the client sends is prefixed on the way to the broker, and the prefix
 /// is taken off on the way back, in every API and version, from the entity marks of
-/// Apache Kafka's schemas ([`reflect::entities`](crate::reflect::entities)). Entities of
+/// Apache Kafka's schemas ([`reflect::entities`](crate::tools::reflect::entities)). Entities of
 /// other tenants (names without the prefix) are taken out of the answers, so listings
 /// (Metadata, ListGroups, DescribeGroups, ListTransactions, DescribeTopicPartitions,
 /// OffsetFetch, ...) show only the tenant's own. A request cannot name another tenant's

@@ -1,6 +1,6 @@
 use super::*;
-use crate::messages::api_versions::ApiVersion;
-use crate::messages::{
+use crate::codec::messages::api_versions::ApiVersion;
+use crate::codec::messages::{
     ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ProduceResponse,
 };
 
@@ -196,9 +196,9 @@ fn chain_order() {
 /// DescribeCluster's `broker_id`, FindCoordinator's top-level coordinator (v3).
 #[test]
 fn brokers_rewritten_by_node_id() {
-    use crate::messages::describe_cluster::DescribeClusterBroker;
-    use crate::messages::metadata::MetadataResponseBroker;
-    use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+    use crate::codec::messages::describe_cluster::DescribeClusterBroker;
+    use crate::codec::messages::metadata::MetadataResponseBroker;
+    use crate::codec::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
     let mut chain = FilterChain::new();
     chain.push(RewriteAddresses::with_route(BrokerPorts::new("proxy", 19000)));
     let brokers = [
@@ -345,10 +345,10 @@ fn response(body: &impl AnyBody, version: i16) -> Vec<u8> {
 /// single coordinator and the list), and KIP-951 leader hints.
 #[test]
 fn addresses_by_name() {
-    use crate::messages::describe_cluster::DescribeClusterBroker;
-    use crate::messages::find_coordinator::Coordinator;
-    use crate::messages::metadata::MetadataResponseBroker;
-    use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+    use crate::codec::messages::describe_cluster::DescribeClusterBroker;
+    use crate::codec::messages::find_coordinator::Coordinator;
+    use crate::codec::messages::metadata::MetadataResponseBroker;
+    use crate::codec::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
     use alloc::sync::Arc;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -434,7 +434,7 @@ fn addresses_by_name() {
     assert_eq!(got, [(2, "broker-2.kafka.example", 9093), (-1, "", -1)]);
 
     // Leader hints of Produce (KIP-951).
-    use crate::messages::produce::NodeEndpoint;
+    use crate::codec::messages::produce::NodeEndpoint;
     let hints = [NodeEndpoint { node_id: 4, host: "h4".into(), port: 9004, ..Default::default() }];
     let produce = ProduceResponse { node_endpoints: (&hints).into(), ..Default::default() };
     let Verdict::Replace(new) = chain.on_response(&response(&produce, 10), ApiKey::Produce, 10) else {
@@ -561,10 +561,10 @@ mod partial_answers {
     use super::*;
     use crate::ErrorCode;
     use crate::Uuid;
-    use crate::messages::produce::{
+    use crate::codec::messages::produce::{
         PartitionProduceData, PartitionProduceResponse, TopicProduceData, TopicProduceResponse,
     };
-    use crate::messages::{ProduceRequestView, RequestBodyView};
+    use crate::codec::messages::{ProduceRequestView, RequestBodyView};
 
     /// Refuses topics whose name (or, by id, the book's name) starts with `secret`, and
     /// partition 1 of every other topic with a message.

@@ -6,9 +6,9 @@ use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 
 use crate::ApiKey;
-use crate::dispatch::Response;
-use crate::messages::ResponseBodyView;
-use crate::types::Uuid;
+use crate::codec::dispatch::Response;
+use crate::codec::messages::ResponseBodyView;
+use crate::codec::types::Uuid;
 
 /// The most topic ids a book keeps; past it, it starts again (an id named after that is
 /// looked up again, or is unknown until it is).

@@ -8,10 +8,10 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::{Filter, Refusals, RequestAction, TopicName, TopicNames, check_json};
-use crate::dispatch::Request;
-use crate::messages::{ProduceRequestView, RequestBodyView};
-use crate::records::{ErrorKind, Record, RecordBatches};
-use crate::types::Versions;
+use crate::codec::dispatch::Request;
+use crate::codec::messages::{ProduceRequestView, RequestBodyView};
+use crate::codec::records::{ErrorKind, Record, RecordBatches};
+use crate::codec::types::Versions;
 use crate::{ApiKey, ErrorCode};
 
 /// The decompression limit of [`ValidateRecords::new`]: 16 MiB of records a batch.
@@ -305,7 +305,7 @@ impl Failure {
     }
 
     /// Bytes the proxy cannot read as records.
-    fn unreadable(e: crate::records::Error, limit: usize) -> Self {
+    fn unreadable(e: crate::codec::records::Error, limit: usize) -> Self {
         match e.kind() {
             ErrorKind::CrcMismatch { .. } => Failure::partition(
                 ErrorCode::CorruptMessage,
@@ -400,7 +400,7 @@ fn check_records(
 /// not read.
 ///
 /// **Topic ids.** Produce v13 names topics by id only. Given a book of topic names
-/// ([`ValidateRecords::topic_names`]; a proxy's is [`crate::proxy::ConnInfo::topic_names`]),
+/// ([`ValidateRecords::topic_names`]; a proxy's is [`crate::apps::proxy::ConnInfo::topic_names`]),
 /// the filter resolves them and its rules apply at every version; a topic whose id the book
 /// does not know fails its partitions with UNKNOWN_TOPIC_ID. Without a book, while some
 /// rule's pattern is not `*`, the filter takes Produce v13 out of the ApiVersions answers
@@ -469,7 +469,7 @@ impl ValidateRecords {
     }
 
     /// Resolves topics named by id (Produce v13) through `book` (in a proxy, the
-    /// connection's [`crate::proxy::ConnInfo::topic_names`]), so that rules by name apply
+    /// connection's [`crate::apps::proxy::ConnInfo::topic_names`]), so that rules by name apply
     /// at every version; a topic whose id the book does not know fails its partitions
     /// (UNKNOWN_TOPIC_ID) rather than pass unchecked. Without a book, rules by name keep
     /// Produce at v12 and older, which name topics.

@@ -7,9 +7,9 @@ use alloc::vec::Vec;
 use super::Filter;
 use crate::ApiKey;
 use crate::ErrorCode;
-use crate::messages::api_versions::ApiVersion;
-use crate::messages::{ApiVersionsResponse, ApiVersionsResponseView};
-use crate::types::{List, Versions};
+use crate::codec::messages::api_versions::ApiVersion;
+use crate::codec::messages::{ApiVersionsResponse, ApiVersionsResponseView};
+use crate::codec::types::{List, Versions};
 
 /// The versions of `api_key` a client may use through the chain, `None` for none: the
 /// broker's range `(min, max)`, cut to what kwire reads (requests and responses) and to
