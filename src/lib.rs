@@ -33,7 +33,7 @@
 //! | 2 | [`session`] | sans-IO connection state (`conn`, feature `alloc`) and the fields that carry secrets |
 //! | 3 | `tools` | schema reflection (`reflect`: decode, JSON, explain; feature `reflect`) |
 //! | 4 | [`filter`] | proxy filters (feature `alloc`) |
-//! | 5 | `apps` | the broker, the proxy and the capture reader (features `broker`, `proxy`, `capture`) |
+//! | 5 | `apps` | the broker, the proxy, the capture reader and the test client (features `broker`, `proxy`, `capture`, `client`) |
 //!
 //! The `kwire` command (`src/bin/kwire`, feature `cli`) sits on top. Every module keeps its
 //! short path at the crate root: [`messages`] is [`codec::messages`], `conn` is
@@ -71,7 +71,7 @@ extern crate alloc;
 extern crate std;
 
 // The layers, bottom up (see the table above and `.ci/layers`).
-#[cfg(any(feature = "broker", feature = "proxy", feature = "capture"))]
+#[cfg(any(feature = "broker", feature = "proxy", feature = "capture", feature = "client"))]
 pub mod apps;
 pub mod codec;
 #[cfg(feature = "alloc")]
@@ -85,6 +85,8 @@ pub mod tools;
 pub use apps::broker;
 #[cfg(feature = "capture")]
 pub use apps::capture;
+#[cfg(feature = "client")]
+pub use apps::client;
 #[cfg(feature = "proxy")]
 pub use apps::proxy;
 #[cfg(feature = "testing")]

@@ -386,6 +386,11 @@ impl Log {
         (end > start.start).then(|| (self.segments[start.segment].clone(), start.start..end))
     }
 
+    /// Every batch's bytes, in offset order.
+    pub fn batches(&self) -> impl Iterator<Item = &[u8]> {
+        self.index.iter().map(|e| self.batch(e))
+    }
+
     /// One batch's bytes.
     fn batch(&self, e: &Entry) -> &[u8] {
         &self.segments[e.segment][e.start..e.end]
