@@ -483,6 +483,59 @@ impl Broker {
         Ok(epoch)
     }
 
+    /// Stages an unclean leader election: running node `id` becomes the partition's leader
+    /// with a log that ends at `end_offset`, rounded down to the start of the batch holding
+    /// it, as a replica that was not in sync and lacked the last batches would; those
+    /// batches are gone. The leader epoch is bumped and the new epoch starts at the new
+    /// end, so OffsetForLeaderEpoch tells a client that read past it where the older epoch
+    /// now ends (how Kafka clients detect the truncation). Returns the new leader epoch and
+    /// log end offset. Fails for a stopped node, an unknown partition, or an offset below
+    /// 0 or past the end. `id` may be the node that leads it already.
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// broker.create_topic("orders", 1);
+    /// let (leader, epoch) = broker.leader("orders", 0).unwrap();
+    /// // Nothing produced yet: the log ends at 0 either way.
+    /// assert_eq!(broker.elect_unclean("orders", 0, leader, 0)?, (epoch + 1, 0));
+    /// assert!(broker.elect_unclean("orders", 0, leader, 5).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn elect_unclean(
+        &self,
+        topic: &str,
+        partition: i32,
+        id: i32,
+        end_offset: i64,
+    ) -> io::Result<(i32, i64)> {
+        let i = self.node_index(id)?;
+        if !self.shared.cluster.running(i) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, std::format!("node {id} is stopped")));
+        }
+        let p = self.shared.topics.partition(topic, partition).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, std::format!("no partition {topic}/{partition}"))
+        })?;
+        let done = p.lock().truncate_unclean(i, end_offset).map_err(|()| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                std::format!("offset {end_offset} is outside {topic}/{partition}'s log"),
+            )
+        });
+        // Long-polls on the partition look again.
+        self.shared.appended();
+        done
+    }
+
+    /// The leader epochs of a partition's log (Kafka's leader epoch cache), each with the
+    /// offset it starts at, oldest first: what OffsetForLeaderEpoch answers from.
+    pub fn leader_epochs(&self, topic: &str, partition: i32) -> Option<Vec<(i32, i64)>> {
+        let p = self.shared.topics.partition(topic, partition)?;
+        let log = p.lock();
+        Some(log.epochs().to_vec())
+    }
+
     /// Moves every partition's leadership one running node further (each moved partition's
     /// leader epoch bumped), as a test of clients that follow leaders does; with one
     /// running node nothing moves.
