@@ -33,6 +33,11 @@ fn batch(values: &[&str]) -> Vec<u8> {
     out
 }
 
+/// A partition asked for: (topic, partition).
+type Asked = (String, i32);
+/// A partition's answer: (error, leader epoch, end offset).
+type EpochEnd = (i16, i32, i64);
+
 /// OffsetForLeaderEpoch of one partition: (error, leader epoch, end offset).
 fn epoch_end(
     c: &mut Conn,
@@ -54,7 +59,7 @@ fn epoch_ends(
     current: i32,
     epoch: i32,
     version: i16,
-) -> Vec<((String, i32), (i16, i32, i64))> {
+) -> Vec<(Asked, EpochEnd)> {
     use kwire::messages::offset_for_leader_epoch::{
         OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
     };

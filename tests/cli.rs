@@ -608,8 +608,7 @@ fn serve_tls_scram_and_acl_flags() {
     let mut tls =
         rustls::StreamOwned::new(rustls::ClientConnection::new(Arc::new(config), name).unwrap(), sock);
 
-    let handshake =
-        kwire::messages::SaslHandshakeRequest { mechanism: "SCRAM-SHA-512".into(), ..Default::default() };
+    let handshake = kwire::messages::SaslHandshakeRequest { mechanism: "SCRAM-SHA-512".into() };
     let frame = call_on(&mut tls, &handshake, 1);
     let ResponseBodyView::SaslHandshake(h) =
         dispatch::parse_response(&frame, ApiKey::SaslHandshake, 1).unwrap().body
