@@ -403,3 +403,66 @@ fn faults_and_hooks_catch_it() {
     assert_eq!(b.hook_fired(hook), Some(1));
     assert_eq!(epoch_end(&mut c, "t", 0, -1, 0, 4), (NONE, 0, 0));
 }
+
+/// The Java kafka-clients 4.4.0 consumer (`tests/interop/java`, `TruncationConsumer`) reads six
+/// records at epoch 0 from the leader of a two-node cluster; an unclean election then moves
+/// the partition to the other node with the log cut at offset 2. The consumer, told by Fetch
+/// and Metadata that the epoch moved on, asks OffsetForLeaderEpoch for epoch 0, learns it
+/// ends at 2, below its position, and throws `LogTruncationException` with divergent offset 2
+/// (it was configured with `auto.offset.reset=none`), as against a Kafka cluster.
+#[cfg(feature = "interop")]
+#[test]
+fn java_consumer_detects_truncation_after_an_unclean_election() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let root = common::root();
+    let jar = root.join("target/java-client/proxy-java-client-0.jar");
+    let source = root.join("tests/interop/java/src/main/java/dev/kwire/interop/TruncationConsumer.java");
+    common::clients::setup(|| {
+        let m = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        matches!((m(&jar), m(&source)), (Some(b), Some(s)) if b >= s)
+    });
+    let b = Broker::start(Config { nodes: 2, ..Config::default() }).unwrap();
+    assert!(b.create_topic("cut", 1));
+    let (first, _) = b.leader("cut", 0).unwrap();
+    let other = *b.node_ids().iter().find(|&&i| i != first).unwrap();
+    let mut c = Conn::open(b.node_addr(first).unwrap());
+    for (i, v) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
+        assert_eq!(produce(&mut c, "cut", 0, &[v]), (NONE, i as i64));
+    }
+    struct Child(std::process::Child);
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let lib = root.join("target/java-client/lib/*");
+    let mut child = Child(
+        Command::new("java")
+            .arg("-Xmx256m")
+            .arg("-cp")
+            .arg(format!("{}:{}", jar.display(), lib.display()))
+            .arg("dev.kwire.interop.TruncationConsumer")
+            .args([&b.addr().to_string(), "cut", "6"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("java runs"),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines().map_while(Result::ok);
+    let mut next = || lines.find(|l| l.starts_with('{')).expect("a JSON line from the consumer");
+    let records: Vec<String> = (0..6).map(|_| next()).collect();
+    let want: Vec<String> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{{\"record\":[{i},0,\"{v}\"]}}"))
+        .collect();
+    assert_eq!(records, want);
+    assert_eq!(next(), "{\"read\":6}");
+    assert_eq!(b.elect_unclean("cut", 0, other, 2).unwrap(), (1, 2));
+    writeln!(child.0.stdin.as_mut().unwrap(), "go").unwrap();
+    assert_eq!(next(), "{\"truncated\":[2,0]}");
+}
