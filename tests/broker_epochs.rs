@@ -5,7 +5,7 @@
 //! (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, unknown partitions),
 //! after leaders move and nodes stop, after DeleteRecords, and after an unclean leader
 //! election (`Broker::elect_unclean`) cuts the log, which is how a client finds its position
-//! truncated.
+//! truncated. With the `interop` feature, the Java consumer detects that truncation.
 #![cfg(feature = "broker")]
 
 mod common;
