@@ -6,9 +6,16 @@
 //! - **Links:** Ethernet (VLAN tags included), Linux cooked captures SLL and SLL2
 //!   (`tcpdump -i any`), BSD and OpenBSD loopback, raw IPv4 and IPv6; headers through
 //!   `etherparse`. IP fragments are not reassembled.
-//! - **TCP:** each direction reassembled by sequence number: segments out of order wait,
-//!   duplicates and overlaps (retransmissions) are dropped, and bytes the capture lacks
-//!   are a [`Event::Gap`] of known length. Bytes cut by the snaplen count as missing.
+//! - **TCP:** each direction reassembled by sequence number, taking every byte the capture
+//!   holds: segments in any order wait for the bytes before them (across sequence-number
+//!   wrap); of duplicated and overlapping segments the first copy of each byte wins, equal
+//!   or not; a retransmission fills its hole however late it comes; a segment that
+//!   acknowledges bytes of the other side the capture has not shown yet waits for them, so
+//!   a response is never read before its request; a FIN or RST seen before the last bytes
+//!   waits for them. Bytes the capture lacks are a [`Event::Gap`] of known length, once they
+//!   can no longer come: acknowledged by the peer twice over 200 ms of capture time (or in
+//!   1024 packets), past [`Limits::max_pending`], or at the end. Bytes cut by the snaplen
+//!   count as missing.
 //! - **Kafka:** a connection is Kafka when one side sends a plausible request (a size
 //!   within [`Limits::max_frame`], an API key and version kwire knows, a non-negative
 //!   correlation id, a client id that fits) and the other answers with its correlation
@@ -297,8 +304,9 @@ pub struct Limits {
     /// searching may declare); larger frames are reported [`Cut::TooLarge`] with their
     /// first bytes. Default 64 MiB.
     pub max_frame: usize,
-    /// Bytes held per direction for segments ahead of a missing one; past it, the missing
-    /// bytes are a gap. Default 4 MiB.
+    /// Bytes held per direction for segments ahead of a missing one (and for segments
+    /// waiting for the other side's bytes they acknowledge), each segment counted with 64
+    /// bytes of overhead; past it, the missing bytes are a gap. Default 4 MiB.
     pub max_pending: usize,
     /// Bytes held per connection before it is known to be Kafka; past it, it is not.
     /// Default 1 MiB.
@@ -409,7 +417,13 @@ struct State {
     stats: Stats,
     notes: HashMap<String, u64>,
     last_ts: Timestamp,
+    /// Connections that ended, most recent last (at most [`CLOSED_KEPT`]).
+    closed: HashSet<Key>,
+    closed_order: VecDeque<Key>,
 }
+
+/// Ended connections remembered, so that their stragglers are dropped.
+const CLOSED_KEPT: usize = 4096;
 
 impl<'r> Reader<'r> {
     /// Opens a capture: its first bytes must be a pcap or pcapng header
@@ -430,6 +444,8 @@ impl<'r> Reader<'r> {
                 stats: Stats::default(),
                 notes: HashMap::new(),
                 last_ts: Timestamp::default(),
+                closed: HashSet::new(),
+                closed_order: VecDeque::new(),
             },
         })
     }
@@ -526,13 +542,24 @@ impl State {
                 // A bare ACK or FIN of a connection not seen: nothing to read.
                 return;
             }
+            if self.closed.contains(&k) {
+                if !seg.syn {
+                    // A straggler of a connection already over (a retransmission the
+                    // capture shows after its end): its bytes were read.
+                    return;
+                }
+                self.closed.remove(&k);
+            }
             if self.conns.len() >= self.options.limits.max_connections {
                 self.evict();
             }
             self.next_conn += 1;
             self.stats.connections += 1;
             self.conns.insert(k, Conn::new(self.next_conn, seg.src, seg.dst));
-        } else if seg.syn && !self.conns[&k].streams.iter().any(|s| s.offset() == 0) {
+        } else if seg.syn && {
+            let c = &self.conns[&k];
+            c.streams[usize::from(c.addrs[0] != seg.src)].is_new_syn(seg.seq)
+        } {
             // A new connection on the same addresses and ports: the old one is over.
             if let Some(mut old) = self.conns.remove(&k) {
                 self.total -= old.memory().min(self.total);
@@ -552,19 +579,34 @@ impl State {
             ports: &self.options.ports,
             brokers: &mut self.brokers,
         };
-        conn.segment(side, ts, seg.seq, seg.ack, seg.syn, seg.payload, seg.missing, &mut ctx);
-        if seg.fin {
-            conn.fin[side] = true;
-        }
+        conn.segment(side, ts, seg.seq, seg.ack, seg.syn, seg.fin, seg.payload, seg.missing, &mut ctx);
+        conn.fin[side] |= seg.fin;
+        conn.rst |= seg.rst;
         let after = conn.memory();
         self.total = (self.total + after).saturating_sub(before);
-        if seg.rst || conn.fin == [true, true] {
+        if conn.complete(conn.rst) {
+            // Over, with every byte in: a FIN or RST seen before the last segments (a
+            // capture that reorders) waits for them.
             if let Some(mut c) = self.conns.remove(&k) {
                 self.total -= c.memory().min(self.total);
                 self.end_conn(&mut c, Cut::Closed);
+                self.remember_closed(k);
             }
         } else if self.total > self.options.limits.max_total {
             self.shed(ts);
+        }
+    }
+
+    /// Remembers a connection that ended (bounded), so that its stragglers are not taken
+    /// for a new connection.
+    fn remember_closed(&mut self, k: Key) {
+        if self.closed.insert(k) {
+            self.closed_order.push_back(k);
+        }
+        while self.closed_order.len() > CLOSED_KEPT {
+            if let Some(old) = self.closed_order.pop_front() {
+                self.closed.remove(&old);
+            }
         }
     }
 
