@@ -1025,3 +1025,50 @@ fn a_real_capture_reshuffled_gives_every_frame() {
         }
     }
 }
+
+#[test]
+fn frames_as_views() {
+    use kwire::ApiKey;
+    use kwire::capture::{FrameView, ViewError};
+    use kwire::messages::{RequestBodyView, ResponseBodyView};
+    let (file, _) = recorded();
+    let events = read(&file);
+    let fs = frames(&events);
+    let mut produce = 0;
+    for f in &fs {
+        assert_eq!(f.payload(), &f.bytes[4..]);
+        assert_eq!(f.api().map(ApiKey::to_i16), f.api_key);
+        let view = f.view().unwrap_or_else(|e| panic!("frame {}: {e}", f.index));
+        match (f.direction, view) {
+            (Direction::Request, FrameView::Request(r)) => {
+                assert_eq!(Some(r.header.correlation_id()), f.correlation_id);
+                assert_eq!(Some(r.header.api_key()), f.api_key);
+                if let RequestBodyView::Produce(_) = r.body {
+                    produce += 1;
+                }
+            }
+            (Direction::Response, FrameView::Response(r)) => {
+                assert_eq!(Some(r.header.correlation_id()), f.correlation_id);
+                if f.api() == Some(ApiKey::Produce) {
+                    assert!(matches!(r.body, ResponseBodyView::Produce(_)));
+                }
+            }
+            (d, v) => panic!("frame {}: {d:?} as {v:?}", f.index),
+        }
+    }
+    assert_eq!(produce, 4);
+    // A cut frame and an unpaired response say why they have no view.
+    let (c, _) = full_conv(Link::Ethernet, "127.0.0.1:50200", "127.0.0.1:9092", 1460);
+    let small = read(&pcap(&c.pkts, Link::Ethernet, false, 100));
+    let cut = frames(&small).into_iter().find(|f| !f.is_whole()).expect("a cut frame");
+    assert!(matches!(cut.view(), Err(ViewError::Cut(_))));
+    let pairs = pairs();
+    let mut c = Conv::new(Link::Ethernet, "127.0.0.1:50201", "127.0.0.1:9092");
+    c.handshake();
+    c.talk(&pairs[..2], 1000);
+    let pkts: Vec<Pkt> = c.pkts.into_iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, p)| p).collect();
+    let events = read(&pcap(&pkts, Link::Ethernet, false, 65_535));
+    let unpaired = frames(&events).into_iter().find(|f| f.is_unpaired()).expect("an unpaired response");
+    assert_eq!(unpaired.api(), None);
+    assert_eq!(unpaired.view().unwrap_err(), ViewError::Unpaired);
+}

@@ -35,12 +35,17 @@
 //! connections tracked and the bytes held in all.
 //!
 //! ```no_run
-//! use kwire::capture::{Event, Options, Reader};
+//! use kwire::capture::{Event, FrameView, Options, Reader};
 //!
 //! let file = std::fs::File::open("kafka.pcapng")?;
 //! for event in Reader::new(std::io::BufReader::new(file), Options::default())? {
 //!     match event? {
-//!         Event::Frame(f) => println!("{} {} -> {} {:?} {:?}", f.ts, f.client, f.broker, f.direction, f.api_key),
+//!         Event::Frame(f) => {
+//!             println!("{} {} -> {} {:?} {:?}", f.ts, f.client, f.broker, f.direction, f.api());
+//!             if let Ok(FrameView::Request(r)) = f.view() {
+//!                 println!("  correlation id {}: {:?}", r.header.correlation_id(), r.body);
+//!             }
+//!         }
 //!         other => eprintln!("{other}"),
 //!     }
 //! }
@@ -62,7 +67,7 @@ use std::net::SocketAddr;
 
 pub use container::is_capture_magic;
 
-use crate::Direction;
+use crate::{ApiKey, Direction};
 use container::{Container, Step};
 use kafka::{Conn, Ctx};
 use packet::Skip;
@@ -161,7 +166,8 @@ pub struct Frame {
     pub size: Option<u32>,
     /// The correlation id, when captured.
     pub correlation_id: Option<i32>,
-    /// The API key: a request's own; a response's request's (`None` when unpaired).
+    /// The API key as on the wire: a request's own; a response's request's (`None` when
+    /// unpaired). [`Frame::api`] gives it as an [`ApiKey`].
     pub api_key: Option<i16>,
     /// The API version, as [`Frame::api_key`].
     pub api_version: Option<i16>,
@@ -172,7 +178,8 @@ pub struct Frame {
     pub cut: Option<Cut>,
     /// For a paired response: its request.
     pub request: Option<RequestOf>,
-    /// The frame with its size prefix (see [`Frame::cut`]).
+    /// The frame with its size prefix (see [`Frame::cut`]); [`Frame::payload`] is the
+    /// frame without it.
     pub bytes: Vec<u8>,
 }
 
@@ -186,7 +193,79 @@ impl Frame {
     pub fn is_whole(&self) -> bool {
         self.cut.is_none()
     }
+
+    /// The API, when kwire knows its key: a request's own, a paired response's request's.
+    /// `None` for an unpaired response, and for a key kwire does not know, which
+    /// [`Frame::api_key`] still holds as it was on the wire.
+    pub fn api(&self) -> Option<ApiKey> {
+        self.api_key.and_then(ApiKey::from_i16)
+    }
+
+    /// The frame after its 4-byte size prefix (header and body), as
+    /// [`dispatch::parse_request`](crate::dispatch::parse_request) and
+    /// [`dispatch::parse_response`](crate::dispatch::parse_response) take it; for a cut
+    /// frame, the bytes the capture holds of it.
+    pub fn payload(&self) -> &[u8] {
+        self.bytes.get(4..).unwrap_or_default()
+    }
+
+    /// The frame as its typed request or response view, in one call.
+    pub fn view(&self) -> Result<FrameView<'_>, ViewError> {
+        if let Some(cut) = self.cut {
+            return Err(ViewError::Cut(cut));
+        }
+        match self.direction {
+            Direction::Request => crate::dispatch::parse_request(self.payload())
+                .map(FrameView::Request)
+                .map_err(ViewError::Frame),
+            Direction::Response => {
+                let (Some(key), Some(version)) = (self.api_key, self.api_version) else {
+                    return Err(ViewError::Unpaired);
+                };
+                let api = ApiKey::from_i16(key).ok_or(ViewError::UnknownApi(key))?;
+                crate::dispatch::parse_response(self.payload(), api, version)
+                    .map(FrameView::Response)
+                    .map_err(ViewError::Frame)
+            }
+        }
+    }
 }
+
+/// A captured frame's typed view ([`Frame::view`]).
+#[derive(Clone, Copy, Debug)]
+pub enum FrameView<'a> {
+    /// A request: its header and body.
+    Request(crate::dispatch::Request<'a>),
+    /// A response, read as the answer to its request's API and version.
+    Response(crate::dispatch::Response<'a>),
+}
+
+/// Why a captured frame has no typed view ([`Frame::view`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// The capture lacks some of its bytes.
+    Cut(Cut),
+    /// A response whose request is not in the capture: what it answers is not known.
+    Unpaired,
+    /// A response to an API key kwire does not know.
+    UnknownApi(i16),
+    /// The bytes do not decode.
+    Frame(crate::frame::FrameError),
+}
+
+impl fmt::Display for ViewError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ViewError::Cut(c) => write!(f, "the frame is cut ({c})"),
+            ViewError::Unpaired => f.write_str("a response whose request is not in the capture"),
+            ViewError::UnknownApi(k) => write!(f, "a response to API key {k}, which kwire does not know"),
+            ViewError::Frame(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ViewError {}
 
 /// What reading a capture shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
