@@ -705,6 +705,8 @@ mod cli {
             assert_eq!(o["broker"], "[::1]:9092");
             assert_eq!(o["correlationId"], i / 2 + 1);
             assert_eq!(o["apiKey"], i64::from(i16::from_be_bytes([req[4], req[5]])));
+            let name = kwire::ApiKey::from_i16(i16::from_be_bytes([req[4], req[5]])).unwrap().name();
+            assert_eq!(o["apiName"], name);
             // The frame document is what `kwire decode --format json` gives for the frame alone.
             let hexed: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             let alone = if i % 2 == 0 {
