@@ -22,6 +22,23 @@
 //! - **Record batches** ([`records`]): zero-copy views of the batches in `records` fields,
 //!   checked lazily, as they are iterated.
 //!
+//! ## Layers
+//!
+//! The source tree is the architecture; each layer uses only the layers below it
+//! (`.ci/layers` checks this, and that no files import each other in a circle):
+//!
+//! | Layer | Module | What it holds |
+//! |---|---|---|
+//! | 1 | [`codec`] | the vocabulary, wire primitives, views, encoders, the generated messages, the reference decoder, frames, dispatch, vectored encoding, record batches |
+//! | 2 | [`session`] | sans-IO connection state (`conn`, feature `alloc`) and the fields that carry secrets |
+//! | 3 | `tools` | schema reflection (`reflect`: decode, JSON, explain; feature `reflect`) |
+//! | 4 | [`filter`] | proxy filters (feature `alloc`) |
+//! | 5 | `apps` | the broker, the proxy, the capture reader and the test client (features `broker`, `proxy`, `capture`, `client`) |
+//!
+//! The `kwire` command (`src/bin/kwire`, feature `cli`) sits on top. Every module keeps its
+//! short path at the crate root: [`messages`] is [`codec::messages`], `conn` is
+//! `session::conn`, and so on.
+//!
 //! ```
 //! use kwire::messages::{ListGroupsRequest, ListGroupsRequestView};
 //! use kwire::Str;
@@ -43,7 +60,7 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
-// `unsafe` is denied everywhere but in `wire::utf8` (see there).
+// `unsafe` is denied everywhere but in `codec::wire::utf8` (see there).
 #![deny(unsafe_code)]
 // With only some APIs compiled in, helpers that only the others use go unused.
 #![cfg_attr(not(feature = "all-apis"), allow(dead_code))]
@@ -53,96 +70,44 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-// The layers, bottom up: the vocabulary and the wire primitives; views and encoders built
-// on them; the generated messages; framing and dispatch; the reference decoder.
-mod api_key;
-mod direction;
-pub mod error;
-mod error_code;
-pub mod types;
-pub mod wire;
-
-pub mod encode;
-pub mod records;
-pub mod view;
-
-pub mod messages;
-
-pub mod dispatch;
+// The layers, bottom up (see the table above and `.ci/layers`).
+#[cfg(any(feature = "broker", feature = "proxy", feature = "capture", feature = "client"))]
+pub mod apps;
+pub mod codec;
 #[cfg(feature = "alloc")]
 pub mod filter;
-pub mod frame;
-pub mod secrets;
-pub mod vectored;
-
-#[cfg(feature = "alloc")]
-pub mod conn;
-
-#[cfg(feature = "broker")]
-pub mod broker;
-
-#[cfg(feature = "proxy")]
-pub mod proxy;
-
-#[cfg(feature = "capture")]
-pub mod capture;
-#[cfg(any(feature = "explain", feature = "capture", feature = "proxy"))]
-mod civil;
-
-#[cfg(feature = "alloc")]
-mod reference;
-
+pub mod session;
 #[cfg(feature = "reflect")]
-pub mod reflect;
+pub mod tools;
+
+// The short paths, kept for every module.
+#[cfg(feature = "broker")]
+pub use apps::broker;
+#[cfg(feature = "capture")]
+pub use apps::capture;
+#[cfg(feature = "client")]
+pub use apps::client;
+#[cfg(feature = "proxy")]
+pub use apps::proxy;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
-pub mod testing;
+pub use codec::testing;
+pub use codec::{dispatch, encode, error, frame, messages, records, types, vectored, view, wire};
+#[cfg(feature = "alloc")]
+pub use session::conn;
+pub use session::secrets;
+#[cfg(feature = "reflect")]
+pub use tools::reflect;
 
-/// Without the `testing` feature there is no `AsVersion` to implement: the generated
-/// `as_version!` invocations expand to nothing.
-#[cfg(all(feature = "alloc", not(feature = "testing")))]
-macro_rules! as_version {
-    ($($any:tt)*) => {};
-}
-
-pub use api_key::{ApiKey, UnknownApiKey};
-pub use direction::Direction;
-pub use encode::{AnyBody, Body};
-pub use error::{DecodeError, DecodeErrorKind, EncodeError};
-pub use error_code::{ErrorCode, UnknownErrorCode};
-pub use types::{Bytes, List, RawTaggedField, Str, Uuid, Versions};
-pub use view::{ArrayIter, ArrayView};
+pub use codec::api_key::{ApiKey, UnknownApiKey};
+pub use codec::direction::Direction;
+pub use codec::encode::{AnyBody, Body};
+pub use codec::error::{DecodeError, DecodeErrorKind, EncodeError};
+pub use codec::error_code::{ErrorCode, UnknownErrorCode};
+pub use codec::types::{Bytes, List, RawTaggedField, Str, Uuid, Versions};
+pub use codec::view::{ArrayIter, ArrayView};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-
-/// What generated code imports.
-#[allow(unused_imports)]
-mod prelude {
-    pub(crate) use crate::encode::{self, Body, Encode, impl_body};
-    pub(crate) use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
-    pub(crate) use crate::records::RecordBatches;
-    #[cfg(feature = "alloc")]
-    pub(crate) use crate::reference::{
-        ReadOwned, list_from_view, raw_tagged_field, read_bytes, read_list, read_nullable_bytes,
-        read_nullable_list, read_nullable_str, read_owned_body, read_str, read_unknown_tagged_fields,
-        reference_body, unknown_from_view,
-    };
-    #[cfg(feature = "testing")]
-    pub(crate) use crate::testing::{AsVersion, as_version, tagged_as_version};
-    pub(crate) use crate::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};
-    pub(crate) use crate::vectored::{self, EncodeVectored, PartCount, RecordsOut, vectored_body};
-    pub(crate) use crate::view::{
-        self, ArrayView, Layout, Src, body_view, private::ElementImpl, view_common,
-    };
-    pub(crate) use crate::wire::{self, Reader, Size, TaggedIter, TaggedSize, Writer};
-    #[cfg(feature = "alloc")]
-    pub(crate) use alloc::vec::Vec;
-    // The macro above, by path for the generated code (textual scope does not reach it).
-    #[cfg(all(feature = "alloc", not(feature = "testing")))]
-    #[allow(clippy::single_component_path_imports)]
-    pub(crate) use as_version;
-    pub(crate) use core::fmt;
-}

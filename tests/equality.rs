@@ -88,7 +88,7 @@ fn every_value_equals_itself() {
 /// below. A new one fails here until it has a test of its own.
 #[test]
 fn float_bearing_messages_are_the_tested_ones() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/schema");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/codec/schema");
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -1,4 +1,4 @@
-//! Schema facts: every `src/schema/*.json` file says what Apache Kafka's own message
+//! Schema facts: every `src/codec/schema/*.json` file says what Apache Kafka's own message
 //! schema of the same name says about the wire (issue 10, item 4a).
 //!
 //! Kafka's schemas come from the `kafka-clients` jar of the release named in
@@ -274,7 +274,7 @@ fn schema_files_match_kafka() {
             matches!(m.get("type").and_then(Value::as_str), Some("request" | "response" | "header"))
         })
         .collect();
-    let ours = json_files(&root().join("src/schema"), false);
+    let ours = json_files(&root().join("src/codec/schema"), false);
     assert!(kafka.len() > 150, "only {} Kafka schemas in {}", kafka.len(), kafka_dir.display());
 
     // API keys whose latest version Kafka marks unstable (on the request).

@@ -891,13 +891,17 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
         undecoded: std::sync::atomic::AtomicUsize,
         answered_by_filter: std::sync::atomic::AtomicUsize,
         clamped: std::sync::atomic::AtomicUsize,
+        produce_v13: std::sync::atomic::AtomicUsize,
     }
     impl Hooks for Seen {
         type Tag = ();
         fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
-        fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
+        fn request(&self, _: &ConnInfo, frame: &[u8], head: &RequestHead, _: &()) {
             if kwire::dispatch::parse_request_prefix(frame).is_err() {
                 self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if let RequestHead::Request { api_key: 0, api_version: 13, .. } = head {
+                self.produce_v13.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
         fn response(&self, _: &ConnInfo, frame: &[u8], e: Pairing<()>, rewritten: bool, _: Duration) {
@@ -941,14 +945,18 @@ audit, orders = "audit.logins-" + tag, "orders-" + tag
 admin = KafkaAdminClient(bootstrap_servers=bootstrap)
 admin.create_topics([NewTopic(audit, 1, 1), NewTopic(orders, 1, 1)])
 admin.close()
-p = KafkaProducer(bootstrap_servers=bootstrap, retries=0, max_block_ms=20000)
-out = {}
+p = KafkaProducer(bootstrap_servers=bootstrap, retries=0, max_block_ms=20000, linger_ms=500)
 for topic in (orders, audit):
+    p.partitions_for(topic)
+# Both records in one linger window: one Produce request names both topics.
+sent = {topic.split("-")[0]: p.send(topic, b"v") for topic in (orders, audit)}
+p.flush()
+out = {}
+for name, future in sent.items():
     try:
-        md = p.send(topic, b"v").get(timeout=20)
-        out[topic.split("-")[0]] = {"offset": md.offset}
+        out[name] = {"offset": future.get(timeout=20).offset}
     except Exception as e:
-        out[topic.split("-")[0]] = {"error": type(e).__name__}
+        out[name] = {"error": type(e).__name__}
 p.close()
 print(json.dumps(out))
 "#;
@@ -965,8 +973,25 @@ print(json.dumps(out))
         "no ApiVersions answer clamped"
     );
     assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    // Apache Kafka's Java client names topics by id (Produce v13): the proxy names them for
+    // the filter, which refuses the audit topic and lets the other through, in one request.
+    let jar = root().join("target/java-client/proxy-java-client-0.jar");
+    let lib = root().join("target/java-client/lib/*");
+    let mut java = Command::new("java");
+    java.arg("-Xmx384m")
+        .arg("-cp")
+        .arg(format!("{}:{}", jar.display(), lib.display()))
+        .arg("dev.kwire.interop.AuditProducer")
+        .args([&proxy.local_addr().to_string(), &format!("java-{tag}")]);
+    let out = run(java, "the Java client through the library proxy", CLIENT_TIMEOUT);
+    assert!(out.ok, "the Java client failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let j: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(j["orders"]["offset"], 0, "{j}");
+    assert_eq!(j["audit"]["error"], "TopicAuthorizationException", "{j}");
+    assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert!(proxy.hooks().produce_v13.load(std::sync::atomic::Ordering::Relaxed) >= 1, "no Produce v13 seen");
     rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
-    eprintln!("library proxy with a user's filter: {v}");
+    eprintln!("library proxy with a user's filter: {v} {j}");
 }
 
 /// Record validation (`kwire::filter::ValidateRecords`) in the library proxy with kafka-python
@@ -1089,4 +1114,178 @@ print(json.dumps({"first": first, "keyless": keyless, "other": other, "read": re
     assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));
     eprintln!("library proxy validating records: {v}");
+}
+
+/// `kwire::client` against the real broker, directly: the versions it chooses, create a
+/// topic, produce (plain and with every codec), fetch, list offsets, commit and fetch a
+/// group's offsets, and Kafka's own errors with their context.
+#[test]
+fn kwire_client_against_kafka() {
+    use kwire::client::{Client, Config, OffsetSpec};
+    use kwire::records::{Compression, NewRecord};
+    use kwire::{ApiKey, ErrorCode};
+    let _serial = serial();
+    let addr = broker();
+    let start = Instant::now();
+    let mut c = Client::connect(addr).expect("connect to Kafka");
+    // Kafka 4.4 serves what kwire speaks; the client names topics by name (Fetch 12).
+    assert_eq!(c.version(ApiKey::Fetch), Some(12));
+    assert_eq!(c.version(ApiKey::Produce), Some(12));
+    assert!(c.conn().negotiated(ApiKey::Fetch) > Some(12), "{:?}", c.conn().broker_versions(ApiKey::Fetch));
+    let topic = format!("client-{}", std::process::id());
+    c.create_topic(&topic, 2).expect("create the topic");
+    let e = c.create_topic(&topic, 2).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::TopicAlreadyExists), "{e}");
+
+    let records = [
+        NewRecord::new(Some(b"k0"), Some(b"v0")).with_timestamp(1_700_000_000_000),
+        NewRecord::new(None, Some(b"v1")).with_timestamp(1_700_000_001_000),
+    ];
+    // A new partition's leader may need a moment after Metadata names it.
+    let base = loop {
+        match c.produce(&topic, 1, &records) {
+            Err(e)
+                if e.error_code().is_some_and(|e| e.is_retriable())
+                    && start.elapsed() < Duration::from_secs(20) =>
+            {
+                thread::sleep(Duration::from_millis(100))
+            }
+            other => break other.expect("produce"),
+        }
+    };
+    assert_eq!(base, 0);
+    let codecs = [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    for (i, codec) in codecs.into_iter().enumerate() {
+        let mut z = Client::connect_with(addr, Config { compression: codec, ..Config::default() }).unwrap();
+        let value = format!("{codec:?}").repeat(50);
+        let rs = [NewRecord::new(None, Some(value.as_bytes())), NewRecord::new(None, Some(value.as_bytes()))];
+        assert_eq!(z.produce(&topic, 1, &rs).unwrap(), 2 + 2 * i as i64, "{codec:?}");
+    }
+    // One Fetch may stop before the high watermark (Kafka reads up to the position it knows
+    // of it); fetch_to_end asks again until it has every record.
+    let f = c.fetch_to_end(&topic, 1, 0).unwrap();
+    assert_eq!(f.high_watermark, 10);
+    assert_eq!(f.records.iter().map(|r| r.offset).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
+    assert_eq!(
+        (f.records[0].key.as_deref(), f.records[0].value.as_deref()),
+        (Some(&b"k0"[..]), Some(&b"v0"[..]))
+    );
+    assert_eq!(f.records[0].timestamp, 1_700_000_000_000);
+    assert_eq!(f.records[9].value.as_deref(), Some("Zstd".repeat(50).as_bytes()));
+    assert_eq!(c.fetch(&topic, 1, 9).unwrap().records.len(), 1);
+
+    assert_eq!(c.list_offset(&topic, 1, OffsetSpec::Earliest).unwrap().offset, 0);
+    assert_eq!(c.list_offset(&topic, 1, OffsetSpec::Latest).unwrap().offset, 10);
+    assert_eq!(c.list_offset(&topic, 1, OffsetSpec::Timestamp(1_700_000_000_500)).unwrap().offset, 1);
+    assert_eq!(c.list_offset(&topic, 0, OffsetSpec::Latest).unwrap().offset, 0);
+
+    let group = format!("client-g-{}", std::process::id());
+    assert_eq!(c.committed_offset(&group, &topic, 1).unwrap(), None);
+    c.commit_offset(&group, &topic, 1, 7).unwrap();
+    assert_eq!(c.committed_offset(&group, &topic, 1).unwrap(), Some(7));
+
+    let e = c.fetch(&topic, 1, 99).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::OffsetOutOfRange), "{e}");
+    let e = c.fetch("client-no-such-topic", 0, 0).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::UnknownTopicOrPartition), "{e}");
+    let e = c.produce(&topic, 7, &records).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::UnknownTopicOrPartition), "{e}");
+    eprintln!("kwire::client against Kafka: {:?} after the broker was up", start.elapsed());
+}
+
+/// The codecs of the batches a partition holds, read straight from the broker at `addr`
+/// (Fetch v12, which names topics), waiting up to 20 s for `want` batches.
+fn stored_codecs(addr: &str, topic: &str, want: usize) -> Vec<kwire::records::Compression> {
+    use kwire::messages::FetchRequest;
+    use kwire::messages::fetch::{FetchPartition, FetchTopic};
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let partitions = [FetchPartition {
+            partition: 0,
+            fetch_offset: 0,
+            partition_max_bytes: 1 << 20,
+            ..Default::default()
+        }];
+        let topics =
+            [FetchTopic { topic: topic.into(), partitions: (&partitions).into(), ..Default::default() }];
+        let request = FetchRequest {
+            replica_id: -1,
+            max_wait_ms: 100,
+            max_bytes: 1 << 20,
+            session_epoch: -1,
+            topics: (&topics).into(),
+            ..Default::default()
+        };
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = vec![0u8; 4096];
+        let n = kwire::dispatch::encode_request(&request, 12, 1, Some("codec-check"), &mut buf).unwrap();
+        s.write_all(&buf[..n]).unwrap();
+        let mut size = [0u8; 4];
+        s.read_exact(&mut size).unwrap();
+        let mut frame = vec![0u8; u32::from_be_bytes(size) as usize];
+        s.read_exact(&mut frame).unwrap();
+        let response = kwire::dispatch::parse_response(&frame, kwire::ApiKey::Fetch, 12).unwrap();
+        let kwire::messages::ResponseBodyView::Fetch(fetch) = response.body else { panic!() };
+        let mut codecs = Vec::new();
+        for t in fetch.responses().iter() {
+            for p in t.partitions().iter() {
+                if let Some(records) = p.records() {
+                    for batch in records {
+                        codecs
+                            .push(batch.expect("a stored batch reads").compression().expect("a known codec"));
+                    }
+                }
+            }
+        }
+        if codecs.len() >= want || Instant::now() > deadline {
+            return codecs;
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// librdkafka 2.0.2 (Debian's, under kcat) turns compression off when Produce's advertised
+/// minimum version is above 0. Through `kwire proxy` in front of Apache Kafka, and against
+/// `kwire serve`'s broker, its gzip, snappy and lz4 batches arrive compressed: both
+/// advertise Produce from 0, as Kafka 4.x does.
+#[test]
+fn librdkafka_compresses_through_the_proxy_and_against_kwire_serve() {
+    use kwire::records::Compression;
+    let _serial = serial();
+    setup();
+    let upstream = broker();
+    let proxy = quiet_proxy(upstream, "-Sn 4096", &[]);
+    let served = kwire::broker::Broker::start(Default::default()).unwrap();
+    let served_addr = served.addr().to_string();
+    let tag = std::process::id();
+    for (via, bootstrap, stored_at) in [
+        ("kwire proxy", proxy.addr.as_str(), upstream),
+        ("kwire serve", served_addr.as_str(), served_addr.as_str()),
+    ] {
+        for (codec, want) in
+            [("gzip", Compression::Gzip), ("snappy", Compression::Snappy), ("lz4", Compression::Lz4)]
+        {
+            let topic = format!("rdkafka-{codec}-{tag}");
+            let mut kcat = Command::new("kcat")
+                .args(["-P", "-b", bootstrap, "-t", &topic, "-p", "0", "-z", codec, "-X", "linger.ms=100"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("kcat (tests/proxy/setup.sh installs it)");
+            let lines: String =
+                (0..20).map(|i| format!("a compressible record {i} {}\n", "x".repeat(100))).collect();
+            kcat.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+            let out = kcat.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "kcat via {via} ({codec}) failed:\n{stderr}");
+            assert!(!stderr.contains("does not support compression"), "via {via}: {stderr}");
+            let codecs = stored_codecs(stored_at, &topic, 1);
+            assert!(!codecs.is_empty(), "via {via}: no batch of {topic} stored");
+            assert!(codecs.iter().all(|c| *c == want), "via {via}: {codec} batches stored as {codecs:?}");
+        }
+    }
+    let (_, alive) = stop_proxy(proxy);
+    assert!(alive, "kwire proxy exited during the kcat runs");
 }

@@ -194,8 +194,10 @@ fn api_versions_are_clamped_in_front_of_a_newer_cluster() {
         let metadata = keys.iter().find(|k| k.0 == 3).expect("Metadata listed");
         assert_eq!(metadata.2, metadata_max, "v{version}");
         for (key, min, max) in keys {
-            let ours = ApiKey::from_i16(key).unwrap().request_versions();
-            assert!(ours.contains(min) && ours.contains(max), "{key} {min}-{max} past kwire's {ours}");
+            // What kwire reads, advertised as Kafka advertises it (Produce from 0).
+            let key = ApiKey::from_i16(key).unwrap();
+            let ours = key.advertised(key.request_versions());
+            assert!(ours.contains(min) && ours.contains(max), "{key:?} {min}-{max} past kwire's {ours}");
         }
     }
     // The highest Metadata the client was offered goes through, decoded both ways.
@@ -780,7 +782,7 @@ fn tenants_reach_their_own_topics_by_id_and_no_others() {
     let mut tenants = kwire::proxy::Tenants::new();
     tenants.default_tenant("tenant-a.").unwrap();
     let tenants = Arc::new(tenants);
-    let (for_filters, for_lookups) = (tenants.clone(), tenants.clone());
+    let for_filters = tenants.clone();
     let proxy = rt
         .block_on(
             Proxy::builder(any_port(), [broker.addr().to_string()])
@@ -789,7 +791,6 @@ fn tenants_reach_their_own_topics_by_id_and_no_others() {
                     chain.push(for_filters.filter(conn));
                     chain
                 })
-                .waiting_filter(move |_| for_lookups.lookups())
                 .start(),
         )
         .unwrap();
@@ -831,5 +832,160 @@ fn tenants_reach_their_own_topics_by_id_and_no_others() {
         [theirs],
         "the other tenant's topic is left alone"
     );
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
+
+/// The topic ids a broker gives `names` (asked directly, so that the proxy has never seen
+/// them).
+fn topic_ids(broker: SocketAddr, names: &[&str]) -> Vec<Uuid> {
+    use kwire::messages::metadata::MetadataRequestTopic;
+    let topics: Vec<MetadataRequestTopic> = names
+        .iter()
+        .map(|n| MetadataRequestTopic { name: Some((*n).into()), ..Default::default() })
+        .collect();
+    let mut c = connect(broker);
+    send(&mut c, &MetadataRequest { topics: Some(topics.into()), ..Default::default() }, 12, 1);
+    let frame = read_frame(&mut c).unwrap();
+    let ResponseBodyView::Metadata(m) = dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
+    else {
+        panic!()
+    };
+    names
+        .iter()
+        .map(|n| m.topics().iter().find(|t| t.name() == Some(*n)).expect("the topic").topic_id())
+        .collect()
+}
+
+/// A partition's end offset, asked of the broker directly.
+fn end_offset(broker: SocketAddr, topic: &str) -> i64 {
+    use kwire::messages::ListOffsetsRequest;
+    use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsTopic};
+    let partitions = [ListOffsetsPartition { partition_index: 0, timestamp: -1, ..Default::default() }];
+    let topics =
+        [ListOffsetsTopic { name: topic.into(), partitions: (&partitions).into(), ..Default::default() }];
+    let mut c = connect(broker);
+    send(
+        &mut c,
+        &ListOffsetsRequest { replica_id: -1, topics: (&topics).into(), ..Default::default() },
+        7,
+        1,
+    );
+    let frame = read_frame(&mut c).unwrap();
+    let ResponseBodyView::ListOffsets(l) =
+        dispatch::parse_response(&frame, ApiKey::ListOffsets, 7).unwrap().body
+    else {
+        panic!()
+    };
+    l.topics().iter().next().unwrap().partitions().iter().next().unwrap().offset()
+}
+
+/// Reads of `audit.*` topics refused, judged by name; topics named by id resolved through
+/// the proxy's book, and a topic it cannot name refused.
+struct AuditReads(Arc<ConnInfo>);
+
+impl kwire::filter::Filter for AuditReads {
+    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
+        api_key == ApiKey::Fetch
+    }
+    fn on_request<'a>(&mut self, request: &dispatch::Request<'a>) -> kwire::filter::RequestAction<'a> {
+        use kwire::messages::RequestBodyView;
+        let RequestBodyView::Fetch(fetch) = request.body else { return kwire::filter::RequestAction::Pass };
+        let mut refused = kwire::filter::Refusals::new();
+        for (i, topic) in fetch.topics().iter().enumerate() {
+            match self.0.topic_names().resolve(topic.topic(), topic.topic_id()) {
+                Some(name) if !name.starts_with("audit.") => {}
+                _ => _ = refused.topic(i, ErrorCode::TopicAuthorizationFailed, None),
+            }
+        }
+        kwire::filter::RequestAction::Refuse(refused)
+    }
+}
+
+/// The docs' example filter judges topics by name. Produce v13 names them by id only: the
+/// proxy looks the ids up, the filter refuses `audit.*` and an id nobody knows, and the
+/// request's other topic is stored, all in one answer in the client's order. Fetch v13 the
+/// same, with a filter of reads.
+#[test]
+fn a_name_filter_refuses_topics_named_by_id_and_only_them() {
+    use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
+    use kwire::records::{BatchBuilder, NewRecord};
+    let rt = runtime();
+    let broker = broker();
+    broker.create_topic("audit.logins", 1);
+    broker.create_topic("orders", 1);
+    let ids = topic_ids(broker.addr(), &["audit.logins", "orders"]);
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(|conn: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(AuditTopics(conn.clone())).push(AuditReads(conn.clone()));
+                    chain
+                })
+                .start(),
+        )
+        .unwrap();
+    let records = [NewRecord::new(Some(b"k"), Some(b"secret login"))];
+    let mut batch = Vec::new();
+    BatchBuilder::new(0, 1_700_000_000_000, &records).encode_to_vec(&mut batch).unwrap();
+    let nobody = Uuid([0x5a; 16]);
+    let produce = |ids: &[Uuid]| {
+        let topics: Vec<TopicProduceData<'_>> = ids
+            .iter()
+            .map(|&topic_id| TopicProduceData {
+                topic_id,
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(batch.as_slice().into()),
+                    ..Default::default()
+                }]
+                .into(),
+                ..Default::default()
+            })
+            .collect();
+        ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: topics.into(), ..Default::default() }
+    };
+    let mut c = connect(proxy.local_addr());
+    // A client that never asked ApiVersions or Metadata, naming topics by id at v13.
+    send(&mut c, &produce(&[ids[0], ids[1], nobody]), 13, 1);
+    let frame = read_frame(&mut c).unwrap();
+    let ResponseBodyView::Produce(p) = dispatch::parse_response(&frame, ApiKey::Produce, 13).unwrap().body
+    else {
+        panic!()
+    };
+    let got: Vec<(Uuid, i16)> = p
+        .responses()
+        .iter()
+        .map(|t| (t.topic_id(), t.partition_responses().iter().next().unwrap().error_code()))
+        .collect();
+    let refused = ErrorCode::TopicAuthorizationFailed.to_i16();
+    assert_eq!(got, [(ids[0], refused), (ids[1], 0), (nobody, refused)]);
+    assert_eq!(end_offset(broker.addr(), "audit.logins"), 0, "the audit record must not land");
+    assert_eq!(end_offset(broker.addr(), "orders"), 1, "the allowed topic's record lands");
+    // Every topic refused: answered without the broker.
+    send(&mut c, &produce(&[ids[0]]), 13, 2);
+    let frame = read_frame(&mut c).unwrap();
+    let response = dispatch::parse_response(&frame, ApiKey::Produce, 13).unwrap();
+    assert_eq!(response.header.correlation_id(), 2);
+    assert_eq!(end_offset(broker.addr(), "audit.logins"), 0);
+    // Reads by id (Fetch v13): the orders topic is served, the audit topic and the unknown
+    // id are refused.
+    broker.create_topic("audit.reads", 1);
+    let audit_reads = topic_ids(broker.addr(), &["audit.reads"])[0];
+    let refused = ErrorCode::TopicAuthorizationFailed.to_i16();
+    assert_eq!(
+        fetch_by_id(&mut c, &[ids[1], audit_reads, nobody], 3),
+        [(ids[1], 0), (audit_reads, refused), (nobody, refused)]
+    );
+    // A version past what the proxy serves is refused as Kafka refuses one: the connection
+    // closes, and nothing lands.
+    let mut past = Vec::new();
+    for part in [&0i16.to_be_bytes()[..], &99i16.to_be_bytes(), &4i32.to_be_bytes(), &[0xff, 0xff, 0, 0]] {
+        past.extend_from_slice(part);
+    }
+    c.write_all(&(past.len() as u32).to_be_bytes()).unwrap();
+    c.write_all(&past).unwrap();
+    assert!(read_frame(&mut c).is_err(), "the connection closes");
+    drop(c);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }

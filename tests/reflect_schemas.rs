@@ -1,5 +1,5 @@
 //! The `reflect` tables against the schema files they are generated from: every message of
-//! `src/schema/*.json` (the headers aside), and in it every field at every depth, common
+//! `src/codec/schema/*.json` (the headers aside), and in it every field at every depth, common
 //! structs included, says in `kwire::reflect` what its file says.
 //!
 //! Compared: the message's name, API key, direction, valid and flexible versions and
@@ -160,7 +160,7 @@ impl Check<'_> {
 
 #[test]
 fn every_table_says_what_its_schema_file_says() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/schema");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/codec/schema");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

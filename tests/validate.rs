@@ -428,14 +428,12 @@ fn unreadable_records_fail_their_partition() {
 fn topic_ids_need_name_free_rules() {
     let good = batch(&json_records(), Compression::None);
     let bad = batch(&bad_json_records(), Compression::None);
-    // A rule by name: v13 requests fail whole (their topics' names are unknown), and the
-    // ApiVersions answer offers Produce up to v12 only.
+    // A rule by name: the chain serves Produce up to v12 only, and refuses v13 requests
+    // (whose topics are named by id only) as Kafka refuses a version it does not serve.
     let mut chain = chain(&["orders.*=json"]);
     let frame = produce(13, -1, 4, &[t("orders.a", vec![(0, good.clone()), (1, good.clone())])]);
-    let Verdict::Respond(answer) = chain.on_request(&frame) else { panic!() };
-    let got = answers(&answer, 13, 4);
-    assert_eq!(got.len(), 2);
-    assert!(got.iter().all(|a| a.error == 87 && a.message.as_deref().unwrap().contains("by id only")));
+    let Verdict::Close(why) = chain.on_request(&frame) else { panic!() };
+    assert_eq!(why, "refused: Produce v13, a version this connection does not serve (3-12)");
     let versions = ApiVersionsResponse {
         api_keys: vec![
             ApiVersion { api_key: 0, min_version: 3, max_version: 13, ..Default::default() },
@@ -465,6 +463,34 @@ fn topic_ids_need_name_free_rules() {
     assert_eq!(summary, [(a.clone(), 0, 0), (a, 1, 87), (b, 0, 0)]);
     // And Produce v13 stays in ApiVersions answers.
     assert_eq!(produce_max(&mut chain, &versions), 13);
+
+    // A rule by name with a book of topic names: v13 is validated by name, and a topic
+    // whose id the book does not know fails (UNKNOWN_TOPIC_ID) rather than pass unchecked.
+    let book = kwire::filter::TopicNames::new();
+    let topics = [
+        t("orders.a", vec![(0, good.clone()), (1, bad.clone())]),
+        t("logs", vec![(0, bad.clone())]),
+        t("orders.b", vec![(0, good.clone())]),
+    ];
+    let (orders, logs, unknown) = (&topics[0], &topics[1], &topics[2]);
+    book.learn(orders.id, "orders.a");
+    book.learn(logs.id, "logs");
+    let mut chain = FilterChain::new();
+    chain.push(ValidateRecords::new(vec!["orders.*=json".parse::<Rule>().unwrap()]).topic_names(book));
+    assert_eq!(produce_max(&mut chain, &versions), 13);
+    let frame = produce(13, -1, 9, &topics);
+    let Verdict::Replace(sent) = chain.on_request(&frame) else { panic!() };
+    let Verdict::Replace(merged) = chain.on_response(&broker_answer(&sent), ApiKey::Produce, 13) else {
+        panic!()
+    };
+    let summary: Vec<(String, i32, i16)> =
+        answers(&merged, 13, 9).iter().map(|a| (a.topic.clone(), a.index, a.error)).collect();
+    let id = |t: &T<'_>| format!("{:?}", t.id);
+    assert_eq!(
+        summary,
+        [(id(orders), 0, 0), (id(orders), 1, 87), (id(logs), 0, 0), (id(unknown), 0, 100)],
+        "the rule applies to orders.a by name, not to logs; orders.b's id is unknown"
+    );
 }
 
 /// The highest Produce version of an ApiVersions answer after the chain.

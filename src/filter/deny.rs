@@ -4,8 +4,8 @@ use alloc::vec::Vec;
 
 use super::{Filter, RequestAction};
 use crate::ApiKey;
-use crate::dispatch::Request;
-use crate::types::Versions;
+use crate::codec::dispatch::Request;
+use crate::codec::types::Versions;
 
 /// Refuses some APIs: a request of one closes the connection, and ApiVersions answers no
 /// longer list them (through [`Filter::versions`]), so that clients do not try.

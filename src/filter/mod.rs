@@ -14,7 +14,7 @@
 //! rule of a port per broker by node id, the same in every proxy instance), [`ValidateRecords`]
 //! (the records of Produce requests checked against rules per topic: JSON values, keys,
 //! sizes, headers; [`check_json`] is its JSON check). The masking of
-//! secrets in copies of frames for logs and recordings is [`crate::secrets::redact`].
+//! secrets in copies of frames for logs and recordings is [`crate::session::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
 //!
@@ -56,8 +56,18 @@
 //!
 //! # What the chain guarantees
 //!
-//! - Frames kwire cannot read (an unknown API or version, a malformed body) reach no
-//!   filter and are forwarded unchanged: a filter only ever sees checked views.
+//! - A filter only ever sees checked views. A request that no filter can read closes the
+//!   connection, with the reason (API and version) in the close: an API or version the
+//!   connection does not serve, a header or body that does not decode. What a connection
+//!   serves is what its ApiVersions answers advertise: what the broker serves, kwire reads
+//!   and every filter handles ([`Filter::versions`]; [`FilterChain::served`]), so a client
+//!   that ignores ApiVersions cannot reach a filter with a version it was not written for.
+//!   Apache Kafka's broker closes the connection on a version it does not serve in the
+//!   same way. ApiVersions requests of any version are answered. A chain whose filters
+//!   only observe may forward such requests unread instead
+//!   ([`FilterChain::forward_unreadable`]); an empty chain forwards everything.
+//! - Produce is advertised from version 0, as Kafka 4.x advertises it, and served from
+//!   version 3 ([`ApiKey::advertised`]).
 //! - A filter is asked about a frame only if its `wants_*` says so; a frame no filter wants
 //!   is not parsed at all.
 //! - A rewritten frame keeps its header (correlation id, client id, header tagged fields)
@@ -66,6 +76,9 @@
 //! - A request that expects an answer is never silently lost: dropping it closes the
 //!   connection instead. Answering a Produce request with `acks = 0`, which expects none,
 //!   drops it instead.
+//!
+//! Layer 4 of the crate: filters use the [`codec`](crate::codec), [`session`](crate::session)
+//! and `tools` (`reflect`, for tenants and rewrites), never the applications.
 
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
@@ -74,12 +87,12 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use crate::ApiKey;
-use crate::conn::expects_response;
-use crate::dispatch::{self, Request, Response};
-use crate::encode::AnyBody;
-use crate::frame::{RequestHeader, RequestHeaderView};
-use crate::messages::{RequestBody, ResponseBody, ResponseBodyView};
-use crate::types::{List, RawTaggedField, Versions};
+use crate::codec::dispatch::{self, Request, Response};
+use crate::codec::encode::AnyBody;
+use crate::codec::frame::{RequestHeader, RequestHeaderView};
+use crate::codec::messages::{RequestBody, ResponseBody, ResponseBodyView};
+use crate::codec::types::{List, RawTaggedField, Versions};
+use crate::session::conn::expects_response;
 
 /// What a response answers: the request's API, the version the response is read at (the
 /// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),
@@ -115,6 +128,11 @@ pub enum RequestAction<'a> {
     /// Do not forward it; answer the client with this body (the same API, encoded at the
     /// request's version and with its correlation id).
     Respond(ResponseBody<'a>),
+    /// Refuse these entries (topics or partitions) with their errors, and forward the rest:
+    /// the client gets one answer, the broker's with the refused entries merged in, in the
+    /// request's order; if every entry is refused, the chain answers without the broker. For
+    /// the APIs [`Refusals::supported`] lists; for others it closes the connection.
+    Refuse(Refusals),
     /// Do not forward it and do not answer (a request that expects an answer closes the
     /// connection instead).
     Drop,
@@ -171,10 +189,11 @@ pub trait Filter {
         ResponseAction::Pass
     }
 
-    /// Whether requests kwire cannot read (an API or version it does not know, a body that
-    /// does not decode) must not pass: a filter that has to see every request (tenant
-    /// isolation) says so, and the chain then closes the connection on such a request
-    /// instead of forwarding it unread. By default they pass.
+    /// Whether requests no filter can read (an API or version the connection does not serve,
+    /// a body that does not decode) must never pass, even through a chain that forwards them
+    /// unread ([`FilterChain::forward_unreadable`]): a filter that has to see every request
+    /// (tenant isolation) says so. A chain closes the connection on such requests by
+    /// default anyway.
     fn refuses_unreadable(&self) -> bool {
         false
     }
@@ -209,7 +228,20 @@ pub enum Verdict {
 #[derive(Default)]
 pub struct FilterChain {
     filters: Vec<Box<dyn Filter + Send>>,
+    /// What the connection serves of each API, from the ApiVersions answers through the chain.
+    served: versions::Served,
+    /// Whether requests no filter can read are forwarded unread ([`FilterChain::forward_unreadable`]).
+    forward_unreadable: bool,
+    /// The book the chain fills from the answers that pair topic names with ids.
+    topic_names: Option<TopicNames>,
+    /// Partial answers awaiting the broker's: (correlation id, the refusing filter's
+    /// index, what to merge), oldest first.
+    merges: alloc::collections::VecDeque<(i32, usize, partial::Merge)>,
 }
+
+/// The most partial answers a chain keeps awaiting the broker's (Kafka's in-flight limit in
+/// `kwire::conn::InFlight`); past it the oldest go, whose answers never came.
+const MAX_MERGES: usize = 1024;
 
 impl core::fmt::Debug for FilterChain {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -285,7 +317,7 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
             match new.encoded_len(header_version) {
                 Ok(len) => {
                     let mut out = vec![0u8; len + frame.len() - header.as_bytes().len()];
-                    let mut w = crate::wire::Writer::new(&mut out[..len]);
+                    let mut w = crate::codec::wire::Writer::new(&mut out[..len]);
                     new.write(&mut w, key.to_i16(), version, header_version);
                     // The body's bytes as they came (trailing bytes included).
                     out[len..].copy_from_slice(&frame[header.as_bytes().len()..]);
@@ -321,6 +353,18 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
         ))),
         RequestAction::Drop => Step::Done(Verdict::Drop),
         RequestAction::Close(why) => Step::Done(Verdict::Close(why)),
+        // The chain splits refusals before this step.
+        RequestAction::Refuse(_) => Step::Done(Verdict::Close("a refusal the chain did not split".into())),
+    }
+}
+
+fn unreadable_verdict(forward: bool, why: core::fmt::Arguments<'_>) -> Verdict {
+    if forward {
+        Verdict::Forward
+    } else {
+        let mut s = String::from("refused: ");
+        let _ = s.write_fmt(why);
+        Verdict::Close(s)
     }
 }
 
@@ -339,7 +383,40 @@ fn read_response(frame: &[u8], key: ApiKey, version: i16) -> Option<(Response<'_
 impl FilterChain {
     /// An empty chain (it forwards everything).
     pub fn new() -> Self {
-        FilterChain { filters: Vec::new() }
+        FilterChain::default()
+    }
+
+    /// Forwards requests that no filter can read (an API or version the connection does not
+    /// serve, a body that does not decode) unread, instead of closing the connection: for
+    /// chains whose filters only observe. A filter that must see every request
+    /// ([`Filter::refuses_unreadable`]) still closes the connection on them.
+    pub fn forward_unreadable(&mut self) -> &mut Self {
+        self.forward_unreadable = true;
+        self
+    }
+
+    /// Fills `book` from every answer through the chain that pairs topic names with ids
+    /// ([`TopicNames::learn_from`]), before any filter sees the answer; give each filter
+    /// that judges topics by name a clone of the same book.
+    pub fn learn_topic_names(&mut self, book: TopicNames) -> &mut Self {
+        self.topic_names = Some(book);
+        self
+    }
+
+    /// Whether a request no filter can read is forwarded unread: the chain is empty, or
+    /// opted in with [`FilterChain::forward_unreadable`] and no filter refuses them.
+    pub fn forwards_unreadable(&self) -> bool {
+        self.filters.is_empty()
+            || (self.forward_unreadable && !self.filters.iter().any(|f| f.refuses_unreadable()))
+    }
+
+    /// The versions of `api_key` a request may use through the chain: what the last
+    /// ApiVersions answer through it advertised (cut to what kwire reads and every filter
+    /// handles), or before any answer, what kwire reads and every filter handles. `None`:
+    /// the API is not served. Produce is advertised from version 0 ([`ApiKey::advertised`])
+    /// but served from the lowest version kwire reads.
+    pub fn served(&self, api_key: ApiKey) -> Option<Versions> {
+        self.served.get(api_key, &self.filters)
     }
 
     /// Adds a filter after the others (nearer the broker).
@@ -358,62 +435,117 @@ impl FilterChain {
         self.filters.iter().any(|f| f.wants_request(api_key, version))
     }
 
-    /// Whether some filter wants responses of this API and version.
+    /// Whether some filter wants responses of this API and version, or a partial answer
+    /// awaits the broker's.
     pub fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
-        self.filters.iter().any(|f| f.wants_response(api_key, version))
+        !self.merges.is_empty() || self.filters.iter().any(|f| f.wants_response(api_key, version))
     }
 
     /// Runs a request frame (without its size prefix) through the filters.
+    ///
+    /// A request of an API or version the chain does not serve ([`FilterChain::served`]),
+    /// or whose header or body does not decode, closes the connection, as Apache Kafka's
+    /// broker closes it on a version it does not serve; unless the chain forwards such
+    /// requests unread ([`FilterChain::forwards_unreadable`]). ApiVersions requests of any
+    /// version are answered, as Kafka answers them.
     pub fn on_request(&mut self, frame: &[u8]) -> Verdict {
-        let Ok(peek) = RequestHeaderView::peek(frame) else { return self.unreadable() };
-        let (key, version) = (peek.api_key, peek.api_version);
-        let Some(key) = ApiKey::from_i16(key) else { return self.unreadable() };
+        let Ok(peek) = RequestHeaderView::peek(frame) else {
+            return self.unreadable(format_args!("a request whose header does not decode"));
+        };
+        let (raw_key, version) = (peek.api_key, peek.api_version);
+        let Some(key) = ApiKey::from_i16(raw_key) else {
+            return self
+                .unreadable(format_args!("a request of API key {raw_key}, which kwire does not know"));
+        };
         if key == ApiKey::ApiVersions && !key.request_versions().contains(version) {
             return self.unsupported_api_versions(peek.correlation_id);
         }
+        if key != ApiKey::ApiVersions && !self.served(key).is_some_and(|v| v.contains(version)) {
+            return self.unreadable(format_args!(
+                "{} v{version}, a version this connection does not serve ({})",
+                key.name(),
+                self.served(key).map_or_else(|| "none".into(), |v| alloc::format!("{}-{}", v.min, v.max))
+            ));
+        }
         if !self.wants_request(key, version) {
-            if self.filters.iter().any(|f| f.refuses_unreadable())
-                && dispatch::parse_request_prefix(frame).is_err()
+            if !self.forwards_unreadable()
+                && let Err(e) = dispatch::parse_request_prefix(frame)
             {
-                return self.unreadable();
+                return self.unreadable(format_args!(
+                    "a {} v{version} request that does not decode: {e}",
+                    key.name()
+                ));
             }
             return Verdict::Forward;
         }
+        let forward = self.forwards_unreadable();
         let mut current: Option<Vec<u8>> = None;
-        for filter in &mut self.filters {
+        let mut merges = Vec::new();
+        for (index, filter) in self.filters.iter_mut().enumerate() {
             if !filter.wants_request(key, version) {
                 continue;
             }
             let bytes = current.as_deref().unwrap_or(frame);
-            let Ok((request, _)) = dispatch::parse_request_prefix(bytes) else {
+            let (request, _) = match dispatch::parse_request_prefix(bytes) {
+                Ok(r) => r,
                 // Only the original frame can fail here: a rewritten one was encoded by kwire.
-                return self.unreadable();
+                Err(e) => {
+                    return unreadable_verdict(
+                        forward,
+                        format_args!("a {} v{version} request that does not decode: {e}", key.name()),
+                    );
+                }
             };
-            let action = filter.on_request(&request);
+            let action = match filter.on_request(&request) {
+                RequestAction::Refuse(refusals) if refusals.is_empty() => RequestAction::Pass,
+                RequestAction::Refuse(refusals) => match partial::split(&request.body, &refusals) {
+                    partial::Split::Forward(body, merge) => {
+                        if let Some(merge) = merge {
+                            merges.push((request.header.correlation_id(), index, merge));
+                        }
+                        RequestAction::Rewrite(body)
+                    }
+                    partial::Split::Answer(body) => RequestAction::Respond(body),
+                    partial::Split::Unsupported => {
+                        return Verdict::Close(alloc::format!(
+                            "a filter refused part of a {} request, which cannot be answered in part",
+                            key.name()
+                        ));
+                    }
+                },
+                action => action,
+            };
             match request_step(bytes, &request, action) {
                 Step::Same => {}
                 Step::New(new) => current = Some(new),
                 Step::Done(verdict) => return verdict,
             }
         }
+        for merge in merges {
+            if self.merges.len() == MAX_MERGES {
+                self.merges.pop_front();
+            }
+            self.merges.push_back(merge);
+        }
         current.map_or(Verdict::Forward, Verdict::Replace)
     }
 
-    /// What happens to a request kwire cannot read: forwarded unchanged, unless a filter
-    /// refuses such requests ([`Filter::refuses_unreadable`]).
-    fn unreadable(&self) -> Verdict {
-        if self.filters.iter().any(|f| f.refuses_unreadable()) {
-            Verdict::Close(
-                "a request kwire cannot read, refused by a filter that must see every request".into(),
-            )
-        } else {
-            Verdict::Forward
-        }
+    /// What happens to a request no filter can read: forwarded unchanged if the chain
+    /// forwards such requests ([`FilterChain::forwards_unreadable`]), else the connection
+    /// closes, for this reason.
+    fn unreadable(&self, why: core::fmt::Arguments<'_>) -> Verdict {
+        unreadable_verdict(self.forwards_unreadable(), why)
     }
 
     /// Runs a response frame (without its size prefix) that answers a request of
     /// `api_key` at `version` through the filters, last to first.
     pub fn on_response(&mut self, frame: &[u8], api_key: ApiKey, version: i16) -> Verdict {
+        if let Some(book) = &self.topic_names
+            && TopicNames::learns_from(api_key)
+            && let Ok(response) = dispatch::parse_response(frame, api_key, version)
+        {
+            book.learn_from(&response);
+        }
         let mut current: Option<Vec<u8>> = None;
         if self.wants_response(api_key, version)
             && let Some(verdict) = self.filter_response(frame, api_key, version, &mut current)
@@ -430,12 +562,12 @@ impl FilterChain {
 
     /// An ApiVersions response (as the filters left it) with every API cut to what the
     /// broker serves, kwire reads and every filter handles; `None` if nothing changes.
-    fn clamp(&self, frame: &[u8], version: i16) -> Option<Vec<u8>> {
+    fn clamp(&mut self, frame: &[u8], version: i16) -> Option<Vec<u8>> {
         let (response, read_at) = read_response(frame, ApiKey::ApiVersions, version)?;
         // Irrefutable in a build whose only API is ApiVersions.
         #[allow(irrefutable_let_patterns)]
         let ResponseBodyView::ApiVersions(view) = response.body else { return None };
-        let body = versions::clamp(&view, &self.filters)?;
+        let body = versions::clamp(&view, &self.filters, &mut self.served)?;
         let body = encode_body(&ResponseBody::ApiVersions(body), read_at).ok()?;
         Some(splice(response.header.as_bytes(), &body))
     }
@@ -466,14 +598,43 @@ impl FilterChain {
         version: i16,
         current: &mut Option<Vec<u8>>,
     ) -> Option<Verdict> {
-        for filter in self.filters.iter_mut().rev() {
-            if !filter.wants_response(api_key, version) {
+        for (index, filter) in self.filters.iter_mut().enumerate().rev() {
+            let merge = self.merges.front().is_some_and(|&(_, at, _)| at == index);
+            if !merge && !filter.wants_response(api_key, version) {
                 continue;
             }
             let bytes = current.as_deref().unwrap_or(frame);
             let Some((response, read_at)) = read_response(bytes, api_key, version) else { break };
-            let exchange =
-                Exchange { api_key, api_version: read_at, correlation_id: response.header.correlation_id() };
+            let correlation_id = response.header.correlation_id();
+            // A partial answer of this filter's: the refused entries merged in, before the
+            // filter sees the answer.
+            if let Some(at) = self.merges.iter().position(|&(id, at, _)| id == correlation_id && at == index)
+            {
+                // Answers come in order: older entries were answered otherwise.
+                self.merges.drain(..at);
+                let Some((_, _, pending)) = self.merges.pop_front() else { break };
+                let Some(body) = partial::merge(pending, &response.body) else {
+                    return Some(Verdict::Close(alloc::format!(
+                        "a {} answer to a request answered in part",
+                        api_key.name()
+                    )));
+                };
+                match encode_body(&body, read_at) {
+                    Ok(b) => *current = Some(splice(response.header.as_bytes(), &b)),
+                    Err(e) => {
+                        return Some(Verdict::Close(alloc::format!(
+                            "a partial {} answer merged: {e}",
+                            api_key.name()
+                        )));
+                    }
+                }
+                if !filter.wants_response(api_key, version) {
+                    continue;
+                }
+            }
+            let bytes = current.as_deref().unwrap_or(frame);
+            let Some((response, read_at)) = read_response(bytes, api_key, version) else { break };
+            let exchange = Exchange { api_key, api_version: read_at, correlation_id };
             match filter.on_response(&exchange, &response) {
                 ResponseAction::Pass => {}
                 ResponseAction::Rewrite(body) => {
@@ -513,15 +674,18 @@ impl FilterChain {
 
 mod deny;
 mod json;
+mod partial;
 mod rewrite;
 #[cfg(feature = "reflect")]
 mod tenant;
+mod topic_names;
 #[cfg(feature = "api-produce")]
 mod validate;
 mod versions;
 
 pub use deny::DenyApis;
 pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
+pub use partial::Refusals;
 pub use rewrite::{
     BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route,
     carries_addresses,
@@ -529,7 +693,8 @@ pub use rewrite::{
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
 #[cfg(feature = "proxy")]
-pub(crate) use tenant::{TopicIds, topic_id};
+pub(crate) use tenant::topic_id;
+pub use topic_names::{TopicName, TopicNames};
 #[cfg(feature = "api-produce")]
 pub use validate::{
     Checks, DEFAULT_DECOMPRESSION_LIMIT, MAX_RECORD_ERRORS, Rule, RuleError, ValidateRecords,

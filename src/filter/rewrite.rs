@@ -5,8 +5,8 @@ use alloc::string::{String, ToString};
 
 use super::{Exchange, Filter, ResponseAction};
 use crate::ApiKey;
-use crate::dispatch::Response;
-use crate::messages::ResponseBody;
+use crate::codec::dispatch::Response;
+use crate::codec::messages::ResponseBody;
 
 /// Replaces broker addresses in responses, so that clients keep connecting through a
 /// proxy: the brokers of Metadata and DescribeCluster, FindCoordinator's coordinator(s),
@@ -364,8 +364,8 @@ impl<F> core::fmt::Debug for RewriteAddresses<F> {
 ))]
 mod addresses {
     use super::*;
-    use crate::messages::ResponseBodyView;
-    use crate::types::{List, Str};
+    use crate::codec::messages::ResponseBodyView;
+    use crate::codec::types::{List, Str};
     use alloc::vec::Vec;
 
     /// The elements of a list, owned so that they can be changed.
@@ -410,17 +410,17 @@ mod addresses {
         let (changed, body) = match response.body {
             #[cfg(feature = "api-metadata")]
             ResponseBodyView::Metadata(v) => {
-                let mut b = crate::messages::MetadataResponse::from(v);
+                let mut b = crate::codec::messages::MetadataResponse::from(v);
                 (rewrite_list!(route, &mut b.brokers, node_id), ResponseBody::Metadata(b))
             }
             #[cfg(feature = "api-describe-cluster")]
             ResponseBodyView::DescribeCluster(v) => {
-                let mut b = crate::messages::DescribeClusterResponse::from(v);
+                let mut b = crate::codec::messages::DescribeClusterResponse::from(v);
                 (rewrite_list!(route, &mut b.brokers, broker_id), ResponseBody::DescribeCluster(b))
             }
             #[cfg(feature = "api-find-coordinator")]
             ResponseBodyView::FindCoordinator(v) => {
-                let mut b = crate::messages::FindCoordinatorResponse::from(v);
+                let mut b = crate::codec::messages::FindCoordinatorResponse::from(v);
                 let mut changed = rewrite_list!(route, &mut b.coordinators, node_id);
                 // Versions 0-3 answer one coordinator at the top level.
                 if v.coordinators().is_empty() {
@@ -430,22 +430,22 @@ mod addresses {
             }
             #[cfg(feature = "api-produce")]
             ResponseBodyView::Produce(v) if !v.node_endpoints().is_empty() => {
-                let mut b = crate::messages::ProduceResponse::from(v);
+                let mut b = crate::codec::messages::ProduceResponse::from(v);
                 (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::Produce(b))
             }
             #[cfg(feature = "api-fetch")]
             ResponseBodyView::Fetch(v) if !v.node_endpoints().is_empty() => {
-                let mut b = crate::messages::FetchResponse::from(v);
+                let mut b = crate::codec::messages::FetchResponse::from(v);
                 (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::Fetch(b))
             }
             #[cfg(feature = "api-share-fetch")]
             ResponseBodyView::ShareFetch(v) if !v.node_endpoints().is_empty() => {
-                let mut b = crate::messages::ShareFetchResponse::from(v);
+                let mut b = crate::codec::messages::ShareFetchResponse::from(v);
                 (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::ShareFetch(b))
             }
             #[cfg(feature = "api-share-acknowledge")]
             ResponseBodyView::ShareAcknowledge(v) if !v.node_endpoints().is_empty() => {
-                let mut b = crate::messages::ShareAcknowledgeResponse::from(v);
+                let mut b = crate::codec::messages::ShareAcknowledgeResponse::from(v);
                 (rewrite_list!(route, &mut b.node_endpoints, node_id), ResponseBody::ShareAcknowledge(b))
             }
             _ => return None,

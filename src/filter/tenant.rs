@@ -5,38 +5,121 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{Exchange, Filter, RequestAction, ResponseAction};
+use super::topic_names::Book;
+use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
-use crate::dispatch::{Request, Response};
-use crate::reflect::value::{Encoding, StructValue, Value};
-use crate::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
-use crate::types::{Uuid, Versions};
+use crate::codec::dispatch::{Request, Response};
+use crate::codec::types::{Uuid, Versions};
+use crate::tools::reflect::value::{Encoding, StructValue, Value};
+use crate::tools::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
 
-/// APIs a tenant may not use: their requests name topics, groups or principals in fields
-/// that carry no entity mark (config and ACL resources, quotas, SCRAM credentials), or
-/// they change the cluster for every tenant. Requests of these APIs close the connection,
-/// and ApiVersions answers leave them out.
-const DENIED: &[ApiKey] = &[
-    ApiKey::DescribeConfigs,
-    ApiKey::AlterConfigs,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::DescribeAcls,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
-    ApiKey::DescribeClientQuotas,
-    ApiKey::AlterClientQuotas,
-    ApiKey::DescribeUserScramCredentials,
-    ApiKey::AlterUserScramCredentials,
-    ApiKey::CreateDelegationToken,
-    ApiKey::RenewDelegationToken,
-    ApiKey::ExpireDelegationToken,
-    ApiKey::DescribeDelegationToken,
-    ApiKey::AlterPartitionReassignments,
-    ApiKey::ListPartitionReassignments,
-    ApiKey::ElectLeaders,
-    ApiKey::UnregisterBroker,
-    ApiKey::UpdateFeatures,
-];
+/// Why a tenant may not use an API, or `None` for an API open to tenants: rewritten from the
+/// entity marks of Kafka's schemas (topic names, group ids, transactional ids, topic ids),
+/// or naming nothing of a tenant's. Every API is decided here, by an exhaustive match, so an
+/// API added to Kafka does not compile until someone decides it: an isolation boundary
+/// fails closed. A refused API's requests close the connection, and ApiVersions answers
+/// leave it out.
+pub(crate) fn refusal(api: ApiKey) -> Option<&'static str> {
+    use ApiKey::*;
+    const UNMARKED: &str = "it names topics, groups or principals in fields that carry no entity mark";
+    const CLUSTER: &str = "it changes or shows the cluster for every tenant";
+    const INTERNAL: &str = "it is spoken between brokers and controllers, not by clients";
+    match api {
+        Produce
+        | Fetch
+        | ListOffsets
+        | Metadata
+        | OffsetCommit
+        | OffsetFetch
+        | FindCoordinator
+        | JoinGroup
+        | Heartbeat
+        | LeaveGroup
+        | SyncGroup
+        | DescribeGroups
+        | ListGroups
+        | SaslHandshake
+        | ApiVersions
+        | CreateTopics
+        | DeleteTopics
+        | DeleteRecords
+        | InitProducerId
+        | OffsetForLeaderEpoch
+        | AddPartitionsToTxn
+        | AddOffsetsToTxn
+        | EndTxn
+        | TxnOffsetCommit
+        | DescribeLogDirs
+        | SaslAuthenticate
+        | CreatePartitions
+        | DeleteGroups
+        | OffsetDelete
+        | DescribeCluster
+        | DescribeProducers
+        | DescribeTransactions
+        | ListTransactions
+        | ConsumerGroupHeartbeat
+        | ConsumerGroupDescribe
+        | GetTelemetrySubscriptions
+        | PushTelemetry
+        | DescribeTopicPartitions
+        | ShareGroupHeartbeat
+        | ShareGroupDescribe
+        | ShareFetch
+        | ShareAcknowledge
+        | StreamsGroupHeartbeat
+        | StreamsGroupDescribe
+        | DescribeShareGroupOffsets
+        | AlterShareGroupOffsets
+        | DeleteShareGroupOffsets
+        | StreamsGroupTopologyDescriptionUpdate => None,
+        // Config and ACL resources, quotas, SCRAM credentials and the config resources'
+        // listing name entities in fields without marks.
+        DescribeConfigs
+        | AlterConfigs
+        | IncrementalAlterConfigs
+        | DescribeAcls
+        | CreateAcls
+        | DeleteAcls
+        | DescribeClientQuotas
+        | AlterClientQuotas
+        | DescribeUserScramCredentials
+        | AlterUserScramCredentials
+        | CreateDelegationToken
+        | RenewDelegationToken
+        | ExpireDelegationToken
+        | DescribeDelegationToken
+        | ListConfigResources => Some(UNMARKED),
+        AlterPartitionReassignments
+        | ListPartitionReassignments
+        | ElectLeaders
+        | UnregisterBroker
+        | UpdateFeatures
+        | AlterReplicaLogDirs
+        | DescribeQuorum => Some(CLUSTER),
+        WriteTxnMarkers
+        | Vote
+        | BeginQuorumEpoch
+        | EndQuorumEpoch
+        | AlterPartition
+        | Envelope
+        | FetchSnapshot
+        | BrokerRegistration
+        | BrokerHeartbeat
+        | AllocateProducerIds
+        | ControllerRegistration
+        | AssignReplicasToDirs
+        | AddRaftVoter
+        | RemoveRaftVoter
+        | UpdateRaftVoter
+        | InitializeShareGroupState
+        | ReadShareGroupState
+        | WriteShareGroupState
+        | DeleteShareGroupState
+        | ReadShareGroupStateSummary
+        | UnregisterController => Some(INTERNAL),
+    }
+}
 
 /// Whether a field names an entity a tenant owns: a string (or array of strings) marked as
 /// a topic name, group id or transactional id; and FindCoordinator's keys, which are group
@@ -58,79 +141,8 @@ pub(crate) fn topic_id(field: &reflect::FieldSchema) -> bool {
     matches!(field.ty, FieldType::Uuid) && field.name == "TopicId"
 }
 
-/// The most topic ids a [`TopicIds`] book keeps; past it, it starts again (an id named
-/// after that is looked up again, or taken for another tenant's until it is).
-const MAX_IDS: usize = 100_000;
-
 /// The most stand-in ids one connection keeps (see [`StandIns`]).
 const MAX_STAND_INS: usize = 4096;
-
-/// Topic ids and the names the broker gave them, as answers (and lookups) have shown them:
-/// an id is a tenant's if its name carries the tenant's prefix. Kafka never gives an id to
-/// a second topic (ids are 128 random bits; a topic deleted and created again gets a new
-/// one), so an entry can only go stale by its topic's deletion, and a stale entry names a
-/// topic that no longer exists: the broker answers it UNKNOWN_TOPIC_ID, as without the
-/// entry.
-#[derive(Debug, Default)]
-pub(crate) struct Book {
-    names: BTreeMap<Uuid, String>,
-}
-
-impl Book {
-    /// Learns that topic `id` is named `name` on the broker. An id keeps the name it was
-    /// first given: Kafka never renames a topic nor gives its id to another, so an answer
-    /// that names a known id otherwise is not believed (and the entry that says so is left
-    /// out of it if the id is another tenant's).
-    pub(crate) fn learn(&mut self, id: Uuid, name: &str) {
-        if id == Uuid::ZERO || name.is_empty() || self.names.contains_key(&id) {
-            return;
-        }
-        if self.names.len() >= MAX_IDS {
-            self.names.clear();
-        }
-        self.names.insert(id, name.into());
-    }
-
-    /// Whether the id's name is known.
-    #[cfg(feature = "proxy")]
-    pub(crate) fn knows(&self, id: &Uuid) -> bool {
-        self.names.contains_key(id)
-    }
-
-    fn name(&self, id: &Uuid) -> Option<&str> {
-        self.names.get(id).map(String::as_str)
-    }
-
-    fn forget(&mut self, id: &Uuid) {
-        self.names.remove(id);
-    }
-}
-
-/// A [`Book`] that tenants' connections share (with `std`; one per filter without it).
-#[cfg(feature = "std")]
-#[derive(Clone, Debug, Default)]
-pub(crate) struct TopicIds(alloc::sync::Arc<std::sync::Mutex<Book>>);
-
-#[cfg(feature = "std")]
-impl TopicIds {
-    /// Runs `f` on the book.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Book) -> R) -> R {
-        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-/// A [`Book`] of one filter (without `std`, nothing to share it with).
-#[cfg(not(feature = "std"))]
-#[derive(Debug, Default)]
-pub(crate) struct TopicIds(core::cell::RefCell<Book>);
-
-#[cfg(not(feature = "std"))]
-impl TopicIds {
-    /// Runs `f` on the book.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Book) -> R) -> R {
-        f(&mut self.0.borrow_mut())
-    }
-}
 
 /// One connection's stand-ins for topic ids that are not its tenant's: a request naming
 /// such an id reaches the broker with a stand-in that no topic can have, so the broker
@@ -223,7 +235,7 @@ enum Source {
 /// One connection's tenant of a virtual cluster: every topic name, group id and
 /// transactional id the client sends is prefixed on the way to the broker, and the prefix
 /// is taken off on the way back, in every API and version, from the entity marks of
-/// Apache Kafka's schemas ([`reflect::entities`](crate::reflect::entities)). Entities of
+/// Apache Kafka's schemas ([`reflect::entities`](crate::tools::reflect::entities)). Entities of
 /// other tenants (names without the prefix) are taken out of the answers, so listings
 /// (Metadata, ListGroups, DescribeGroups, ListTransactions, DescribeTopicPartitions,
 /// OffsetFetch, ...) show only the tenant's own. A request cannot name another tenant's
@@ -277,7 +289,7 @@ enum Source {
 /// ```
 pub struct Tenant {
     prefix: Source,
-    ids: TopicIds,
+    ids: TopicNames,
     stand_ins: StandIns,
     /// Per API key (by its `i16`), whether its requests and its responses name entities.
     requests: [bool; 128],
@@ -308,7 +320,7 @@ impl Tenant {
     fn with(prefix: Source) -> Self {
         let mut t = Tenant {
             prefix,
-            ids: TopicIds::default(),
+            ids: TopicNames::default(),
             stand_ins: StandIns::default(),
             requests: [false; 128],
             responses: [false; 128],
@@ -331,7 +343,7 @@ impl Tenant {
     /// The same tenant, with a book of topic ids shared with other connections (and with
     /// the proxy's lookups).
     #[cfg(feature = "proxy")]
-    pub(crate) fn sharing(mut self, ids: TopicIds) -> Self {
+    pub(crate) fn sharing(mut self, ids: TopicNames) -> Self {
         self.ids = ids;
         self
     }
@@ -350,13 +362,16 @@ fn prefix_of(source: &mut Source) -> Option<&str> {
 
 impl Filter for Tenant {
     fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
-        DENIED.contains(&api_key) || Tenant::carries(&self.requests, api_key)
+        refusal(api_key).is_some() || Tenant::carries(&self.requests, api_key)
     }
 
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
         let api = request.body.api_key();
-        if DENIED.contains(&api) {
-            return RequestAction::Close(alloc::format!("{} requests are not open to tenants", api.name()));
+        if let Some(why) = refusal(api) {
+            return RequestAction::Close(alloc::format!(
+                "{} requests are not open to tenants: {why}",
+                api.name()
+            ));
         }
         let Some(prefix) = prefix_of(&mut self.prefix) else {
             return RequestAction::Close(alloc::format!(
@@ -394,7 +409,7 @@ impl Filter for Tenant {
     }
 
     fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
-        (!DENIED.contains(&api_key)).then_some(readable)
+        refusal(api_key).is_none().then_some(readable)
     }
 
     fn refuses_unreadable(&self) -> bool {
@@ -432,7 +447,7 @@ fn rewrite(
     version: i16,
     body: &[u8],
     prefix: &str,
-    ids: &TopicIds,
+    ids: &TopicNames,
     stand_ins: &mut StandIns,
 ) -> Result<Option<Vec<u8>>, String> {
     let (schema, what) = match way {

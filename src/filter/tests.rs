@@ -1,6 +1,6 @@
 use super::*;
-use crate::messages::api_versions::ApiVersion;
-use crate::messages::{
+use crate::codec::messages::api_versions::ApiVersion;
+use crate::codec::messages::{
     ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ProduceResponse,
 };
 
@@ -39,8 +39,115 @@ fn answers_drops_and_their_rules() {
     assert!(matches!(chain.on_request(&request(&MetadataRequest::default(), 12, 43)), Verdict::Close(_)));
     // An answer of another API is refused.
     assert!(matches!(chain.on_request(&request(&ApiVersionsRequest::default(), 3, 44)), Verdict::Close(_)));
-    // Frames kwire cannot read reach no filter.
-    assert_eq!(chain.on_request(&[0, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff]), Verdict::Forward);
+    // A frame no filter can read reaches no filter and closes the connection.
+    let Verdict::Close(why) = chain.on_request(&[0, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff]) else { panic!() };
+    assert_eq!(why, "refused: a request of API key 99, which kwire does not know");
+}
+
+/// Passes everything on; counts what it saw.
+#[derive(Default)]
+struct Observe(alloc::sync::Arc<core::sync::atomic::AtomicUsize>);
+impl Filter for Observe {
+    fn on_request<'a>(&mut self, _: &Request<'a>) -> RequestAction<'a> {
+        self.0.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        RequestAction::Pass
+    }
+}
+
+#[test]
+fn requests_no_filter_can_read_close_the_connection_unless_the_chain_only_observes() {
+    let produce = request(&ProduceRequest { acks: -1, timeout_ms: 1000, ..Default::default() }, 9, 1);
+    let mut truncated = produce.clone();
+    truncated.truncate(produce.len() - 3);
+    let unknown_api = [0u8, 99, 0, 0, 0, 0, 0, 1, 0xff, 0xff];
+    let bad_header = [0u8, 1];
+    let mut closed = FilterChain::new();
+    closed.push(Observe::default());
+    for (frame, why) in [
+        (&truncated[..], "refused: a Produce v9 request that does not decode"),
+        (&unknown_api[..], "refused: a request of API key 99, which kwire does not know"),
+        (&bad_header[..], "refused: a request whose header does not decode"),
+    ] {
+        let Verdict::Close(got) = closed.on_request(frame) else { panic!("{why}") };
+        assert!(got.starts_with(why), "{got}");
+    }
+    assert_eq!(closed.on_request(&produce), Verdict::Forward);
+    // The same, from a chain whose filter wants nothing: the body is still checked.
+    struct Nothing;
+    impl Filter for Nothing {
+        fn wants_request(&self, _: ApiKey, _: i16) -> bool {
+            false
+        }
+    }
+    let mut quiet = FilterChain::new();
+    quiet.push(Nothing);
+    assert!(matches!(quiet.on_request(&truncated), Verdict::Close(_)));
+    assert_eq!(quiet.on_request(&produce), Verdict::Forward);
+    // A chain that only observes opts in to forwarding them unread.
+    let mut observing = FilterChain::new();
+    observing.push(Observe::default()).forward_unreadable();
+    assert!(observing.forwards_unreadable());
+    for frame in [&truncated[..], &unknown_api[..], &bad_header[..]] {
+        assert_eq!(observing.on_request(frame), Verdict::Forward);
+    }
+    // Unless one of its filters must see every request.
+    struct Strict;
+    impl Filter for Strict {
+        fn refuses_unreadable(&self) -> bool {
+            true
+        }
+    }
+    observing.push(Strict);
+    assert!(!observing.forwards_unreadable());
+    assert!(matches!(observing.on_request(&truncated), Verdict::Close(_)));
+    // An empty chain judges nothing and forwards everything.
+    let mut empty = FilterChain::new();
+    assert_eq!(empty.on_request(&truncated), Verdict::Forward);
+}
+
+#[test]
+fn versions_not_advertised_are_refused_as_kafka_refuses_them() {
+    /// Handles Produce up to v12 only.
+    struct UpTo12;
+    impl Filter for UpTo12 {
+        fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
+            match api_key {
+                ApiKey::Produce => Some(Versions::new(readable.min, readable.max.min(12))),
+                _ => Some(readable),
+            }
+        }
+    }
+    let seen = alloc::sync::Arc::new(core::sync::atomic::AtomicUsize::new(0));
+    let mut chain = FilterChain::new();
+    chain.push(UpTo12).push(Observe(seen.clone()));
+    let produce =
+        |v: i16| request(&ProduceRequest { acks: -1, timeout_ms: 1000, ..Default::default() }, v, 3);
+    // Before any ApiVersions answer: what kwire reads and the filters handle.
+    assert_eq!(chain.served(ApiKey::Produce), Some(Versions::new(3, 12)));
+    assert_eq!(chain.on_request(&produce(12)), Verdict::Forward);
+    let Verdict::Close(why) = chain.on_request(&produce(13)) else { panic!() };
+    assert_eq!(why, "refused: Produce v13, a version this connection does not serve (3-12)");
+    // After it: what it advertised. Kafka 4.x advertises Produce 0-13 and Metadata 0-13; the
+    // chain advertises Produce 0-12 (from 0, as Kafka does) and serves 3-12.
+    let keys = [
+        ApiVersion { api_key: 0, min_version: 0, max_version: 13, ..Default::default() },
+        ApiVersion { api_key: 3, min_version: 0, max_version: 10, ..Default::default() },
+    ];
+    assert_eq!(clamped(&mut chain, &keys, 3, 3), vec![(0, 0, 12), (3, 0, 10)]);
+    assert_eq!(chain.served(ApiKey::Produce), Some(Versions::new(3, 12)));
+    assert_eq!(chain.served(ApiKey::Metadata), Some(Versions::new(0, 10)));
+    assert_eq!(chain.served(ApiKey::Fetch), None, "not in the broker's answer");
+    let metadata = |v: i16| request(&MetadataRequest::default(), v, 4);
+    assert_eq!(chain.on_request(&metadata(10)), Verdict::Forward);
+    assert!(matches!(chain.on_request(&metadata(11)), Verdict::Close(_)));
+    // Produce v0-v2, advertised but not served, are refused as Kafka refuses them.
+    let mut v2 = produce(3);
+    v2[2..4].copy_from_slice(&2i16.to_be_bytes());
+    let Verdict::Close(why) = chain.on_request(&v2) else { panic!() };
+    assert!(why.starts_with("refused: Produce v2"), "{why}");
+    assert!(matches!(chain.on_request(&produce(13)), Verdict::Close(_)));
+    // No refused request reached a filter: only the v12 Produce and the v10 Metadata.
+    assert_eq!(seen.load(core::sync::atomic::Ordering::Relaxed), 2);
 }
 
 #[test]
@@ -89,9 +196,9 @@ fn chain_order() {
 /// DescribeCluster's `broker_id`, FindCoordinator's top-level coordinator (v3).
 #[test]
 fn brokers_rewritten_by_node_id() {
-    use crate::messages::describe_cluster::DescribeClusterBroker;
-    use crate::messages::metadata::MetadataResponseBroker;
-    use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+    use crate::codec::messages::describe_cluster::DescribeClusterBroker;
+    use crate::codec::messages::metadata::MetadataResponseBroker;
+    use crate::codec::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
     let mut chain = FilterChain::new();
     chain.push(RewriteAddresses::with_route(BrokerPorts::new("proxy", 19000)));
     let brokers = [
@@ -238,10 +345,10 @@ fn response(body: &impl AnyBody, version: i16) -> Vec<u8> {
 /// single coordinator and the list), and KIP-951 leader hints.
 #[test]
 fn addresses_by_name() {
-    use crate::messages::describe_cluster::DescribeClusterBroker;
-    use crate::messages::find_coordinator::Coordinator;
-    use crate::messages::metadata::MetadataResponseBroker;
-    use crate::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
+    use crate::codec::messages::describe_cluster::DescribeClusterBroker;
+    use crate::codec::messages::find_coordinator::Coordinator;
+    use crate::codec::messages::metadata::MetadataResponseBroker;
+    use crate::codec::messages::{DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse};
     use alloc::sync::Arc;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -327,7 +434,7 @@ fn addresses_by_name() {
     assert_eq!(got, [(2, "broker-2.kafka.example", 9093), (-1, "", -1)]);
 
     // Leader hints of Produce (KIP-951).
-    use crate::messages::produce::NodeEndpoint;
+    use crate::codec::messages::produce::NodeEndpoint;
     let hints = [NodeEndpoint { node_id: 4, host: "h4".into(), port: 9004, ..Default::default() }];
     let produce = ProduceResponse { node_endpoints: (&hints).into(), ..Default::default() };
     let Verdict::Replace(new) = chain.on_response(&response(&produce, 10), ApiKey::Produce, 10) else {
@@ -394,12 +501,13 @@ fn api_versions_are_clamped_to_what_kwire_reads() {
         ApiVersion { api_key: 0, min_version: 3, max_version: 9, ..Default::default() },
     ];
     let mut chain = FilterChain::new();
-    let want = vec![(3, 0, metadata.max), (18, 0, ours.max), (0, 3, 9)];
+    // Produce is advertised from 0, as Kafka 4.x advertises it.
+    let want = vec![(3, 0, metadata.max), (18, 0, ours.max), (0, 0, 9)];
     assert_eq!(clamped(&mut chain, &keys, 3, 3), want);
     // The version-0 fallback (the broker did not read the version asked for) is clamped too.
     assert_eq!(clamped(&mut chain, &keys, 0, 3), want);
     // An answer kwire reads whole is forwarded as it came.
-    let fine = [ApiVersion { api_key: 0, min_version: 3, max_version: 9, ..Default::default() }];
+    let fine = [ApiVersion { api_key: 0, min_version: 0, max_version: 9, ..Default::default() }];
     let body = ApiVersionsResponse { api_keys: List::Borrowed(&fine), ..Default::default() };
     let mut frame = vec![0u8; dispatch::response_len(&body, 3).unwrap()];
     dispatch::encode_response(&body, 3, 5, &mut frame).unwrap();
@@ -426,7 +534,7 @@ fn filters_declare_the_versions_they_handle() {
     ];
     let mut chain = FilterChain::new();
     chain.push(Old);
-    assert_eq!(clamped(&mut chain, &keys, 3, 3), vec![(0, 3, 7), (1, 4, 17)]);
+    assert_eq!(clamped(&mut chain, &keys, 3, 3), vec![(0, 0, 7), (1, 4, 17)]);
 }
 
 #[test]
@@ -447,4 +555,386 @@ fn api_versions_at_a_version_kwire_does_not_read_is_answered_as_a_broker_does() 
     let listed: Vec<_> =
         v.api_keys().iter().map(|k| (k.api_key(), k.min_version(), k.max_version())).collect();
     assert_eq!(listed, [(18, ours.min, ours.max)]);
+}
+
+mod partial_answers {
+    use super::*;
+    use crate::ErrorCode;
+    use crate::Uuid;
+    use crate::codec::messages::produce::{
+        PartitionProduceData, PartitionProduceResponse, TopicProduceData, TopicProduceResponse,
+    };
+    use crate::codec::messages::{ProduceRequestView, RequestBodyView};
+
+    /// Refuses topics whose name (or, by id, the book's name) starts with `secret`, and
+    /// partition 1 of every other topic with a message.
+    struct NoSecrets(TopicNames);
+    impl Filter for NoSecrets {
+        fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+            let RequestBodyView::Produce(p) = request.body else { return RequestAction::Pass };
+            let mut refused = Refusals::new();
+            for (t, topic) in p.topic_data().iter().enumerate() {
+                match self.0.resolve(topic.name(), topic.topic_id()) {
+                    Some(name) if !name.starts_with("secret") => {
+                        for (i, partition) in topic.partition_data().iter().enumerate() {
+                            if partition.index() == 1 {
+                                refused.partition(t, i, ErrorCode::PolicyViolation, Some("not partition 1"));
+                            }
+                        }
+                    }
+                    _ => _ = refused.topic(t, ErrorCode::TopicAuthorizationFailed, None),
+                }
+            }
+            RequestAction::Refuse(refused)
+        }
+    }
+
+    fn topic(name: &'static str, id: u8, partitions: &[i32]) -> TopicProduceData<'static> {
+        let partition_data: Vec<PartitionProduceData<'static>> =
+            partitions.iter().map(|&index| PartitionProduceData { index, ..Default::default() }).collect();
+        TopicProduceData {
+            name: name.into(),
+            topic_id: if id == 0 { Uuid::ZERO } else { Uuid([id; 16]) },
+            partition_data: partition_data.into(),
+            ..Default::default()
+        }
+    }
+
+    fn produce(acks: i16, topics: Vec<TopicProduceData<'static>>) -> ProduceRequest<'static> {
+        ProduceRequest { acks, timeout_ms: 1000, topic_data: topics.into(), ..Default::default() }
+    }
+
+    /// The broker's answer to a forwarded request: every partition it got, error 0, base
+    /// offset = its index (topics in reverse, to check the merge restores the client's order).
+    fn broker_answer(sent: &ProduceRequestView<'_>, version: i16, correlation_id: i32) -> Vec<u8> {
+        let mut topics: Vec<TopicProduceResponse<'static>> = sent
+            .topic_data()
+            .iter()
+            .map(|t| TopicProduceResponse {
+                name: String::from(t.name()).into(),
+                topic_id: t.topic_id(),
+                partition_responses: t
+                    .partition_data()
+                    .iter()
+                    .map(|p| PartitionProduceResponse {
+                        index: p.index(),
+                        base_offset: i64::from(p.index()),
+                        ..Default::default()
+                    })
+                    .collect::<Vec<_>>()
+                    .into(),
+                ..Default::default()
+            })
+            .collect();
+        topics.reverse();
+        let body = ProduceResponse { responses: topics.into(), ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, version).unwrap()];
+        dispatch::encode_response(&body, version, correlation_id, &mut frame).unwrap();
+        frame.drain(..4);
+        frame
+    }
+
+    /// (topic name or id byte, [(partition, error, base offset)]) of an answer.
+    type Seen = Vec<(String, Vec<(i32, i16, i64)>)>;
+
+    fn seen(frame: &[u8], version: i16) -> Seen {
+        let ResponseBodyView::Produce(p) =
+            dispatch::parse_response(frame, ApiKey::Produce, version).unwrap().body
+        else {
+            panic!()
+        };
+        p.responses()
+            .iter()
+            .map(|t| {
+                let name = if t.name().is_empty() {
+                    alloc::format!("#{}", t.topic_id().0[0])
+                } else {
+                    t.name().into()
+                };
+                let parts = t
+                    .partition_responses()
+                    .iter()
+                    .map(|p| (p.index(), p.error_code(), p.base_offset()))
+                    .collect();
+                (name, parts)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_rest_goes_on_and_one_answer_comes_back_in_the_clients_order() {
+        let names = TopicNames::new();
+        let mut chain = FilterChain::new();
+        chain.push(NoSecrets(names.clone()));
+        let request_body = produce(
+            -1,
+            vec![topic("orders", 0, &[0, 1, 2]), topic("secret-x", 0, &[0]), topic("audit", 0, &[1])],
+        );
+        let Verdict::Replace(sent) = chain.on_request(&request(&request_body, 9, 7)) else { panic!() };
+        let sent = dispatch::parse_request(&sent).unwrap();
+        assert_eq!(sent.header.correlation_id(), 7);
+        assert_eq!(sent.header.client_id(), Some("c"), "the header is kept");
+        let RequestBodyView::Produce(forwarded) = sent.body else { panic!() };
+        let forwarded_parts: Vec<(&str, Vec<i32>)> = forwarded
+            .topic_data()
+            .iter()
+            .map(|t| (t.name(), t.partition_data().iter().map(|p| p.index()).collect()))
+            .collect();
+        assert_eq!(forwarded_parts, [("orders", vec![0, 2])], "audit's only partition is refused");
+        let Verdict::Replace(answer) =
+            chain.on_response(&broker_answer(&forwarded, 9, 7), ApiKey::Produce, 9)
+        else {
+            panic!()
+        };
+        let (policy, auth) =
+            (ErrorCode::PolicyViolation.to_i16(), ErrorCode::TopicAuthorizationFailed.to_i16());
+        assert_eq!(
+            seen(&answer, 9),
+            [
+                ("orders".into(), vec![(0, 0, 0), (1, policy, -1), (2, 0, 2)]),
+                ("secret-x".into(), vec![(0, auth, -1)]),
+                ("audit".into(), vec![(1, policy, -1)]),
+            ]
+        );
+        // The message is in the answer where the version has one.
+        let ResponseBodyView::Produce(p) =
+            dispatch::parse_response(&answer, ApiKey::Produce, 9).unwrap().body
+        else {
+            panic!()
+        };
+        let orders = p.responses().iter().next().unwrap();
+        assert_eq!(
+            orders.partition_responses().iter().nth(1).unwrap().error_message(),
+            Some("not partition 1")
+        );
+        // The next answer, not answered in part, passes as it came.
+        let plain = request(&produce(-1, vec![topic("orders", 0, &[0])]), 9, 8);
+        assert_eq!(chain.on_request(&plain), Verdict::Forward);
+        let RequestBodyView::Produce(view) = dispatch::parse_request(&plain).unwrap().body else { panic!() };
+        let answer = broker_answer(&view, 9, 8);
+        assert_eq!(chain.on_response(&answer, ApiKey::Produce, 9), Verdict::Forward);
+    }
+
+    #[test]
+    fn topics_named_by_id_are_refused_by_name_and_merged_by_id() {
+        let names = TopicNames::new();
+        names.learn(Uuid([1; 16]), "orders");
+        names.learn(Uuid([2; 16]), "secret-x");
+        let mut chain = FilterChain::new();
+        chain.push(NoSecrets(names.clone()));
+        // v13: ids only; #3 is an id nobody named: refused, as a policy filter must.
+        let body = produce(-1, vec![topic("", 2, &[0]), topic("", 1, &[0]), topic("", 3, &[0])]);
+        let Verdict::Replace(sent) = chain.on_request(&request(&body, 13, 9)) else { panic!() };
+        let RequestBodyView::Produce(forwarded) = dispatch::parse_request(&sent).unwrap().body else {
+            panic!()
+        };
+        assert_eq!(forwarded.topic_data().iter().map(|t| t.topic_id()).collect::<Vec<_>>(), [Uuid([1; 16])]);
+        let Verdict::Replace(answer) =
+            chain.on_response(&broker_answer(&forwarded, 13, 9), ApiKey::Produce, 13)
+        else {
+            panic!()
+        };
+        let auth = ErrorCode::TopicAuthorizationFailed.to_i16();
+        assert_eq!(
+            seen(&answer, 13),
+            [
+                ("#2".into(), vec![(0, auth, -1)]),
+                ("#1".into(), vec![(0, 0, 0)]),
+                ("#3".into(), vec![(0, auth, -1)])
+            ]
+        );
+    }
+
+    #[test]
+    fn everything_refused_is_answered_without_the_broker_and_acks_zero_is_dropped() {
+        let mut chain = FilterChain::new();
+        chain.push(NoSecrets(TopicNames::new()));
+        let body = produce(-1, vec![topic("secret-a", 0, &[0, 1]), topic("secret-b", 0, &[3])]);
+        let Verdict::Respond(answer) = chain.on_request(&request(&body, 9, 11)) else { panic!() };
+        assert_eq!(
+            dispatch::parse_response(&answer, ApiKey::Produce, 9).unwrap().header.correlation_id(),
+            11
+        );
+        let auth = ErrorCode::TopicAuthorizationFailed.to_i16();
+        assert_eq!(
+            seen(&answer, 9),
+            [
+                ("secret-a".into(), vec![(0, auth, -1), (1, auth, -1)]),
+                ("secret-b".into(), vec![(3, auth, -1)])
+            ]
+        );
+        // acks=0 expects no answer: all refused is dropped, part refused goes on with
+        // nothing kept to merge.
+        let quiet = produce(0, vec![topic("secret-a", 0, &[0])]);
+        assert_eq!(chain.on_request(&request(&quiet, 9, 12)), Verdict::Drop);
+        let quiet = produce(0, vec![topic("secret-a", 0, &[0]), topic("orders", 0, &[0])]);
+        assert!(matches!(chain.on_request(&request(&quiet, 9, 13)), Verdict::Replace(_)));
+        assert!(chain.merges.is_empty());
+    }
+
+    #[test]
+    fn a_refusal_of_an_api_without_partial_answers_closes_the_connection() {
+        struct RefuseMetadata;
+        impl Filter for RefuseMetadata {
+            fn on_request<'a>(&mut self, _: &Request<'a>) -> RequestAction<'a> {
+                let mut r = Refusals::new();
+                r.topic(0, ErrorCode::TopicAuthorizationFailed, None);
+                RequestAction::Refuse(r)
+            }
+        }
+        assert!(!Refusals::supported(ApiKey::Metadata));
+        let mut chain = FilterChain::new();
+        chain.push(RefuseMetadata);
+        let Verdict::Close(why) = chain.on_request(&request(&MetadataRequest::default(), 12, 1)) else {
+            panic!()
+        };
+        assert!(why.contains("cannot be answered in part"), "{why}");
+    }
+}
+
+mod partial_fetch {
+    use super::*;
+    use crate::ErrorCode;
+    use crate::Uuid;
+    use crate::codec::messages::FetchRequest;
+    use crate::codec::messages::fetch::{FetchPartition, FetchTopic, FetchableTopicResponse, PartitionData};
+    use crate::codec::messages::{FetchResponse, RequestBodyView};
+
+    /// Refuses reads of topics whose name (or, by id, the book's name) starts with `audit`.
+    struct NoAuditReads(TopicNames);
+    impl Filter for NoAuditReads {
+        fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+            let RequestBodyView::Fetch(f) = request.body else { return RequestAction::Pass };
+            let mut refused = Refusals::new();
+            for (t, topic) in f.topics().iter().enumerate() {
+                match self.0.resolve(topic.topic(), topic.topic_id()) {
+                    Some(name) if !name.starts_with("audit") => {}
+                    _ => _ = refused.topic(t, ErrorCode::TopicAuthorizationFailed, None),
+                }
+            }
+            RequestAction::Refuse(refused)
+        }
+    }
+
+    fn fetch(topics: &[(&'static str, u8, &[i32])]) -> FetchRequest<'static> {
+        let topics: Vec<FetchTopic<'static>> = topics
+            .iter()
+            .map(|&(name, id, parts)| FetchTopic {
+                topic: name.into(),
+                topic_id: if id == 0 { Uuid::ZERO } else { Uuid([id; 16]) },
+                partitions: parts
+                    .iter()
+                    .map(|&partition| FetchPartition {
+                        partition,
+                        partition_max_bytes: 1024,
+                        ..Default::default()
+                    })
+                    .collect::<Vec<_>>()
+                    .into(),
+                ..Default::default()
+            })
+            .collect();
+        FetchRequest {
+            replica_id: -1,
+            max_bytes: 1 << 20,
+            session_epoch: -1,
+            topics: topics.into(),
+            ..Default::default()
+        }
+    }
+
+    /// What the broker answers a forwarded fetch: every partition asked, high watermark 7.
+    fn answer(sent: &[u8], version: i16) -> Vec<u8> {
+        let request = dispatch::parse_request(sent).unwrap();
+        let RequestBodyView::Fetch(f) = request.body else { panic!() };
+        let responses: Vec<FetchableTopicResponse<'static>> = f
+            .topics()
+            .iter()
+            .map(|t| FetchableTopicResponse {
+                topic: String::from(t.topic()).into(),
+                topic_id: t.topic_id(),
+                partitions: t
+                    .partitions()
+                    .iter()
+                    .map(|p| PartitionData {
+                        partition_index: p.partition(),
+                        high_watermark: 7,
+                        ..Default::default()
+                    })
+                    .collect::<Vec<_>>()
+                    .into(),
+                ..Default::default()
+            })
+            .collect();
+        let body = FetchResponse { responses: responses.into(), ..Default::default() };
+        let mut frame = vec![0u8; dispatch::response_len(&body, version).unwrap()];
+        dispatch::encode_response(&body, version, request.header.correlation_id(), &mut frame).unwrap();
+        frame.drain(..4);
+        frame
+    }
+
+    fn seen(frame: &[u8], version: i16) -> Vec<(String, i32, i16, i64)> {
+        let ResponseBodyView::Fetch(f) =
+            dispatch::parse_response(frame, ApiKey::Fetch, version).unwrap().body
+        else {
+            panic!()
+        };
+        let mut out = Vec::new();
+        for t in f.responses().iter() {
+            let name = if t.topic().is_empty() {
+                alloc::format!("#{}", t.topic_id().0[0])
+            } else {
+                t.topic().into()
+            };
+            for p in t.partitions().iter() {
+                out.push((name.clone(), p.partition_index(), p.error_code(), p.high_watermark()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn refused_topics_are_answered_beside_the_brokers_partitions() {
+        let mut chain = FilterChain::new();
+        chain.push(NoAuditReads(TopicNames::new()));
+        let body = fetch(&[("orders", 0, &[0, 1]), ("audit.logins", 0, &[0])]);
+        let Verdict::Replace(sent) = chain.on_request(&request(&body, 12, 5)) else { panic!() };
+        let got = chain.on_response(&answer(&sent, 12), ApiKey::Fetch, 12);
+        let Verdict::Replace(merged) = got else { panic!("{got:?}") };
+        let auth = ErrorCode::TopicAuthorizationFailed.to_i16();
+        assert_eq!(
+            seen(&merged, 12),
+            [("orders".into(), 0, 0, 7), ("orders".into(), 1, 0, 7), ("audit.logins".into(), 0, auth, -1)]
+        );
+        // Every topic refused: the request still goes to the broker (a fetch session's
+        // epoch moves on with it), with nothing to fetch, and the refusal is merged in.
+        let body = fetch(&[("audit.logins", 0, &[0])]);
+        let Verdict::Replace(sent) = chain.on_request(&request(&body, 12, 6)) else { panic!() };
+        let RequestBodyView::Fetch(f) = dispatch::parse_request(&sent).unwrap().body else { panic!() };
+        assert_eq!(f.topics().len(), 0);
+        let Verdict::Replace(merged) = chain.on_response(&answer(&sent, 12), ApiKey::Fetch, 12) else {
+            panic!()
+        };
+        assert_eq!(seen(&merged, 12), [("audit.logins".into(), 0, auth, -1)]);
+        assert!(chain.merges.is_empty(), "nothing left awaiting a merge");
+    }
+
+    #[test]
+    fn topics_named_by_id_are_judged_by_their_names() {
+        let names = TopicNames::new();
+        names.learn(Uuid([1; 16]), "orders");
+        names.learn(Uuid([2; 16]), "audit.logins");
+        let mut chain = FilterChain::new();
+        chain.push(NoAuditReads(names));
+        let body = fetch(&[("", 2, &[0]), ("", 1, &[0]), ("", 9, &[3])]);
+        let Verdict::Replace(sent) = chain.on_request(&request(&body, 13, 8)) else { panic!() };
+        let Verdict::Replace(merged) = chain.on_response(&answer(&sent, 13), ApiKey::Fetch, 13) else {
+            panic!()
+        };
+        let auth = ErrorCode::TopicAuthorizationFailed.to_i16();
+        assert_eq!(
+            seen(&merged, 13),
+            [("#1".into(), 0, 0, 7), ("#2".into(), 0, auth, -1), ("#9".into(), 3, auth, -1)]
+        );
+    }
 }

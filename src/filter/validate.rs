@@ -2,24 +2,16 @@
 //! pattern, in the proxy, before they reach the broker.
 
 use alloc::borrow::Cow;
-use alloc::collections::VecDeque;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::{Exchange, Filter, RequestAction, ResponseAction, check_json};
-use crate::dispatch::{Request, Response};
-use crate::messages::produce::{
-    BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, TopicProduceData,
-    TopicProduceResponse,
-};
-use crate::messages::{
-    ProduceRequest, ProduceRequestView, ProduceResponse, ProduceResponseView, RequestBody, RequestBodyView,
-    ResponseBody, ResponseBodyView,
-};
-use crate::records::{ErrorKind, Record, RecordBatches};
-use crate::types::{List, Uuid, Versions};
+use super::{Filter, Refusals, RequestAction, TopicName, TopicNames, check_json};
+use crate::codec::dispatch::Request;
+use crate::codec::messages::{ProduceRequestView, RequestBodyView};
+use crate::codec::records::{ErrorKind, Record, RecordBatches};
+use crate::codec::types::Versions;
 use crate::{ApiKey, ErrorCode};
 
 /// The decompression limit of [`ValidateRecords::new`]: 16 MiB of records a batch.
@@ -313,7 +305,7 @@ impl Failure {
     }
 
     /// Bytes the proxy cannot read as records.
-    fn unreadable(e: crate::records::Error, limit: usize) -> Self {
+    fn unreadable(e: crate::codec::records::Error, limit: usize) -> Self {
         match e.kind() {
             ErrorKind::CrcMismatch { .. } => Failure::partition(
                 ErrorCode::CorruptMessage,
@@ -334,26 +326,11 @@ impl Failure {
         }
     }
 
-    fn into_response(self, index: i32) -> PartitionProduceResponse<'static> {
-        let record_errors: Vec<BatchIndexAndErrorMessage<'static>> = self
-            .records
-            .into_iter()
-            .map(|(i, why)| BatchIndexAndErrorMessage {
-                batch_index: i32::try_from(i).unwrap_or(i32::MAX),
-                batch_index_error_message: Some(why.into()),
-                ..Default::default()
-            })
-            .collect();
-        PartitionProduceResponse {
-            index,
-            error_code: self.code.to_i16(),
-            base_offset: -1,
-            log_append_time_ms: -1,
-            log_start_offset: -1,
-            record_errors: record_errors.into(),
-            error_message: Some(self.message.into()),
-            ..Default::default()
-        }
+    /// Refuses partition `p` of topic `t` for this failure.
+    fn refuse(self, refusals: &mut Refusals, t: usize, p: usize) {
+        let records =
+            self.records.into_iter().map(|(i, why)| (i32::try_from(i).unwrap_or(i32::MAX), Some(why)));
+        refusals.records(t, p, self.code, Some(&self.message), records);
     }
 }
 
@@ -401,35 +378,6 @@ fn check_records(
     if errors.is_empty() { Ok(()) } else { Err(Failure::records(total, errors)) }
 }
 
-/// What happens to one partition of a request the filter changed.
-#[derive(Debug)]
-enum Slot {
-    /// Sent to the broker: its answer is the broker's.
-    Forwarded(i32),
-    /// Answered by the filter.
-    Failed(PartitionProduceResponse<'static>),
-}
-
-#[derive(Debug)]
-struct PendingTopic {
-    name: String,
-    topic_id: Uuid,
-    slots: Vec<Slot>,
-}
-
-/// A Produce request sent on without its failing partitions: their answers, to be merged
-/// into the broker's.
-#[derive(Debug)]
-struct Pending {
-    correlation_id: i32,
-    topics: Vec<PendingTopic>,
-}
-
-/// The most requests awaiting a merge a connection keeps (Kafka's in-flight limit in
-/// `kwire::conn::InFlight`); older entries, whose answers never came through the filter,
-/// go first.
-const MAX_PENDING: usize = 1024;
-
 /// Validates the records of Produce requests against [`Rule`]s per topic pattern, and
 /// answers partitions that fail as a broker would: INVALID_RECORD (87) with `record_errors`
 /// (each failing record's index in its batch and why) and an error message in the form
@@ -437,11 +385,10 @@ const MAX_PENDING: usize = 1024;
 ///
 /// - **Nothing fails:** the request is forwarded as it came ([`super::Verdict::Forward`]):
 ///   not a byte is copied.
-/// - **Some partitions fail:** the request is sent on without them, and the broker's
-///   answer gets the filter's answers for them merged back, in the request's order, so that
-///   the client gets one response. The filter keeps the failing partitions' answers by
-///   correlation id until the broker's answer passes.
-/// - **Every partition fails:** the filter answers the request itself.
+/// - **Some partitions fail:** they are refused ([`RequestAction::Refuse`]): the chain
+///   sends the request on without them, and merges the broker's answer with theirs, in the
+///   request's order, so that the client gets one response.
+/// - **Every partition fails:** the chain answers the request without the broker.
 /// - **`acks=0`:** failing partitions are dropped and the rest sent on; nothing is
 ///   answered (a broker would close the connection instead, which the client notices as a
 ///   lost connection, not as an error of its records).
@@ -452,12 +399,15 @@ const MAX_PENDING: usize = 1024;
 /// the partition fails with a message saying so. A partition of a topic no rule matches is
 /// not read.
 ///
-/// **Topic ids.** Produce v13 names topics by id only, and the filter does not know topic
-/// names by id. So while some rule's pattern is not `*`, the filter takes Produce v13 out
-/// of the ApiVersions answers clients get through the proxy ([`Filter::versions`]): clients
-/// produce at v12 or older, which name topics. A v13 request that comes all the same has
-/// every partition failed (INVALID_RECORD, a message saying why) rather than sent on
-/// unchecked. Rules whose pattern is `*` apply at every version.
+/// **Topic ids.** Produce v13 names topics by id only. Given a book of topic names
+/// ([`ValidateRecords::topic_names`]; a proxy's is [`crate::apps::proxy::ConnInfo::topic_names`]),
+/// the filter resolves them and its rules apply at every version; a topic whose id the book
+/// does not know fails its partitions with UNKNOWN_TOPIC_ID. Without a book, while some
+/// rule's pattern is not `*`, the filter takes Produce v13 out of the ApiVersions answers
+/// clients get through the proxy ([`Filter::versions`]): clients produce at v12 or older,
+/// which name topics, and a v13 request that comes all the same is refused by the chain, as
+/// a version it does not serve ([`super::FilterChain::on_request`]). Rules whose pattern is
+/// `*` apply at every version.
 ///
 /// ```
 /// use kwire::filter::{FilterChain, Rule, ValidateRecords, Verdict};
@@ -496,7 +446,8 @@ pub struct ValidateRecords {
     by_name: bool,
     limit: usize,
     scratch: Vec<u8>,
-    pending: VecDeque<Pending>,
+    /// Names of topics named by id, when given.
+    topic_names: Option<TopicNames>,
 }
 
 /// The scratch buffer kept between requests at most; a larger one is freed after use.
@@ -513,8 +464,18 @@ impl ValidateRecords {
             by_name,
             limit: DEFAULT_DECOMPRESSION_LIMIT,
             scratch: Vec::new(),
-            pending: VecDeque::new(),
+            topic_names: None,
         }
+    }
+
+    /// Resolves topics named by id (Produce v13) through `book` (in a proxy, the
+    /// connection's [`crate::apps::proxy::ConnInfo::topic_names`]), so that rules by name apply
+    /// at every version; a topic whose id the book does not know fails its partitions
+    /// (UNKNOWN_TOPIC_ID) rather than pass unchecked. Without a book, rules by name keep
+    /// Produce at v12 and older, which name topics.
+    pub fn topic_names(mut self, book: TopicNames) -> Self {
+        self.topic_names = Some(book);
+        self
     }
 
     /// Decompresses at most `bytes` of records a batch to check them; a batch whose records
@@ -554,18 +515,20 @@ impl ValidateRecords {
         let rules = self.rules.clone();
         let mut failures = Vec::new();
         for (t, topic) in produce.topic_data().iter().enumerate() {
-            let name = (version <= LAST_NAMED_PRODUCE).then(|| topic.name());
-            let checks = match Self::checks_for(&rules, self.by_name, name) {
+            let name = match (&self.topic_names, version <= LAST_NAMED_PRODUCE) {
+                (_, true) => Some(TopicName::Given(topic.name())),
+                (Some(book), false) => book.resolve(topic.name(), topic.topic_id()),
+                (None, false) => None,
+            };
+            let checks = match Self::checks_for(&rules, self.by_name, name.as_deref()) {
                 Lookup::Pass => continue,
                 Lookup::Check(c) => c,
                 Lookup::Unnamed => {
                     for p in 0..topic.partition_data().len() {
-                        let why = alloc::format!(
-                            "this proxy validates records by topic name, and Produce v{version} names topics \
-                             by id only: produce at v{LAST_NAMED_PRODUCE} or older, as the proxy's ApiVersions \
-                             answer offers"
-                        );
-                        failures.push((t, p, Failure::partition(ErrorCode::InvalidRecord, why)));
+                        let why = "this proxy validates records by topic name, and does not know the \
+                                   name of this topic id"
+                            .to_string();
+                        failures.push((t, p, Failure::partition(ErrorCode::UnknownTopicId, why)));
                     }
                     continue;
                 }
@@ -601,145 +564,27 @@ impl Filter for ValidateRecords {
 
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
         let RequestBodyView::Produce(produce) = request.body else { return RequestAction::Pass };
-        let version = request.header.api_version();
-        let failures = self.failures(&produce, version);
-        if failures.is_empty() {
-            return RequestAction::Pass;
+        let mut refusals = Refusals::new();
+        for (t, p, failure) in self.failures(&produce, request.header.api_version()) {
+            failure.refuse(&mut refusals, t, p);
         }
-        let mut failures = failures.into_iter().peekable();
-        let mut kept_topics: Vec<TopicProduceData<'a>> = Vec::new();
-        let mut answers: Vec<PendingTopic> = Vec::new();
-        let mut forwarded = 0usize;
-        for (t, topic) in produce.topic_data().iter().enumerate() {
-            let mut kept: Vec<PartitionProduceData<'a>> = Vec::new();
-            let mut slots = Vec::new();
-            for (p, partition) in topic.partition_data().iter().enumerate() {
-                match failures.next_if(|(ft, fp, _)| (*ft, *fp) == (t, p)) {
-                    Some((_, _, failure)) => {
-                        slots.push(Slot::Failed(failure.into_response(partition.index())))
-                    }
-                    None => {
-                        slots.push(Slot::Forwarded(partition.index()));
-                        kept.push(PartitionProduceData::from(partition));
-                    }
-                }
-            }
-            forwarded += kept.len();
-            if !kept.is_empty() {
-                let mut data = TopicProduceData::from(topic);
-                data.partition_data = kept.into();
-                kept_topics.push(data);
-            }
-            answers.push(PendingTopic { name: topic.name().to_string(), topic_id: topic.topic_id(), slots });
-        }
-        if forwarded == 0 {
-            // Every partition failed: the filter answers (nothing, at acks=0).
-            let responses: Vec<TopicProduceResponse<'a>> = answers
-                .into_iter()
-                .map(|t| TopicProduceResponse {
-                    name: t.name.into(),
-                    topic_id: t.topic_id,
-                    partition_responses: t
-                        .slots
-                        .into_iter()
-                        .filter_map(|s| match s {
-                            Slot::Failed(r) => Some(r),
-                            Slot::Forwarded(_) => None,
-                        })
-                        .collect(),
-                    ..Default::default()
-                })
-                .collect();
-            return RequestAction::Respond(ResponseBody::Produce(ProduceResponse {
-                responses: responses.into(),
-                ..Default::default()
-            }));
-        }
-        if produce.acks() != 0 {
-            if self.pending.len() == MAX_PENDING {
-                self.pending.pop_front();
-            }
-            self.pending
-                .push_back(Pending { correlation_id: request.header.correlation_id(), topics: answers });
-        }
-        let mut body = ProduceRequest::from(produce);
-        body.topic_data = kept_topics.into();
-        RequestAction::Rewrite(RequestBody::Produce(body))
+        // Nothing refused: the request passes as it came.
+        RequestAction::Refuse(refusals)
     }
 
-    fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
-        api_key == ApiKey::Produce && !self.pending.is_empty()
-    }
-
-    fn on_response<'a>(&mut self, exchange: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
-        let Some(at) = self.pending.iter().position(|p| p.correlation_id == exchange.correlation_id) else {
-            return ResponseAction::Pass;
-        };
-        // Answers come in order: the entries before it were answered without passing here
-        // (by a filter nearer the broker), and are done with.
-        self.pending.drain(..at);
-        let Some(pending) = self.pending.pop_front() else { return ResponseAction::Pass };
-        let ResponseBodyView::Produce(view) = response.body else { return ResponseAction::Pass };
-        ResponseAction::Rewrite(ResponseBody::Produce(merge(pending, view, exchange.api_version)))
+    /// The chain merges the answers to partly refused requests; the filter reads none.
+    fn wants_response(&self, _: ApiKey, _: i16) -> bool {
+        false
     }
 
     fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
-        if api_key != ApiKey::Produce || !self.by_name || self.rules.is_empty() {
+        if api_key != ApiKey::Produce || !self.by_name || self.rules.is_empty() || self.topic_names.is_some()
+        {
             return Some(readable);
         }
         let cut = Versions::new(readable.min, readable.max.min(LAST_NAMED_PRODUCE));
         (cut.min <= cut.max).then_some(cut)
     }
-}
-
-fn into_vec<T: Clone>(list: List<'_, T>) -> Vec<T> {
-    match list {
-        List::Owned(v) => v,
-        other => other.to_vec(),
-    }
-}
-
-/// The broker's answer with the filter's answers put back, in the request's order.
-fn merge<'a>(pending: Pending, view: ProduceResponseView<'a>, version: i16) -> ProduceResponse<'a> {
-    let mut response = ProduceResponse::from(view);
-    let mut broker: Vec<Option<TopicProduceResponse<'a>>> =
-        into_vec(core::mem::take(&mut response.responses)).into_iter().map(Some).collect();
-    let mut topics = Vec::with_capacity(pending.topics.len());
-    for topic in pending.topics {
-        let same = |b: &TopicProduceResponse<'_>| {
-            if version <= LAST_NAMED_PRODUCE {
-                b.name.as_str() == topic.name
-            } else {
-                b.topic_id == topic.topic_id
-            }
-        };
-        let found = broker.iter_mut().find(|b| b.as_ref().is_some_and(same)).and_then(Option::take);
-        let mut answered =
-            found.as_ref().map(|b| into_vec(b.partition_responses.clone())).unwrap_or_default();
-        let mut partitions = Vec::with_capacity(topic.slots.len());
-        for slot in topic.slots {
-            match slot {
-                Slot::Failed(r) => partitions.push(r),
-                Slot::Forwarded(index) => {
-                    if let Some(i) = answered.iter().position(|p| p.index == index) {
-                        partitions.push(answered.remove(i));
-                    }
-                }
-            }
-        }
-        // Whatever else the broker answered for the topic stays.
-        partitions.extend(answered);
-        let mut out = found.unwrap_or_else(|| TopicProduceResponse {
-            name: topic.name.into(),
-            topic_id: topic.topic_id,
-            ..Default::default()
-        });
-        out.partition_responses = partitions.into();
-        topics.push(out);
-    }
-    topics.extend(broker.into_iter().flatten());
-    response.responses = topics.into();
-    response
 }
 
 #[cfg(test)]

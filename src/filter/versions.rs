@@ -7,9 +7,9 @@ use alloc::vec::Vec;
 use super::Filter;
 use crate::ApiKey;
 use crate::ErrorCode;
-use crate::messages::api_versions::ApiVersion;
-use crate::messages::{ApiVersionsResponse, ApiVersionsResponseView};
-use crate::types::{List, Versions};
+use crate::codec::messages::api_versions::ApiVersion;
+use crate::codec::messages::{ApiVersionsResponse, ApiVersionsResponseView};
+use crate::codec::types::{List, Versions};
 
 /// The versions of `api_key` a client may use through the chain, `None` for none: the
 /// broker's range `(min, max)`, cut to what kwire reads (requests and responses) and to
@@ -40,15 +40,55 @@ fn meet(a: Versions, b: Versions) -> Versions {
     Versions::new(a.min.max(b.min), a.max.min(b.max))
 }
 
-/// The ApiVersions answer with every API cut to [`allowed`], or `None` when nothing changes.
+/// What a connection through the chain serves of each API, by key: what the last
+/// ApiVersions answer through it advertised, cut to [`allowed`]. Before any answer, what
+/// kwire reads and every filter handles.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Served {
+    /// Indexed by API key; an empty range for an API not served. `None` until the chain has
+    /// seen the broker's ApiVersions answer.
+    by_key: Option<Vec<Versions>>,
+}
+
+impl Served {
+    /// The versions of `key` a request may use.
+    pub(super) fn get(
+        &self,
+        key: ApiKey,
+        filters: &[alloc::boxed::Box<dyn Filter + Send>],
+    ) -> Option<Versions> {
+        match &self.by_key {
+            Some(by_key) => by_key.get(key.to_i16() as usize).copied().filter(|v| !v.is_empty()),
+            None => {
+                let ours = meet(key.request_versions(), key.response_versions());
+                allowed(key.to_i16(), ours.min, ours.max, filters)
+            }
+        }
+    }
+}
+
+/// The ApiVersions answer with every API cut to [`allowed`] and advertised as Kafka
+/// advertises it ([`ApiKey::advertised`]), or `None` when nothing changes; `served` becomes
+/// what the answer says is served.
 pub(super) fn clamp<'a>(
     view: &ApiVersionsResponseView<'a>,
     filters: &[alloc::boxed::Box<dyn Filter + Send>],
+    served: &mut Served,
 ) -> Option<ApiVersionsResponse<'a>> {
-    let same = view.api_keys().iter().all(|k| {
-        allowed(k.api_key(), k.min_version(), k.max_version(), filters)
-            == Some(Versions::new(k.min_version(), k.max_version()))
-    });
+    let mut by_key = Vec::new();
+    let mut same = true;
+    for k in view.api_keys().iter() {
+        let range = allowed(k.api_key(), k.min_version(), k.max_version(), filters);
+        if let (Some(range), Ok(index)) = (range, usize::try_from(k.api_key())) {
+            if by_key.len() <= index {
+                by_key.resize(index + 1, Versions::NONE);
+            }
+            by_key[index] = range;
+        }
+        let advertised = range.zip(ApiKey::from_i16(k.api_key())).map(|(r, key)| key.advertised(r));
+        same &= advertised == Some(Versions::new(k.min_version(), k.max_version()));
+    }
+    served.by_key = Some(by_key);
     if same {
         return None;
     }
@@ -58,6 +98,7 @@ pub(super) fn clamp<'a>(
         .iter()
         .filter_map(|k| {
             let range = allowed(k.api_key, k.min_version, k.max_version, filters)?;
+            let range = ApiKey::from_i16(k.api_key)?.advertised(range);
             Some(ApiVersion { min_version: range.min, max_version: range.max, ..k.clone() })
         })
         .collect();

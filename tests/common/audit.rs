@@ -4,14 +4,15 @@
 use std::sync::Arc;
 
 use kwire::dispatch::Request;
-use kwire::filter::{Filter, RequestAction};
-use kwire::messages::produce::{PartitionProduceResponse, TopicProduceResponse};
-use kwire::messages::{ProduceResponse, RequestBodyView, ResponseBody};
+use kwire::filter::{Filter, Refusals, RequestAction};
+use kwire::messages::RequestBodyView;
 use kwire::proxy::ConnInfo;
 use kwire::{ApiKey, ErrorCode};
 
 /// The docs' example filter: Produce to `audit.*` topics refused for every principal but
-/// `admin`, each partition answered with TOPIC_AUTHORIZATION_FAILED.
+/// `admin`, each refused topic answered with TOPIC_AUTHORIZATION_FAILED and the request's
+/// other topics sent on; topics named by id resolved through the proxy's book, and a topic
+/// it cannot name refused.
 pub struct AuditTopics(pub Arc<ConnInfo>);
 
 impl Filter for AuditTopics {
@@ -20,21 +21,13 @@ impl Filter for AuditTopics {
     }
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
         let RequestBodyView::Produce(produce) = request.body else { return RequestAction::Pass };
-        if !produce.topic_data().iter().any(|t| t.name().starts_with("audit.")) {
-            return RequestAction::Pass;
+        let mut refused = Refusals::new();
+        for (i, topic) in produce.topic_data().iter().enumerate() {
+            match self.0.topic_names().resolve(topic.name(), topic.topic_id()) {
+                Some(name) if !name.starts_with("audit.") => {}
+                _ => _ = refused.topic(i, ErrorCode::TopicAuthorizationFailed, None),
+            }
         }
-        let refused = |p: u32| PartitionProduceResponse {
-            index: p as i32,
-            error_code: ErrorCode::TopicAuthorizationFailed.to_i16(),
-            ..Default::default()
-        };
-        let responses = produce.topic_data().iter().map(|t| TopicProduceResponse {
-            name: t.name().into(),
-            topic_id: t.topic_id(),
-            partition_responses: (0..t.partition_data().len() as u32).map(refused).collect::<Vec<_>>().into(),
-            ..Default::default()
-        });
-        let body = ProduceResponse { responses: responses.collect::<Vec<_>>().into(), ..Default::default() };
-        RequestAction::Respond(ResponseBody::Produce(body))
+        RequestAction::Refuse(refused) // nothing refused: the request passes
     }
 }

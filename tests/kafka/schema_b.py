@@ -1,23 +1,23 @@
 #!/usr/bin/env python3
-"""Helper for writing src/schema files for API keys 35 and up from Apache
+"""Helper for writing src/codec/schema files for API keys 35 and up from Apache
 Kafka's message JSON (which is never committed).
 
   schema_b.py list NAME...   show Kafka's structure of messages, to write descriptions
-  schema_b.py build NAME...  write src/schema/NAME.json from facts + our descriptions
-  schema_b.py check          compare every src/schema file of key >= 35 with Kafka's facts
+  schema_b.py build NAME...  write src/codec/schema/NAME.json from facts + our descriptions
+  schema_b.py check          compare every src/codec/schema file of key >= 35 with Kafka's facts
 
 KAFKA_MESSAGES names the directory of Kafka's message JSON (default
 target/kafka/message, filled by tests/kafka/fetch.sh); DESC_DIR the directory of description files, one
 `<Name>.txt` a message, lines `path = text` (path `.` is the message itself,
 `common:Struct.Field` names a common struct's field). Without a description
-file, `build` takes the descriptions from the current src/schema file.
+file, `build` takes the descriptions from the current src/codec/schema file.
 """
 import glob, json, os, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KDIR = os.environ.get("KAFKA_MESSAGES", os.path.join(ROOT, "target/kafka/message"))
 DESC = os.environ.get("DESC_DIR")
-OUT = os.path.join(ROOT, "src/schema")
+OUT = os.path.join(ROOT, "src/codec/schema")
 
 # Facts carried over, in the order they are written.
 FIELD_KEYS = ["name", "type", "versions", "flexibleVersions", "nullableVersions",
@@ -71,7 +71,7 @@ DEFAULTS = {
 
 
 def desc_from_schema(name):
-    """Our descriptions from an existing src/schema file, keyed like a description file."""
+    """Our descriptions from an existing src/codec/schema file, keyed like a description file."""
     d = {}
     p = os.path.join(OUT, name + ".json")
     if not os.path.exists(p):

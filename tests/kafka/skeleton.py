@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes src/schema/<Name>.json from Kafka's schema of the same name.
+"""Writes src/codec/schema/<Name>.json from Kafka's schema of the same name.
 
 Carries over the wire facts only (names, types, versions, nullable, tagged and
 flexible ranges, tags, defaults, ignorable, map keys, common structs) and cuts
@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA = ROOT / "target/kafka/message"
-OURS = ROOT / "src/schema"
+OURS = ROOT / "src/codec/schema"
 FIELD_KEYS = ["name", "type", "versions", "nullableVersions", "flexibleVersions", "mapKey",
               "tag", "taggedVersions", "default", "ignorable"]
 

@@ -32,6 +32,17 @@ if ! NODE_PATH=$node_dir/node_modules node -e 'require("kafkajs-snappy"); requir
     kafkajs-snappy@1.1.0 kafkajs-lz4@1.2.1
 fi
 
+# kcat over Debian's librdkafka (2.0.2 on bookworm): a release that turns compression off
+# when Produce's advertised minimum version is above 0 (the librdkafka test of tests/proxy.rs).
+if ! command -v kcat >/dev/null 2>&1; then
+  say "kcat from apt"
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get update -qq
+  timeout 900 apt-get install -y -qq --no-install-recommends kcat >/dev/null
+else
+  say "kcat ready ($(kcat -V 2>/dev/null | sed -n 1p))"
+fi
+
 say "Apache Kafka $kafka_version broker jars"
 bash "$root/tests/kafka/broker.sh" fetch
 

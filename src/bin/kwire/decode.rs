@@ -229,23 +229,9 @@ pub(crate) fn use_colour(c: Colour) -> bool {
     }
 }
 
-/// Runs `kwire decode`.
-pub fn run(args: Args) -> Result<(), String> {
-    if args.compact && args.format != Format::Json {
-        return Err("--compact only applies to --format json".into());
-    }
-    // A pcap or pcapng capture (by its magic number) is read as a stream.
-    let mut source = input::open(args.file.as_deref())?;
-    let mut raw = Vec::new();
+/// Decodes the frames of `kwire decode`'s input: `raw` holds what `source` gave so far.
+pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>) -> Result<(), String> {
     let what = || args.file.as_ref().map_or("stdin".to_string(), |p| p.display().to_string());
-    std::io::Read::read_to_end(&mut std::io::Read::take(&mut source, 4), &mut raw)
-        .map_err(|e| format!("cannot read {}: {e}", what()))?;
-    if kwire::capture::is_capture_magic(&raw) {
-        return crate::capture::run(
-            &args,
-            std::io::Read::chain(&raw[..], std::io::BufReader::with_capacity(1 << 20, source)),
-        );
-    }
     if args.port.len() + usize::from(args.frame.is_some()) + usize::from(args.record.is_some()) > 0 {
         return Err("--port, --frame and --record apply to a capture (pcap or pcapng) only".into());
     }

@@ -3,6 +3,7 @@
 
 mod capture;
 mod decode;
+mod decode_run;
 mod encode;
 mod input;
 mod proxy;
@@ -48,7 +49,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Decode(args) => decode::run(args),
+        Command::Decode(args) => decode_run::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Versions(args) => versions::run(args),
         Command::Serve(args) => serve::run(args),

@@ -1,5 +1,5 @@
-//! kwire's code generator: it reads every schema in `src/schema/` and generates
-//! `src/messages/`, `src/reference/` and `src/reflect/schemas.rs` (see [`emit`]).
+//! kwire's code generator: it reads every schema in `src/codec/schema/` and generates
+//! `src/codec/messages/`, `src/codec/reference/` and `src/tools/reflect/schemas.rs` (see [`emit`]).
 //!
 //! - `cargo run --manifest-path tests/codegen/Cargo.toml` rewrites the generated files.
 //! - `... -- --check` (what CI runs) fails, changing nothing, if any of them is stale.
@@ -45,7 +45,7 @@ fn rustfmt(src: &str) -> String {
 }
 
 fn load() -> Vec<schema::Message> {
-    let dir = root().join("src/schema");
+    let dir = root().join("src/codec/schema");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -54,7 +54,7 @@ fn load() -> Vec<schema::Message> {
     files.sort();
     files
         .iter()
-        // The request and response headers are framing, written by hand in `src/frame.rs`;
+        // The request and response headers are framing, written by hand in `src/codec/frame.rs`;
         // their schema files are checked against Kafka's like the others.
         .filter(|p| !p.file_name().unwrap().to_string_lossy().ends_with("Header.json"))
         .map(|p| {
@@ -84,15 +84,15 @@ fn generate() -> BTreeMap<PathBuf, String> {
         assert_eq!(name, emit::api_name(resp), "request and response of key {key} disagree on the API name");
         assert_eq!(req.flexible, resp.flexible, "{name}: request and response flexible versions differ");
         let module = emit::snake(&name);
-        files.insert(root().join(format!("src/messages/{module}.rs")), emit::api_module(&name, &pair));
-        files.insert(root().join(format!("src/reference/{module}.rs")), emit::reference_module(&name, &pair));
+        files.insert(root().join(format!("src/codec/messages/{module}.rs")), emit::api_module(&name, &pair));
+        files.insert(root().join(format!("src/codec/reference/{module}.rs")), emit::reference_module(&name, &pair));
         apis.push(emit::Api { name, key, request: req, response: resp });
     }
     apis.sort_by_key(|a| a.key);
-    files.insert(root().join("src/api_key/table.rs"), emit::modules::api_key(&apis));
-    files.insert(root().join("src/messages/mod.rs"), emit::modules::messages(&apis));
-    files.insert(root().join("src/reference/mod.rs"), emit::modules::reference(&apis));
-    files.insert(root().join("src/reflect/schemas.rs"), emit::reflect::module(&apis));
+    files.insert(root().join("src/codec/api_key/table.rs"), emit::modules::api_key(&apis));
+    files.insert(root().join("src/codec/messages/mod.rs"), emit::modules::messages(&apis));
+    files.insert(root().join("src/codec/reference/mod.rs"), emit::modules::reference(&apis));
+    files.insert(root().join("src/tools/reflect/schemas.rs"), emit::reflect::module(&apis));
     // rustfmt can need a second pass to settle (a long line in a match arm), and the output
     // must be what `cargo fmt` leaves unchanged.
     files.into_iter().map(|(p, src)| (p, rustfmt(&rustfmt(&src)))).collect()
@@ -189,6 +189,6 @@ mod tests {
     #[test]
     fn every_schema_parses_and_generates() {
         let files = generate();
-        assert!(files.keys().any(|p| p.ends_with("src/messages/mod.rs")));
+        assert!(files.keys().any(|p| p.ends_with("src/codec/messages/mod.rs")));
     }
 }

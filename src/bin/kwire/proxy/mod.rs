@@ -273,10 +273,6 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(host) = &args.advertise {
         builder = builder.advertise(host.clone());
     }
-    if !tenants.is_empty() {
-        let tenants = tenants.clone();
-        builder = builder.waiting_filter(move |_| tenants.lookups());
-    }
     if !denied.is_empty() || !tenants.is_empty() || !rules.is_empty() {
         builder = builder.filters(move |conn| {
             let mut chain = FilterChain::new();
@@ -288,7 +284,11 @@ pub fn run(args: Args) -> Result<(), String> {
             }
             // After the tenants' prefixing: rules name topics as the broker holds them.
             if !rules.is_empty() {
-                chain.push(ValidateRecords::new(rules.clone()).decompression_limit(decompression_limit));
+                chain.push(
+                    ValidateRecords::new(rules.clone())
+                        .decompression_limit(decompression_limit)
+                        .topic_names(conn.topic_names().clone()),
+                );
             }
             chain
         });

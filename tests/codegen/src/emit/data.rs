@@ -1,4 +1,4 @@
-//! The value types and their encoders: the first half of `src/messages/<api>.rs`.
+//! The value types and their encoders: the first half of `src/codec/messages/<api>.rs`.
 //!
 //! Sizing and writing are emitted from the same walk over the fields.
 

@@ -1,4 +1,4 @@
-//! The reference decoder and the conversions from views: `src/reference/<api>.rs`.
+//! The reference decoder and the conversions from views: `src/codec/reference/<api>.rs`.
 //!
 //! The decoder starts from a struct's defaults and reads field by field; it shares only the
 //! wire primitives with the views, so that fuzzing can hold one against the other.

@@ -1,6 +1,6 @@
-//! The schemas as data: `src/reflect/schemas.rs`, every message's `MessageSchema` and the
+//! The schemas as data: `src/tools/reflect/schemas.rs`, every message's `MessageSchema` and the
 //! `StructSchema` of every struct in it, one line per field with the builders of the
-//! hand-written `src/reflect/build.rs`.
+//! hand-written `src/tools/reflect/build.rs`.
 
 use std::fmt::Write as _;
 
@@ -95,7 +95,7 @@ fn message(m: &Message) -> Vec<String> {
     items
 }
 
-/// `src/reflect/schemas.rs`: every message's schema as data, for generic tools.
+/// `src/tools/reflect/schemas.rs`: every message's schema as data, for generic tools.
 pub fn module(apis: &[Api]) -> String {
     let mut o = String::from(GENERATED_FROM_ALL);
     o.push_str("//! Every message's schema as static data: a module per API, one line per field (the\n");

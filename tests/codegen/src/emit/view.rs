@@ -1,4 +1,4 @@
-//! The zero-copy views: the second half of `src/messages/<api>.rs`.
+//! The zero-copy views: the second half of `src/codec/messages/<api>.rs`.
 //!
 //! A body's view checks every byte once (`checked`) and keeps the offsets that follow
 //! variable-length fields; an element's view (`ElementImpl`) checks the same way, then

@@ -1,0 +1,372 @@
+//! Requests in, responses out: one function per API, on the typed views and encoders.
+
+use std::ops::Range;
+use std::string::{String, ToString};
+use std::time::{Duration, Instant};
+use std::vec::Vec;
+
+use super::cluster::CoordinatorKind;
+use super::groups::{Committed, Join, State};
+use super::log::{Rejected, Segment};
+use super::outbox::Outbox;
+use super::state::{Shared, valid_topic_name};
+use crate::ApiKey;
+use crate::codec::error_code::ErrorCode;
+use crate::codec::messages::RequestBodyView;
+use crate::codec::types::{List, Uuid};
+use crate::codec::vectored::Part;
+use crate::session::conn::{ConnError, ReplyTo, ServerConn, ServerRequest};
+
+mod acls;
+mod admin;
+mod configs;
+mod consumer_groups;
+mod data;
+mod fetch;
+mod kip848;
+mod partitions;
+mod sasl;
+mod txn;
+
+/// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
+/// DescribeConfigs' `ConfigType` (1 boolean, 2 string, 3 int, 5 long, 6 double, 7 list).
+pub(crate) const TOPIC_CONFIGS: &[(&str, &str, i8)] = &[
+    ("cleanup.policy", "delete", 7),
+    ("compression.gzip.level", "-1", 3),
+    ("compression.lz4.level", "9", 3),
+    ("compression.type", "producer", 2),
+    ("compression.zstd.level", "3", 3),
+    ("delete.retention.ms", "86400000", 5),
+    ("file.delete.delay.ms", "60000", 5),
+    ("flush.messages", "9223372036854775807", 5),
+    ("flush.ms", "9223372036854775807", 5),
+    ("index.interval.bytes", "4096", 3),
+    ("max.compaction.lag.ms", "9223372036854775807", 5),
+    ("max.message.bytes", "1048588", 3),
+    ("message.timestamp.after.max.ms", "3600000", 5),
+    ("message.timestamp.before.max.ms", "9223372036854775807", 5),
+    ("message.timestamp.type", "CreateTime", 2),
+    ("min.cleanable.dirty.ratio", "0.5", 6),
+    ("min.compaction.lag.ms", "0", 5),
+    ("min.insync.replicas", "1", 3),
+    ("preallocate", "false", 1),
+    ("retention.bytes", "-1", 5),
+    ("retention.ms", "604800000", 5),
+    ("segment.bytes", "1073741824", 3),
+    ("segment.index.bytes", "10485760", 3),
+    ("segment.jitter.ms", "0", 5),
+    ("segment.ms", "604800000", 5),
+    ("unclean.leader.election.enable", "false", 1),
+];
+
+/// What a handled request asks of the connection.
+pub(crate) enum Outcome {
+    /// Go on (the answer, if any, is in the output).
+    Continue,
+    /// Close the connection (a Produce with acks=0 that failed, as Kafka does).
+    Close(String),
+}
+
+/// One connection's request handler: its scratch buffers live as long as it does.
+pub(crate) struct Handler<'s> {
+    shared: &'s Shared,
+    /// The node this connection is to (an index into the cluster's nodes).
+    node: usize,
+    /// After a SaslHandshake v0 for PLAIN: the next frame is the bare token.
+    pub raw_sasl: bool,
+    sasl: sasl::Session,
+    /// A SASL exchange failed: the connection closes after Kafka's delay.
+    sasl_failed: bool,
+    client_host: String,
+    scratch: Vec<u8>,
+}
+
+/// Every operation on topics and the cluster (READ through IDEMPOTENT_WRITE bits), for
+/// authorized-operations fields: nothing is refused here.
+const TOPIC_OPERATIONS: i32 = 0b1101_1111_1000;
+const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
+
+impl<'s> Handler<'s> {
+    pub fn new(shared: &'s Shared, peer: &str, node: usize) -> Self {
+        let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
+        Handler {
+            shared,
+            node,
+            raw_sasl: false,
+            sasl: sasl::Session::default(),
+            sasl_failed: false,
+            client_host: std::format!("/{host}"),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Whether this node coordinates a group or a transactional id.
+    fn coordinates(&self, kind: CoordinatorKind, key: &str) -> bool {
+        self.shared.coordinator(kind, key) == self.node
+    }
+
+    /// Kafka's leader checks of a partition this node was asked to read or write (with
+    /// the request's current leader epoch, -1 for none): NOT_LEADER_OR_FOLLOWER when
+    /// another node leads it, else FENCED_LEADER_EPOCH for an older epoch and
+    /// UNKNOWN_LEADER_EPOCH for a newer one.
+    fn leader_error(&self, leader: (usize, i32), current_leader_epoch: i32) -> Option<ErrorCode> {
+        if leader.0 != self.node {
+            Some(ErrorCode::NotLeaderOrFollower)
+        } else if current_leader_epoch == -1 || current_leader_epoch == leader.1 {
+            None
+        } else if current_leader_epoch < leader.1 {
+            Some(ErrorCode::FencedLeaderEpoch)
+        } else {
+            Some(ErrorCode::UnknownLeaderEpoch)
+        }
+    }
+
+    /// A partition's leader (node id, leader epoch) for a KIP-951 `current_leader`, with
+    /// its node added to `endpoints` (for `node_endpoints`).
+    fn current_leader(&self, topic: &str, partition: i32, endpoints: &mut Vec<usize>) -> Option<(i32, i32)> {
+        let (node, epoch) = self.shared.topics.partition(topic, partition)?.leader();
+        if !endpoints.contains(&node) {
+            endpoints.push(node);
+        }
+        Some((self.shared.cluster.nodes[node].id, epoch))
+    }
+
+    /// The node id and advertised address of node `i`.
+    fn endpoint(&self, i: usize) -> (i32, &str, i32) {
+        let n = &self.shared.cluster.nodes[i];
+        (n.id, n.host.as_str(), n.port)
+    }
+
+    /// The (node id, host, port) of each node in `endpoints`, in order: a KIP-951
+    /// `node_endpoints`, which each response maps into its own generated type.
+    fn node_endpoints<'a>(
+        &'a self,
+        endpoints: &'a [usize],
+    ) -> impl Iterator<Item = (i32, &'a str, i32)> + 'a {
+        endpoints.iter().map(|&i| self.endpoint(i))
+    }
+
+    /// The error a request of a coordinator's API gets at a node that does not coordinate
+    /// its (one) group or transactional id, for the APIs whose response has a top-level
+    /// error code; the others check per group, transaction or partition where they serve.
+    fn not_coordinator(&self, body: &RequestBodyView<'_>, v: i16) -> bool {
+        use CoordinatorKind::{Group, Transaction};
+        let (kind, key) = match body {
+            RequestBodyView::JoinGroup(r) => (Group, r.group_id()),
+            RequestBodyView::SyncGroup(r) => (Group, r.group_id()),
+            RequestBodyView::Heartbeat(r) => (Group, r.group_id()),
+            RequestBodyView::LeaveGroup(r) => (Group, r.group_id()),
+            RequestBodyView::OffsetDelete(r) => (Group, r.group_id()),
+            RequestBodyView::ConsumerGroupHeartbeat(r) => (Group, r.group_id()),
+            RequestBodyView::OffsetFetch(r) if (2..=7).contains(&v) => (Group, r.group_id()),
+            RequestBodyView::InitProducerId(r) => match r.transactional_id() {
+                Some(id) => (Transaction, id),
+                None => return false,
+            },
+            RequestBodyView::AddOffsetsToTxn(r) => (Transaction, r.transactional_id()),
+            RequestBodyView::EndTxn(r) => (Transaction, r.transactional_id()),
+            _ => return false,
+        };
+        !self.coordinates(kind, key)
+    }
+
+    /// Answers one request, appending the response frame (if it gets one) to `out`.
+    pub fn handle(&mut self, req: &ServerRequest<'_>, out: &mut Outbox) -> Result<Outcome, ConnError> {
+        let reply = req.reply_to();
+        if let Some(action) = self.shared.hooks.catch(reply.api_key) {
+            use super::hooks::Action;
+            match action {
+                Action::Pass => {}
+                Action::Delay(d) => std::thread::sleep(d),
+                Action::Drop => {
+                    return Ok(Outcome::Close(std::format!("{} dropped by a hook", reply.api_key.name())));
+                }
+                Action::Fail(code) => {
+                    error_response(reply, code, out)?;
+                    return Ok(Outcome::Continue);
+                }
+                Action::Answer(f) => {
+                    let mut frame = Vec::new();
+                    f(req, &mut frame)?;
+                    out.extend_from_slice(&frame);
+                    return Ok(Outcome::Continue);
+                }
+            }
+        }
+        let v = reply.api_version;
+        let served = self.shared.versions(reply.api_key).is_some_and(|range| range.contains(v));
+        if !served {
+            unsupported(reply, out)?;
+            return Ok(Outcome::Continue);
+        }
+        let client_id = req.header.client_id().unwrap_or_default();
+        let at = out.len();
+        let outcome = if self.not_coordinator(&req.body, v) {
+            error_response(reply, ErrorCode::NotCoordinator, out)?;
+            Outcome::Continue
+        } else {
+            self.serve(req, reply, client_id, out)?
+        };
+        if let Some(ms) = self.shared.hooks.throttle(reply.api_key) {
+            set_throttle(out, at, reply, ms);
+        }
+        Ok(outcome)
+    }
+
+    fn serve(
+        &mut self,
+        req: &ServerRequest<'_>,
+        reply: ReplyTo,
+        client_id: &str,
+        out: &mut Outbox,
+    ) -> Result<Outcome, ConnError> {
+        match req.body {
+            RequestBodyView::ApiVersions(r) => self.api_versions(reply, r, out)?,
+            RequestBodyView::Metadata(m) => self.metadata(reply, m, out)?,
+            RequestBodyView::DescribeCluster(d) => self.describe_cluster(reply, d, out)?,
+            RequestBodyView::Produce(p) => return self.produce(reply, p, out),
+            RequestBodyView::Fetch(f) => self.fetch(reply, f, out)?,
+            RequestBodyView::ListOffsets(l) => self.list_offsets(reply, l, out)?,
+            RequestBodyView::OffsetForLeaderEpoch(r) => self.offset_for_leader_epoch(reply, r, out)?,
+            RequestBodyView::InitProducerId(i) => self.init_producer_id(reply, i, out)?,
+            RequestBodyView::CreateTopics(c) => self.create_topics(reply, c, out)?,
+            RequestBodyView::CreatePartitions(c) => self.create_partitions(reply, c, out)?,
+            RequestBodyView::DeleteTopics(d) => self.delete_topics(reply, d, out)?,
+            RequestBodyView::FindCoordinator(f) => self.find_coordinator(reply, f, out)?,
+            RequestBodyView::JoinGroup(j) => self.join_group(reply, j, client_id, out)?,
+            RequestBodyView::SyncGroup(s) => self.sync_group(reply, s, out)?,
+            RequestBodyView::Heartbeat(h) => self.heartbeat(reply, h, out)?,
+            RequestBodyView::LeaveGroup(l) => self.leave_group(reply, l, out)?,
+            RequestBodyView::OffsetCommit(c) => self.offset_commit(reply, c, out)?,
+            RequestBodyView::OffsetFetch(f) => self.offset_fetch(reply, f, out)?,
+            RequestBodyView::ListGroups(l) => self.list_groups(reply, l, out)?,
+            RequestBodyView::DescribeGroups(d) => self.describe_groups(reply, d, out)?,
+            RequestBodyView::DescribeConfigs(d) => self.describe_configs(reply, d, out)?,
+            RequestBodyView::SaslHandshake(h) => self.sasl_handshake(reply, h, out)?,
+            RequestBodyView::SaslAuthenticate(a) => return self.sasl_authenticate(reply, a, out),
+            #[cfg(feature = "broker-scram")]
+            RequestBodyView::DescribeUserScramCredentials(d) => {
+                self.describe_user_scram_credentials(reply, d, out)?
+            }
+            #[cfg(feature = "broker-scram")]
+            RequestBodyView::AlterUserScramCredentials(a) => {
+                self.alter_user_scram_credentials(reply, a, out)?
+            }
+            RequestBodyView::AddPartitionsToTxn(a) => self.add_partitions_to_txn(reply, a, out)?,
+            RequestBodyView::AddOffsetsToTxn(a) => self.add_offsets_to_txn(reply, a, out)?,
+            RequestBodyView::TxnOffsetCommit(c) => self.txn_offset_commit(reply, c, out)?,
+            RequestBodyView::EndTxn(e) => self.end_txn(reply, e, out)?,
+            RequestBodyView::DescribeTransactions(d) => self.describe_transactions(reply, d, out)?,
+            RequestBodyView::ListTransactions(l) => self.list_transactions(reply, l, out)?,
+            RequestBodyView::DescribeLogDirs(d) => self.describe_log_dirs(reply, d, out)?,
+            RequestBodyView::AlterConfigs(a) => self.alter_configs(reply, a, out)?,
+            RequestBodyView::IncrementalAlterConfigs(a) => self.incremental_alter_configs(reply, a, out)?,
+            RequestBodyView::DeleteRecords(d) => self.delete_records(reply, d, out)?,
+            RequestBodyView::DeleteGroups(d) => self.delete_groups(reply, d, out)?,
+            RequestBodyView::OffsetDelete(d) => self.offset_delete(reply, d, out)?,
+            RequestBodyView::DescribeProducers(d) => self.describe_producers(reply, d, out)?,
+            RequestBodyView::ElectLeaders(e) => self.elect_leaders(reply, e, out)?,
+            RequestBodyView::DescribeAcls(d) => self.describe_acls(reply, d, out)?,
+            RequestBodyView::CreateAcls(c) => self.create_acls(reply, c, out)?,
+            RequestBodyView::DeleteAcls(d) => self.delete_acls(reply, d, out)?,
+            RequestBodyView::ConsumerGroupHeartbeat(h) => {
+                self.consumer_group_heartbeat(reply, h, client_id, out)?
+            }
+            RequestBodyView::ConsumerGroupDescribe(d) => self.consumer_group_describe(reply, d, out)?,
+            _ => unsupported(reply, out)?,
+        }
+        Ok(Outcome::Continue)
+    }
+}
+
+/// Sets the top-level `ThrottleTimeMs` of the response frame written at `at` (if one was
+/// and its version has the field).
+fn set_throttle(out: &mut Outbox, at: usize, reply: ReplyTo, ms: i32) {
+    use crate::tools::reflect::walk::{Field, Scalar, Visitor, walk_body};
+    if out.len() <= at {
+        return;
+    }
+    let flexible = reply.api_key.response_header_version(reply.api_version) >= 1;
+    let body = at + 8 + usize::from(flexible);
+    let schema = crate::tools::reflect::response_schema(reply.api_key);
+    let first = schema.body.fields.first().filter(|f| f.name == "ThrottleTimeMs");
+    let offset = if let Some(f) = first {
+        // The first field (Fetch's records may be spliced in later, so no walk there).
+        f.versions.contains(reply.api_version).then_some(body)
+    } else if reply.api_key == ApiKey::Fetch {
+        None
+    } else {
+        struct Find {
+            depth: usize,
+            at: Option<usize>,
+        }
+        impl<'a> Visitor<'a> for Find {
+            fn value(&mut self, field: &Field<'_>, _value: Scalar<'a>) {
+                if self.depth == 0 && field.index.is_none() && field.schema.name == "ThrottleTimeMs" {
+                    self.at = Some(field.offset);
+                }
+            }
+            fn enter_struct(&mut self, _: &Field<'_>, _: &'static crate::tools::reflect::StructSchema) {
+                self.depth += 1;
+            }
+            fn leave_struct(&mut self, _: &Field<'_>, _: &'static crate::tools::reflect::StructSchema) {
+                self.depth -= 1;
+            }
+            fn enter_array(&mut self, _: &Field<'_>, _: Option<usize>) {
+                self.depth += 1;
+            }
+            fn leave_array(&mut self, _: &Field<'_>, _: Option<usize>) {
+                self.depth -= 1;
+            }
+        }
+        let mut find = Find { depth: 0, at: None };
+        match out.get(body..) {
+            Some(bytes) if walk_body(schema, reply.api_version, bytes, body, &mut find).is_ok() => find.at,
+            _ => None,
+        }
+    };
+    if let Some(o) = offset
+        && let Some(slot) = out.get_mut(o..o + 4)
+    {
+        slot.copy_from_slice(&ms.to_be_bytes());
+    }
+}
+
+/// Answers a request of an API (or version) this broker does not serve: the response of
+/// that API at the request's version, every field at its default but the top-level
+/// `ErrorCode`, which is UNSUPPORTED_VERSION (35). A request that gets no response gets
+/// none.
+pub(crate) fn unsupported(reply: ReplyTo, out: &mut Outbox) -> Result<(), ConnError> {
+    error_response(reply, ErrorCode::UnsupportedVersion, out)
+}
+
+/// The response of a request's API at its version with every field at its default but the
+/// top-level `ErrorCode` (where it has one), set to `code`.
+pub(crate) fn error_response(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) -> Result<(), ConnError> {
+    use crate::tools::reflect::{Encoding, StructValue, Value};
+    if !reply.expects_response {
+        return Ok(());
+    }
+    let schema = crate::tools::reflect::response_schema(reply.api_key);
+    let mut body = StructValue::new(schema.body);
+    let _ = body.set("ErrorCode", Value::Int16(code.to_i16()));
+    let encoding = Encoding::body(schema, reply.api_version);
+    let len = body.encoded_len(encoding).map_err(|_| {
+        ConnError::Encode(crate::codec::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })
+    })?;
+    let flexible_header = reply.api_key.response_header_version(reply.api_version) >= 1;
+    let header_len = 4 + usize::from(flexible_header);
+    let size = i32::try_from(header_len + len).unwrap_or(i32::MAX);
+    let at = out.len();
+    out.extend_from_slice(&size.to_be_bytes());
+    out.extend_from_slice(&reply.correlation_id.to_be_bytes());
+    if flexible_header {
+        out.push(0);
+    }
+    let start = out.len();
+    out.resize(start + len, 0);
+    if body.encode(encoding, &mut out[start..]).is_err() {
+        out.truncate(at);
+    }
+    Ok(())
+}

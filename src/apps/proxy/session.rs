@@ -1,0 +1,668 @@
+//! [`Session`]: one client connection of a proxy, sans-IO. Feed it each whole frame from the
+//! client and from the broker (without the size prefix); it says what to send each side.
+//!
+//! It keeps the requests awaiting their answers ([`crate::session::conn::InFlight`]), follows the
+//! SaslHandshake v0 token phase ([`RawSasl`]), observes authentication (mechanism, user and
+//! the broker's verdict, into [`ConnInfo`]), runs the connection's [`FilterChain`] (address
+//! rewriting and ApiVersions clamping included), and orders the answers that filters give
+//! themselves among the broker's. Each frame's header is read once.
+
+#[allow(unused_imports)]
+use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::ConnInfo;
+use crate::ApiKey;
+use crate::codec::dispatch;
+use crate::codec::frame::{RequestHeaderView, ResponseHeaderView};
+use crate::codec::messages::{RequestBodyView, ResponseBodyView};
+use crate::filter::{FilterChain, Verdict};
+use crate::session::conn::{ConnError, InFlight};
+use crate::session::secrets::RawSasl;
+
+/// What a request frame is, as read once from its header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestHead {
+    /// A Kafka request.
+    Request {
+        /// The API key as sent (a raw value: kwire may not know it).
+        api_key: i16,
+        /// The API version as sent.
+        api_version: i16,
+        /// The correlation id.
+        correlation_id: i32,
+        /// The client id, shared with the connection's earlier requests while it stays the same.
+        client_id: Option<Arc<str>>,
+        /// Whether an answer is expected (not Produce with acks=0, not dropped).
+        expects: bool,
+    },
+    /// A raw SASL token of the SaslHandshake v0 phase (no Kafka header; never decoded).
+    Token,
+    /// A frame whose request header does not parse, with the reason.
+    Bad(String),
+}
+
+/// What the session learned of the connection's authentication from one frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthNote {
+    /// The client named its SASL mechanism (SaslHandshake).
+    Mechanism(String),
+    /// The client's SASL exchange named this user (PLAIN and SCRAM; never a secret).
+    User(String),
+    /// The broker accepted the authentication: the connection's principal is known.
+    Accepted,
+    /// The broker refused it, with this error code.
+    Refused(i16),
+}
+
+/// What to do with a frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send the frame on as it came.
+    Forward,
+    /// Send this frame on instead (without its size prefix).
+    Replace(Vec<u8>),
+    /// Send nothing on: a filter answered the request, and the answer is queued for the
+    /// client in its turn ([`Session::take_answer`]); or the request expects no answer; or
+    /// the response answers a request of the proxy's own, and went to its waiter.
+    Hold,
+    /// Close the connection, for this reason.
+    Close(String),
+}
+
+/// What the session made of a request frame.
+#[derive(Debug)]
+pub struct FromClient {
+    /// What the frame is.
+    pub head: RequestHead,
+    /// What to send the broker.
+    pub action: Action,
+    /// What the frame said of authentication.
+    pub auth: Option<AuthNote>,
+}
+
+/// A request that was sent on (or answered by a filter), as kept until its answer.
+#[derive(Debug)]
+pub struct Admitted<T> {
+    /// The client id.
+    pub client_id: Option<Arc<str>>,
+    /// When it was admitted.
+    pub at: Instant,
+    /// The request frame's size, prefix included.
+    pub size: usize,
+    /// What the caller keeps with it.
+    pub tag: T,
+}
+
+/// What a response answers.
+#[derive(Debug)]
+pub struct Pairing<T> {
+    /// The request's API.
+    pub api_key: ApiKey,
+    /// The request's version.
+    pub api_version: i16,
+    /// The correlation id.
+    pub correlation_id: i32,
+    /// The request.
+    pub request: Admitted<T>,
+}
+
+/// What a response frame answers.
+#[derive(Debug)]
+pub enum Answer<T> {
+    /// The answer to this request; whether a filter (or the clamping) rewrote it.
+    Paired(Pairing<T>, bool),
+    /// A response that answers no request awaiting one, with the reason.
+    Unpaired(String),
+    /// A raw SASL token of the SaslHandshake v0 phase.
+    Token,
+    /// The answer to a request of the proxy's own ([`Session::own_request`]), handed to its
+    /// waiter; the client never sees it.
+    Own(i32),
+}
+
+/// What the session made of a response frame.
+#[derive(Debug)]
+pub struct FromBroker<T> {
+    /// What it answers.
+    pub answer: Answer<T>,
+    /// What to send the client.
+    pub action: Action,
+    /// What the frame said of authentication.
+    pub auth: Option<AuthNote>,
+    /// The broker answered out of order (a correlation id other than the oldest's).
+    pub out_of_order: Option<i32>,
+}
+
+/// An answer given by a filter, due to the client now: the response frame (without its size
+/// prefix) and what it answers.
+#[derive(Debug)]
+pub struct Answered<T> {
+    /// The response frame.
+    pub frame: Vec<u8>,
+    /// What it answers.
+    pub exchange: Pairing<T>,
+}
+
+/// A request awaiting an answer: from the broker, or already answered by a filter and
+/// waiting for the broker's answers before it.
+enum Entry<T> {
+    Broker(Admitted<T>),
+    Filter(Vec<u8>, Admitted<T>),
+    /// A request of the proxy's own (a waiting filter's): its answer goes to the waiter, not
+    /// to the client.
+    Own(tokio::sync::oneshot::Sender<Vec<u8>>),
+}
+
+/// The SASL state the session observes.
+#[derive(Default)]
+struct Auth {
+    mechanism: Option<String>,
+    /// The user the client's SASL bytes named, until the broker says yes or no.
+    user: Option<String>,
+}
+
+/// One proxied connection's state, without I/O.
+pub struct Session<T = ()> {
+    in_flight: InFlight<Entry<T>>,
+    sasl: RawSasl,
+    filters: FilterChain,
+    auth: Auth,
+    info: Arc<ConnInfo>,
+    last_client: Option<Arc<str>>,
+    answers: VecDeque<Answered<T>>,
+    /// The correlation id of the proxy's next request of its own (negative, counting down,
+    /// apart from clients' ids, which Kafka's clients count up from 0).
+    next_own: i32,
+}
+
+impl<T> core::fmt::Debug for Session<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Session")
+            .field("conn", &self.info.id)
+            .field("in_flight", &self.in_flight.len())
+            .finish()
+    }
+}
+
+impl<T> Session<T> {
+    /// A session for the connection `info`, with its filters.
+    pub fn new(info: Arc<ConnInfo>, filters: FilterChain) -> Self {
+        Session {
+            in_flight: InFlight::new(),
+            sasl: RawSasl::new(),
+            filters,
+            auth: Auth::default(),
+            info,
+            last_client: None,
+            answers: VecDeque::new(),
+            next_own: -1,
+        }
+    }
+
+    /// The connection.
+    pub fn info(&self) -> &Arc<ConnInfo> {
+        &self.info
+    }
+
+    /// Requests awaiting an answer.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// A request frame from the client (without its size prefix), read at `now`. A
+    /// request is entered as awaiting an answer (with what `tag` makes of its head) if it
+    /// is sent on and expects one, or if a filter answered it.
+    pub fn on_client_frame(
+        &mut self,
+        frame: &[u8],
+        now: Instant,
+        tag: impl FnOnce(&RequestHead) -> T,
+    ) -> FromClient {
+        if self.sasl.client_token() {
+            let auth = self.user_from(frame);
+            return FromClient { head: RequestHead::Token, action: Action::Forward, auth };
+        }
+        let peek = match RequestHeaderView::peek(frame) {
+            Ok(p) => p,
+            Err(e) => {
+                // What the chain does with a request no filter can read.
+                let action = match self.filters.on_request(frame) {
+                    Verdict::Forward => Action::Forward,
+                    _ => Action::Close(format!("refused: a request whose header does not decode: {e}")),
+                };
+                return FromClient { head: RequestHead::Bad(e.to_string()), action, auth: None };
+            }
+        };
+        let auth = if peek.api_key == ApiKey::SaslHandshake.to_i16()
+            || peek.api_key == ApiKey::SaslAuthenticate.to_i16()
+        {
+            self.sasl_request(frame, peek.api_version)
+        } else {
+            None
+        };
+        let client_id = match (peek.client_id, &self.last_client) {
+            (Some(c), Some(last)) if **last == *c => Some(last.clone()),
+            (Some(c), _) => {
+                let arc: Arc<str> = Arc::from(c);
+                self.last_client = Some(arc.clone());
+                Some(arc)
+            }
+            (None, _) => None,
+        };
+        let verdict = self.filters.on_request(frame);
+        let expects = match &verdict {
+            // A request that gets no answer (Produce with acks=0) is never entered.
+            Verdict::Forward => crate::session::conn::frame_expects_response(frame).unwrap_or(true),
+            Verdict::Replace(new) => crate::session::conn::frame_expects_response(new).unwrap_or(true),
+            Verdict::Drop => false,
+            Verdict::Respond(_) | Verdict::Close(_) => true,
+        };
+        let head = RequestHead::Request {
+            api_key: peek.api_key,
+            api_version: peek.api_version,
+            correlation_id: peek.correlation_id,
+            client_id: client_id.clone(),
+            expects,
+        };
+        let sent = Admitted { client_id, at: now, size: frame.len() + 4, tag: tag(&head) };
+        let key = ApiKey::from_i16(peek.api_key);
+        let action = match verdict {
+            Verdict::Forward | Verdict::Replace(_) => {
+                let action = match verdict {
+                    Verdict::Replace(new) => Action::Replace(new),
+                    _ => Action::Forward,
+                };
+                match key {
+                    Some(key) if expects => {
+                        match self.in_flight.push(
+                            peek.correlation_id,
+                            key,
+                            peek.api_version,
+                            Entry::Broker(sent),
+                        ) {
+                            Ok(()) => action,
+                            Err(e) => Action::Close(e.to_string()),
+                        }
+                    }
+                    // An API kwire does not know is sent on, and its answer is unpaired.
+                    _ => action,
+                }
+            }
+            Verdict::Respond(answer) => match key {
+                Some(key) => self.answer(peek.correlation_id, key, peek.api_version, answer, sent),
+                None => Action::Close("a filter answered a request of an unknown API".into()),
+            },
+            Verdict::Drop => Action::Hold,
+            Verdict::Close(why) => Action::Close(why),
+        };
+        FromClient { head, action, auth }
+    }
+
+    /// Queues a filter's answer: due now if nothing is awaited before it, else entered to
+    /// follow the broker's answers before it.
+    fn answer(
+        &mut self,
+        correlation_id: i32,
+        key: ApiKey,
+        version: i16,
+        frame: Vec<u8>,
+        sent: Admitted<T>,
+    ) -> Action {
+        if self.in_flight.is_empty() {
+            let exchange = Pairing { api_key: key, api_version: version, correlation_id, request: sent };
+            self.answers.push_back(Answered { frame, exchange });
+            return Action::Hold;
+        }
+        match self.in_flight.push(correlation_id, key, version, Entry::Filter(frame, sent)) {
+            Ok(()) => Action::Hold,
+            Err(e) => Action::Close(e.to_string()),
+        }
+    }
+
+    /// Moves the filters' answers at the head of the requests awaiting answers to the queue
+    /// of answers due.
+    fn release_answers(&mut self) {
+        while let Some(oldest) = self.in_flight.oldest() {
+            if !matches!(oldest.payload, Entry::Filter(..)) {
+                break;
+            }
+            let id = oldest.correlation_id;
+            let Ok(p) = self.in_flight.complete(id) else { break };
+            let Entry::Filter(frame, request) = p.payload else { break };
+            let exchange =
+                Pairing { api_key: p.api_key, api_version: p.api_version, correlation_id: id, request };
+            self.answers.push_back(Answered { frame, exchange });
+        }
+    }
+
+    /// The next answer a filter gave that is due to the client now (after every broker
+    /// answer before it was sent), in order.
+    pub fn take_answer(&mut self) -> Option<Answered<T>> {
+        self.answers.pop_front()
+    }
+
+    /// Enters a request of the proxy's own, of `api_key` at `version`, to be sent to the
+    /// broker in the connection's turn: returns its correlation id (to encode it with) and
+    /// where its answer (the response frame, without its size prefix) will come.
+    pub fn own_request(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+    ) -> Result<(i32, tokio::sync::oneshot::Receiver<Vec<u8>>), ConnError> {
+        let id = self.next_own;
+        self.next_own = if id == i32::MIN { -1 } else { id - 1 };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.in_flight.push(id, api_key, version, Entry::Own(tx))?;
+        Ok((id, rx))
+    }
+
+    /// What a SaslHandshake or SaslAuthenticate request says of authentication; a v0
+    /// handshake also starts the raw token phase.
+    fn sasl_request(&mut self, frame: &[u8], api_version: i16) -> Option<AuthNote> {
+        let request = dispatch::parse_request(frame).ok()?;
+        match request.body {
+            RequestBodyView::SaslHandshake(v) => {
+                let mechanism = v.mechanism().to_string();
+                if api_version == 0 {
+                    self.sasl.on_request(ApiKey::SaslHandshake, 0, Some(&mechanism));
+                }
+                self.auth = Auth { mechanism: Some(mechanism.clone()), user: None };
+                self.info.set_auth(Some(mechanism.clone()), None);
+                Some(AuthNote::Mechanism(mechanism))
+            }
+            RequestBodyView::SaslAuthenticate(v) => self.user_from(v.auth_bytes()),
+            _ => None,
+        }
+    }
+
+    /// The user that a client's SASL bytes name, the first time they name one.
+    fn user_from(&mut self, auth_bytes: &[u8]) -> Option<AuthNote> {
+        // Secret: `auth_bytes` holds the client's credentials (a PLAIN password, a SCRAM
+        // proof, a token). They go only to `sasl_user`, which returns the user name.
+        let mechanism = self.auth.mechanism.as_deref()?;
+        if self.auth.user.is_some() {
+            return None;
+        }
+        let user = crate::session::secrets::sasl_user(mechanism, auth_bytes)?.to_string();
+        self.auth.user = Some(user.clone());
+        Some(AuthNote::User(user))
+    }
+
+    /// The broker's verdict on authentication: the principal is known once it says yes.
+    fn verdict(&mut self, error_code: i16) -> AuthNote {
+        if error_code == 0 {
+            self.info.set_auth(self.auth.mechanism.clone(), Some(self.auth.user.clone().unwrap_or_default()));
+            AuthNote::Accepted
+        } else {
+            AuthNote::Refused(error_code)
+        }
+    }
+
+    /// A response frame from the broker (without its size prefix): pairs it with its
+    /// request and runs it through the filters. After sending what it says, send the
+    /// answers [`Session::take_answer`] gives.
+    pub fn on_broker_frame(&mut self, frame: &[u8]) -> FromBroker<T> {
+        // Decided before the frame is sent on: after the broker's last token the client
+        // sends Kafka requests again.
+        if self.sasl.server_token(frame.len()) {
+            let auth = (!self.sasl.client_token()).then(|| self.verdict(0));
+            return FromBroker { answer: Answer::Token, action: Action::Forward, auth, out_of_order: None };
+        }
+        let unpaired = |why: String| FromBroker {
+            answer: Answer::Unpaired(why),
+            action: Action::Forward,
+            auth: None,
+            out_of_order: None,
+        };
+        let correlation_id = match ResponseHeaderView::parse(frame, 0) {
+            Ok((h, _)) => h.correlation_id(),
+            Err(e) => return unpaired(format!("no response header: {e}")),
+        };
+        let mut out_of_order = None;
+        let p = match self.in_flight.complete(correlation_id) {
+            Ok(p) => p,
+            Err(ConnError::OutOfOrder { .. }) => {
+                // Kafka answers in order; send it on all the same, and say so.
+                out_of_order = Some(correlation_id);
+                match self.in_flight.remove(correlation_id) {
+                    Ok(p) => p,
+                    Err(e) => return unpaired(e.to_string()),
+                }
+            }
+            Err(e) => return unpaired(e.to_string()),
+        };
+        if self.in_flight.is_empty() {
+            // Nothing awaited: the connection may idle now, and holds no table while it does.
+            self.in_flight.shrink_to_fit();
+        }
+        let request = match p.payload {
+            Entry::Broker(request) => request,
+            Entry::Own(waiter) => {
+                // The waiter may have given up (its connection's task ended); nothing to do then.
+                let _ = waiter.send(frame.to_vec());
+                self.release_answers();
+                return FromBroker {
+                    answer: Answer::Own(correlation_id),
+                    action: Action::Hold,
+                    auth: None,
+                    out_of_order,
+                };
+            }
+            // A filter's answer is never awaited from the broker: its id came back twice.
+            Entry::Filter(..) => {
+                return unpaired(format!("correlation id {correlation_id} was answered by a filter"));
+            }
+        };
+        let auth = self.sasl_response(frame, p.api_key, p.api_version);
+        let verdict = self.filters.on_response(frame, p.api_key, p.api_version);
+        let (action, rewritten) = match verdict {
+            Verdict::Replace(new) => (Action::Replace(new), true),
+            Verdict::Close(why) => (Action::Close(why), false),
+            _ => (Action::Forward, false),
+        };
+        self.release_answers();
+        let exchange = Pairing { api_key: p.api_key, api_version: p.api_version, correlation_id, request };
+        FromBroker { answer: Answer::Paired(exchange, rewritten), action, auth, out_of_order }
+    }
+
+    /// What a SaslHandshake or SaslAuthenticate response says of authentication.
+    fn sasl_response(&mut self, frame: &[u8], api_key: ApiKey, version: i16) -> Option<AuthNote> {
+        match api_key {
+            ApiKey::SaslHandshake => {
+                let error = match dispatch::parse_response(frame, api_key, version) {
+                    Ok(r) => match r.body {
+                        ResponseBodyView::SaslHandshake(v) => v.error_code(),
+                        _ => -1,
+                    },
+                    Err(_) => -1,
+                };
+                if version == 0 {
+                    self.sasl.on_handshake_response(error);
+                }
+                (error != 0).then_some(AuthNote::Refused(error))
+            }
+            ApiKey::SaslAuthenticate => match dispatch::parse_response(frame, api_key, version).ok()?.body {
+                ResponseBodyView::SaslAuthenticate(v) => {
+                    // SCRAM takes two rounds: the server's last message (`v=...`) ends it.
+                    let scram = self.auth.mechanism.as_deref().is_some_and(|m| m.starts_with("SCRAM"));
+                    if v.error_code() == 0 && scram && !v.auth_bytes().starts_with(b"v=") {
+                        return None;
+                    }
+                    Some(self.verdict(v.error_code()))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The requests still awaiting an answer, oldest first, when the connection ends (the
+    /// proxy's own are dropped: their waiters see the connection end).
+    pub fn drain(&mut self) -> impl Iterator<Item = Pairing<T>> + '_ {
+        self.in_flight.drain().filter_map(|p| {
+            let request = match p.payload {
+                Entry::Broker(s) | Entry::Filter(_, s) => s,
+                Entry::Own(_) => return None,
+            };
+            Some(Pairing {
+                api_key: p.api_key,
+                api_version: p.api_version,
+                correlation_id: p.correlation_id,
+                request,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::messages::{
+        ApiVersionsRequest, MetadataRequest, MetadataResponse, ResponseBody, SaslAuthenticateRequest,
+        SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    };
+    use crate::filter::{Filter, RequestAction};
+    use crate::{AnyBody, dispatch};
+
+    fn request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
+        let mut buf = vec![0u8; 512];
+        let n = dispatch::encode_request(body, version, correlation_id, Some("app"), &mut buf).unwrap();
+        buf.truncate(n);
+        buf.drain(..4);
+        buf
+    }
+
+    fn response(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
+        let mut buf = vec![0u8; dispatch::response_len(body, version).unwrap()];
+        dispatch::encode_response(body, version, correlation_id, &mut buf).unwrap();
+        buf.drain(..4);
+        buf
+    }
+
+    fn session(filters: FilterChain) -> Session<u32> {
+        Session::new(Arc::new(ConnInfo::new(1, "127.0.0.1:5000".parse().unwrap(), "b:9092".into())), filters)
+    }
+
+    /// Answers Metadata itself.
+    struct AnswerMetadata;
+    impl Filter for AnswerMetadata {
+        fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
+            api_key == ApiKey::Metadata
+        }
+        fn on_request<'a>(&mut self, _: &dispatch::Request<'a>) -> RequestAction<'a> {
+            RequestAction::Respond(ResponseBody::Metadata(MetadataResponse::default()))
+        }
+    }
+
+    #[test]
+    fn requests_are_paired_with_their_answers_in_order() {
+        let mut s = session(FilterChain::new());
+        let now = Instant::now();
+        let a = s.on_client_frame(&request(&ApiVersionsRequest::default(), 3, 1), now, |_| 10);
+        assert_eq!(a.action, Action::Forward);
+        assert!(matches!(
+            a.head,
+            RequestHead::Request { api_key: 18, api_version: 3, correlation_id: 1, expects: true, .. }
+        ));
+        let b = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 20);
+        assert_eq!(b.action, Action::Forward);
+        assert_eq!(s.in_flight(), 2);
+        // The broker's answers come back paired, with what was kept of their requests.
+        let got = s.on_broker_frame(&response(&crate::codec::messages::ApiVersionsResponse::default(), 3, 1));
+        let Answer::Paired(e, _) = got.answer else { panic!("{got:?}") };
+        assert_eq!(
+            (e.api_key, e.api_version, e.correlation_id, e.request.tag),
+            (ApiKey::ApiVersions, 3, 1, 10)
+        );
+        let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 2));
+        let Answer::Paired(e, _) = got.answer else { panic!() };
+        assert_eq!(e.request.tag, 20);
+        // An answer to nothing is reported, not paired, and sent on.
+        let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 99));
+        assert!(matches!(got.answer, Answer::Unpaired(_)));
+        assert_eq!(got.action, Action::Forward);
+        // A header that does not parse is sent on and reported.
+        let got = s.on_client_frame(&[0, 3], now, |_| 0);
+        assert!(matches!(got.head, RequestHead::Bad(_)));
+    }
+
+    #[test]
+    fn a_filters_answer_waits_for_the_broker_answers_before_it() {
+        let mut chain = FilterChain::new();
+        chain.push(AnswerMetadata);
+        let mut s = session(chain);
+        let now = Instant::now();
+        // Nothing before it: due at once.
+        let a = s.on_client_frame(&request(&MetadataRequest::default(), 12, 1), now, |_| 1);
+        assert_eq!(a.action, Action::Hold);
+        let answer = s.take_answer().expect("due now");
+        assert_eq!(answer.exchange.correlation_id, 1);
+        let parsed = dispatch::parse_response(&answer.frame, ApiKey::Metadata, 12).unwrap();
+        assert_eq!(parsed.header.correlation_id(), 1);
+        assert!(s.take_answer().is_none());
+        // Behind a request the broker has not answered yet: it follows that answer.
+        s.on_client_frame(&request(&ApiVersionsRequest::default(), 3, 2), now, |_| 2);
+        s.on_client_frame(&request(&MetadataRequest::default(), 12, 3), now, |_| 3);
+        s.on_client_frame(&request(&MetadataRequest::default(), 12, 4), now, |_| 4);
+        assert!(s.take_answer().is_none(), "not before the broker's answer to 2");
+        let got = s.on_broker_frame(&response(&crate::codec::messages::ApiVersionsResponse::default(), 3, 2));
+        assert!(matches!(got.answer, Answer::Paired(ref e, _) if e.correlation_id == 2));
+        let ids: Vec<i32> =
+            core::iter::from_fn(|| s.take_answer()).map(|a| a.exchange.correlation_id).collect();
+        assert_eq!(ids, [3, 4]);
+        assert_eq!(s.in_flight(), 0);
+    }
+
+    #[test]
+    fn authentication_is_observed_and_the_principal_known_once_the_broker_accepts() {
+        let mut s = session(FilterChain::new());
+        let now = Instant::now();
+        let hs = SaslHandshakeRequest { mechanism: "PLAIN".into() };
+        let got = s.on_client_frame(&request(&hs, 1, 1), now, |_| 0);
+        assert_eq!(got.auth, Some(AuthNote::Mechanism("PLAIN".into())));
+        s.on_broker_frame(&response(&SaslHandshakeResponse::default(), 1, 1));
+        let token =
+            SaslAuthenticateRequest { auth_bytes: (&b"\0alice\0secret"[..]).into(), ..Default::default() };
+        let got = s.on_client_frame(&request(&token, 2, 2), now, |_| 0);
+        assert_eq!(got.auth, Some(AuthNote::User("alice".into())));
+        assert_eq!(s.info().principal(), None, "not before the broker says yes");
+        let got = s.on_broker_frame(&response(&SaslAuthenticateResponse::default(), 2, 2));
+        assert_eq!(got.auth, Some(AuthNote::Accepted));
+        assert_eq!(s.info().principal().as_deref(), Some("alice"));
+        assert_eq!(s.info().mechanism().as_deref(), Some("PLAIN"));
+    }
+
+    #[test]
+    fn sasl_v0_tokens_pass_undecoded_and_end_with_the_brokers_token() {
+        let mut s = session(FilterChain::new());
+        let now = Instant::now();
+        let hs = SaslHandshakeRequest { mechanism: "PLAIN".into() };
+        s.on_client_frame(&request(&hs, 0, 1), now, |_| 0);
+        s.on_broker_frame(&response(&SaslHandshakeResponse::default(), 0, 1));
+        // The client's raw token: no Kafka header, never parsed as one.
+        let got = s.on_client_frame(b"\0bob\0pw", now, |_| 0);
+        assert_eq!(got.head, RequestHead::Token);
+        assert_eq!(got.auth, Some(AuthNote::User("bob".into())));
+        let got = s.on_broker_frame(b"");
+        assert!(matches!(got.answer, Answer::Token));
+        assert_eq!(got.auth, Some(AuthNote::Accepted));
+        assert_eq!(s.info().principal().as_deref(), Some("bob"));
+        // Kafka requests again after it.
+        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 0);
+        assert!(matches!(got.head, RequestHead::Request { api_key: 3, .. }));
+    }
+
+    #[test]
+    fn acks_zero_produce_is_not_awaited() {
+        let mut s = session(FilterChain::new());
+        let now = Instant::now();
+        let quiet = crate::codec::messages::ProduceRequest { acks: 0, ..Default::default() };
+        let got = s.on_client_frame(&request(&quiet, 9, 1), now, |_| 0);
+        assert!(matches!(got.head, RequestHead::Request { expects: false, .. }));
+        assert_eq!(s.in_flight(), 0);
+    }
+}

@@ -1,0 +1,763 @@
+//! [`TrafficLog`]: what `kwire proxy` says of the traffic, as [`Hooks`] any proxy can use.
+//! Each frame is read after it was sent (`reflect::inspect`), for a text or JSON log, test
+//! vectors saved by a [`Recorder`], and counters for a summary.
+
+#[allow(unused_imports)]
+use std::{
+    borrow::Cow, borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec,
+    vec::Vec,
+};
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use super::audit::{AuditLog, json_str, timestamp};
+use super::hooks::{ConnInfo, Event, Hooks};
+use super::session::{Admitted, AuthNote, Pairing, RequestHead};
+use crate::session::conn::metrics::{Metrics, Undecoded};
+use crate::session::secrets::{self, Redaction};
+use crate::tools::reflect::explain::{FrameKind, explain_frame};
+use crate::tools::reflect::inspect::{self, Decoded, Roundtrip};
+use crate::{ApiKey, Direction, ErrorCode};
+
+/// How a [`TrafficLog`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One line per request, when its answer was sent:
+    /// `TIME conn=N CLIENT_ID API vVERSION req=BYTES resp=BYTES LATENCY [errors=NAME,...]`,
+    /// and a line for each frame kwire could not read, each framing violation and each
+    /// connection opened or closed.
+    Text,
+    /// One JSON object per frame, with the whole frame as `kwire decode --format json`
+    /// gives it (secrets masked), and per SASL step.
+    Json,
+}
+
+/// What a recorded frame is, so that its secrets can be found and masked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordAs {
+    /// A request.
+    Request,
+    /// A response to a request of `api_key` (the raw value) at `api_version`.
+    Response {
+        /// The request's API key.
+        api_key: i16,
+        /// The version the response is read at.
+        api_version: i16,
+    },
+    /// A response that answers no request known: masked whole.
+    Unpaired,
+}
+
+/// Saves frames as hex test vectors, the form of `tests/vectors`: `DIR/requests/NAME.hex`
+/// and `DIR/responses/NAME.hex` under names from [`Recorder::name`], and frames kwire could
+/// not read in `DIR/undecoded` with the reason beside them. Secrets are masked (the same
+/// length, `0x2a` bytes, a `NAME.masked.txt` note beside) unless shown on purpose.
+#[derive(Debug)]
+pub struct Recorder {
+    dir: PathBuf,
+    limit: usize,
+    show_secrets: bool,
+    counts: Mutex<HashMap<String, usize>>,
+    undecoded: AtomicU64,
+}
+
+/// At most this many frames are saved in `undecoded`.
+const MAX_UNDECODED: u64 = 1000;
+
+impl Recorder {
+    /// Saves into `dir` (created as needed), at most `limit` pairs per client, API and
+    /// version.
+    pub fn new(dir: impl Into<PathBuf>, limit: usize) -> Self {
+        Recorder {
+            dir: dir.into(),
+            limit,
+            show_secrets: false,
+            counts: Mutex::new(HashMap::new()),
+            undecoded: AtomicU64::new(0),
+        }
+    }
+
+    /// Saves secrets (SASL bytes, tokens, HMACs, SCRAM credentials, password configs)
+    /// unmasked: only for frames that will stay private.
+    pub fn show_secrets(mut self, yes: bool) -> Self {
+        self.show_secrets = yes;
+        self
+    }
+
+    /// The name of the next pair of `client`, `api` and `version`
+    /// (`CLIENT_API_vVERSION_N`), or `None` past the limit.
+    pub fn name(&self, client: Option<&str>, api: &str, version: i16) -> Option<String> {
+        let stem = format!("{}_{}_v{version}", file_part(client.unwrap_or("")), file_part(api));
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = counts.entry(stem.clone()).or_insert(0);
+        if *n >= self.limit {
+            return None;
+        }
+        *n += 1;
+        Some(format!("{stem}_{n}"))
+    }
+
+    /// Saves a frame (with its size prefix) as `DIR/SUB/NAME.hex`.
+    pub fn save(
+        &self,
+        sub: &str,
+        name: &str,
+        frame_with_prefix: &[u8],
+        what: RecordAs,
+    ) -> std::io::Result<()> {
+        let dir = self.dir.join(sub);
+        std::fs::create_dir_all(&dir)?;
+        let (bytes, note) = self.shown(frame_with_prefix, what);
+        std::fs::write(dir.join(format!("{name}.hex")), hex(&bytes))?;
+        match note {
+            Some(note) => std::fs::write(dir.join(format!("{name}.masked.txt")), format!("{note}\n")),
+            None => Ok(()),
+        }
+    }
+
+    /// Saves a frame kwire could not read, with `why` beside it, named after `label`; at
+    /// most 1,000 of them.
+    pub fn save_undecoded(
+        &self,
+        label: &str,
+        frame_with_prefix: &[u8],
+        what: RecordAs,
+        why: &str,
+    ) -> std::io::Result<()> {
+        let n = self.undecoded.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > MAX_UNDECODED {
+            return Ok(());
+        }
+        let dir = self.dir.join("undecoded");
+        std::fs::create_dir_all(&dir)?;
+        let name = format!("{n:04}_{}", file_part(label));
+        let (bytes, note) = self.shown(frame_with_prefix, what);
+        std::fs::write(dir.join(format!("{name}.hex")), hex(&bytes))?;
+        let note = note.map(|n| format!("{n}\n")).unwrap_or_default();
+        std::fs::write(dir.join(format!("{name}.txt")), format!("{label}\n{why}\n{note}"))
+    }
+
+    /// The frame as it is saved, and the note on what was masked.
+    fn shown(&self, frame_with_prefix: &[u8], what: RecordAs) -> (Vec<u8>, Option<String>) {
+        if self.show_secrets {
+            return (frame_with_prefix.to_vec(), None);
+        }
+        let (masked, redaction) = masked(frame_with_prefix, what);
+        (masked, masking_note(&redaction))
+    }
+}
+
+/// A copy of a frame (with its size prefix) with its secrets masked (`kwire::secrets`).
+fn masked(frame_with_prefix: &[u8], what: RecordAs) -> (Vec<u8>, Redaction) {
+    let mut out = frame_with_prefix.to_vec();
+    let at = 4.min(frame_with_prefix.len());
+    let (frame, body) = (&frame_with_prefix[at..], &mut out[at..]);
+    let redaction = match what {
+        RecordAs::Request => secrets::mask_request(frame, body),
+        RecordAs::Response { api_key, api_version } => match ApiKey::from_i16(api_key) {
+            Some(key) => secrets::mask_response(frame, key, api_version, body),
+            None => secrets::mask_unknown_response(frame, body),
+        },
+        RecordAs::Unpaired => secrets::mask_unknown_response(frame, body),
+    };
+    (out, redaction)
+}
+
+/// What masking did, in words, for the note beside a saved frame; `None` if nothing.
+fn masking_note(r: &Redaction) -> Option<String> {
+    match *r {
+        Redaction::Clean | Redaction::Masked { bytes: 0, .. } | Redaction::Whole { bytes: 0 } => None,
+        Redaction::Masked { fields, bytes } => Some(format!(
+            "secrets masked: {fields} secret field(s), {bytes} bytes, overwritten with 0x2a ('*'); the frame keeps \
+             its length (kwire::secrets)"
+        )),
+        Redaction::Whole { bytes } => Some(format!(
+            "masked whole: kwire could not read this frame, so its last {bytes} bytes were overwritten with 0x2a \
+             ('*'); the frame keeps its length"
+        )),
+    }
+}
+
+/// Lowercase letters, digits, `.` and `-` only, for file names.
+fn file_part(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c.to_ascii_lowercase() } else { '-' })
+        .collect();
+    if s.is_empty() { "none".into() } else { s }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2 + 1);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s.push('\n');
+    s
+}
+
+fn with_prefix(frame: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(frame.len() + 4);
+    v.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+    v.extend_from_slice(frame);
+    v
+}
+
+/// The API's name, or `api<key>` for a key this crate does not know (no allocation for the
+/// known ones: the log names the API of every frame).
+fn api_name(api_key: i16) -> Cow<'static, str> {
+    ApiKey::from_i16(api_key).map_or_else(|| Cow::Owned(format!("api{api_key}")), |k| Cow::Borrowed(k.name()))
+}
+
+fn error_name(code: i16) -> String {
+    ErrorCode::from_i16(code).map_or_else(|| code.to_string(), |e| e.name().to_owned())
+}
+
+fn now() -> String {
+    timestamp(SystemTime::now())
+}
+
+/// The writer thread: connection tasks hand it lines and never wait on the output. Lines
+/// past its queue are dropped and counted.
+struct Lines {
+    tx: SyncSender<String>,
+    dropped: AtomicU64,
+    gate: Mutex<Option<SyncSender<()>>>,
+}
+
+impl Lines {
+    fn start(mut out: Box<dyn Write + Send>, held: bool) -> Lines {
+        let (tx, rx) = sync_channel::<String>(1 << 16);
+        let (gate_tx, gate_rx) = sync_channel::<()>(1);
+        std::thread::spawn(move || {
+            if held {
+                let _ = gate_rx.recv();
+            }
+            write_loop(&rx, &mut *out);
+        });
+        let gate = if held { Some(gate_tx) } else { None };
+        Lines { tx, dropped: AtomicU64::new(0), gate: Mutex::new(gate) }
+    }
+
+    fn release(&self) {
+        if let Some(tx) = self.gate.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = tx.send(());
+        }
+    }
+
+    fn send(&self, line: String) {
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(line) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn write_loop(rx: &Receiver<String>, out: &mut dyn Write) {
+    let mut batch = String::new();
+    while let Ok(line) = rx.recv() {
+        batch.clear();
+        batch.push_str(&line);
+        batch.push('\n');
+        while batch.len() < 1 << 16
+            && let Ok(line) = rx.try_recv()
+        {
+            batch.push_str(&line);
+            batch.push('\n');
+        }
+        let _ = out.write_all(batch.as_bytes()).and_then(|()| out.flush());
+    }
+}
+
+/// Counters for [`TrafficLog::summary`].
+#[derive(Default)]
+struct Stats {
+    connections: AtomicU64,
+    requests: AtomicU64,
+    responses: AtomicU64,
+    rewritten: AtomicU64,
+    sasl_tokens: AtomicU64,
+    violations: AtomicU64,
+    mismatches: AtomicU64,
+    /// `(direction, api, why)` to count, for frames kwire did not read.
+    undecoded: Mutex<BTreeMap<(&'static str, String, &'static str), u64>>,
+}
+
+/// `kwire proxy`'s log as [`Hooks`]: every frame read after it was sent, in text or JSON
+/// lines ([`LogFormat`]) written by a thread of its own to any writer (lines past a queue of
+/// 65,536 are dropped and counted, never waited for), frames saved by a [`Recorder`],
+/// frames re-encoded and compared byte for byte on request, counters for a summary, and an
+/// [`AuditLog`] beside it. Secrets are masked in the JSON log unless shown on purpose; raw
+/// SASL v0 tokens are never shown.
+///
+/// ```
+/// use kwire::proxy::{LogFormat, TrafficLog};
+///
+/// let log = TrafficLog::new(LogFormat::Text, std::io::stdout()).quiet(true);
+/// // Proxy::builder(..).hooks(log)
+/// # drop(log);
+/// ```
+pub struct TrafficLog {
+    format: LogFormat,
+    quiet: bool,
+    verify: bool,
+    show_secrets: bool,
+    lines: Lines,
+    recorder: Option<Recorder>,
+    stats: Stats,
+    metrics: Option<Arc<Metrics>>,
+    audit: Option<AuditLog>,
+}
+
+impl core::fmt::Debug for TrafficLog {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TrafficLog").field("format", &self.format).field("quiet", &self.quiet).finish()
+    }
+}
+
+impl TrafficLog {
+    /// A log in `format` written to `out`.
+    pub fn new(format: LogFormat, out: impl Write + Send + 'static) -> Self {
+        Self::with_lines(format, Lines::start(Box::new(out), false))
+    }
+
+    /// As [`TrafficLog::new`], writing nothing until [`TrafficLog::release`] (lines wait, up
+    /// to the queue): so that the owner can print a first line of its own, such as where
+    /// the proxy listens, once it knows it.
+    pub fn held(format: LogFormat, out: impl Write + Send + 'static) -> Self {
+        Self::with_lines(format, Lines::start(Box::new(out), true))
+    }
+
+    fn with_lines(format: LogFormat, lines: Lines) -> Self {
+        TrafficLog {
+            format,
+            quiet: false,
+            verify: false,
+            show_secrets: false,
+            lines,
+            recorder: None,
+            stats: Stats::default(),
+            metrics: None,
+            audit: None,
+        }
+    }
+
+    /// Text: connections and problems only, no line per request.
+    pub fn quiet(mut self, yes: bool) -> Self {
+        self.quiet = yes;
+        self
+    }
+
+    /// Reads each frame into kwire's owned values, encodes it again and compares with the
+    /// frame; a mismatch is logged.
+    pub fn verify(mut self, yes: bool) -> Self {
+        self.verify = yes;
+        self
+    }
+
+    /// Secrets unmasked in the JSON log (raw SASL v0 tokens stay hidden); a recorder has its
+    /// own [`Recorder::show_secrets`].
+    pub fn show_secrets(mut self, yes: bool) -> Self {
+        self.show_secrets = yes;
+        self
+    }
+
+    /// Saves frames: each request and its answer under one name, frames kwire could not
+    /// read apart.
+    pub fn record(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// Counts frames kwire could not read into `metrics` (the proxy's own, given to
+    /// [`super::ProxyBuilder::metrics`]).
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Feeds an audit log from the same hooks.
+    pub fn audit(mut self, audit: AuditLog) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
+    /// Lets a [`TrafficLog::held`] log write.
+    pub fn release(&self) {
+        self.lines.release();
+    }
+
+    /// Writes a line of the owner's, after the time.
+    pub fn note(&self, words: &str) {
+        self.lines.send(format!("{} {words}", now()));
+    }
+
+    /// The counters so far, in words: connections, requests, responses, rewritten
+    /// answers, SASL tokens, framing violations, re-encoding mismatches, lines dropped,
+    /// and the frames not read by direction, API and reason, a line each.
+    pub fn summary(&self) -> String {
+        let s = &self.stats;
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut out = format!(
+            "{} connections, {} requests, {} responses, {} rewritten, {} SASL tokens (v0, not shown), {} framing \
+             violations, {} re-encoding mismatches, {} log lines dropped",
+            n(&s.connections),
+            n(&s.requests),
+            n(&s.responses),
+            n(&s.rewritten),
+            n(&s.sasl_tokens),
+            n(&s.violations),
+            n(&s.mismatches),
+            n(&self.lines.dropped),
+        );
+        let undecoded = s.undecoded.lock().unwrap_or_else(PoisonError::into_inner);
+        for ((direction, api, why), n) in undecoded.iter() {
+            let _ = write!(out, "\n  {n} {direction}s of {api} not decoded ({why})");
+        }
+        out
+    }
+
+    fn text(&self) -> bool {
+        self.format == LogFormat::Text
+    }
+
+    /// Counts a frame kwire did not read; returns how many were counted before.
+    fn count_undecoded(&self, direction: Direction, api: &str, why: Undecoded) -> u64 {
+        if let Some(m) = &self.metrics {
+            m.undecoded(direction, why);
+        }
+        let direction = if direction == Direction::Request { "request" } else { "response" };
+        let mut map = self.stats.undecoded.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = map.entry((direction, api.to_owned(), why.label())).or_insert(0);
+        *n += 1;
+        *n - 1
+    }
+
+    fn record_undecoded(&self, label: &str, frame: &[u8], what: RecordAs, why: &str) {
+        if let Some(r) = &self.recorder {
+            let _ = r.save_undecoded(label, &with_prefix(frame), what, why);
+        }
+    }
+
+    /// A SASL step in the log (text, quiet too, or JSON).
+    fn sasl_line(&self, words: &str, id: u64) {
+        if self.text() {
+            return self.lines.send(format!("{} conn={id} {words}", now()));
+        }
+        let mut line = format!("{{\"time\":\"{}\",\"conn\":{id},\"sasl\":", now());
+        json_str(&mut line, words);
+        line.push('}');
+        self.lines.send(line);
+    }
+
+    /// A raw SASL token passed through: its size, never its bytes.
+    fn token_line(&self, size: usize, from_client: bool, id: u64) {
+        self.stats.sasl_tokens.fetch_add(1, Ordering::Relaxed);
+        let from = if from_client { "client" } else { "broker" };
+        match self.format {
+            LogFormat::Text if !self.quiet => self.lines.send(format!(
+                "{} conn={id} SASL tokens (v0 handshake): {} bytes from the {from}, not shown",
+                now(),
+                size.saturating_sub(4)
+            )),
+            LogFormat::Json => self.lines.send(format!(
+                "{{\"time\":\"{}\",\"conn\":{id},\"direction\":\"{}\",\"saslToken\":true,\"size\":{size},\"shown\":false}}",
+                now(),
+                if from_client { "request" } else { "response" },
+            )),
+            LogFormat::Text => {}
+        }
+    }
+
+    /// Logs a frame's problems (text) or the frame itself (JSON).
+    fn report(
+        &self,
+        frame: &[u8],
+        what: RecordAs,
+        decoded: &Decoded,
+        roundtrip: Option<Roundtrip>,
+        id: u64,
+        extra: &str,
+    ) {
+        let (direction, side, key, version) = match what {
+            RecordAs::Request => {
+                let (key, version) = crate::codec::frame::RequestHeaderView::peek(frame)
+                    .map_or((-1, -1), |h| (h.api_key, h.api_version));
+                ("request", Direction::Request, key, version)
+            }
+            RecordAs::Response { api_key, api_version } => {
+                ("response", Direction::Response, api_key, api_version)
+            }
+            RecordAs::Unpaired => ("response", Direction::Response, -1, -1),
+        };
+        let api = api_name(key);
+        if let Some(reason) = decoded.reason() {
+            let unknown = matches!(decoded, Decoded::Unknown(_));
+            let why = if unknown { Undecoded::Unknown } else { Undecoded::Malformed };
+            let before = self.count_undecoded(side, &api, why);
+            self.record_undecoded(&format!("{direction}_{api}"), frame, what, reason);
+            // A malformed frame is logged each time; an API kwire does not know, once.
+            if self.text() && (!unknown || before == 0) {
+                let more = if unknown { "; further ones are only counted" } else { "" };
+                self.lines.send(format!(
+                    "{} conn={id} {direction} {api} not decoded ({}): {reason}{more}",
+                    now(),
+                    why.label()
+                ));
+            }
+        }
+        if let Some(Roundtrip::Differs(e)) = &roundtrip {
+            self.stats.mismatches.fetch_add(1, Ordering::Relaxed);
+            if self.text() {
+                self.lines.send(format!(
+                    "{} conn={id} {direction} {api} does not re-encode byte for byte: {e}",
+                    now()
+                ));
+            }
+        }
+        if self.text() {
+            return;
+        }
+        let mut line =
+            format!("{{\"time\":\"{}\",\"conn\":{id},\"direction\":\"{direction}\",\"api\":", now());
+        json_str(&mut line, &api);
+        let _ = write!(
+            line,
+            ",\"apiKey\":{key},\"apiVersion\":{version},\"size\":{},\"decoded\":\"{}\",\"reason\":",
+            frame.len() + 4,
+            decoded.word()
+        );
+        match decoded.reason() {
+            Some(r) => json_str(&mut line, r),
+            None => line.push_str("null"),
+        }
+        line.push_str(",\"roundtrip\":");
+        match &roundtrip {
+            None => line.push_str("\"skipped\""),
+            Some(Roundtrip::Differs(e)) => json_str(&mut line, &format!("mismatch: {e}")),
+            Some(same_or_unknown) => {
+                let _ = write!(line, "\"{}\"", same_or_unknown.word());
+            }
+        }
+        line.push_str(extra);
+        line.push_str(",\"frame\":");
+        line.push_str(&self.frame_json(frame, what, decoded).unwrap_or_else(|| "null".into()));
+        line.push('}');
+        self.lines.send(line);
+    }
+
+    /// The frame as `kwire decode --format json` gives it, secrets masked.
+    fn frame_json(&self, frame: &[u8], what: RecordAs, decoded: &Decoded) -> Option<String> {
+        let kind = match what {
+            _ if *decoded != Decoded::Ok => return None,
+            RecordAs::Request => FrameKind::Request,
+            RecordAs::Response { api_key, api_version } => {
+                FrameKind::Response(ApiKey::from_i16(api_key)?, api_version)
+            }
+            RecordAs::Unpaired => return None,
+        };
+        let whole = with_prefix(frame);
+        let shown = if self.show_secrets { whole } else { masked(&whole, what).0 };
+        let explained = explain_frame(&shown, kind);
+        explained.problem.is_none().then(|| explained.to_json().to_string())
+    }
+}
+
+/// What the log keeps of a request until its answer: the name its frames are saved under.
+type Tag = Option<Arc<str>>;
+
+impl Hooks for TrafficLog {
+    type Tag = Tag;
+
+    fn admit(&self, _: &ConnInfo, head: &RequestHead) -> Tag {
+        let RequestHead::Request { api_key, api_version, client_id, .. } = head else { return None };
+        let recorder = self.recorder.as_ref()?;
+        recorder.name(client_id.as_deref(), &api_name(*api_key), *api_version).map(Arc::from)
+    }
+
+    fn request(&self, conn: &ConnInfo, frame: &[u8], head: &RequestHead, tag: &Tag) {
+        let RequestHead::Request { .. } = head else { return };
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        let decoded = inspect::request(frame);
+        let roundtrip = (self.verify && decoded == Decoded::Ok).then(|| inspect::roundtrip_request(frame));
+        if let (Some(r), Some(name)) = (&self.recorder, tag) {
+            let _ = r.save("requests", name, &with_prefix(frame), RecordAs::Request);
+        }
+        self.report(frame, RecordAs::Request, &decoded, roundtrip, conn.id, "");
+    }
+
+    fn response(&self, conn: &ConnInfo, frame: &[u8], e: Pairing<Tag>, rewritten: bool, latency: Duration) {
+        if let Some(audit) = &self.audit {
+            audit.answer(conn, e.api_key, e.api_version, frame);
+        }
+        self.stats.responses.fetch_add(1, Ordering::Relaxed);
+        if rewritten {
+            self.stats.rewritten.fetch_add(1, Ordering::Relaxed);
+        }
+        let key = e.api_key.to_i16();
+        let info = inspect::response(frame, key, e.api_version);
+        let what = RecordAs::Response { api_key: key, api_version: info.version };
+        if let (Some(r), Some(name)) = (&self.recorder, &e.request.tag) {
+            let _ = r.save("responses", name, &with_prefix(frame), what);
+        }
+        let roundtrip = (self.verify && info.decoded == Decoded::Ok)
+            .then(|| inspect::roundtrip_response(frame, key, info.version));
+        let errors =
+            if self.text() && self.quiet { Vec::new() } else { inspect::errors(frame, key, info.version) };
+        if self.text() && !self.quiet {
+            let mut line = format!(
+                "{} conn={} {} {} v{} req={}B resp={}B {:.3}ms",
+                now(),
+                conn.id,
+                e.request.client_id.as_deref().unwrap_or("-"),
+                e.api_key.name(),
+                e.api_version,
+                e.request.size,
+                frame.len() + 4,
+                latency.as_secs_f64() * 1e3
+            );
+            if !errors.is_empty() {
+                let names: Vec<String> = errors.iter().map(|&c| error_name(c)).collect();
+                let _ = write!(line, " errors={}", names.join(","));
+            }
+            if rewritten {
+                line.push_str(match e.api_key {
+                    ApiKey::ApiVersions => " (versions clamped)",
+                    key if crate::filter::carries_addresses(key) => " (broker addresses rewritten)",
+                    _ => " (rewritten by a filter)",
+                });
+            }
+            self.lines.send(line);
+        }
+        // The JSON line's own fields (the text log has written its line above).
+        let mut extra = String::new();
+        if !self.text() {
+            let _ = write!(extra, ",\"correlationId\":{},\"clientId\":", e.correlation_id);
+            match e.request.client_id.as_deref() {
+                Some(c) => json_str(&mut extra, c),
+                None => extra.push_str("null"),
+            }
+            let _ = write!(
+                extra,
+                ",\"latencyUs\":{},\"errors\":{:?},\"rewritten\":{rewritten}",
+                latency.as_micros(),
+                errors
+            );
+        }
+        self.report(frame, what, &info.decoded, roundtrip, conn.id, &extra);
+    }
+
+    fn no_response(&self, conn: &ConnInfo, api_key: i16, api_version: i16, request: Admitted<Tag>) {
+        if self.text() && !self.quiet {
+            self.lines.send(format!(
+                "{} conn={} {} {} v{api_version} req={}B no response",
+                now(),
+                conn.id,
+                request.client_id.as_deref().unwrap_or("-"),
+                api_name(api_key),
+                request.size
+            ));
+        }
+    }
+
+    fn event(&self, conn: Option<&ConnInfo>, event: Event<'_>) {
+        if let Some(audit) = &self.audit {
+            audit.event(conn, &event);
+        }
+        let id = conn.map_or(0, |c| c.id);
+        let peer = conn.map(|c| c.peer.to_string()).unwrap_or_default();
+        let t = now();
+        match event {
+            // The owner says where clients bootstrap.
+            Event::Listening { broker: None, .. } => {}
+            Event::Listening { addr, broker: Some((broker, None)) } => {
+                self.lines.send(format!("{t} listening on {addr} for broker {broker}"));
+            }
+            Event::Listening { addr, broker: Some((broker, Some(node))) } => {
+                self.lines
+                    .send(format!("{t} listening on {addr} for broker {node} at {broker} (by node id)"));
+            }
+            Event::Notice(words) => self.lines.send(format!("{t} {words}")),
+            Event::Connected { upstream, tls } => {
+                self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                let tls = if tls.is_empty() { String::new() } else { format!(" {tls}") };
+                self.lines.send(format!("{t} conn={id} {peer}: connected, forwarding to {upstream}{tls}"));
+            }
+            Event::Refused { peer, why } => {
+                let conn = conn.map(|c| format!("conn={} ", c.id)).unwrap_or_default();
+                self.lines.send(format!("{t} {conn}{peer}: {why}; closing this connection"));
+            }
+            Event::Closed { why } => {
+                if let Some(reason) = why.strip_prefix("closed by the proxy: ") {
+                    self.lines.send(format!("{t} conn={id} closing this connection: {reason}"));
+                }
+                self.lines.send(format!("{t} conn={id} {peer}: closed ({why})"));
+            }
+            Event::Violation { from_client, what } => {
+                self.stats.violations.fetch_add(1, Ordering::Relaxed);
+                let side = if from_client { "the client" } else { "the broker" };
+                self.lines.send(format!(
+                    "{t} conn={id} framing violation from {side}: {what}; closing this connection"
+                ));
+            }
+            Event::Auth(note) => {
+                let words = match note {
+                    AuthNote::Mechanism(m) => format!("SASL mechanism {m} (SaslHandshake)"),
+                    AuthNote::User(u) => {
+                        let mechanism = conn.and_then(ConnInfo::mechanism).unwrap_or_default();
+                        format!("SASL {mechanism} user {u:?}")
+                    }
+                    AuthNote::Refused(code) => format!("SASL refused by the broker: {}", error_name(*code)),
+                    _ => return,
+                };
+                self.sasl_line(&words, id);
+            }
+            Event::SaslToken { from_client, size } => self.token_line(size, from_client, id),
+            Event::BadRequest { frame, why } => {
+                self.stats.requests.fetch_add(1, Ordering::Relaxed);
+                self.count_undecoded(Direction::Request, "?", Undecoded::Malformed);
+                self.lines.send(format!("{t} conn={id} request not decoded: {why}"));
+                self.record_undecoded("request", frame, RecordAs::Request, why);
+            }
+            Event::Unpaired { frame, why } => {
+                self.stats.responses.fetch_add(1, Ordering::Relaxed);
+                self.count_undecoded(Direction::Response, "?", Undecoded::Unpaired);
+                self.lines.send(format!("{t} conn={id} response not decoded: {why}"));
+                self.record_undecoded("response", frame, RecordAs::Unpaired, why);
+            }
+            Event::OutOfOrder { correlation_id } => {
+                self.lines.send(format!(
+                    "{t} conn={id} the broker answered correlation id {correlation_id} out of order"
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_tame() {
+        assert_eq!(file_part("kafka-python-3.0.12"), "kafka-python-3.0.12");
+        assert_eq!(file_part("rdkafka/Producer#1"), "rdkafka-producer-1");
+        assert_eq!(file_part(""), "none");
+    }
+
+    #[test]
+    fn frames_of_unknown_apis_are_masked_whole() {
+        // A request header of API key 999 (no such API) with client id "c", then junk.
+        let frame = [3, 0xe7, 0, 9, 0, 0, 0, 5, 0, 1, b'c', 0, 1, 2, 3];
+        let (masked, r) = masked(&with_prefix(&frame), RecordAs::Request);
+        assert_eq!(r, Redaction::Whole { bytes: 7 });
+        assert_eq!(&masked[4..12], &frame[..8]);
+        assert_eq!(&masked[12..], b"*******");
+    }
+}

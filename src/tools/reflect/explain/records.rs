@@ -1,0 +1,827 @@
+//! Record batches inside `records` fields (Produce requests, Fetch, ShareFetch and
+//! FetchSnapshot responses) in the tree: a node for every batch (or legacy message), its
+//! header fields and its records; and the records as lines.
+//!
+//! Values come from kwire's record views, which check everything; the byte positions of
+//! the fields inside a record are found by skipping the varints of a record that the
+//! views have already accepted.
+
+use crate::codec::records::legacy::{Entries, Entry, LegacyMessage, LegacyMessages};
+use crate::codec::records::{Attributes, Compression, ControlRecordType, Record, RecordBatch, TimestampType};
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use serde_json::{Map, Value as J};
+
+use super::{Explained, Node, Region, Role, bytes_preview};
+use crate::tools::reflect::Value;
+use crate::tools::reflect::json::{base64, scalar_json, uuid_string};
+
+/// The most bytes one compressed batch (or legacy wrapper) may decompress to.
+pub const DECOMPRESS_LIMIT: usize = 64 << 20;
+
+/// Values longer than this many characters are cut in the tree.
+const SHOWN_CHARS: usize = 48;
+
+/// Where the nodes being built sit: `base` is the position of byte 0 of the bytes being
+/// read, in the frame or (`inner`) in a decompressed payload.
+#[derive(Clone, Copy)]
+struct Place {
+    base: usize,
+    inner: bool,
+    region: Region,
+}
+
+impl Place {
+    fn node(&self, name: impl Into<String>, ty: &str, at: usize, len: usize) -> Node {
+        let mut n = Node::new(name, ty, self.base + at, self.region).end(self.base + at + len);
+        n.inner = self.inner;
+        n
+    }
+
+    fn error(&self, at: usize, len: usize, message: impl Into<String>) -> Node {
+        self.node("error", "", at, len).value(message)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The tree.
+
+/// Adds the batches and records of every `records` field under `node` as its children.
+pub fn annotate_records(node: &mut Node) {
+    for child in &mut node.children {
+        annotate_records(child);
+    }
+    if node.ty != "records" {
+        return;
+    }
+    let Role::Leaf(Value::Records(bytes)) = &node.role else { return };
+    let start = (node.offset + node.size).saturating_sub(bytes.len());
+    let place = Place { base: start, inner: false, region: node.region };
+    node.children = field_nodes(bytes, place);
+}
+
+/// The nodes of a whole `records` field: its batches (or legacy messages) in order, then an
+/// error or a partial last batch if there is one.
+fn field_nodes(bytes: &[u8], place: Place) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut entries = Entries::new(bytes);
+    let mut pos = 0;
+    for (i, entry) in entries.by_ref().enumerate() {
+        match entry {
+            Ok(Entry::Batch(b)) => {
+                out.push(batch_node(&b, i, pos, place));
+                pos += b.bytes().len();
+            }
+            Ok(Entry::Legacy(m)) => {
+                let len = legacy_len(&m);
+                out.push(legacy_node(&m, &format!("LegacyMessage[{i}]"), pos, place));
+                pos += len;
+            }
+            Err(e) => {
+                let at = e.offset().min(bytes.len());
+                out.push(place.error(at, bytes.len() - at, format!("entry {i}: {}", e.kind())));
+            }
+        }
+    }
+    if entries.partial() {
+        let left = bytes.len().saturating_sub(pos);
+        out.push(
+            place
+                .node("partial", "", pos, left)
+                .value(format!("{left} bytes: a last batch cut short"))
+                .about("an incomplete last batch, as a Fetch response may end; it is not read"),
+        );
+    }
+    out
+}
+
+fn field(place: Place, name: &str, ty: &str, at: usize, len: usize, value: String, about: &str) -> Node {
+    place.node(name, ty, at, len).value(value).about(about)
+}
+
+fn codec_name(c: Compression) -> &'static str {
+    match c {
+        Compression::None => "none",
+        Compression::Gzip => "gzip",
+        Compression::Snappy => "snappy",
+        Compression::Lz4 => "lz4",
+        Compression::Zstd => "zstd",
+    }
+}
+
+fn codec_text(id: u8) -> String {
+    match Compression::from_id(id) {
+        Ok(c) => codec_name(c).to_string(),
+        Err(_) => format!("unknown codec {id}"),
+    }
+}
+
+fn timestamp_text(ts: i64) -> String {
+    match utc(ts) {
+        Some(t) => format!("{ts} ({t})"),
+        None => ts.to_string(),
+    }
+}
+
+fn batch_node(b: &RecordBatch<'_>, i: usize, pos: usize, place: Place) -> Node {
+    let p = Place { base: place.base + pos, ..place };
+    let len = b.bytes().len();
+    let attrs = b.attributes();
+    let codec = codec_text((attrs.0 & Attributes::CODEC_MASK) as u8);
+    let count = b.records_count();
+    let summary = format!(
+        "{count} record{}, offsets {}..{}, {codec}{}",
+        if count == 1 { "" } else { "s" },
+        b.base_offset(),
+        b.last_offset(),
+        if b.is_control() { ", control" } else { "" }
+    );
+    let mut node =
+        p.node(format!("RecordBatch[{i}]"), "v2", 0, len).value(summary).about("a record batch (magic 2)");
+    let crc = if b.computed_crc() == b.crc() {
+        format!("0x{:08x} (ok)", b.crc())
+    } else {
+        format!("0x{:08x} (mismatch: computed 0x{:08x})", b.crc(), b.computed_crc())
+    };
+    let ts_type = match b.timestamp_type() {
+        TimestampType::CreateTime => "CreateTime",
+        TimestampType::LogAppendTime => "LogAppendTime",
+    };
+    let mut attributes = field(
+        p,
+        "attributes",
+        "int16",
+        21,
+        2,
+        format!("0x{:04x}", attrs.0),
+        "codec (bits 0-2), timestamp type, transactional, control, delete horizon",
+    );
+    attributes.children = vec![
+        field(p, "compression", "bits 0-2", 21, 2, codec.clone(), "how the records are compressed"),
+        field(
+            p,
+            "timestampType",
+            "bit 3",
+            21,
+            2,
+            ts_type.into(),
+            "who set the timestamps: producer or broker",
+        ),
+        field(
+            p,
+            "isTransactional",
+            "bit 4",
+            21,
+            2,
+            attrs.is_transactional().to_string(),
+            "part of a transaction",
+        ),
+        field(p, "isControl", "bit 5", 21, 2, attrs.is_control().to_string(), "holds control records"),
+        field(
+            p,
+            "hasDeleteHorizonMs",
+            "bit 6",
+            21,
+            2,
+            attrs.has_delete_horizon().to_string(),
+            "the base timestamp is the delete horizon",
+        ),
+    ];
+    let base_ts_about = if attrs.has_delete_horizon() {
+        "the delete horizon (attributes bit 6); record timestamps still add to it"
+    } else {
+        "timestamp of the first record; record timestamps are deltas from it"
+    };
+    node.children = vec![
+        field(p, "baseOffset", "int64", 0, 8, b.base_offset().to_string(), "offset of the first record"),
+        field(p, "batchLength", "int32", 8, 4, b.batch_length().to_string(), "bytes that follow"),
+        field(
+            p,
+            "partitionLeaderEpoch",
+            "int32",
+            12,
+            4,
+            b.partition_leader_epoch().to_string(),
+            "epoch of the leader that appended the batch",
+        ),
+        field(p, "magic", "int8", 16, 1, b.magic().to_string(), "format version: 2, a record batch"),
+        field(p, "crc", "uint32", 17, 4, crc, "CRC-32C of attributes to the end of the batch"),
+        attributes,
+        field(
+            p,
+            "lastOffsetDelta",
+            "int32",
+            23,
+            4,
+            format!("{} (last offset {})", b.last_offset_delta(), b.last_offset()),
+            "offset delta of the last record",
+        ),
+        field(p, "baseTimestamp", "int64", 27, 8, timestamp_text(b.base_timestamp()), base_ts_about),
+        field(
+            p,
+            "maxTimestamp",
+            "int64",
+            35,
+            8,
+            timestamp_text(b.max_timestamp()),
+            "largest record timestamp (log-append time: the broker's)",
+        ),
+        field(p, "producerId", "int64", 43, 8, b.producer_id().to_string(), "idempotent producer id, or -1"),
+        field(p, "producerEpoch", "int16", 51, 2, b.producer_epoch().to_string(), "producer epoch, or -1"),
+        field(
+            p,
+            "baseSequence",
+            "int32",
+            53,
+            4,
+            b.base_sequence().to_string(),
+            "sequence number of the first record, or -1",
+        ),
+        field(p, "recordsCount", "int32", 57, 4, count.to_string(), "number of records"),
+        records_node(b, p),
+    ];
+    node
+}
+
+/// The records section of a batch, with its records as children.
+fn records_node(b: &RecordBatch<'_>, p: Place) -> Node {
+    let payload = b.payload();
+    let start = b.bytes().len() - payload.len();
+    let mut node = p.node("records", "records", start, payload.len());
+    let mut scratch = Vec::new();
+    let crc_ok = b.computed_crc() == b.crc();
+    let compression = b.compression();
+    let result = match compression {
+        Ok(Compression::None) if !crc_ok => {
+            node.children.push(p.error(17, 4, "CRC mismatch: the records below are not verified"));
+            b.records_unverified()
+        }
+        _ => b.records_in_vec(&mut scratch, DECOMPRESS_LIMIT),
+    };
+    let records = match result {
+        Ok(records) => records,
+        Err(e) => {
+            node.value = format!("{} bytes", payload.len());
+            node.children.push(p.error(start, payload.len(), format!("records not read: {}", e.kind())));
+            return node;
+        }
+    };
+    let section = records.bytes();
+    let inner = match compression {
+        Ok(Compression::None) | Err(_) => {
+            node.value = format!("{} bytes", payload.len());
+            node.about = "the records, uncompressed".into();
+            Place { base: p.base + start, ..p }
+        }
+        Ok(codec) => {
+            node.value = format!(
+                "{}, {} bytes compressed, {} bytes decompressed",
+                codec_name(codec),
+                payload.len(),
+                section.len()
+            );
+            node.about = "compressed; the positions below (+0x...) are in the decompressed bytes".into();
+            Place { base: 0, inner: true, ..p }
+        }
+    };
+    let mut pos = 0;
+    for (i, record) in records.enumerate() {
+        match record {
+            Ok(r) => {
+                let (n, len) = record_node(&r, i, section, pos, inner);
+                node.children.push(n);
+                pos += len;
+            }
+            Err(e) => {
+                let at = e.offset().min(section.len());
+                node.children.push(inner.error(at, 0, format!("record {i}: {}", e.kind())));
+            }
+        }
+    }
+    node
+}
+
+/// Bytes of the varint at `pos` (at most 10).
+fn varint_len(bytes: &[u8], pos: usize) -> usize {
+    let mut n = 0;
+    while n < 10 {
+        let Some(&b) = bytes.get(pos + n) else { break };
+        n += 1;
+        if b & 0x80 == 0 {
+            break;
+        }
+    }
+    n
+}
+
+/// A byte string for the tree: quoted when it is printable UTF-8, else in hex; cut when long.
+pub fn show_bytes(b: Option<&[u8]>) -> String {
+    let Some(b) = b else { return "null".into() };
+    match core::str::from_utf8(b) {
+        Ok(s) if !s.chars().any(char::is_control) => {
+            if s.chars().count() > SHOWN_CHARS {
+                let cut: String = s.chars().take(SHOWN_CHARS).collect();
+                format!("{cut:?}...")
+            } else {
+                format!("{s:?}")
+            }
+        }
+        _ => bytes_preview(b),
+    }
+}
+
+fn len_note(b: Option<&[u8]>) -> String {
+    match b {
+        Some(b) => format!("varint len={}", b.len()),
+        None => "varint len=-1".into(),
+    }
+}
+
+/// The node of one record and its length on the wire.
+fn record_node(r: &Record<'_>, i: usize, section: &[u8], pos: usize, p: Place) -> (Node, usize) {
+    let len_bytes = varint_len(section, pos);
+    let body_len = r_len(section, pos, len_bytes);
+    let total = len_bytes + body_len;
+    let summary = if r.is_control() {
+        format!("offset {}, control", r.offset())
+    } else {
+        format!("offset {}, key {}", r.offset(), show_bytes(r.key()))
+    };
+    let mut node = p.node(format!("Record[{i}]"), "", pos, total).value(summary);
+    let mut c = pos;
+    let at = take(&mut c, len_bytes);
+    node.children.push(field(
+        p,
+        "length",
+        "varint",
+        at,
+        len_bytes,
+        body_len.to_string(),
+        "bytes of the record that follow",
+    ));
+    let at = take(&mut c, 1);
+    node.children.push(field(p, "attributes", "int8", at, 1, r.attributes().to_string(), "unused (0)"));
+    let n = varint_len(section, c);
+    let at = take(&mut c, n);
+    node.children.push(field(
+        p,
+        "timestampDelta",
+        "varlong",
+        at,
+        n,
+        match utc(r.timestamp()) {
+            Some(t) => format!("{} (timestamp {}, {t})", r.timestamp_delta(), r.timestamp()),
+            None => format!("{} (timestamp {})", r.timestamp_delta(), r.timestamp()),
+        },
+        "added to the base timestamp (log-append time: the max timestamp instead)",
+    ));
+    let n = varint_len(section, c);
+    let at = take(&mut c, n);
+    node.children.push(field(
+        p,
+        "offsetDelta",
+        "varint",
+        at,
+        n,
+        format!("{} (offset {})", r.offset_delta(), r.offset()),
+        "added to the batch's base offset",
+    ));
+    for (name, value, about) in
+        [("key", r.key(), "the record's key"), ("value", r.value(), "the record's value")]
+    {
+        let n = varint_len(section, c) + value.map_or(0, <[u8]>::len);
+        let at = take(&mut c, n);
+        node.children.push(field(
+            p,
+            name,
+            "bytes",
+            at,
+            n,
+            format!("{} ({})", show_bytes(value), len_note(value)),
+            about,
+        ));
+    }
+    let headers_at = c;
+    let n = varint_len(section, c);
+    take(&mut c, n);
+    let mut headers = field(
+        p,
+        "headers",
+        "[]Header",
+        headers_at,
+        pos + total - headers_at,
+        format!("{} header{}", r.header_count(), if r.header_count() == 1 { "" } else { "s" }),
+        "header count (varint), then each header",
+    );
+    for (j, h) in r.headers().enumerate() {
+        let start = c;
+        let kn = varint_len(section, c) + h.key.len();
+        let kat = take(&mut c, kn);
+        let vn = varint_len(section, c) + h.value.map_or(0, <[u8]>::len);
+        let vat = take(&mut c, vn);
+        let mut hn = p.node(format!("Header[{j}]"), "", start, kn + vn);
+        hn.value = format!("{} = {}", show_bytes(Some(h.key)), show_bytes(h.value));
+        hn.children.push(field(
+            p,
+            "key",
+            "string",
+            kat,
+            kn,
+            format!("{} ({})", show_bytes(Some(h.key)), len_note(Some(h.key))),
+            "the header's key",
+        ));
+        hn.children.push(field(
+            p,
+            "value",
+            "bytes",
+            vat,
+            vn,
+            format!("{} ({})", show_bytes(h.value), len_note(h.value)),
+            "the header's value",
+        ));
+        headers.children.push(hn);
+    }
+    node.children.push(headers);
+    if r.is_control() {
+        let text = match r.control() {
+            Ok(ctl) => {
+                let kind = match ctl.kind {
+                    ControlRecordType::Abort => "ABORT".to_string(),
+                    ControlRecordType::Commit => "COMMIT".to_string(),
+                    ControlRecordType::LeaderChange => "LEADER_CHANGE".to_string(),
+                    ControlRecordType::SnapshotHeader => "SNAPSHOT_HEADER".to_string(),
+                    ControlRecordType::SnapshotFooter => "SNAPSHOT_FOOTER".to_string(),
+                    ControlRecordType::KRaftVersion => "KRAFT_VERSION".to_string(),
+                    ControlRecordType::KRaftVoters => "KRAFT_VOTERS".to_string(),
+                    ControlRecordType::Other(n) => format!("type {n}"),
+                };
+                match ctl.marker {
+                    Some(m) => format!("{kind} (coordinator epoch {})", m.coordinator_epoch),
+                    None => kind,
+                }
+            }
+            Err(e) => format!("invalid: {e}"),
+        };
+        node.children.push(
+            p.node("control", "", pos, total).value(text).about("the control record's type, from its key"),
+        );
+    }
+    (node, total)
+}
+
+/// Moves the cursor `c` over `n` bytes; returns where they start.
+fn take(c: &mut usize, n: usize) -> usize {
+    let at = *c;
+    *c += n;
+    at
+}
+
+/// The record length at `pos` (zigzag varint of `n` bytes), as kwire accepted it.
+fn r_len(section: &[u8], pos: usize, n: usize) -> usize {
+    let mut v: u64 = 0;
+    for (k, b) in section.iter().skip(pos).take(n).enumerate() {
+        v |= u64::from(b & 0x7f) << (7 * k);
+    }
+    let v = (v as u32 >> 1) as i32 ^ -((v & 1) as i32);
+    usize::try_from(v).unwrap_or(0)
+}
+
+/// The whole length of a legacy entry: offset, size, then the message.
+fn legacy_len(m: &LegacyMessage<'_>) -> usize {
+    let ts = if m.magic() == 1 { 8 } else { 0 };
+    12 + 4 + 1 + 1 + ts + 4 + m.key().map_or(0, <[u8]>::len) + 4 + m.value().map_or(0, <[u8]>::len)
+}
+
+fn legacy_codec(m: &LegacyMessage<'_>) -> Option<Compression> {
+    m.compression().ok().filter(|c| *c != Compression::None)
+}
+
+fn legacy_node(m: &LegacyMessage<'_>, name: &str, pos: usize, place: Place) -> Node {
+    let p = Place { base: place.base + pos, ..place };
+    let len = legacy_len(m);
+    let attrs = m.attributes();
+    let codec = codec_text((attrs & 0x07) as u8);
+    let summary = match legacy_codec(m) {
+        Some(c) => format!("offset {}, {} wrapper", m.offset(), codec_name(c)),
+        None => format!("offset {}, key {}", m.offset(), show_bytes(m.key())),
+    };
+    let mut node = p
+        .node(name, &format!("v{}", m.magic()), 0, len)
+        .value(summary)
+        .about(format!("a legacy message (magic {})", m.magic()));
+    let crc = if m.computed_crc() == m.crc() {
+        format!("0x{:08x} (ok)", m.crc())
+    } else {
+        format!("0x{:08x} (mismatch: computed 0x{:08x})", m.crc(), m.computed_crc())
+    };
+    let mut attr_text = format!("0x{:02x}: {codec}", attrs as u8);
+    if m.magic() == 1 {
+        attr_text.push_str(match m.timestamp_type() {
+            TimestampType::CreateTime => ", CreateTime",
+            TimestampType::LogAppendTime => ", LogAppendTime",
+        });
+    }
+    node.children = vec![
+        field(p, "offset", "int64", 0, 8, m.offset().to_string(), "the message's offset"),
+        field(p, "messageSize", "int32", 8, 4, (len - 12).to_string(), "bytes of the message that follow"),
+        field(p, "crc", "uint32", 12, 4, crc, "CRC-32 of magic to the end of the message"),
+        field(p, "magic", "int8", 16, 1, m.magic().to_string(), "format version: 0 or 1, a legacy message"),
+        field(p, "attributes", "int8", 17, 1, attr_text, "codec (bits 0-2); timestamp type (bit 3, magic 1)"),
+    ];
+    let mut c = 18;
+    if let Some(ts) = m.timestamp() {
+        node.children.push(field(
+            p,
+            "timestamp",
+            "int64",
+            18,
+            8,
+            timestamp_text(ts),
+            "the message's timestamp",
+        ));
+        c = 26;
+    }
+    for (name, value) in [("key", m.key()), ("value", m.value())] {
+        let n = 4 + value.map_or(0, <[u8]>::len);
+        let shown = match (name, legacy_codec(m)) {
+            ("value", Some(_)) => bytes_preview(value.unwrap_or_default()),
+            _ => show_bytes(value),
+        };
+        let note = match value {
+            Some(v) => format!("int32 len={}", v.len()),
+            None => "int32 len=-1".into(),
+        };
+        node.children.push(field(p, name, "bytes", c, n, format!("{shown} ({note})"), ""));
+        c += n;
+    }
+    if legacy_codec(m).is_some() {
+        let mut scratch = Vec::new();
+        let value_at = c - m.value().map_or(0, <[u8]>::len);
+        let mut inner = p.node("messages", "", value_at, m.value().map_or(0, <[u8]>::len));
+        match m.inner_in_vec(&mut scratch, DECOMPRESS_LIMIT) {
+            Ok(messages) => {
+                inner.value = format!("{} bytes decompressed", scratch_len(&messages));
+                inner.about =
+                    "the wrapper's messages; positions (+0x...) are in the decompressed bytes".into();
+                let ip = Place { base: 0, inner: true, ..p };
+                inner.children = legacy_inner_nodes(messages, ip);
+            }
+            Err(e) => inner.children.push(p.error(value_at, 0, format!("messages not read: {}", e.kind()))),
+        }
+        node.children.push(inner);
+    }
+    node
+}
+
+fn scratch_len(messages: &LegacyMessages<'_>) -> usize {
+    let mut total = 0;
+    for m in messages.clone().flatten() {
+        total += legacy_len(&m);
+    }
+    total
+}
+
+fn legacy_inner_nodes(messages: LegacyMessages<'_>, p: Place) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for (i, m) in messages.enumerate() {
+        match m {
+            Ok(m) => {
+                out.push(legacy_node(&m, &format!("Message[{i}]"), pos, p));
+                pos += legacy_len(&m);
+            }
+            Err(e) => out.push(p.error(e.offset(), 0, format!("message {i}: {}", e.kind()))),
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// `--format records`.
+
+/// What Kafka reports as the timestamp of a record that has none (magic 0).
+const NO_TIMESTAMP: i64 = -1;
+
+/// One record, as `kwire decode --format records` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordLine {
+    /// The topic: its name, or its id where the version carries only an id.
+    pub topic: J,
+    /// The partition index.
+    pub partition: J,
+    /// Absolute offset.
+    pub offset: i64,
+    /// Absolute timestamp (none for magic-0 messages, printed as Kafka's `NO_TIMESTAMP`, -1).
+    pub timestamp: Option<i64>,
+    /// The key.
+    pub key: Option<Vec<u8>>,
+    /// The value.
+    pub value: Option<Vec<u8>>,
+    /// The headers, in wire order.
+    pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl RecordLine {
+    /// The JSON object, on one line.
+    pub fn to_json(&self) -> J {
+        let bytes = |b: &Option<Vec<u8>>| b.as_ref().map_or(J::Null, |b| J::String(base64(b)));
+        let mut m = Map::new();
+        m.insert("topic".into(), self.topic.clone());
+        m.insert("partition".into(), self.partition.clone());
+        m.insert("offset".into(), J::from(self.offset));
+        m.insert("timestamp".into(), J::from(self.timestamp.unwrap_or(NO_TIMESTAMP)));
+        m.insert("key".into(), bytes(&self.key));
+        m.insert("value".into(), bytes(&self.value));
+        let headers = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let mut h = Map::new();
+                h.insert("key".into(), J::String(String::from_utf8_lossy(k).into_owned()));
+                h.insert("value".into(), bytes(v));
+                J::Object(h)
+            })
+            .collect();
+        m.insert("headers".into(), J::Array(headers));
+        J::Object(m)
+    }
+}
+
+/// The records of every `records` field of a frame, in wire order, as [`record_lines`]
+/// finds them.
+#[derive(Clone, Debug, Default)]
+pub struct RecordLines {
+    /// The records read, control records left out (as consumers do).
+    pub lines: Vec<RecordLine>,
+    /// Things worth saying that are not errors (a field ending in a partial batch, which
+    /// is skipped as consumers skip it).
+    pub notes: Vec<String>,
+    /// The first problem: the records before it are in `lines`.
+    pub error: Option<String>,
+}
+
+/// The records of every `records` field of an explained frame, in wire order. Control
+/// records are left out (as consumers do). Stops at the first problem: the records read
+/// before it come back with the error.
+pub fn record_lines(explained: &Explained) -> RecordLines {
+    let mut out = RecordLines::default();
+    let mut ancestors = Vec::new();
+    if let Some(body) = explained.body_node() {
+        out.error = visit(body, &mut ancestors, &mut out.lines, &mut out.notes).err();
+    }
+    out
+}
+
+fn visit<'n>(
+    node: &'n Node,
+    ancestors: &mut Vec<&'n Node>,
+    out: &mut Vec<RecordLine>,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    if node.ty == "records"
+        && let Role::Leaf(Value::Records(bytes)) = &node.role
+    {
+        let (topic, partition) = whereabouts(ancestors);
+        let place = format!("topic {topic}, partition {partition}");
+        return field_records(bytes, &topic, &partition, out)
+            .map(|partial| {
+                if partial {
+                    notes.push(format!("{place}: the records end in a partial batch, which is skipped"));
+                }
+            })
+            .map_err(|e| format!("{place}: {e}"));
+    }
+    ancestors.push(node);
+    for child in &node.children {
+        visit(child, ancestors, out, notes)?;
+    }
+    ancestors.pop();
+    Ok(())
+}
+
+/// The topic and partition of a `records` field, from the structs that hold it: the
+/// partition index in the nearest struct, the topic name (or id) further up.
+fn whereabouts(ancestors: &[&Node]) -> (J, J) {
+    let leaf = |n: &Node, keys: &[&str]| -> Option<Value> {
+        n.children.iter().find_map(|c| match (&c.key, &c.role) {
+            (Some(k), Role::Leaf(s)) if keys.contains(&k.as_str()) => Some(s.clone()),
+            _ => None,
+        })
+    };
+    let partition = ancestors
+        .iter()
+        .rev()
+        .find_map(|n| leaf(n, &["partitionIndex", "index", "partition"]))
+        .map_or(J::Null, |s| scalar_json(&s));
+    let topic = ancestors
+        .iter()
+        .rev()
+        .find_map(|n| match leaf(n, &["topic", "name", "topicName"]) {
+            Some(Value::String(s)) => Some(J::String(s)),
+            _ => match leaf(n, &["topicId"]) {
+                Some(Value::Uuid(u)) => Some(J::String(uuid_string(&u))),
+                _ => None,
+            },
+        })
+        .unwrap_or(J::Null);
+    (topic, partition)
+}
+
+/// Reads the records of one field into `out`; returns whether it ended in a partial batch.
+fn field_records(bytes: &[u8], topic: &J, partition: &J, out: &mut Vec<RecordLine>) -> Result<bool, String> {
+    let line = |offset, timestamp, key: Option<&[u8]>, value: Option<&[u8]>, headers| RecordLine {
+        topic: topic.clone(),
+        partition: partition.clone(),
+        offset,
+        timestamp,
+        key: key.map(<[u8]>::to_vec),
+        value: value.map(<[u8]>::to_vec),
+        headers,
+    };
+    let mut entries = Entries::new(bytes);
+    let mut scratch = Vec::new();
+    let mut pos = 0;
+    for entry in entries.by_ref() {
+        match entry.map_err(|e| e.to_string())? {
+            Entry::Batch(b) => {
+                let records = b
+                    .records_in_vec(&mut scratch, DECOMPRESS_LIMIT)
+                    .map_err(|e| format!("batch at byte {pos} of the field: {}", e.kind()))?;
+                for (i, r) in records.enumerate() {
+                    let r = r.map_err(|e| format!("batch at byte {pos} of the field, record {i}: {e}"))?;
+                    if r.is_control() {
+                        continue;
+                    }
+                    let headers =
+                        r.headers().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
+                    out.push(line(r.offset(), Some(r.timestamp()), r.key(), r.value(), headers));
+                }
+                pos += b.bytes().len();
+            }
+            Entry::Legacy(m) => {
+                m.verify_crc()
+                    .map_err(|e| format!("legacy message at byte {pos} of the field: {}", e.kind()))?;
+                if legacy_codec(&m).is_some() {
+                    let inner = m
+                        .inner_in_vec(&mut scratch, DECOMPRESS_LIMIT)
+                        .map_err(|e| format!("legacy message at byte {pos} of the field: {}", e.kind()))?;
+                    for (i, im) in inner.enumerate() {
+                        let im = im.map_err(|e| {
+                            format!("legacy message at byte {pos} of the field, inner message {i}: {e}")
+                        })?;
+                        im.verify_crc().map_err(|e| {
+                            format!(
+                                "legacy message at byte {pos} of the field, inner message {i}: {}",
+                                e.kind()
+                            )
+                        })?;
+                        out.push(line(im.offset(), im.timestamp(), im.key(), im.value(), Vec::new()));
+                    }
+                } else {
+                    out.push(line(m.offset(), m.timestamp(), m.key(), m.value(), Vec::new()));
+                }
+                pos += legacy_len(&m);
+            }
+        }
+    }
+    Ok(entries.partial())
+}
+
+// ---------------------------------------------------------------------------------------
+// Dates.
+
+/// A Unix time in milliseconds as an ISO 8601 UTC date, for years 1970 to 9999.
+pub fn utc(ms: i64) -> Option<String> {
+    if !(0..=253_402_300_799_999).contains(&ms) {
+        return None;
+    }
+    Some(format!("{}.{:03}Z", crate::codec::civil::Utc::from_unix(ms / 1000), ms % 1000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(utc(0).as_deref(), Some("1970-01-01T00:00:00.000Z"));
+        assert_eq!(utc(1_700_000_000_000).as_deref(), Some("2023-11-14T22:13:20.000Z"));
+        assert_eq!(utc(951_782_400_123).as_deref(), Some("2000-02-29T00:00:00.123Z"));
+        assert_eq!(utc(253_402_300_799_999).as_deref(), Some("9999-12-31T23:59:59.999Z"));
+        assert_eq!(utc(-1), None);
+    }
+
+    #[test]
+    fn shown_bytes() {
+        assert_eq!(show_bytes(None), "null");
+        assert_eq!(show_bytes(Some(b"k-0")), "\"k-0\"");
+        assert_eq!(show_bytes(Some(b"")), "\"\"");
+        assert_eq!(show_bytes(Some(&[0, 1, 2])), "3 bytes: 000102");
+        let long = "x".repeat(100);
+        assert_eq!(show_bytes(Some(long.as_bytes())), format!("{:?}...", "x".repeat(48)));
+    }
+}
