@@ -493,6 +493,7 @@ fn reordered_duplicated_and_overlapping_segments() {
 fn lost_segments_are_gaps_and_cut_frames() {
     let (c, pairs) = full_conv(Link::Ethernet, "127.0.0.1:50005", "127.0.0.1:9092", 20);
     for drop in [4, 5, 10, 30, 77] {
+        eprintln!("DEBUG drop {drop}");
         let pkts: Vec<&Pkt> = c.pkts.iter().enumerate().filter(|(i, _)| *i != drop).map(|(_, p)| p).collect();
         let pkts: Vec<Pkt> = pkts.iter().map(|p| Pkt { ns: p.ns, data: p.data.clone() }).collect();
         let events = read(&pcap(&pkts, Link::Ethernet, false, 65_535));
@@ -704,6 +705,8 @@ mod cli {
             assert_eq!(o["broker"], "[::1]:9092");
             assert_eq!(o["correlationId"], i / 2 + 1);
             assert_eq!(o["apiKey"], i64::from(i16::from_be_bytes([req[4], req[5]])));
+            let name = kwire::ApiKey::from_i16(i16::from_be_bytes([req[4], req[5]])).unwrap().name();
+            assert_eq!(o["apiName"], name);
             // The frame document is what `kwire decode --format json` gives for the frame alone.
             let hexed: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             let alone = if i % 2 == 0 {
@@ -754,4 +757,320 @@ mod cli {
         let out = run(&["decode", "-"], &file[..30]);
         assert!(!text(&out.stderr).contains("panicked"));
     }
+}
+
+// ---- a real capture, reshuffled ----
+//
+// tests/vectors/captures/kafka-python-serve.pcap: kafka-python against `kwire serve`,
+// recorded by tcpdump on the loopback (see the README there). Its segments are cut
+// smaller, their sequence numbers moved to wrap, then reordered, duplicated, overlapped
+// (equal bytes, and conflicting bytes after the first copy) and retransmitted after a
+// hole, by a seeded generator: every frame of the original must come out byte for byte.
+
+/// A TCP packet of the recorded capture (Ethernet, IPv4), its fields for rewriting.
+#[derive(Clone, Debug)]
+struct Seg {
+    ns: u64,
+    src: SocketAddr,
+    dst: SocketAddr,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: Vec<u8>,
+}
+
+impl Seg {
+    fn pkt(&self) -> Pkt {
+        Pkt {
+            ns: self.ns,
+            data: packet(Link::Ethernet, self.src, self.dst, self.seq, self.ack, self.flags, &self.payload),
+        }
+    }
+}
+
+fn recorded() -> (Vec<u8>, Vec<Seg>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/captures/kafka-python-serve.pcap");
+    let file = std::fs::read(path).unwrap();
+    assert_eq!(file[..4], 0xa1b2_c3d4_u32.to_le_bytes(), "a microsecond pcap, little-endian");
+    assert_eq!(u32::from_le_bytes(file[20..24].try_into().unwrap()), 1, "Ethernet");
+    let le = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap());
+    let be16 = |b: &[u8]| u16::from_be_bytes(b.try_into().unwrap());
+    let be32 = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap());
+    let mut segs = Vec::new();
+    let mut at = 24;
+    while at < file.len() {
+        let (secs, micros, caplen) =
+            (le(&file[at..at + 4]), le(&file[at + 4..at + 8]), le(&file[at + 8..at + 12]));
+        let p = &file[at + 16..at + 16 + caplen as usize];
+        at += 16 + caplen as usize;
+        assert_eq!(be16(&p[12..14]), 0x0800);
+        let ip = &p[14..];
+        let ihl = usize::from(ip[0] & 0xf) * 4;
+        let total = usize::from(be16(&ip[2..4]));
+        let tcp = &ip[ihl..total];
+        let off = usize::from(tcp[12] >> 4) * 4;
+        let addr = |a: &[u8], port: u16| SocketAddr::from(([a[0], a[1], a[2], a[3]], port));
+        segs.push(Seg {
+            ns: u64::from(secs) * 1_000_000_000 + u64::from(micros) * 1000,
+            src: addr(&ip[12..16], be16(&tcp[0..2])),
+            dst: addr(&ip[16..20], be16(&tcp[2..4])),
+            seq: be32(&tcp[4..8]),
+            ack: be32(&tcp[8..12]),
+            flags: tcp[13],
+            payload: tcp[off..].to_vec(),
+        });
+    }
+    (file, segs)
+}
+
+/// A seeded generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// Whether `a` is after `b` in sequence space.
+fn seq_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// The recorded segments, disordered as `seed` says.
+fn disorder(segs: &[Seg], seed: u64, jitter_ns: u64) -> Vec<Seg> {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    // Sequence numbers moved so that each direction wraps within its first bytes.
+    let mut shift: std::collections::HashMap<(SocketAddr, SocketAddr), u32> =
+        std::collections::HashMap::new();
+    for s in segs.iter().filter(|s| s.flags & SYN != 0) {
+        let isn = u32::MAX - rng.below(400) as u32;
+        shift.insert((s.src, s.dst), isn.wrapping_sub(s.seq));
+    }
+    // Cut into pieces of 1 to 60 bytes.
+    let mut out: Vec<Seg> = Vec::new();
+    for s in segs {
+        let mut s = s.clone();
+        s.seq = s.seq.wrapping_add(shift[&(s.src, s.dst)]);
+        if s.flags & ACK != 0 {
+            s.ack = s.ack.wrapping_add(shift[&(s.dst, s.src)]);
+        }
+        if s.payload.is_empty() {
+            out.push(s);
+            continue;
+        }
+        let mut from = 0;
+        while from < s.payload.len() {
+            let n = (1 + rng.below(60) as usize).min(s.payload.len() - from);
+            let last = from + n == s.payload.len();
+            out.push(Seg {
+                seq: s.seq.wrapping_add(from as u32),
+                flags: if last { s.flags } else { s.flags & !FIN },
+                payload: s.payload[from..from + n].to_vec(),
+                ..s.clone()
+            });
+            from += n;
+        }
+    }
+    // Retransmitted after a hole: a segment the capture first lacks (lost before the
+    // capture point) comes later, just before the peer sends anything that needs it, and
+    // the peer's bare acknowledgments in between stop at the hole.
+    let mut i = 0;
+    while i < out.len() {
+        if out[i].payload.is_empty() || rng.below(12) != 0 {
+            i += 1;
+            continue;
+        }
+        let lost = out[i].clone();
+        let mut j = i + 1;
+        while j < out.len() {
+            let o = &out[j];
+            let peer = o.src == lost.dst && o.dst == lost.src;
+            let needs = peer && (!o.payload.is_empty() || o.flags & FIN != 0) && seq_after(o.ack, lost.seq);
+            let later_own = o.src == lost.src && o.dst == lost.dst && o.flags & FIN != 0;
+            if needs || later_own || j - i > 30 {
+                break;
+            }
+            if peer && seq_after(o.ack, lost.seq) {
+                out[j].ack = lost.seq;
+            }
+            j += 1;
+        }
+        let moved = out.remove(i);
+        out.insert(j - 1, moved);
+        i = j;
+    }
+    // Duplicates (some far later), overlapping segments with equal bytes, and conflicting
+    // copies that come after the first.
+    let mut extra: Vec<(usize, Seg)> = Vec::new();
+    for (i, s) in out.iter().enumerate() {
+        if s.payload.is_empty() {
+            continue;
+        }
+        match rng.below(10) {
+            0 => extra.push((i + rng.below(6) as usize, s.clone())),
+            1 => extra.push((i + 10 + rng.below(200) as usize, s.clone())),
+            2 => {
+                // Overlapping: this segment and the next of its direction in one.
+                if let Some(next) = out[i + 1..].iter().find(|n| {
+                    n.src == s.src && n.dst == s.dst && n.seq == s.seq.wrapping_add(s.payload.len() as u32)
+                }) && !next.payload.is_empty()
+                {
+                    let mut both = s.clone();
+                    both.payload.extend_from_slice(&next.payload);
+                    both.flags = next.flags;
+                    extra.push((i + rng.below(8) as usize, both));
+                }
+            }
+            3 => {
+                let mut bad = s.clone();
+                for b in &mut bad.payload {
+                    *b ^= 0x5a;
+                }
+                extra.push((i + 1 + rng.below(40) as usize, bad));
+            }
+            _ => {}
+        }
+    }
+    // Reordered: each packet's place moves by up to `jitter_ns` of its time (a capture that
+    // reorders within a window), SYNs kept in place before their connection's packets.
+    let mut keyed: Vec<(u64, usize, Seg)> = out
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let j = if s.flags & SYN != 0 { 0 } else { 1 + rng.below(jitter_ns) };
+            (s.ns + j, i * 4, s.clone())
+        })
+        .collect();
+    keyed.sort_by_key(|k| (k.0, k.1));
+    let mut shuffled: Vec<(usize, Seg)> = keyed.into_iter().map(|(_, i, s)| (i, s)).collect();
+    // The extra copies go after the original's new place (the first copy is seen first).
+    for (after, s) in extra {
+        let orig =
+            out.iter().position(|o| o.src == s.src && o.seq == s.seq && o.payload.len() <= s.payload.len());
+        let base = orig.and_then(|o| shuffled.iter().position(|(i, _)| *i == o * 4)).unwrap_or(0);
+        let firsts = shuffled
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, o))| {
+                o.src == s.src
+                    && seq_after(o.seq.wrapping_add(o.payload.len() as u32), s.seq)
+                    && !seq_after(o.seq, s.seq.wrapping_add(s.payload.len() as u32 - 1))
+            })
+            .map(|(at, _)| at)
+            .max()
+            .unwrap_or(base);
+        let at = (firsts + 1 + after % 7).min(shuffled.len());
+        shuffled.insert(at, (usize::MAX, s));
+    }
+    shuffled.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Each connection's frames, in order: direction, correlation id, bytes, whole, paired.
+type Conns = std::collections::BTreeMap<u64, Vec<(Direction, Option<i32>, Vec<u8>, bool, bool)>>;
+
+fn frame_list(events: &[Event]) -> Conns {
+    let mut conns = Conns::new();
+    for f in frames(events) {
+        let paired = f.request.is_some();
+        conns.entry(f.conn).or_default().push((
+            f.direction,
+            f.correlation_id,
+            f.bytes.clone(),
+            f.is_whole(),
+            paired,
+        ));
+    }
+    conns
+}
+
+#[test]
+fn a_real_capture_reshuffled_gives_every_frame() {
+    let (file, segs) = recorded();
+    let original = read(&file);
+    let want = frame_list(&original);
+    assert_eq!(want.values().map(Vec::len).sum::<usize>(), 56, "the recorded capture's frames");
+    assert!(
+        want.values().flatten().all(|f| f.3 && (f.0 == Direction::Request || f.4)),
+        "all whole and paired"
+    );
+    assert!(original.iter().all(|e| matches!(e, Event::Frame(_))), "{original:#?}");
+    // The segments as they are, written back: the same frames.
+    let same: Vec<Pkt> = segs.iter().map(Seg::pkt).collect();
+    assert_eq!(frame_list(&read(&pcap(&same, Link::Ethernet, false, 262_144))), want);
+    for seed in 1..=12u64 {
+        // Reordering windows from 50 µs to 20 ms of capture time.
+        let jitter = [50_000, 1_000_000, 20_000_000][seed as usize % 3];
+        let disordered = disorder(&segs, seed, jitter);
+        assert!(disordered.len() > 2 * segs.len(), "{} packets", disordered.len());
+        let pkts: Vec<Pkt> = disordered.iter().map(Seg::pkt).collect();
+        for bytes in
+            [pcap(&pkts, Link::Ethernet, true, 262_144), pcapng(&pkts, Link::Ethernet, Some(9), 262_144)]
+        {
+            if let Ok(dir) = std::env::var("DUMP") {
+                std::fs::write(format!("{dir}/seed{seed}.pcap"), &bytes).unwrap();
+            }
+            let events = read(&bytes);
+            let notes: Vec<&Event> = events.iter().filter(|e| !matches!(e, Event::Frame(_))).collect();
+            assert!(notes.is_empty(), "seed {seed}: {notes:#?}");
+            let got = frame_list(&events);
+            assert_eq!(got.len(), want.len(), "seed {seed}: connections");
+            for (conn, w) in &want {
+                assert_eq!(got[conn].len(), w.len(), "seed {seed}: frames of connection {conn}");
+                for (i, (g, w)) in got[conn].iter().zip(w).enumerate() {
+                    assert_eq!(g, w, "seed {seed}: connection {conn} frame {i}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn frames_as_views() {
+    use kwire::ApiKey;
+    use kwire::capture::{FrameView, ViewError};
+    use kwire::messages::{RequestBodyView, ResponseBodyView};
+    let (file, _) = recorded();
+    let events = read(&file);
+    let fs = frames(&events);
+    let mut produce = 0;
+    for f in &fs {
+        assert_eq!(f.payload(), &f.bytes[4..]);
+        assert_eq!(f.api().map(ApiKey::to_i16), f.api_key);
+        let view = f.view().unwrap_or_else(|e| panic!("frame {}: {e}", f.index));
+        match (f.direction, view) {
+            (Direction::Request, FrameView::Request(r)) => {
+                assert_eq!(Some(r.header.correlation_id()), f.correlation_id);
+                assert_eq!(Some(r.header.api_key()), f.api_key);
+                if let RequestBodyView::Produce(_) = r.body {
+                    produce += 1;
+                }
+            }
+            (Direction::Response, FrameView::Response(r)) => {
+                assert_eq!(Some(r.header.correlation_id()), f.correlation_id);
+                if f.api() == Some(ApiKey::Produce) {
+                    assert!(matches!(r.body, ResponseBodyView::Produce(_)));
+                }
+            }
+            (d, v) => panic!("frame {}: {d:?} as {v:?}", f.index),
+        }
+    }
+    assert_eq!(produce, 4);
+    // A cut frame and an unpaired response say why they have no view.
+    let (c, _) = full_conv(Link::Ethernet, "127.0.0.1:50200", "127.0.0.1:9092", 1460);
+    let small = read(&pcap(&c.pkts, Link::Ethernet, false, 100));
+    let cut = frames(&small).into_iter().find(|f| !f.is_whole()).expect("a cut frame");
+    assert!(matches!(cut.view(), Err(ViewError::Cut(_))));
+    let pairs = pairs();
+    let mut c = Conv::new(Link::Ethernet, "127.0.0.1:50201", "127.0.0.1:9092");
+    c.handshake();
+    c.talk(&pairs[..2], 1000);
+    let pkts: Vec<Pkt> = c.pkts.into_iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, p)| p).collect();
+    let events = read(&pcap(&pkts, Link::Ethernet, false, 65_535));
+    let unpaired = frames(&events).into_iter().find(|f| f.is_unpaired()).expect("an unpaired response");
+    assert_eq!(unpaired.api(), None);
+    assert_eq!(unpaired.view().unwrap_err(), ViewError::Unpaired);
 }

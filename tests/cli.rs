@@ -414,6 +414,18 @@ fn versions_as_json() {
     }
 }
 
+/// `kwire decode --help` names every input it reads.
+#[test]
+fn decode_help_lists_its_inputs() {
+    let help = ok(&["decode", "--help"], b"");
+    // The argument's own description, not the examples after it.
+    let start = help.find("[FILE]\n").expect("the FILE argument");
+    let file = &help[start..help.find("Options:").expect("options")];
+    for input in ["hex", "raw bytes", "--binary", "pcap ", "pcapng", "stdin", "`-`", "tcpdump -w -"] {
+        assert!(file.contains(input), "{input} not in\n{file}");
+    }
+}
+
 #[test]
 fn help_has_examples() {
     for cmd in [&["--help"][..], &["decode", "--help"], &["encode", "--help"], &["versions", "--help"]] {

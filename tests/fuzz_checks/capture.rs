@@ -97,8 +97,11 @@ pub fn capture(data: &[u8]) {
                 assert!(f.bytes.len() <= LIMIT_FRAME + 4);
             }
             if f.is_unpaired() {
-                assert!(f.api_key.is_none());
+                assert!(f.api_key.is_none() && f.api().is_none());
             }
+            // The typed view: never a panic; none for a frame that is not whole.
+            let view = f.view();
+            assert!(f.is_whole() || view.is_err());
         }
     }
 }

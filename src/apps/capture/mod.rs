@@ -6,9 +6,16 @@
 //! - **Links:** Ethernet (VLAN tags included), Linux cooked captures SLL and SLL2
 //!   (`tcpdump -i any`), BSD and OpenBSD loopback, raw IPv4 and IPv6; headers through
 //!   `etherparse`. IP fragments are not reassembled.
-//! - **TCP:** each direction reassembled by sequence number: segments out of order wait,
-//!   duplicates and overlaps (retransmissions) are dropped, and bytes the capture lacks
-//!   are a [`Event::Gap`] of known length. Bytes cut by the snaplen count as missing.
+//! - **TCP:** each direction reassembled by sequence number, taking every byte the capture
+//!   holds: segments in any order wait for the bytes before them (across sequence-number
+//!   wrap); of duplicated and overlapping segments the first copy of each byte wins, equal
+//!   or not; a retransmission fills its hole however late it comes; a segment that
+//!   acknowledges bytes of the other side the capture has not shown yet waits for them, so
+//!   a response is never read before its request; a FIN or RST seen before the last bytes
+//!   waits for them. Bytes the capture lacks are a [`Event::Gap`] of known length, once they
+//!   can no longer come: acknowledged by the peer twice over 200 ms of capture time (or in
+//!   1024 packets), past [`Limits::max_pending`], or at the end. Bytes cut by the snaplen
+//!   count as missing.
 //! - **Kafka:** a connection is Kafka when one side sends a plausible request (a size
 //!   within [`Limits::max_frame`], an API key and version kwire knows, a non-negative
 //!   correlation id, a client id that fits) and the other answers with its correlation
@@ -28,12 +35,17 @@
 //! connections tracked and the bytes held in all.
 //!
 //! ```no_run
-//! use kwire::capture::{Event, Options, Reader};
+//! use kwire::capture::{Event, FrameView, Options, Reader};
 //!
 //! let file = std::fs::File::open("kafka.pcapng")?;
 //! for event in Reader::new(std::io::BufReader::new(file), Options::default())? {
 //!     match event? {
-//!         Event::Frame(f) => println!("{} {} -> {} {:?} {:?}", f.ts, f.client, f.broker, f.direction, f.api_key),
+//!         Event::Frame(f) => {
+//!             println!("{} {} -> {} {:?} {:?}", f.ts, f.client, f.broker, f.direction, f.api());
+//!             if let Ok(FrameView::Request(r)) = f.view() {
+//!                 println!("  correlation id {}: {:?}", r.header.correlation_id(), r.body);
+//!             }
+//!         }
 //!         other => eprintln!("{other}"),
 //!     }
 //! }
@@ -55,7 +67,7 @@ use std::net::SocketAddr;
 
 pub use container::is_capture_magic;
 
-use crate::Direction;
+use crate::{ApiKey, Direction};
 use container::{Container, Step};
 use kafka::{Conn, Ctx};
 use packet::Skip;
@@ -154,7 +166,8 @@ pub struct Frame {
     pub size: Option<u32>,
     /// The correlation id, when captured.
     pub correlation_id: Option<i32>,
-    /// The API key: a request's own; a response's request's (`None` when unpaired).
+    /// The API key as on the wire: a request's own; a response's request's (`None` when
+    /// unpaired). [`Frame::api`] gives it as an [`ApiKey`].
     pub api_key: Option<i16>,
     /// The API version, as [`Frame::api_key`].
     pub api_version: Option<i16>,
@@ -165,7 +178,8 @@ pub struct Frame {
     pub cut: Option<Cut>,
     /// For a paired response: its request.
     pub request: Option<RequestOf>,
-    /// The frame with its size prefix (see [`Frame::cut`]).
+    /// The frame with its size prefix (see [`Frame::cut`]); [`Frame::payload`] is the
+    /// frame without it.
     pub bytes: Vec<u8>,
 }
 
@@ -179,7 +193,79 @@ impl Frame {
     pub fn is_whole(&self) -> bool {
         self.cut.is_none()
     }
+
+    /// The API, when kwire knows its key: a request's own, a paired response's request's.
+    /// `None` for an unpaired response, and for a key kwire does not know, which
+    /// [`Frame::api_key`] still holds as it was on the wire.
+    pub fn api(&self) -> Option<ApiKey> {
+        self.api_key.and_then(ApiKey::from_i16)
+    }
+
+    /// The frame after its 4-byte size prefix (header and body), as
+    /// [`dispatch::parse_request`](crate::dispatch::parse_request) and
+    /// [`dispatch::parse_response`](crate::dispatch::parse_response) take it; for a cut
+    /// frame, the bytes the capture holds of it.
+    pub fn payload(&self) -> &[u8] {
+        self.bytes.get(4..).unwrap_or_default()
+    }
+
+    /// The frame as its typed request or response view, in one call.
+    pub fn view(&self) -> Result<FrameView<'_>, ViewError> {
+        if let Some(cut) = self.cut {
+            return Err(ViewError::Cut(cut));
+        }
+        match self.direction {
+            Direction::Request => crate::dispatch::parse_request(self.payload())
+                .map(FrameView::Request)
+                .map_err(ViewError::Frame),
+            Direction::Response => {
+                let (Some(key), Some(version)) = (self.api_key, self.api_version) else {
+                    return Err(ViewError::Unpaired);
+                };
+                let api = ApiKey::from_i16(key).ok_or(ViewError::UnknownApi(key))?;
+                crate::dispatch::parse_response(self.payload(), api, version)
+                    .map(FrameView::Response)
+                    .map_err(ViewError::Frame)
+            }
+        }
+    }
 }
+
+/// A captured frame's typed view ([`Frame::view`]).
+#[derive(Clone, Copy, Debug)]
+pub enum FrameView<'a> {
+    /// A request: its header and body.
+    Request(crate::dispatch::Request<'a>),
+    /// A response, read as the answer to its request's API and version.
+    Response(crate::dispatch::Response<'a>),
+}
+
+/// Why a captured frame has no typed view ([`Frame::view`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// The capture lacks some of its bytes.
+    Cut(Cut),
+    /// A response whose request is not in the capture: what it answers is not known.
+    Unpaired,
+    /// A response to an API key kwire does not know.
+    UnknownApi(i16),
+    /// The bytes do not decode.
+    Frame(crate::frame::FrameError),
+}
+
+impl fmt::Display for ViewError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ViewError::Cut(c) => write!(f, "the frame is cut ({c})"),
+            ViewError::Unpaired => f.write_str("a response whose request is not in the capture"),
+            ViewError::UnknownApi(k) => write!(f, "a response to API key {k}, which kwire does not know"),
+            ViewError::Frame(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ViewError {}
 
 /// What reading a capture shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -297,8 +383,9 @@ pub struct Limits {
     /// searching may declare); larger frames are reported [`Cut::TooLarge`] with their
     /// first bytes. Default 64 MiB.
     pub max_frame: usize,
-    /// Bytes held per direction for segments ahead of a missing one; past it, the missing
-    /// bytes are a gap. Default 4 MiB.
+    /// Bytes held per direction for segments ahead of a missing one (and for segments
+    /// waiting for the other side's bytes they acknowledge), each segment counted with 64
+    /// bytes of overhead; past it, the missing bytes are a gap. Default 4 MiB.
     pub max_pending: usize,
     /// Bytes held per connection before it is known to be Kafka; past it, it is not.
     /// Default 1 MiB.
@@ -409,7 +496,13 @@ struct State {
     stats: Stats,
     notes: HashMap<String, u64>,
     last_ts: Timestamp,
+    /// Connections that ended, most recent last (at most [`CLOSED_KEPT`]).
+    closed: HashSet<Key>,
+    closed_order: VecDeque<Key>,
 }
+
+/// Ended connections remembered, so that their stragglers are dropped.
+const CLOSED_KEPT: usize = 4096;
 
 impl<'r> Reader<'r> {
     /// Opens a capture: its first bytes must be a pcap or pcapng header
@@ -430,6 +523,8 @@ impl<'r> Reader<'r> {
                 stats: Stats::default(),
                 notes: HashMap::new(),
                 last_ts: Timestamp::default(),
+                closed: HashSet::new(),
+                closed_order: VecDeque::new(),
             },
         })
     }
@@ -526,13 +621,24 @@ impl State {
                 // A bare ACK or FIN of a connection not seen: nothing to read.
                 return;
             }
+            if self.closed.contains(&k) {
+                if !seg.syn {
+                    // A straggler of a connection already over (a retransmission the
+                    // capture shows after its end): its bytes were read.
+                    return;
+                }
+                self.closed.remove(&k);
+            }
             if self.conns.len() >= self.options.limits.max_connections {
                 self.evict();
             }
             self.next_conn += 1;
             self.stats.connections += 1;
             self.conns.insert(k, Conn::new(self.next_conn, seg.src, seg.dst));
-        } else if seg.syn && !self.conns[&k].streams.iter().any(|s| s.offset() == 0) {
+        } else if seg.syn && {
+            let c = &self.conns[&k];
+            c.streams[usize::from(c.addrs[0] != seg.src)].is_new_syn(seg.seq)
+        } {
             // A new connection on the same addresses and ports: the old one is over.
             if let Some(mut old) = self.conns.remove(&k) {
                 self.total -= old.memory().min(self.total);
@@ -552,19 +658,34 @@ impl State {
             ports: &self.options.ports,
             brokers: &mut self.brokers,
         };
-        conn.segment(side, ts, seg.seq, seg.ack, seg.syn, seg.payload, seg.missing, &mut ctx);
-        if seg.fin {
-            conn.fin[side] = true;
-        }
+        conn.segment(side, ts, seg.seq, seg.ack, seg.syn, seg.fin, seg.payload, seg.missing, &mut ctx);
+        conn.fin[side] |= seg.fin;
+        conn.rst |= seg.rst;
         let after = conn.memory();
         self.total = (self.total + after).saturating_sub(before);
-        if seg.rst || conn.fin == [true, true] {
+        if conn.complete(conn.rst) {
+            // Over, with every byte in: a FIN or RST seen before the last segments (a
+            // capture that reorders) waits for them.
             if let Some(mut c) = self.conns.remove(&k) {
                 self.total -= c.memory().min(self.total);
                 self.end_conn(&mut c, Cut::Closed);
+                self.remember_closed(k);
             }
         } else if self.total > self.options.limits.max_total {
             self.shed(ts);
+        }
+    }
+
+    /// Remembers a connection that ended (bounded), so that its stragglers are not taken
+    /// for a new connection.
+    fn remember_closed(&mut self, k: Key) {
+        if self.closed.insert(k) {
+            self.closed_order.push_back(k);
+        }
+        while self.closed_order.len() > CLOSED_KEPT {
+            if let Some(old) = self.closed_order.pop_front() {
+                self.closed.remove(&old);
+            }
         }
     }
 

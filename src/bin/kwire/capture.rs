@@ -149,6 +149,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                     "direction": f.direction.name(),
                     "correlationId": f.correlation_id,
                     "apiKey": f.api_key,
+                    "apiName": f.api().map(|k| k.name()),
                     "apiVersion": f.api_version,
                     "clientId": f.client_id,
                     "size": f.size.map(|s| u64::from(s) + 4),

@@ -84,7 +84,10 @@ pub enum Colour {
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// File holding the frames, as hex or raw bytes. Reads stdin when absent or `-`.
+    /// What to read (stdin when absent or `-`): one or more frames, each with its size
+    /// prefix, as hex text (whitespace, `0x`, `#` comments, `xxd` and `hexdump -C` dumps) or as
+    /// raw bytes (told apart by content, or forced with --binary); or a packet capture, pcap
+    /// or pcapng (recognised by its first bytes, also streamed, as from `tcpdump -w -`).
     pub(crate) file: Option<PathBuf>,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Format::Tree)]
