@@ -255,6 +255,9 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
     match f.direction {
         Direction::Request => {
             let mut line = format!("{head} {} {version} corr={corr} req={size}B", api(f.api_key));
+            if f.cut.is_none() {
+                about(&mut line, explain::about_request(&f.bytes[4..]));
+            }
             trouble(&mut line);
             let answered = f.api_key.and_then(ApiKey::from_i16).is_some() && f.correlation_id.is_some();
             if answered && f.cut.is_none() && !expects_response(&f.bytes) {
@@ -286,6 +289,9 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
                 && problem.is_none()
                 && let (Some(key), Some(v)) = (f.api_key, f.api_version)
             {
+                if let Some(api) = ApiKey::from_i16(key) {
+                    about(&mut line, explain::about_response(&f.bytes[4..], api, v));
+                }
                 let info = inspect::response(&f.bytes[4..], key, v);
                 let errors = inspect::errors(&f.bytes[4..], key, info.version);
                 if !errors.is_empty() {
@@ -296,6 +302,14 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
             trouble(&mut line);
             Some(format!("{line}\n"))
         }
+    }
+}
+
+/// Appends what a frame is about (` topics=orders records=3 gzip`), if anything.
+fn about(line: &mut String, about: explain::About) {
+    if !about.is_empty() {
+        line.push(' ');
+        line.push_str(&about.to_string());
     }
 }
 

@@ -37,11 +37,13 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
+mod about;
 mod checked;
 mod hex;
 mod records;
 mod render;
 
+pub use about::{About, MAX_DISTINCT, MAX_NAME, Names, Records, SHOWN, about_request, about_response};
 pub use checked::{Checked, explain_checked};
 pub use hex::parse_hex;
 pub use records::{DECOMPRESS_LIMIT, RecordLine, RecordLines, annotate_records, record_lines};
