@@ -750,3 +750,68 @@ fn serve_tls_scram_and_acl_flags() {
     let out = kwire(&["serve", "--listen", "127.0.0.1:0", "--tls-cert", &path(&cert_file)], b"");
     assert!(!out.status.success() && text(&out.stderr).contains("--tls-key"), "{}", text(&out.stderr));
 }
+
+/// Every `$ kwire decode ... tests/vectors/captures/kafka-python-serve.pcap` example of
+/// docs/cli.md: each line it quotes is one the command prints (stdout or stderr) for that
+/// capture, so the summary lines and records shown there are a real run's.
+#[test]
+fn docs_capture_examples_are_what_the_command_prints() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md")).unwrap();
+    let mut examples = 0;
+    let mut lines_checked = 0;
+    let mut doc_lines = doc.lines();
+    while let Some(line) = doc_lines.next() {
+        let Some(cmd) = line.strip_prefix("$ kwire ") else { continue };
+        if !cmd.contains("tests/vectors/captures/kafka-python-serve.pcap") {
+            continue;
+        }
+        let cmd = cmd.split('|').next().unwrap();
+        let args: Vec<String> = cmd
+            .split_whitespace()
+            .map(|a| match a.strip_prefix("tests/") {
+                Some(rest) => vectors().parent().unwrap().join(rest).to_str().unwrap().to_string(),
+                None => a.to_string(),
+            })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = kwire(&args, b"");
+        assert!(out.status.success(), "{cmd}: {}", text(&out.stderr));
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let printed: Vec<&str> = stdout.lines().chain(stderr.lines()).collect();
+        examples += 1;
+        for quoted in doc_lines.by_ref().take_while(|l| !l.starts_with("```")) {
+            assert!(
+                printed.contains(&quoted),
+                "docs/cli.md quotes a line `kwire {cmd}` does not print:\n{quoted}"
+            );
+            lines_checked += 1;
+        }
+    }
+    assert!(examples >= 2 && lines_checked >= 8, "{examples} examples, {lines_checked} lines");
+    // The summary lines shown name topics, groups and records.
+    for part in ["topics=orders,audit", "group=billing", "records=11 gzip", "records=24 gzip"] {
+        assert!(doc.contains(part), "docs/cli.md shows no {part}");
+    }
+}
+
+/// `--format records` of a capture says which records were produced and which fetched,
+/// and gives UTF-8 keys and values as text beside their base64.
+#[test]
+fn capture_records_tell_produced_from_fetched() {
+    let pcap = vectors().join("captures/kafka-python-serve.pcap");
+    let out = ok(&["decode", "--format", "records", pcap.to_str().unwrap()], b"");
+    let records: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let produced = records.iter().filter(|r| r["direction"] == "produced").count();
+    let fetched = records.iter().filter(|r| r["direction"] == "fetched").count();
+    // The capture's summary counts 1 + 11 + 1 + 11 records produced and 24 fetched.
+    assert_eq!((produced, fetched, records.len()), (24, 24, 48));
+    for r in &records {
+        let b64 = r["value"].as_str().unwrap();
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        match std::str::from_utf8(&bytes) {
+            Ok(t) => assert_eq!(r["valueText"], t, "{r}"),
+            Err(_) => assert!(r.get("valueText").is_none(), "{r}"),
+        }
+    }
+}

@@ -62,6 +62,18 @@ fn expected_b64(v: &Value) -> Value {
     }
 }
 
+/// The text the records format writes beside a key, value or header value of the index
+/// (`keyText`, `valueText`): the bytes as a string when they are valid UTF-8, else none.
+fn expected_text(v: &Value) -> Option<Value> {
+    let bytes = match v {
+        Value::Null => return None,
+        Value::Object(m) if m.contains_key("utf8") => m["utf8"].as_str().unwrap().as_bytes().to_vec(),
+        Value::Object(m) if m.contains_key("hex") => hex(m["hex"].as_str().unwrap()),
+        other => panic!("unexpected value {other}"),
+    };
+    String::from_utf8(bytes).ok().map(Value::String)
+}
+
 fn lines(out: &str) -> Vec<Value> {
     out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
@@ -93,7 +105,7 @@ fn records_format_gives_every_vector_record() {
         for (g, w) in got.iter().zip(want) {
             let at = format!("{name}: record {}", w["i"]);
             let obj = g.as_object().unwrap();
-            let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+            let keys: Vec<&str> = obj.keys().map(String::as_str).filter(|k| !k.ends_with("Text")).collect();
             let mut sorted = keys.clone();
             sorted.sort_unstable();
             assert_eq!(
@@ -101,6 +113,8 @@ fn records_format_gives_every_vector_record() {
                 ["headers", "key", "offset", "partition", "timestamp", "topic", "value"],
                 "{at}"
             );
+            assert_eq!(obj.get("keyText").cloned(), expected_text(&w["key"]), "{at}: keyText");
+            assert_eq!(obj.get("valueText").cloned(), expected_text(&w["value"]), "{at}: valueText");
             assert_eq!(g["topic"], w["topic"], "{at}");
             assert_eq!(g["partition"], w["partition"], "{at}");
             let batch = (
@@ -124,7 +138,13 @@ fn records_format_gives_every_vector_record() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|h| serde_json::json!({"key": h["key"], "value": expected_b64(&h["value"])}))
+                .map(|h| {
+                    let mut want = serde_json::json!({"key": h["key"], "value": expected_b64(&h["value"])});
+                    if let Some(t) = expected_text(&h["value"]) {
+                        want["valueText"] = t;
+                    }
+                    want
+                })
                 .collect();
             assert_eq!(g["headers"], Value::Array(headers), "{at}: headers");
             total += 1;
@@ -315,16 +335,21 @@ fn legacy_sets_in_the_tree_and_as_records() {
     assert!(!tree.contains("error") && !tree.contains("mismatch"), "{tree}");
 
     let got = lines(&ok(&["decode", "--format", "records", file.to_str().unwrap()], b""));
-    let rec = |offset: i64, ts: Value, key: Value, value: &str| {
-        serde_json::json!({"topic": "logs", "partition": 5, "offset": offset, "timestamp": ts,
-            "key": key, "value": b64(value.as_bytes()), "headers": []})
+    let rec = |offset: i64, ts: Value, key: Option<&str>, value: &str| {
+        let mut r = serde_json::json!({"topic": "logs", "partition": 5, "offset": offset, "timestamp": ts,
+            "key": key.map(|k| b64(k.as_bytes())), "value": b64(value.as_bytes()), "headers": []});
+        if let Some(k) = key {
+            r["keyText"] = k.into();
+        }
+        r["valueText"] = value.into();
+        r
     };
     let want = vec![
-        rec(10, (-1i64).into(), b64(b"k0").into(), "v0"),
-        rec(11, 1_600_000_000_000i64.into(), Value::Null, "v1"),
-        rec(12, 1_650_000_000_000i64.into(), b64(b"ik0").into(), "iv"),
-        rec(13, 1_650_000_000_001i64.into(), b64(b"ik1").into(), "iv"),
-        rec(14, 1_650_000_000_002i64.into(), b64(b"ik2").into(), "iv"),
+        rec(10, (-1i64).into(), Some("k0"), "v0"),
+        rec(11, 1_600_000_000_000i64.into(), None, "v1"),
+        rec(12, 1_650_000_000_000i64.into(), Some("ik0"), "iv"),
+        rec(13, 1_650_000_000_001i64.into(), Some("ik1"), "iv"),
+        rec(14, 1_650_000_000_002i64.into(), Some("ik2"), "iv"),
     ];
     assert_eq!(got, want);
 }
@@ -349,7 +374,7 @@ fn records_format_fields() {
     field.extend(batch(42, Compression::Zstd, &records));
     let file = scratch("fields.hex", produce_v3(&field).as_bytes());
     let out = ok(&["decode", "--format", "records", file.to_str().unwrap()], b"");
-    let first = r#"{"topic":"logs","partition":5,"offset":40,"timestamp":1700000000500,"key":"YQ==","value":"aGVsbG8=","headers":[{"key":"trace","value":"/wA="},{"key":"n","value":null}]}"#;
+    let first = r#"{"topic":"logs","partition":5,"offset":40,"timestamp":1700000000500,"key":"YQ==","keyText":"a","value":"aGVsbG8=","valueText":"hello","headers":[{"key":"trace","value":"/wA="},{"key":"n","value":null}]}"#;
     let second = r#"{"topic":"logs","partition":5,"offset":41,"timestamp":1700000000000,"key":null,"value":null,"headers":[]}"#;
     let want = format!(
         "{first}\n{second}\n{}\n{}\n",
@@ -485,8 +510,8 @@ fn fetch_responses_by_topic_name_and_id() {
 
     let want = |topic: &str| {
         format!(
-            "{{\"topic\":\"{topic}\",\"partition\":2,\"offset\":100,\"timestamp\":1700000009999,\"key\":\"eA==\",\"value\":\"MQ==\",\"headers\":[]}}\n\
-             {{\"topic\":\"{topic}\",\"partition\":2,\"offset\":101,\"timestamp\":1700000009999,\"key\":\"eQ==\",\"value\":\"Mg==\",\"headers\":[]}}\n"
+            "{{\"topic\":\"{topic}\",\"partition\":2,\"offset\":100,\"timestamp\":1700000009999,\"key\":\"eA==\",\"keyText\":\"x\",\"value\":\"MQ==\",\"valueText\":\"1\",\"headers\":[]}}\n\
+             {{\"topic\":\"{topic}\",\"partition\":2,\"offset\":101,\"timestamp\":1700000009999,\"key\":\"eQ==\",\"keyText\":\"y\",\"value\":\"Mg==\",\"valueText\":\"2\",\"headers\":[]}}\n"
         )
     };
     let args = |path: &Path, version: &str| {

@@ -172,8 +172,14 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                         eprintln!("kwire: note: frame {}: {note}", f.index);
                     }
                     let mut text = String::new();
+                    let direction = match f.direction {
+                        Direction::Request => "produced",
+                        Direction::Response => "fetched",
+                    };
                     for line in records.lines {
-                        text.push_str(&line.to_json().to_string());
+                        let mut json = line.to_json();
+                        json["direction"] = json!(direction);
+                        text.push_str(&json.to_string());
                         text.push('\n');
                     }
                     write(&mut out, &text)?;

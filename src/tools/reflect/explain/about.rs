@@ -83,7 +83,8 @@ impl Names {
 fn shorten(name: &str) -> String {
     let cut: String = name.chars().take(MAX_NAME).collect();
     let cut = if cut.len() < name.len() { format!("{cut}…") } else { cut };
-    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let plain =
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if plain { cut } else { format!("{cut:?}") }
 }
 
@@ -171,7 +172,10 @@ pub struct About {
 impl About {
     /// Whether there is nothing to say.
     pub fn is_empty(&self) -> bool {
-        self.topics.is_empty() && self.groups.is_empty() && self.transactional_ids.is_empty() && self.records.is_none()
+        self.topics.is_empty()
+            && self.groups.is_empty()
+            && self.transactional_ids.is_empty()
+            && self.records.is_none()
     }
 }
 
@@ -180,7 +184,9 @@ impl fmt::Display for About {
     /// there is something to say (empty when [`About::is_empty`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut sep = "";
-        for (key, names) in [("topics", &self.topics), ("group", &self.groups), ("txn", &self.transactional_ids)] {
+        for (key, names) in
+            [("topics", &self.topics), ("group", &self.groups), ("txn", &self.transactional_ids)]
+        {
             if !names.is_empty() {
                 write!(f, "{sep}{key}=")?;
                 names.write(f)?;
@@ -233,7 +239,9 @@ pub fn about_request(frame: &[u8]) -> About {
 pub fn about_response(frame: &[u8], api_key: ApiKey, version: i16) -> About {
     let mut finder = Finder { names: false, about: About::default() };
     let header = api_key.response_header_version(version);
-    if let Ok(end) = rwalk::walk_response_header(frame, header, 0, &mut Finder { names: false, about: About::default() }) {
+    if let Ok(end) =
+        rwalk::walk_response_header(frame, header, 0, &mut Finder { names: false, about: About::default() })
+    {
         let body = frame.get(end..).unwrap_or_default();
         let _ = rwalk::walk_body(response_schema(api_key), version, body, end, &mut finder);
     }

@@ -635,7 +635,9 @@ impl RecordLine {
         m.insert("offset".into(), J::from(self.offset));
         m.insert("timestamp".into(), J::from(self.timestamp.unwrap_or(NO_TIMESTAMP)));
         m.insert("key".into(), bytes(&self.key));
+        text(&mut m, "keyText", &self.key);
         m.insert("value".into(), bytes(&self.value));
+        text(&mut m, "valueText", &self.value);
         let headers = self
             .headers
             .iter()
@@ -643,11 +645,19 @@ impl RecordLine {
                 let mut h = Map::new();
                 h.insert("key".into(), J::String(String::from_utf8_lossy(k).into_owned()));
                 h.insert("value".into(), bytes(v));
+                text(&mut h, "valueText", v);
                 J::Object(h)
             })
             .collect();
         m.insert("headers".into(), J::Array(headers));
         J::Object(m)
+    }
+}
+
+/// Beside a byte field's exact form (base64), its text when it is valid UTF-8.
+fn text(m: &mut Map<String, J>, key: &str, b: &Option<Vec<u8>>) {
+    if let Some(t) = b.as_deref().and_then(|b| core::str::from_utf8(b).ok()) {
+        m.insert(key.into(), J::String(t.into()));
     }
 }
 
