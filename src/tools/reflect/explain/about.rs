@@ -251,6 +251,8 @@ pub fn about_response(frame: &[u8], api_key: ApiKey, version: i16) -> About {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
 
     #[test]
     fn many_names_are_shortened() {
@@ -277,7 +279,7 @@ mod tests {
     #[test]
     fn distinct_names_are_bounded() {
         let mut n = Names::default();
-        for i in 0..1000 {
+        for i in 0..1000u32 {
             n.add(&i.to_string());
         }
         assert_eq!((n.names.len(), n.more), (MAX_DISTINCT, 1000 - MAX_DISTINCT));
