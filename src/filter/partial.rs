@@ -214,7 +214,10 @@ fn refused_partition(index: i32, refusal: &Refusal) -> PartitionProduceResponse<
 }
 
 #[cfg(feature = "api-produce")]
-fn split_produce<'a>(produce: &crate::codec::messages::ProduceRequestView<'a>, refusals: &Refusals) -> Split<'a> {
+fn split_produce<'a>(
+    produce: &crate::codec::messages::ProduceRequestView<'a>,
+    refusals: &Refusals,
+) -> Split<'a> {
     let mut kept_topics: Vec<TopicProduceData<'a>> = Vec::new();
     let mut topics: Vec<ProduceTopic> = Vec::new();
     for (t, topic) in produce.topic_data().iter().enumerate() {

@@ -99,8 +99,8 @@ pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 
-use crate::session::conn::metrics::Metrics;
 use crate::filter::{FilterChain, TopicNames};
+use crate::session::conn::metrics::Metrics;
 
 /// The metrics' namespace: `kwire_proxy_*`.
 pub const METRICS_NAMESPACE: &str = "kwire_proxy";

@@ -15,8 +15,8 @@ use tokio::net::TcpListener;
 
 use super::tls::Tls;
 use super::{ConnInfo, Event, FilterFactory, Hooks, WaitingFactory};
-use crate::session::conn::metrics::Metrics;
 use crate::filter::{BrokerPorts, ByName, FilterChain, RewriteAddresses, TopicNames};
+use crate::session::conn::metrics::Metrics;
 
 /// Everything a proxy's connections share.
 pub(super) struct Runtime<H: Hooks> {

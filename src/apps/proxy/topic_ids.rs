@@ -7,11 +7,11 @@ use std::{boxed::Box, vec::Vec};
 
 use super::{Decision, Upstream, WaitingFilter};
 use crate::ApiKey;
-use crate::filter::{TopicNames, topic_id};
 use crate::codec::messages::RequestBodyView;
+use crate::codec::types::Uuid;
+use crate::filter::{TopicNames, topic_id};
 use crate::tools::reflect::walk::{Field, Scalar, Visitor};
 use crate::tools::reflect::{self, FieldType, StructSchema};
-use crate::codec::types::Uuid;
 
 /// The most ids one lookup asks about (the rest of a request's unknown ids stay unknown).
 const MAX_LOOKUP: usize = 1000;
@@ -138,7 +138,9 @@ impl LookUpIds {
         // No answer (or an error) leaves the ids unknown: the tenant's filter then takes
         // them for another tenant's.
         let Ok(answer) = upstream.request(&request, 12).await else { return };
-        let Ok((response, _)) = crate::session::conn::read_response(&answer, ApiKey::Metadata, 12) else { return };
+        let Ok((response, _)) = crate::session::conn::read_response(&answer, ApiKey::Metadata, 12) else {
+            return;
+        };
         let crate::codec::messages::ResponseBodyView::Metadata(view) = response.body else { return };
         self.ids.with(|book| {
             for topic in view.topics().iter() {
