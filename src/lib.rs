@@ -19,7 +19,8 @@
 //!   `tokio`).
 //! - **Record batches** (Produce and Fetch payloads): [`records`]; bodies written around
 //!   borrowed record bytes for `writev`: [`vectored`].
-//! - **A broker in a test**: [`broker::Broker::start`] (feature `broker`), dropped to stop.
+//! - **A broker in a test**: [`broker::Broker::start`] (feature `broker`), dropped to stop;
+//!   a small blocking client to talk to it: [`client`] (feature `client`).
 //! - **A proxy with your own rules**: [`proxy::Proxy::builder`] with [`filter::Filter`]s
 //!   (feature `proxy`).
 //! - **Any message as data** (names, Kafka's JSON, an annotated tree): [`reflect`] (feature
@@ -57,6 +58,7 @@
 //! | | [`apps::broker`] | [`broker`] | an in-memory broker, one node or a cluster, for tests and demos | `broker`, `broker-scram`, `broker-tls` |
 //! | | [`apps::proxy`] | [`proxy`] | a Kafka proxy on tokio: TLS, SNI, a filter chain per connection, tenants | `proxy` |
 //! | | [`apps::capture`] | [`capture`] | Kafka traffic from pcap and pcapng captures, frames paired | `capture` |
+//! | | [`apps::client`] | [`client`] | a small blocking client over `std`'s `TcpStream` and [`conn`], for tests | `client` |
 //! | | [`manual`] | | the guides | |
 //!
 //! At the root: [`ApiKey`], [`ErrorCode`], [`Direction`] and the types above. The `kwire`
@@ -77,6 +79,7 @@
 //! | `broker`, `broker-scram`, `broker-tls` | | [`broker`], its SASL/SCRAM and its TLS listener |
 //! | `proxy` | | [`proxy`] |
 //! | `capture` | | [`capture`] |
+//! | `client` | | [`client`] |
 //! | `arbitrary` | | `arbitrary::Arbitrary` for every value, for fuzzing |
 //! | `cli` | | the `kwire` command |
 //! | `interop` | | nothing in the library: the test suites that need real brokers and clients |
@@ -126,7 +129,7 @@ extern crate alloc;
 extern crate std;
 
 // The layers, bottom up (see the table above and `.ci/layers`).
-#[cfg(any(feature = "broker", feature = "proxy", feature = "capture"))]
+#[cfg(any(feature = "broker", feature = "proxy", feature = "capture", feature = "client"))]
 pub mod apps;
 pub mod codec;
 #[cfg(feature = "alloc")]
@@ -144,6 +147,8 @@ pub mod manual;
 pub use apps::broker;
 #[cfg(feature = "capture")]
 pub use apps::capture;
+#[cfg(feature = "client")]
+pub use apps::client;
 #[cfg(feature = "proxy")]
 pub use apps::proxy;
 #[cfg(feature = "testing")]

@@ -15,12 +15,13 @@
 //!   commit, abort, a zombie fenced, both isolation levels record by record, and
 //!   (confluent-kafka) read-process-write exactly once across a crash and restart (the
 //!   raw-frame cases, in plain `cargo test`, are in tests/broker_txn.rs).
-//! - Bad input and edge cases over raw frames: a corrupt batch fails its partition only,
+//! - Bad input and edge cases, over raw frames where the frame is the point and through
+//!   `kwire::client` where it is not: a corrupt batch fails its partition only,
 //!   a batch that inflates past the limit is refused, acks=0 gets no answer (and an
 //!   acks=0 failure closes the connection, as Kafka does), idempotent producers'
 //!   duplicates and sequence gaps, Fetch long-polls, unsupported APIs, and a client that
 //!   never reads its Fetch responses.
-#![cfg(feature = "broker")]
+#![cfg(all(feature = "broker", feature = "client"))]
 
 mod common;
 
@@ -37,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
+use kwire::client::Client;
 use kwire::dispatch;
 use kwire::encode::AnyBody;
 use kwire::messages::ResponseBodyView;
@@ -460,16 +462,17 @@ fn a_corrupt_batch_fails_its_partition_only() {
 fn a_batch_inflating_past_the_limit_is_refused() {
     let config = Config { max_decompressed_bytes: 64 * 1024, ..Config::default() };
     let b = broker_with_topic(config, "t", 1);
-    let mut c = Conn::open(b.addr());
-    let big = vec![(b"k".to_vec(), vec![b'z'; 200_000])];
-    let bomb = batch(&big, Compression::Gzip, None);
-    assert!(bomb.len() < 2000, "gzip shrinks it to {} bytes", bomb.len());
+    let gzip = kwire::client::Config { compression: Compression::Gzip, ..Default::default() };
+    let mut c = Client::connect_with(b.addr(), gzip).unwrap();
+    // 200 KB of one byte: gzip shrinks it to a few hundred bytes.
+    let big = vec![b'z'; 200_000];
+    let e = c.produce("t", 0, &[NewRecord::new(Some(b"k"), Some(&big))]).unwrap_err();
     // INVALID_RECORD (87), kwire::records::validate's code for a batch past the inflate limit.
-    assert_eq!(produce(&mut c, "t", -1, &[(0, &bomb)]).unwrap(), [(0, 87, -1)]);
+    assert_eq!(e.error_code(), Some(kwire::ErrorCode::InvalidRecord), "{e}");
     assert_eq!(b.log_bytes("t", 0), Some(0));
-    let small = batch(&records(5, "ok"), Compression::Gzip, None);
-    assert_eq!(produce(&mut c, "t", -1, &[(0, &small)]).unwrap(), [(0, 0, 0)]);
-    assert_eq!(fetch(&mut c, "t", 0, 0, 0).2.len(), 5);
+    let small: Vec<NewRecord<'_>> = (0..5).map(|_| NewRecord::new(None, Some(b"ok"))).collect();
+    assert_eq!(c.produce("t", 0, &small).unwrap(), 0);
+    assert_eq!(c.fetch("t", 0, 0).unwrap().records.len(), 5);
 }
 
 #[test]
@@ -560,59 +563,48 @@ fn idempotent_producers_duplicates_and_gaps() {
 #[test]
 fn fetch_long_polls_until_data_or_max_wait() {
     let b = broker_with_topic(Config::default(), "t", 1);
-    let mut c = Conn::open(b.addr());
+    let waiting = |wait_ms| kwire::client::Config {
+        fetch_max_wait: Duration::from_millis(wait_ms),
+        ..kwire::client::Config::default()
+    };
+    let mut c = Client::connect_with(b.addr(), waiting(600)).unwrap();
     // Nothing to read: the answer comes at max_wait_ms, empty.
     let start = Instant::now();
-    let (code, hw, values) = fetch(&mut c, "t", 0, 0, 600);
+    let f = c.fetch("t", 0, 0).unwrap();
     let waited = start.elapsed();
-    assert_eq!((code, hw, values.len()), (0, 0, 0));
+    assert_eq!((f.high_watermark, f.records.len()), (0, 0));
     assert!(waited >= Duration::from_millis(550), "answered after {waited:?}, before max_wait_ms");
     assert!(waited < Duration::from_secs(10), "answered after {waited:?}");
     // A long wait ends as soon as another connection produces.
     let addr = b.addr();
     let producer = thread::spawn(move || {
         thread::sleep(Duration::from_millis(300));
-        let mut p = Conn::open(addr);
-        let one = batch(&records(1, "late"), Compression::None, None);
-        produce(&mut p, "t", 1, &[(0, &one)]).unwrap()
+        Client::connect(addr).unwrap().produce("t", 0, &[NewRecord::new(None, Some(b"late-0"))]).unwrap()
     });
+    let mut c = Client::connect_with(addr, waiting(30_000)).unwrap();
     let start = Instant::now();
-    let (code, _, values) = fetch(&mut c, "t", 0, 0, 30_000);
+    let f = c.fetch("t", 0, 0).unwrap();
     let waited = start.elapsed();
-    assert_eq!(producer.join().unwrap(), [(0, 0, 0)]);
-    assert_eq!((code, values), (0, vec!["late-0".to_string()]));
+    assert_eq!(producer.join().unwrap(), 0);
+    assert_eq!(f.records.iter().map(|r| r.value.as_deref().unwrap()).collect::<Vec<_>>(), [b"late-0"]);
     assert!(waited < Duration::from_secs(15), "the append did not end the wait ({waited:?})");
     // An offset past the end: OFFSET_OUT_OF_RANGE (1), at once.
     let start = Instant::now();
-    assert_eq!(fetch(&mut c, "t", 0, 9, 30_000).0, 1);
+    assert_eq!(c.fetch("t", 0, 9).unwrap_err().error_code(), Some(kwire::ErrorCode::OffsetOutOfRange));
     assert!(start.elapsed() < Duration::from_secs(15));
-    // Stopping the broker ends a waiting fetch.
-    let waiting = thread::spawn(move || {
-        let mut c = Conn::open(addr);
-        let parts = [FetchPartition {
-            partition: 0,
-            fetch_offset: 1,
-            partition_max_bytes: 1 << 20,
-            ..Default::default()
-        }];
-        let topics = [FetchTopic { topic: "t".into(), partitions: (&parts).into(), ..Default::default() }];
-        let req = FetchRequest {
-            max_wait_ms: 60_000,
-            min_bytes: 1,
-            max_bytes: 1 << 20,
-            topics: (&topics).into(),
-            ..Default::default()
-        };
-        c.send(&req, 12);
+    // Stopping the broker ends a waiting fetch: the connection closes.
+    let waiter = thread::spawn(move || {
+        let mut c = Client::connect_with(addr, waiting(60_000)).unwrap();
         let start = Instant::now();
-        let _ = c.read();
-        start.elapsed()
+        let closed = c.fetch("t", 0, 1).is_err();
+        (closed, start.elapsed())
     });
     thread::sleep(Duration::from_millis(300));
     let start = Instant::now();
     drop(b);
     assert!(start.elapsed() < Duration::from_secs(15), "stopping took {:?}", start.elapsed());
-    assert!(waiting.join().unwrap() < Duration::from_secs(20));
+    let (closed, waited) = waiter.join().unwrap();
+    assert!(closed && waited < Duration::from_secs(20), "{closed} after {waited:?}");
 }
 
 #[test]

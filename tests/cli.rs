@@ -507,3 +507,234 @@ fn serve_fault_flags_act_on_the_wire() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// One request over any stream (TLS here): the response frame (correlation id first).
+fn call_on(
+    s: &mut (impl std::io::Read + std::io::Write),
+    body: &impl kwire::encode::AnyBody,
+    version: i16,
+) -> Vec<u8> {
+    use kwire::dispatch;
+    let header =
+        kwire::frame::RequestHeader { correlation_id: 1, client_id: Some("cli"), unknown_tagged_fields: &[] };
+    let mut buf = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
+    dispatch::encode_request_with(body, version, &header, &mut buf).unwrap();
+    s.write_all(&buf).unwrap();
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).unwrap();
+    let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut frame).unwrap();
+    frame
+}
+
+/// `kwire serve --tls-cert --tls-key --scram-users --acls`: the listener speaks TLS only
+/// (a plaintext request gets no answer), SaslHandshake offers SCRAM, the users of the file
+/// are there with their mechanisms and iteration counts (DescribeUserScramCredentials), and
+/// the ACLs of the file are stored with Kafka's codes (DescribeAcls). Bad files are refused
+/// with a message naming the problem, and no password is printed.
+#[test]
+fn serve_tls_scram_and_acl_flags() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::Arc;
+
+    use kwire::messages::ResponseBodyView;
+    use kwire::{ApiKey, dispatch};
+
+    let (ca, chain, key) = common::tls::ca_and_server(&["localhost", "127.0.0.1"]);
+    let cert_file = scratch("serve-chain.pem", chain.as_bytes());
+    let key_file = scratch("serve-key.pem", key.as_bytes());
+    let scram = scratch(
+        "serve-scram.toml",
+        b"[[users]]\nname = \"alice\"\npassword = \"alice-secret-pw\"\nmechanism = \"SCRAM-SHA-512\"\niterations = 8192\n\n[[users]]\nname = \"bob\"\npassword = \"bob-secret-pw\"\n",
+    );
+    let acls = scratch(
+        "serve-acls.toml",
+        b"[[acls]]\nresource_type = \"topic\"\nresource_name = \"orders\"\npattern_type = \"prefixed\"\nprincipal = \"User:alice\"\noperation = \"read\"\n\n[[acls]]\nresource_type = \"TRANSACTIONAL_ID\"\nresource_name = \"*\"\nprincipal = \"User:bob\"\nhost = \"10.0.0.1\"\noperation = \"two-phase-commit\"\npermission = \"deny\"\n",
+    );
+    let path = |p: &PathBuf| p.to_str().unwrap().to_string();
+    /// Kills the server when dropped, also when an assertion fails (it would otherwise
+    /// outlive the test, holding whatever it inherited).
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut server = Server(
+        Command::new(env!("CARGO_BIN_EXE_kwire"))
+            .args(["serve", "--listen", "127.0.0.1:0", "-v"])
+            .args(["--tls-cert", &path(&cert_file), "--tls-key", &path(&key_file)])
+            .args(["--scram-users", &path(&scram), "--acls", &path(&acls)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kwire serve runs"),
+    );
+    let mut first = String::new();
+    BufReader::new(server.0.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let addr: std::net::SocketAddr =
+        first.split("listening on ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
+
+    // Plaintext: the TLS listener closes it without a Kafka answer.
+    let mut plain = std::net::TcpStream::connect(addr).unwrap();
+    plain.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let header =
+        kwire::frame::RequestHeader { correlation_id: 1, client_id: None, unknown_tagged_fields: &[] };
+    let versions = kwire::messages::ApiVersionsRequest::default();
+    let mut buf = vec![0u8; dispatch::request_len(&versions, 3, &header).unwrap()];
+    dispatch::encode_request_with(&versions, 3, &header, &mut buf).unwrap();
+    plain.write_all(&buf).unwrap();
+    let mut got = Vec::new();
+    let _ = plain.read_to_end(&mut got);
+    assert!(dispatch::parse_response(got.get(4..).unwrap_or_default(), ApiKey::ApiVersions, 3).is_err());
+
+    // TLS, trusting the test CA.
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let sock = std::net::TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let mut tls =
+        rustls::StreamOwned::new(rustls::ClientConnection::new(Arc::new(config), name).unwrap(), sock);
+
+    let handshake = kwire::messages::SaslHandshakeRequest { mechanism: "SCRAM-SHA-512".into() };
+    let frame = call_on(&mut tls, &handshake, 1);
+    let ResponseBodyView::SaslHandshake(h) =
+        dispatch::parse_response(&frame, ApiKey::SaslHandshake, 1).unwrap().body
+    else {
+        panic!("not SaslHandshake")
+    };
+    assert_eq!(h.error_code(), 0);
+    let offered: Vec<&str> = h.mechanisms().iter().collect();
+    assert!(offered.contains(&"SCRAM-SHA-256") && offered.contains(&"SCRAM-SHA-512"), "{offered:?}");
+    // A new connection for the admin calls (this one waits for a SASL token now).
+    let config =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates({
+                let mut roots = rustls::RootCertStore::empty();
+                for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+                    roots.add(c.unwrap()).unwrap();
+                }
+                roots
+            })
+            .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let sock = std::net::TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let mut tls =
+        rustls::StreamOwned::new(rustls::ClientConnection::new(Arc::new(config), name).unwrap(), sock);
+
+    let describe = kwire::messages::DescribeUserScramCredentialsRequest { users: None, ..Default::default() };
+    let frame = call_on(&mut tls, &describe, 0);
+    let ResponseBodyView::DescribeUserScramCredentials(d) =
+        dispatch::parse_response(&frame, ApiKey::DescribeUserScramCredentials, 0).unwrap().body
+    else {
+        panic!("not DescribeUserScramCredentials")
+    };
+    assert_eq!(d.error_code(), 0);
+    let mut users: Vec<(String, Vec<(i8, i32)>)> = d
+        .results()
+        .iter()
+        .map(|r| {
+            (
+                r.user().to_string(),
+                r.credential_infos().iter().map(|c| (c.mechanism(), c.iterations())).collect(),
+            )
+        })
+        .collect();
+    users.sort();
+    assert_eq!(users, [("alice".to_string(), vec![(2, 8192)]), ("bob".to_string(), vec![(1, 4096)])]);
+
+    let any = kwire::messages::DescribeAclsRequest {
+        resource_type_filter: 1,
+        resource_name_filter: None,
+        pattern_type_filter: 1,
+        principal_filter: None,
+        host_filter: None,
+        operation: 1,
+        permission_type: 1,
+        ..Default::default()
+    };
+    let frame = call_on(&mut tls, &any, 3);
+    let ResponseBodyView::DescribeAcls(a) =
+        dispatch::parse_response(&frame, ApiKey::DescribeAcls, 3).unwrap().body
+    else {
+        panic!("not DescribeAcls")
+    };
+    assert_eq!(a.error_code(), 0);
+    let mut bindings: Vec<(i8, String, i8, String, String, i8, i8)> = a
+        .resources()
+        .iter()
+        .flat_map(|r| {
+            r.acls().iter().map(move |e| {
+                (
+                    r.resource_type(),
+                    r.resource_name().to_string(),
+                    r.pattern_type(),
+                    e.principal().to_string(),
+                    e.host().to_string(),
+                    e.operation(),
+                    e.permission_type(),
+                )
+            })
+        })
+        .collect();
+    bindings.sort();
+    assert_eq!(
+        bindings,
+        [
+            (2, "orders".into(), 4, "User:alice".into(), "*".into(), 3, 3),
+            (5, "*".into(), 3, "User:bob".into(), "10.0.0.1".into(), 15, 2),
+        ]
+    );
+    drop(tls);
+    let mut stderr = server.0.stderr.take().unwrap();
+    drop(server);
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    assert!(!log.contains("secret-pw"), "a password in the log: {log}");
+
+    // Bad files and flags: refused with the problem named.
+    let bad_mech = scratch(
+        "serve-bad-mech.toml",
+        b"[[users]]\nname = \"x\"\npassword = \"p\"\nmechanism = \"SCRAM-MD5\"\n",
+    );
+    let (_, err) = fails(&["serve", "--listen", "127.0.0.1:0", "--scram-users", &path(&bad_mech)], b"");
+    assert!(err.contains("unknown mechanism \"SCRAM-MD5\""), "{err}");
+    let few = scratch("serve-few.toml", b"[[users]]\nname = \"x\"\npassword = \"p\"\niterations = 10\n");
+    let (_, err) = fails(&["serve", "--listen", "127.0.0.1:0", "--scram-users", &path(&few)], b"");
+    assert!(err.contains("SCRAM user x") && err.contains("4096 to 16384"), "{err}");
+    let bad_op = scratch(
+        "serve-bad-op.toml",
+        b"[[acls]]\nresource_type = \"topic\"\nresource_name = \"t\"\nprincipal = \"User:a\"\noperation = \"fly\"\n",
+    );
+    let (_, err) = fails(&["serve", "--listen", "127.0.0.1:0", "--acls", &path(&bad_op)], b"");
+    assert!(err.contains("ACL 1: unknown operation \"fly\""), "{err}");
+    let bad_principal = scratch(
+        "serve-bad-principal.toml",
+        b"[[acls]]\nresource_type = \"topic\"\nresource_name = \"t\"\nprincipal = \"alice\"\noperation = \"read\"\n",
+    );
+    let (_, err) = fails(&["serve", "--listen", "127.0.0.1:0", "--acls", &path(&bad_principal)], b"");
+    assert!(err.contains("Could not parse principal"), "{err}");
+    let bad_key = scratch("serve-bad-key.pem", b"not a key");
+    let (_, err) = fails(
+        &["serve", "--listen", "127.0.0.1:0", "--tls-cert", &path(&cert_file), "--tls-key", &path(&bad_key)],
+        b"",
+    );
+    assert!(err.contains("--tls-cert") && err.contains("private key"), "{err}");
+    let out = kwire(&["serve", "--listen", "127.0.0.1:0", "--tls-cert", &path(&cert_file)], b"");
+    assert!(!out.status.success() && text(&out.stderr).contains("--tls-key"), "{}", text(&out.stderr));
+}

@@ -1116,6 +1116,83 @@ print(json.dumps({"first": first, "keyless": keyless, "other": other, "read": re
     eprintln!("library proxy validating records: {v}");
 }
 
+/// `kwire::client` against the real broker, directly: the versions it chooses, create a
+/// topic, produce (plain and with every codec), fetch, list offsets, commit and fetch a
+/// group's offsets, and Kafka's own errors with their context.
+#[test]
+fn kwire_client_against_kafka() {
+    use kwire::client::{Client, Config, OffsetSpec};
+    use kwire::records::{Compression, NewRecord};
+    use kwire::{ApiKey, ErrorCode};
+    let _serial = serial();
+    let addr = broker();
+    let start = Instant::now();
+    let mut c = Client::connect(addr).expect("connect to Kafka");
+    // Kafka 4.4 serves what kwire speaks; the client names topics by name (Fetch 12).
+    assert_eq!(c.version(ApiKey::Fetch), Some(12));
+    assert_eq!(c.version(ApiKey::Produce), Some(12));
+    assert!(c.conn().negotiated(ApiKey::Fetch) > Some(12), "{:?}", c.conn().broker_versions(ApiKey::Fetch));
+    let topic = format!("client-{}", std::process::id());
+    c.create_topic(&topic, 2).expect("create the topic");
+    let e = c.create_topic(&topic, 2).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::TopicAlreadyExists), "{e}");
+
+    let records = [
+        NewRecord::new(Some(b"k0"), Some(b"v0")).with_timestamp(1_700_000_000_000),
+        NewRecord::new(None, Some(b"v1")).with_timestamp(1_700_000_001_000),
+    ];
+    // A new partition's leader may need a moment after Metadata names it.
+    let base = loop {
+        match c.produce(&topic, 1, &records) {
+            Err(e)
+                if e.error_code().is_some_and(|e| e.is_retriable())
+                    && start.elapsed() < Duration::from_secs(20) =>
+            {
+                thread::sleep(Duration::from_millis(100))
+            }
+            other => break other.expect("produce"),
+        }
+    };
+    assert_eq!(base, 0);
+    let codecs = [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    for (i, codec) in codecs.into_iter().enumerate() {
+        let mut z = Client::connect_with(addr, Config { compression: codec, ..Config::default() }).unwrap();
+        let value = format!("{codec:?}").repeat(50);
+        let rs = [NewRecord::new(None, Some(value.as_bytes())), NewRecord::new(None, Some(value.as_bytes()))];
+        assert_eq!(z.produce(&topic, 1, &rs).unwrap(), 2 + 2 * i as i64, "{codec:?}");
+    }
+    // One Fetch may stop before the high watermark (Kafka reads up to the position it knows
+    // of it); fetch_to_end asks again until it has every record.
+    let f = c.fetch_to_end(&topic, 1, 0).unwrap();
+    assert_eq!(f.high_watermark, 10);
+    assert_eq!(f.records.iter().map(|r| r.offset).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
+    assert_eq!(
+        (f.records[0].key.as_deref(), f.records[0].value.as_deref()),
+        (Some(&b"k0"[..]), Some(&b"v0"[..]))
+    );
+    assert_eq!(f.records[0].timestamp, 1_700_000_000_000);
+    assert_eq!(f.records[9].value.as_deref(), Some("Zstd".repeat(50).as_bytes()));
+    assert_eq!(c.fetch(&topic, 1, 9).unwrap().records.len(), 1);
+
+    assert_eq!(c.list_offset(&topic, 1, OffsetSpec::Earliest).unwrap().offset, 0);
+    assert_eq!(c.list_offset(&topic, 1, OffsetSpec::Latest).unwrap().offset, 10);
+    assert_eq!(c.list_offset(&topic, 1, OffsetSpec::Timestamp(1_700_000_000_500)).unwrap().offset, 1);
+    assert_eq!(c.list_offset(&topic, 0, OffsetSpec::Latest).unwrap().offset, 0);
+
+    let group = format!("client-g-{}", std::process::id());
+    assert_eq!(c.committed_offset(&group, &topic, 1).unwrap(), None);
+    c.commit_offset(&group, &topic, 1, 7).unwrap();
+    assert_eq!(c.committed_offset(&group, &topic, 1).unwrap(), Some(7));
+
+    let e = c.fetch(&topic, 1, 99).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::OffsetOutOfRange), "{e}");
+    let e = c.fetch("client-no-such-topic", 0, 0).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::UnknownTopicOrPartition), "{e}");
+    let e = c.produce(&topic, 7, &records).unwrap_err();
+    assert_eq!(e.error_code(), Some(ErrorCode::UnknownTopicOrPartition), "{e}");
+    eprintln!("kwire::client against Kafka: {:?} after the broker was up", start.elapsed());
+}
+
 /// The codecs of the batches a partition holds, read straight from the broker at `addr`
 /// (Fetch v12, which names topics), waiting up to 20 s for `want` batches.
 fn stored_codecs(addr: &str, topic: &str, want: usize) -> Vec<kwire::records::Compression> {

@@ -879,9 +879,32 @@ fn end_offset(broker: SocketAddr, topic: &str) -> i64 {
     l.topics().iter().next().unwrap().partitions().iter().next().unwrap().offset()
 }
 
+/// Reads of `audit.*` topics refused, judged by name; topics named by id resolved through
+/// the proxy's book, and a topic it cannot name refused.
+struct AuditReads(Arc<ConnInfo>);
+
+impl kwire::filter::Filter for AuditReads {
+    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
+        api_key == ApiKey::Fetch
+    }
+    fn on_request<'a>(&mut self, request: &dispatch::Request<'a>) -> kwire::filter::RequestAction<'a> {
+        use kwire::messages::RequestBodyView;
+        let RequestBodyView::Fetch(fetch) = request.body else { return kwire::filter::RequestAction::Pass };
+        let mut refused = kwire::filter::Refusals::new();
+        for (i, topic) in fetch.topics().iter().enumerate() {
+            match self.0.topic_names().resolve(topic.topic(), topic.topic_id()) {
+                Some(name) if !name.starts_with("audit.") => {}
+                _ => _ = refused.topic(i, ErrorCode::TopicAuthorizationFailed, None),
+            }
+        }
+        kwire::filter::RequestAction::Refuse(refused)
+    }
+}
+
 /// The docs' example filter judges topics by name. Produce v13 names them by id only: the
 /// proxy looks the ids up, the filter refuses `audit.*` and an id nobody knows, and the
-/// request's other topic is stored, all in one answer in the client's order.
+/// request's other topic is stored, all in one answer in the client's order. Fetch v13 the
+/// same, with a filter of reads.
 #[test]
 fn a_name_filter_refuses_topics_named_by_id_and_only_them() {
     use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
@@ -896,7 +919,7 @@ fn a_name_filter_refuses_topics_named_by_id_and_only_them() {
             Proxy::builder(any_port(), [broker.addr().to_string()])
                 .filters(|conn: &Arc<ConnInfo>| {
                     let mut chain = FilterChain::new();
-                    chain.push(AuditTopics(conn.clone()));
+                    chain.push(AuditTopics(conn.clone())).push(AuditReads(conn.clone()));
                     chain
                 })
                 .start(),
@@ -945,10 +968,19 @@ fn a_name_filter_refuses_topics_named_by_id_and_only_them() {
     let response = dispatch::parse_response(&frame, ApiKey::Produce, 13).unwrap();
     assert_eq!(response.header.correlation_id(), 2);
     assert_eq!(end_offset(broker.addr(), "audit.logins"), 0);
+    // Reads by id (Fetch v13): the orders topic is served, the audit topic and the unknown
+    // id are refused.
+    broker.create_topic("audit.reads", 1);
+    let audit_reads = topic_ids(broker.addr(), &["audit.reads"])[0];
+    let refused = ErrorCode::TopicAuthorizationFailed.to_i16();
+    assert_eq!(
+        fetch_by_id(&mut c, &[ids[1], audit_reads, nobody], 3),
+        [(ids[1], 0), (audit_reads, refused), (nobody, refused)]
+    );
     // A version past what the proxy serves is refused as Kafka refuses one: the connection
     // closes, and nothing lands.
     let mut past = Vec::new();
-    for part in [&0i16.to_be_bytes()[..], &99i16.to_be_bytes(), &3i32.to_be_bytes(), &[0xff, 0xff, 0, 0]] {
+    for part in [&0i16.to_be_bytes()[..], &99i16.to_be_bytes(), &4i32.to_be_bytes(), &[0xff, 0xff, 0, 0]] {
         past.extend_from_slice(part);
     }
     c.write_all(&(past.len() as u32).to_be_bytes()).unwrap();

@@ -4,11 +4,14 @@
 //!
 //! - `broker` (feature `broker`): an in-process Kafka broker;
 //! - `proxy` (feature `proxy`): a Kafka proxy on tokio with a filter chain per connection;
-//! - `capture` (feature `capture`): Kafka traffic from packet captures.
+//! - `capture` (feature `capture`): Kafka traffic from packet captures;
+//! - `client` (feature `client`): a small blocking Kafka client for tests and tools.
 
 #[cfg(feature = "broker")]
 pub mod broker;
 #[cfg(feature = "capture")]
 pub mod capture;
+#[cfg(feature = "client")]
+pub mod client;
 #[cfg(feature = "proxy")]
 pub mod proxy;

@@ -11,6 +11,10 @@ use alloc::vec::Vec;
 
 use crate::ApiKey;
 use crate::ErrorCode;
+#[cfg(feature = "api-fetch")]
+use crate::codec::messages::FetchRequest;
+#[cfg(feature = "api-fetch")]
+use crate::codec::messages::fetch::{FetchPartition, FetchTopic, FetchableTopicResponse, PartitionData};
 #[cfg(feature = "api-produce")]
 use crate::codec::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceData, PartitionProduceResponse, TopicProduceData,
@@ -20,7 +24,7 @@ use crate::codec::messages::produce::{
 use crate::codec::messages::{ProduceRequest, ProduceResponse, ProduceResponseView};
 use crate::codec::messages::{RequestBody, RequestBodyView, ResponseBody};
 #[cfg(feature = "api-produce")]
-use crate::codec::types::{List, Uuid};
+use crate::codec::types::Uuid;
 
 /// What a filter refuses of a request: entries by their position in the request (the
 /// topic's index in its topic array, and the partition's in that topic's partition array),
@@ -51,7 +55,7 @@ impl Refusals {
 
     /// The APIs whose requests may be answered in part.
     pub fn supported(api_key: ApiKey) -> bool {
-        matches!(api_key, ApiKey::Produce)
+        matches!(api_key, ApiKey::Produce | ApiKey::Fetch)
     }
 
     /// Refuses every partition of the topic at index `topic` of the request.
@@ -140,6 +144,9 @@ pub(super) enum Merge {
     /// Produce: per topic of the request, in its order.
     #[cfg(feature = "api-produce")]
     Produce(Vec<ProduceTopic>),
+    /// Fetch: the refused partitions' answers, by topic.
+    #[cfg(feature = "api-fetch")]
+    Fetch(Vec<FetchableTopicResponse<'static>>),
 }
 
 /// A Produce request's topic: its name or id and each partition, answered by the broker
@@ -166,6 +173,8 @@ pub(super) fn split<'a>(body: &RequestBodyView<'a>, refusals: &Refusals) -> Spli
     match body {
         #[cfg(feature = "api-produce")]
         RequestBodyView::Produce(produce) => split_produce(produce, refusals),
+        #[cfg(feature = "api-fetch")]
+        RequestBodyView::Fetch(fetch) => split_fetch(fetch, refusals),
         _ => {
             let _ = refusals;
             Split::Unsupported
@@ -183,6 +192,10 @@ pub(super) fn merge<'a>(
         #[cfg(feature = "api-produce")]
         (Merge::Produce(topics), crate::codec::messages::ResponseBodyView::Produce(view)) => {
             Some(ResponseBody::Produce(merge_produce(topics, *view)))
+        }
+        #[cfg(feature = "api-fetch")]
+        (Merge::Fetch(refused), crate::codec::messages::ResponseBodyView::Fetch(view)) => {
+            Some(ResponseBody::Fetch(merge_fetch(refused, *view)))
         }
         #[allow(unreachable_patterns)]
         _ => None,
@@ -267,10 +280,10 @@ fn split_produce<'a>(
     Split::Forward(RequestBody::Produce(body), merge)
 }
 
-#[cfg(feature = "api-produce")]
-fn into_vec<T: Clone>(list: List<'_, T>) -> Vec<T> {
+#[cfg(any(feature = "api-produce", feature = "api-fetch"))]
+fn into_vec<T: Clone>(list: crate::codec::types::List<'_, T>) -> Vec<T> {
     match list {
-        List::Owned(v) => v,
+        crate::codec::types::List::Owned(v) => v,
         other => other.to_vec(),
     }
 }
@@ -312,6 +325,77 @@ fn merge_produce<'a>(pending: Vec<ProduceTopic>, view: ProduceResponseView<'a>) 
         topics.push(out);
     }
     topics.extend(broker.into_iter().flatten());
+    response.responses = topics.into();
+    response
+}
+
+/// A Fetch request without its refused partitions. It always goes to the broker, even with
+/// nothing left to fetch: a fetch session's epoch moves on with every request, so answering
+/// one without the broker would put the client's session out of step with the broker's.
+#[cfg(feature = "api-fetch")]
+fn split_fetch<'a>(fetch: &crate::codec::messages::FetchRequestView<'a>, refusals: &Refusals) -> Split<'a> {
+    let mut kept_topics: Vec<FetchTopic<'a>> = Vec::new();
+    let mut refused_topics: Vec<FetchableTopicResponse<'static>> = Vec::new();
+    for (t, topic) in fetch.topics().iter().enumerate() {
+        let mut kept: Vec<FetchPartition<'a>> = Vec::new();
+        let mut refused: Vec<PartitionData<'static>> = Vec::new();
+        for (p, partition) in topic.partitions().iter().enumerate() {
+            match refusals.find(t, p) {
+                // As Kafka answers a partition that failed: no offsets, no records.
+                Some(r) => refused.push(PartitionData {
+                    partition_index: partition.partition(),
+                    error_code: r.error.to_i16(),
+                    high_watermark: -1,
+                    ..Default::default()
+                }),
+                None => kept.push(FetchPartition::from(partition)),
+            }
+        }
+        if !kept.is_empty() {
+            let mut data = FetchTopic::from(topic);
+            data.partitions = kept.into();
+            kept_topics.push(data);
+        }
+        if !refused.is_empty() {
+            refused_topics.push(FetchableTopicResponse {
+                topic: String::from(topic.topic()).into(),
+                topic_id: topic.topic_id(),
+                partitions: refused.into(),
+                ..Default::default()
+            });
+        }
+    }
+    let mut body = FetchRequest::from(*fetch);
+    body.topics = kept_topics.into();
+    Split::Forward(RequestBody::Fetch(body), Some(Merge::Fetch(refused_topics)))
+}
+
+/// The broker's Fetch answer with the refused partitions added to their topics (by name, or
+/// by id where the request named topics by id only), after the broker's own partitions.
+#[cfg(feature = "api-fetch")]
+fn merge_fetch<'a>(
+    refused: Vec<FetchableTopicResponse<'static>>,
+    view: crate::codec::messages::FetchResponseView<'a>,
+) -> crate::codec::messages::FetchResponse<'a> {
+    let mut response = crate::codec::messages::FetchResponse::from(view);
+    let mut topics = into_vec(core::mem::take(&mut response.responses));
+    for topic in refused {
+        let same = |b: &FetchableTopicResponse<'_>| {
+            if topic.topic.is_empty() {
+                b.topic_id == topic.topic_id
+            } else {
+                b.topic.as_str() == topic.topic.as_str()
+            }
+        };
+        match topics.iter_mut().find(|b| same(b)) {
+            Some(found) => {
+                let mut partitions = into_vec(core::mem::take(&mut found.partitions));
+                partitions.extend(into_vec(topic.partitions));
+                found.partitions = partitions.into();
+            }
+            None => topics.push(topic),
+        }
+    }
     response.responses = topics.into();
     response
 }

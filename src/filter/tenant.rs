@@ -13,31 +13,113 @@ use crate::codec::types::{Uuid, Versions};
 use crate::tools::reflect::value::{Encoding, StructValue, Value};
 use crate::tools::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
 
-/// APIs a tenant may not use: their requests name topics, groups or principals in fields
-/// that carry no entity mark (config and ACL resources, quotas, SCRAM credentials), or
-/// they change the cluster for every tenant. Requests of these APIs close the connection,
-/// and ApiVersions answers leave them out.
-const DENIED: &[ApiKey] = &[
-    ApiKey::DescribeConfigs,
-    ApiKey::AlterConfigs,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::DescribeAcls,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
-    ApiKey::DescribeClientQuotas,
-    ApiKey::AlterClientQuotas,
-    ApiKey::DescribeUserScramCredentials,
-    ApiKey::AlterUserScramCredentials,
-    ApiKey::CreateDelegationToken,
-    ApiKey::RenewDelegationToken,
-    ApiKey::ExpireDelegationToken,
-    ApiKey::DescribeDelegationToken,
-    ApiKey::AlterPartitionReassignments,
-    ApiKey::ListPartitionReassignments,
-    ApiKey::ElectLeaders,
-    ApiKey::UnregisterBroker,
-    ApiKey::UpdateFeatures,
-];
+/// Why a tenant may not use an API, or `None` for an API open to tenants: rewritten from the
+/// entity marks of Kafka's schemas (topic names, group ids, transactional ids, topic ids),
+/// or naming nothing of a tenant's. Every API is decided here, by an exhaustive match, so an
+/// API added to Kafka does not compile until someone decides it: an isolation boundary
+/// fails closed. A refused API's requests close the connection, and ApiVersions answers
+/// leave it out.
+pub(crate) fn refusal(api: ApiKey) -> Option<&'static str> {
+    use ApiKey::*;
+    const UNMARKED: &str = "it names topics, groups or principals in fields that carry no entity mark";
+    const CLUSTER: &str = "it changes or shows the cluster for every tenant";
+    const INTERNAL: &str = "it is spoken between brokers and controllers, not by clients";
+    match api {
+        Produce
+        | Fetch
+        | ListOffsets
+        | Metadata
+        | OffsetCommit
+        | OffsetFetch
+        | FindCoordinator
+        | JoinGroup
+        | Heartbeat
+        | LeaveGroup
+        | SyncGroup
+        | DescribeGroups
+        | ListGroups
+        | SaslHandshake
+        | ApiVersions
+        | CreateTopics
+        | DeleteTopics
+        | DeleteRecords
+        | InitProducerId
+        | OffsetForLeaderEpoch
+        | AddPartitionsToTxn
+        | AddOffsetsToTxn
+        | EndTxn
+        | TxnOffsetCommit
+        | DescribeLogDirs
+        | SaslAuthenticate
+        | CreatePartitions
+        | DeleteGroups
+        | OffsetDelete
+        | DescribeCluster
+        | DescribeProducers
+        | DescribeTransactions
+        | ListTransactions
+        | ConsumerGroupHeartbeat
+        | ConsumerGroupDescribe
+        | GetTelemetrySubscriptions
+        | PushTelemetry
+        | DescribeTopicPartitions
+        | ShareGroupHeartbeat
+        | ShareGroupDescribe
+        | ShareFetch
+        | ShareAcknowledge
+        | StreamsGroupHeartbeat
+        | StreamsGroupDescribe
+        | DescribeShareGroupOffsets
+        | AlterShareGroupOffsets
+        | DeleteShareGroupOffsets
+        | StreamsGroupTopologyDescriptionUpdate => None,
+        // Config and ACL resources, quotas, SCRAM credentials and the config resources'
+        // listing name entities in fields without marks.
+        DescribeConfigs
+        | AlterConfigs
+        | IncrementalAlterConfigs
+        | DescribeAcls
+        | CreateAcls
+        | DeleteAcls
+        | DescribeClientQuotas
+        | AlterClientQuotas
+        | DescribeUserScramCredentials
+        | AlterUserScramCredentials
+        | CreateDelegationToken
+        | RenewDelegationToken
+        | ExpireDelegationToken
+        | DescribeDelegationToken
+        | ListConfigResources => Some(UNMARKED),
+        AlterPartitionReassignments
+        | ListPartitionReassignments
+        | ElectLeaders
+        | UnregisterBroker
+        | UpdateFeatures
+        | AlterReplicaLogDirs
+        | DescribeQuorum => Some(CLUSTER),
+        WriteTxnMarkers
+        | Vote
+        | BeginQuorumEpoch
+        | EndQuorumEpoch
+        | AlterPartition
+        | Envelope
+        | FetchSnapshot
+        | BrokerRegistration
+        | BrokerHeartbeat
+        | AllocateProducerIds
+        | ControllerRegistration
+        | AssignReplicasToDirs
+        | AddRaftVoter
+        | RemoveRaftVoter
+        | UpdateRaftVoter
+        | InitializeShareGroupState
+        | ReadShareGroupState
+        | WriteShareGroupState
+        | DeleteShareGroupState
+        | ReadShareGroupStateSummary
+        | UnregisterController => Some(INTERNAL),
+    }
+}
 
 /// Whether a field names an entity a tenant owns: a string (or array of strings) marked as
 /// a topic name, group id or transactional id; and FindCoordinator's keys, which are group
@@ -280,13 +362,16 @@ fn prefix_of(source: &mut Source) -> Option<&str> {
 
 impl Filter for Tenant {
     fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
-        DENIED.contains(&api_key) || Tenant::carries(&self.requests, api_key)
+        refusal(api_key).is_some() || Tenant::carries(&self.requests, api_key)
     }
 
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
         let api = request.body.api_key();
-        if DENIED.contains(&api) {
-            return RequestAction::Close(alloc::format!("{} requests are not open to tenants", api.name()));
+        if let Some(why) = refusal(api) {
+            return RequestAction::Close(alloc::format!(
+                "{} requests are not open to tenants: {why}",
+                api.name()
+            ));
         }
         let Some(prefix) = prefix_of(&mut self.prefix) else {
             return RequestAction::Close(alloc::format!(
@@ -324,7 +409,7 @@ impl Filter for Tenant {
     }
 
     fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
-        (!DENIED.contains(&api_key)).then_some(readable)
+        refusal(api_key).is_none().then_some(readable)
     }
 
     fn refuses_unreadable(&self) -> bool {

@@ -7,7 +7,6 @@ use alloc::sync::Arc;
 
 use crate::ApiKey;
 use crate::codec::dispatch::Response;
-use crate::codec::messages::ResponseBodyView;
 use crate::codec::types::Uuid;
 
 /// The most topic ids a book keeps; past it, it starts again (an id named after that is
@@ -49,6 +48,7 @@ impl Book {
     }
 
     /// Forgets an id (its topic was deleted).
+    #[cfg(feature = "reflect")]
     pub(crate) fn forget(&mut self, id: &Uuid) {
         self.names.remove(id);
     }
@@ -165,9 +165,14 @@ impl TopicNames {
     /// Learns the ids and names an answer pairs: the topics of Metadata, CreateTopics and
     /// DescribeTopicPartitions answers that carry both, without an error.
     pub fn learn_from(&self, response: &Response<'_>) {
+        #[cfg(any(
+            feature = "api-metadata",
+            feature = "api-create-topics",
+            feature = "api-describe-topic-partitions"
+        ))]
         self.with(|book| match response.body {
             #[cfg(feature = "api-metadata")]
-            ResponseBodyView::Metadata(m) => {
+            crate::codec::messages::ResponseBodyView::Metadata(m) => {
                 for t in m.topics().iter() {
                     if let (0, Some(name)) = (t.error_code(), t.name()) {
                         book.learn(t.topic_id(), name);
@@ -175,7 +180,7 @@ impl TopicNames {
                 }
             }
             #[cfg(feature = "api-create-topics")]
-            ResponseBodyView::CreateTopics(c) => {
+            crate::codec::messages::ResponseBodyView::CreateTopics(c) => {
                 for t in c.topics().iter() {
                     if t.error_code() == 0 {
                         book.learn(t.topic_id(), t.name());
@@ -183,7 +188,7 @@ impl TopicNames {
                 }
             }
             #[cfg(feature = "api-describe-topic-partitions")]
-            ResponseBodyView::DescribeTopicPartitions(d) => {
+            crate::codec::messages::ResponseBodyView::DescribeTopicPartitions(d) => {
                 for t in d.topics().iter() {
                     if let (0, Some(name)) = (t.error_code(), t.name()) {
                         book.learn(t.topic_id(), name);
@@ -192,5 +197,11 @@ impl TopicNames {
             }
             _ => {}
         });
+        #[cfg(not(any(
+            feature = "api-metadata",
+            feature = "api-create-topics",
+            feature = "api-describe-topic-partitions"
+        )))]
+        let _ = response;
     }
 }

@@ -1,6 +1,7 @@
 //! ACL bindings, kept as Apache Kafka's `StandardAuthorizer` keeps them and matched by
 //! filters as its `AclBindingFilter` matches them (CreateAcls, DescribeAcls, DeleteAcls).
 //! They are stored and described, not enforced: every request is allowed.
+//! [`super::Config::acls`] (`kwire serve --acls`) loads bindings at start.
 //!
 //! The codes are Kafka's: resource types 2 topic, 3 group, 4 cluster, 5 transactional id,
 //! 6 delegation token, 7 user (0 unknown, 1 any); pattern types 3 literal, 4 prefixed (0
@@ -23,17 +24,48 @@ const PREFIXED: i8 = 4;
 /// The one name of the cluster resource.
 pub(crate) const CLUSTER_NAME: &str = "kafka-cluster";
 
-/// One ACL binding: a resource pattern and an access control entry.
+/// One ACL binding, as CreateAcls creates one: a resource pattern and an access control
+/// entry, in Kafka's codes. [`super::Config::acls`] loads them at start.
+///
+/// ```
+/// use kwire::broker::Acl;
+///
+/// // User:alice may read the topics whose names start with "orders", from any host.
+/// let acl = Acl {
+///     resource_type: 2,
+///     resource_name: "orders".into(),
+///     pattern_type: 4,
+///     principal: "User:alice".into(),
+///     host: "*".into(),
+///     operation: 3,
+///     permission_type: 3,
+/// };
+/// # let _ = acl;
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Binding {
+pub struct Acl {
+    /// 2 topic, 3 group, 4 cluster (named `kafka-cluster`), 5 transactional id, 6
+    /// delegation token, 7 user.
     pub resource_type: i8,
+    /// The resource's name, a prefix of names (PREFIXED), or `*` (every resource of the
+    /// type, LITERAL).
     pub resource_name: String,
+    /// 3 LITERAL, 4 PREFIXED.
     pub pattern_type: i8,
+    /// `type:name`, such as `User:alice`, or `User:*` for every user.
     pub principal: String,
+    /// The client's host, or `*` for any.
     pub host: String,
+    /// 2 ALL, 3 READ, 4 WRITE, 5 CREATE, 6 DELETE, 7 ALTER, 8 DESCRIBE, 9 CLUSTER_ACTION,
+    /// 10 DESCRIBE_CONFIGS, 11 ALTER_CONFIGS, 12 IDEMPOTENT_WRITE, 13 CREATE_TOKENS, 14
+    /// DESCRIBE_TOKENS, 15 TWO_PHASE_COMMIT.
     pub operation: i8,
+    /// 2 DENY, 3 ALLOW.
     pub permission_type: i8,
 }
+
+/// The name the handlers use.
+pub(crate) type Binding = Acl;
 
 /// A filter of DescribeAcls or DeleteAcls (`None` names match anything).
 #[derive(Clone, Copy, Debug)]
@@ -47,10 +79,10 @@ pub(crate) struct Filter<'a> {
     pub permission_type: i8,
 }
 
-impl Binding {
+impl Acl {
     /// Kafka's checks of a new binding (`AclControlManager.validateNewAcl` and the
     /// broker's): the message of its INVALID_REQUEST, if it is not valid.
-    pub fn invalid(&self) -> Option<String> {
+    pub(crate) fn invalid(&self) -> Option<String> {
         if !(2..=7).contains(&self.resource_type) {
             return Some(std::format!("Invalid resourceType {}", self.resource_type));
         }

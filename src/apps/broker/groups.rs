@@ -630,6 +630,43 @@ impl Groups {
         let mut g = self.lock();
         let group = g.entry(group_id.into()).or_insert_with(|| Group::new(now));
         group.offsets.insert((topic.into(), partition), c);
+        drop(g);
+        self.cv.notify_all();
+    }
+
+    /// A group's committed offset for a partition.
+    pub fn committed(&self, group_id: &str, topic: &str, partition: i32) -> Option<i64> {
+        let key = (String::from(topic), partition);
+        self.lock().get(group_id)?.offsets.get(&key).map(|c| c.offset)
+    }
+
+    /// Waits until a group's committed offset for a partition is at least `at_least`, and
+    /// returns it; `None` at `deadline` or when `stopping()` says so.
+    pub fn wait_for_offset(
+        &self,
+        group_id: &str,
+        (topic, partition): (&str, i32),
+        at_least: i64,
+        deadline: Instant,
+        stopping: impl Fn() -> bool,
+    ) -> Option<i64> {
+        let key = (String::from(topic), partition);
+        let mut g = self.lock();
+        loop {
+            if let Some(c) = g.get(group_id).and_then(|group| group.offsets.get(&key))
+                && c.offset >= at_least
+            {
+                return Some(c.offset);
+            }
+            let now = Instant::now();
+            if now >= deadline || stopping() {
+                return None;
+            }
+            g = match self.cv.wait_timeout(g, (deadline - now).min(POLL)) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
     }
 
     /// DeleteGroups of one group, as Kafka's coordinator: an empty group is removed with

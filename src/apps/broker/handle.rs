@@ -227,6 +227,7 @@ impl<'s> Handler<'s> {
             RequestBodyView::Produce(p) => return self.produce(reply, p, out),
             RequestBodyView::Fetch(f) => self.fetch(reply, f, out)?,
             RequestBodyView::ListOffsets(l) => self.list_offsets(reply, l, out)?,
+            RequestBodyView::OffsetForLeaderEpoch(r) => self.offset_for_leader_epoch(reply, r, out)?,
             RequestBodyView::InitProducerId(i) => self.init_producer_id(reply, i, out)?,
             RequestBodyView::CreateTopics(c) => self.create_topics(reply, c, out)?,
             RequestBodyView::CreatePartitions(c) => self.create_partitions(reply, c, out)?,

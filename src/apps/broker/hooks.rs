@@ -73,7 +73,7 @@ impl Hook {
 
 /// A per-partition fault: the partitions of a topic (one, or all of them) that requests of
 /// an API name are answered with an error code for that partition, while the request's other
-/// partitions are served. For Produce, Fetch and ListOffsets (Kafka's per-partition errors:
+/// partitions are served. For Produce, Fetch, ListOffsets and OffsetForLeaderEpoch (Kafka's per-partition errors:
 /// NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, ...). A Produce partition failed so is not
 /// appended.
 #[derive(Clone, Debug)]

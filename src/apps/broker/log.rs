@@ -98,6 +98,9 @@ pub(crate) struct Log {
     /// The node (its index in the cluster) that leads this partition, and its leader epoch
     /// (bumped by every move), written into the batches appended.
     leader: (usize, i32),
+    /// Kafka's leader epoch cache: (epoch, start offset) of each leader epoch that still
+    /// starts in the log, both increasing; the last one is the current epoch.
+    epochs: Vec<(i32, i64)>,
 }
 
 /// Where an append went.
@@ -111,7 +114,7 @@ pub(crate) struct Appended {
 impl Log {
     /// An empty log led by node `node` (an index into the cluster's nodes), at epoch 0.
     pub fn led_by(node: usize) -> Log {
-        Log { leader: (node, 0), ..Log::default() }
+        Log { leader: (node, 0), epochs: std::vec![(0, 0)], ..Log::default() }
     }
 
     /// The leading node's index and the leader epoch.
@@ -122,7 +125,84 @@ impl Log {
     /// Moves the leadership to `node`, bumping the leader epoch; returns the new epoch.
     pub fn move_leader(&mut self, node: usize) -> i32 {
         self.leader = (node, self.leader.1.saturating_add(1));
+        self.assign_epoch(self.leader.1, self.next_offset);
         self.leader.1
+    }
+
+    /// Records that `epoch` starts at `start` (a new leader starts its epoch at its log end
+    /// offset), as Kafka's `LeaderEpochFileCache` assigns: the entries that would break the
+    /// order (a later or equal epoch, or a start at or after `start`, such as an epoch that
+    /// never got a batch) are dropped first.
+    fn assign_epoch(&mut self, epoch: i32, start: i64) {
+        if self.epochs.last().is_some_and(|&(e, s)| e == epoch && s <= start) {
+            return;
+        }
+        while self.epochs.last().is_some_and(|&(e, s)| e >= epoch || s >= start) {
+            self.epochs.pop();
+        }
+        self.epochs.push((epoch, start));
+    }
+
+    /// The leader epochs this log knows, with the offset each starts at (oldest first).
+    pub fn epochs(&self) -> &[(i32, i64)] {
+        &self.epochs
+    }
+
+    /// OffsetForLeaderEpoch: the largest epoch at most `epoch` and the offset where it ends
+    /// (the start of the next epoch, or the log end offset for the current one), as Kafka's
+    /// `LeaderEpochFileCache::endOffsetFor` finds them; `None` (Kafka's -1 and -1) for -1 or
+    /// an epoch later than any here. An epoch older than every one here ends where the
+    /// first one starts.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        if epoch < 0 {
+            return None;
+        }
+        if self.epochs.last().is_some_and(|&(e, _)| e == epoch) {
+            return Some((epoch, self.next_offset));
+        }
+        let after = self.epochs.iter().position(|&(e, _)| e > epoch)?;
+        let end = self.epochs[after].1;
+        Some(match after.checked_sub(1) {
+            Some(floor) => (self.epochs[floor].0, end),
+            None => (epoch, end),
+        })
+    }
+
+    /// An unclean leader election: node `node` becomes the leader with a log that ends at
+    /// the start of the batch holding `end` (the batches from there on are gone, as from a
+    /// new leader that never had them), at a bumped epoch that starts there. Returns the
+    /// new epoch and log end offset; `Err` for an offset below 0 or past the end. A log
+    /// start offset past the new end comes down to it.
+    pub fn truncate_unclean(&mut self, node: usize, end: i64) -> Result<(i32, i64), ()> {
+        if end < 0 || end > self.next_offset {
+            return Err(());
+        }
+        let keep = self.index.partition_point(|e| e.last_offset < end);
+        // Batches are contiguous from offset 0: the first one cut starts after the last kept.
+        let end = keep.checked_sub(1).map_or(0, |i| self.index[i].last_offset + 1);
+        // Nothing below the new end is left to hide.
+        self.log_start = self.log_start.min(end);
+        if let Some(last) = self.index.get(keep) {
+            // The bytes after the last batch kept: dropped, unless an answer holds their
+            // segment (the next append then starts a new one).
+            self.segments.truncate(last.segment + 1);
+            let at = last.start;
+            if let Some(bytes) = self.segments.last_mut().and_then(Arc::get_mut) {
+                bytes.truncate(at);
+            }
+        }
+        self.index.truncate(keep);
+        self.next_offset = end;
+        for state in self.producers.values_mut() {
+            state.batches.retain(|b| b.2 < end);
+        }
+        self.producers.retain(|_, s| !s.batches.is_empty() || s.coordinator_epoch >= 0);
+        self.ongoing.retain(|_, first| *first < end);
+        self.aborted.retain(|a| a.2 < end);
+        while self.epochs.last().is_some_and(|&(_, s)| s >= end) {
+            self.epochs.pop();
+        }
+        Ok((self.move_leader(node), end))
     }
 
     pub fn next_offset(&self) -> i64 {
@@ -144,6 +224,12 @@ impl Log {
             return Err(());
         }
         self.log_start = self.log_start.max(offset);
+        // Kafka's truncateFromStart: the epoch holding the new log start offset starts there,
+        // the ones before it are gone.
+        if let Some(holding) = self.epochs.iter().rposition(|&(_, s)| s <= self.log_start) {
+            self.epochs.drain(..holding);
+            self.epochs[0].1 = self.log_start;
+        }
         Ok(self.log_start)
     }
 
@@ -384,6 +470,11 @@ impl Log {
             end = e.end;
         }
         (end > start.start).then(|| (self.segments[start.segment].clone(), start.start..end))
+    }
+
+    /// Every batch's bytes, in offset order.
+    pub fn batches(&self) -> impl Iterator<Item = &[u8]> {
+        self.index.iter().map(|e| self.batch(e))
     }
 
     /// One batch's bytes.

@@ -74,7 +74,8 @@
 //!
 //! **Hooks** ([`Broker::add_hook`]) catch the requests of an API to answer, fail, delay or
 //! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
-//! Produce, Fetch and ListOffsets requests with an error code and serve the others.
+//! Produce, Fetch, ListOffsets and OffsetForLeaderEpoch requests with an error code and
+//! serve the others.
 //!
 //! **A cluster** ([`Config::nodes`]): each node listens on its own port
 //! ([`Broker::node_addr`]; [`Broker::addr`] is node 0's, the bootstrap) and they share the
@@ -84,7 +85,10 @@
 //! topics). Metadata, DescribeCluster and FindCoordinator tell each node's truth; a partition
 //! at the wrong node gets NOT_LEADER_OR_FOLLOWER (with KIP-951's current leader in Produce
 //! v10+ and Fetch v16+), a group or transaction API at the wrong node NOT_COORDINATOR, and
-//! a stale or future leader epoch FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH. A test moves
+//! a stale or future leader epoch FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
+//! OffsetForLeaderEpoch answers from a leader epoch cache kept as Kafka's (each epoch's
+//! start offset, [`Broker::leader_epochs`]), and [`Broker::elect_unclean`] stages an unclean
+//! election that cuts the log, so clients detect the truncation as against Kafka. A test moves
 //! leaders ([`Broker::move_leader`], [`Broker::shuffle_leaders`], each bumping the epoch),
 //! stops a node ([`Broker::stop_node`]: listener and connections closed, its partitions and
 //! coordinators moved) and restarts it ([`Broker::restart_node`]). Hooks, faults and
@@ -95,7 +99,7 @@
 //!
 //! **Not here:** classic members in a KIP-848 consumer group, share groups, nodes added at
 //! run time (the node count is fixed at start), replicas other than the leader (and so
-//! fetching from followers), OffsetForLeaderEpoch, ACL enforcement, SASL mechanisms other than PLAIN and SCRAM
+//! fetching from followers), ACL enforcement, SASL mechanisms other than PLAIN and SCRAM
 //! (GSSAPI, OAUTHBEARER), delegation tokens, required authentication,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.
@@ -130,6 +134,7 @@ use std::vec::Vec;
 
 use std::string::{String, ToString};
 
+pub use acl::Acl;
 pub use hooks::{Action, AnswerFn, Fault, Hook, HookId};
 #[cfg(feature = "broker-scram")]
 pub use scram::{ScramMechanism, ScramUser};
@@ -214,6 +219,10 @@ pub struct Config {
     /// only (Kafka's SSL, or SASL_SSL with users); without, plaintext only.
     #[cfg(feature = "broker-tls")]
     pub tls: Option<TlsConfig>,
+    /// ACL bindings the broker starts with, as if created by CreateAcls (stored, described
+    /// and deleted like those; see `docs/serve.md`). [`Broker::start`] refuses one that
+    /// CreateAcls would refuse.
+    pub acls: Vec<Acl>,
     /// Where log lines go (default: nowhere).
     pub logger: Option<Logger>,
     /// Log every request (API, version, bytes in and out), not only connections.
@@ -247,6 +256,7 @@ impl Default for Config {
             scram_users: Vec::new(),
             #[cfg(feature = "broker-tls")]
             tls: None,
+            acls: Vec::new(),
             logger: None,
             verbose: false,
         }
@@ -272,7 +282,7 @@ impl core::fmt::Debug for Config {
         );
         #[cfg(feature = "broker-tls")]
         d.field("tls", &self.tls.is_some());
-        d.field("verbose", &self.verbose).finish_non_exhaustive()
+        d.field("acls", &self.acls.len()).field("verbose", &self.verbose).finish_non_exhaustive()
     }
 }
 
@@ -293,8 +303,9 @@ impl core::fmt::Debug for Broker {
 
 impl Broker {
     /// Binds [`Config::listen`] and starts serving. Fails if the address cannot be bound, a
-    /// [`Config::max_versions`] entry names a version kwire does not read, or a thread
-    /// cannot be started.
+    /// [`Config::max_versions`] entry names a version kwire does not read, an ACL of
+    /// [`Config::acls`] is one CreateAcls refuses (or there are more than it keeps), or a
+    /// thread cannot be started.
     pub fn start(config: Config) -> io::Result<Broker> {
         for &(key, v) in &config.max_versions {
             if !key.request_versions().contains(v) {
@@ -311,6 +322,17 @@ impl Broker {
                     io::ErrorKind::InvalidInput,
                     std::format!("SCRAM user {}: {why} ({}; 4096 to 16384)", u.name, u.iterations),
                 ));
+            }
+        }
+        if config.acls.len() > acl::MAX_ACLS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                std::format!("{} ACLs; at most {} are kept", config.acls.len(), acl::MAX_ACLS),
+            ));
+        }
+        for a in &config.acls {
+            if let Some(why) = a.invalid() {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, std::format!("ACL {a:?}: {why}")));
             }
         }
         if !(1..=64).contains(&config.nodes) {
@@ -486,6 +508,59 @@ impl Broker {
         Ok(epoch)
     }
 
+    /// Stages an unclean leader election: running node `id` becomes the partition's leader
+    /// with a log that ends at `end_offset`, rounded down to the start of the batch holding
+    /// it, as a replica that was not in sync and lacked the last batches would; those
+    /// batches are gone. The leader epoch is bumped and the new epoch starts at the new
+    /// end, so OffsetForLeaderEpoch tells a client that read past it where the older epoch
+    /// now ends (how Kafka clients detect the truncation). Returns the new leader epoch and
+    /// log end offset. Fails for a stopped node, an unknown partition, or an offset below
+    /// 0 or past the end. `id` may be the node that leads it already.
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// broker.create_topic("orders", 1);
+    /// let (leader, epoch) = broker.leader("orders", 0).unwrap();
+    /// // Nothing produced yet: the log ends at 0 either way.
+    /// assert_eq!(broker.elect_unclean("orders", 0, leader, 0)?, (epoch + 1, 0));
+    /// assert!(broker.elect_unclean("orders", 0, leader, 5).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn elect_unclean(
+        &self,
+        topic: &str,
+        partition: i32,
+        id: i32,
+        end_offset: i64,
+    ) -> io::Result<(i32, i64)> {
+        let i = self.node_index(id)?;
+        if !self.shared.cluster.running(i) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, std::format!("node {id} is stopped")));
+        }
+        let p = self.shared.topics.partition(topic, partition).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, std::format!("no partition {topic}/{partition}"))
+        })?;
+        let done = p.lock().truncate_unclean(i, end_offset).map_err(|()| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                std::format!("offset {end_offset} is outside {topic}/{partition}'s log"),
+            )
+        });
+        // Long-polls on the partition look again.
+        self.shared.appended();
+        done
+    }
+
+    /// The leader epochs of a partition's log (Kafka's leader epoch cache), each with the
+    /// offset it starts at, oldest first: what OffsetForLeaderEpoch answers from.
+    pub fn leader_epochs(&self, topic: &str, partition: i32) -> Option<Vec<(i32, i64)>> {
+        let p = self.shared.topics.partition(topic, partition)?;
+        let log = p.lock();
+        Some(log.epochs().to_vec())
+    }
+
     /// Moves every partition's leadership one running node further (each moved partition's
     /// leader epoch bumped), as a test of clients that follow leaders does; with one
     /// running node nothing moves.
@@ -551,6 +626,116 @@ impl Broker {
         let p = self.shared.topics.partition(topic, partition)?;
         let log = p.lock();
         Some(log.log_start_offset())
+    }
+
+    /// Appends `records` to a partition without a client, as one uncompressed batch a
+    /// Produce would carry (timestamps now unless a record has its own), validated as
+    /// Produce validates it (the topic's configs apply); returns the offset of the first
+    /// record. Fetch long-polls waiting on the partition wake up. An unknown topic or
+    /// partition is UNKNOWN_TOPIC_OR_PARTITION; a batch the log refuses gets the error
+    /// code a Produce would (e.g. INVALID_TIMESTAMP, RECORD_TOO_LARGE).
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config};
+    /// use kwire::records::NewRecord;
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// broker.create_topic("orders", 1);
+    /// let records = [NewRecord::new(Some(b"k1"), Some(b"one")), NewRecord::new(None, Some(b"two"))];
+    /// assert_eq!(broker.append("orders", 0, &records), Ok(0));
+    /// assert_eq!(broker.end_offset("orders", 0), Some(2));
+    /// let read = broker.records("orders", 0).unwrap();
+    /// assert_eq!((read[1].offset, read[1].value.as_deref()), (1, Some(&b"two"[..])));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn append(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[crate::codec::records::NewRecord<'_>],
+    ) -> Result<i64, crate::ErrorCode> {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let mut batch = Vec::new();
+        crate::codec::records::BatchBuilder::new(0, now_ms, records)
+            .encode_to_vec(&mut batch)
+            .map_err(|_| crate::ErrorCode::InvalidRecord)?;
+        let version = ApiKey::Produce.request_versions().max;
+        let config = &self.shared.config;
+        let (p, settings) = self
+            .shared
+            .topics
+            .partition_with_settings(topic, partition, version, now_ms, config.max_message_bytes)
+            .ok_or(crate::ErrorCode::UnknownTopicOrPartition)?;
+        let appended = p
+            .lock()
+            .append(&batch, &settings, &mut Vec::new(), config.max_decompressed_bytes, &mut Vec::new())
+            .map_err(|r| r.code)?;
+        self.shared.appended();
+        Ok(appended.base_offset)
+    }
+
+    /// The records of a partition from its log start offset to its end, decoded (compressed
+    /// batches too) and owned, control records (transaction markers) left out and records
+    /// of aborted transactions kept (as a read_uncommitted consumer sees them); `None` for
+    /// an unknown partition.
+    pub fn records(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Option<Vec<crate::codec::records::reference::OwnedRecord>> {
+        use crate::codec::records::RecordBatch;
+        use crate::codec::records::reference::OwnedRecord;
+        let p = self.shared.topics.partition(topic, partition)?;
+        let log = p.lock();
+        let start = log.log_start_offset();
+        let limit = self.shared.config.max_decompressed_bytes;
+        let mut scratch = Vec::new();
+        let mut out = Vec::new();
+        for bytes in log.batches() {
+            // The log holds only batches validated on the way in.
+            let Ok(batch) = RecordBatch::new(bytes) else { continue };
+            if batch.is_control() || batch.last_offset() < start {
+                continue;
+            }
+            let Ok(records) = batch.records_in_vec(&mut scratch, limit) else { continue };
+            out.extend(records.flatten().filter(|r| r.offset() >= start).map(|r| OwnedRecord::from_view(&r)));
+        }
+        Some(out)
+    }
+
+    /// The offset a group has committed for a partition (by OffsetCommit or a
+    /// transaction's TxnOffsetCommit), if any.
+    pub fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
+        self.shared.groups.committed(group, topic, partition)
+    }
+
+    /// Waits until a group has committed an offset of at least `at_least` for a partition
+    /// (0 for any commit), and returns it; `None` after `timeout` or when the broker stops.
+    /// Every commit wakes it: it does not poll.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kwire::broker::{Broker, Config};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// // Nothing committed: the wait ends at its timeout.
+    /// assert_eq!(broker.wait_for_commit("billing", "orders", 0, 0, Duration::from_millis(50)), None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn wait_for_commit(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        at_least: i64,
+        timeout: Duration,
+    ) -> Option<i64> {
+        let deadline = std::time::Instant::now() + timeout;
+        self.shared
+            .groups
+            .wait_for_offset(group, (topic, partition), at_least, deadline, || self.shared.stopping())
     }
 
     /// Fetch sessions (KIP-227) open now.

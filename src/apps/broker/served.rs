@@ -12,6 +12,7 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::Fetch,
     ApiKey::ListOffsets,
     ApiKey::Metadata,
+    ApiKey::OffsetForLeaderEpoch,
     ApiKey::OffsetCommit,
     ApiKey::OffsetFetch,
     ApiKey::FindCoordinator,

@@ -246,7 +246,13 @@ impl Shared {
             #[cfg(feature = "broker-scram")]
             scram,
             fetch_sessions: FetchSessions::new(config.fetch_session_slots, config.fetch_session_idle),
-            acls: Acls::default(),
+            acls: {
+                let acls = Acls::default();
+                for a in &config.acls {
+                    acls.create(a.clone());
+                }
+                acls
+            },
             config,
             host,
             port,

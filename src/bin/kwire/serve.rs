@@ -5,13 +5,15 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use kwire::ApiKey;
-use kwire::broker::{Action, Broker, Config, Hook};
+use kwire::broker::{Acl, Action, Broker, Config, Hook, ScramMechanism, ScramUser, TlsConfig};
 
 /// Run an in-memory Kafka broker (one node or a cluster) for tests and demos (records are kept in
 /// memory only, and lost when it stops).
 #[derive(clap::Args)]
 #[command(after_help = "A test double, not a broker to keep data in: one node (or --nodes N) leads the
-partitions, logs live in memory and only grow, there is no TLS; transactions are served.
+partitions, logs live in memory and only grow; transactions are served; TLS and SASL
+(PLAIN, SCRAM) are offered with --tls-cert/--tls-key, --users and --scram-users, and ACLs
+loaded with --acls are stored (not enforced).
 Clients produce (acks 0, 1, all; idempotent), fetch, create and delete topics and consume
 in classic and KIP-848 (group.protocol=consumer) consumer groups. Metadata auto-creates the topics it names, as Kafka does.
 
@@ -23,7 +25,25 @@ Examples:
   kwire serve --max-version Fetch=11           # make clients fall back to older versions
   kwire serve --fail InitProducerId=COORDINATOR_LOAD_IN_PROGRESS:2   # fail the first two
   kwire serve --delay Fetch=500 --drop Produce:1                     # slow fetches, drop a produce
-  kwire serve --throttle Produce=250                                 # tell producers to slow down")]
+  kwire serve --throttle Produce=250                                 # tell producers to slow down
+  kwire serve --tls-cert chain.pem --tls-key key.pem --scram-users scram.toml   # SASL_SSL
+
+A --scram-users file:
+  [[users]]
+  name = \"alice\"
+  password = \"alice-secret\"
+  mechanism = \"SCRAM-SHA-512\"   # or SCRAM-SHA-256 (the default)
+  iterations = 8192             # 4096 (the default) to 16384
+
+An --acls file (names as kafka-acls spells them, any case):
+  [[acls]]
+  resource_type = \"topic\"       # topic, group, cluster, transactional_id, delegation_token, user
+  resource_name = \"orders\"
+  pattern_type = \"prefixed\"     # literal (the default) or prefixed
+  principal = \"User:alice\"
+  host = \"*\"                    # the default
+  operation = \"read\"            # all, read, write, create, delete, alter, describe, ...
+  permission = \"allow\"          # allow (the default) or deny")]
 pub struct Args {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:9092")]
@@ -55,6 +75,22 @@ pub struct Args {
     /// authenticate (it is offered, not required).
     #[arg(long, value_name = "FILE")]
     users: Option<String>,
+    /// SASL/SCRAM users, a TOML file of `[[users]]` with `name`, `password`, and optionally
+    /// `mechanism` (SCRAM-SHA-256, the default, or SCRAM-SHA-512) and `iterations` (4096 to
+    /// 16384; 4096): they may authenticate (offered, not required).
+    #[arg(long, value_name = "FILE")]
+    scram_users: Option<String>,
+    /// TLS: the certificate chain (PEM, the server's certificate first); with --tls-key the
+    /// listeners speak TLS only.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<String>,
+    /// TLS: the private key (PEM: PKCS#8, PKCS#1 or SEC1) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<String>,
+    /// ACL bindings to start with, a TOML file of `[[acls]]` (see below): stored, described
+    /// and deleted as if created by CreateAcls.
+    #[arg(long, value_name = "FILE")]
+    acls: Option<String>,
     /// Fail requests of an API with an error (a name such as NOT_COORDINATOR, or a code) in
     /// the response's top-level error code: the first N, or every one (repeatable).
     #[arg(long = "fail", value_name = "API=ERROR[:N]")]
@@ -87,6 +123,132 @@ struct Users {
 struct User {
     name: String,
     password: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScramUsers {
+    #[serde(default)]
+    users: Vec<ScramEntry>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScramEntry {
+    name: String,
+    password: String,
+    mechanism: Option<String>,
+    iterations: Option<u32>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Acls {
+    #[serde(default)]
+    acls: Vec<AclEntry>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AclEntry {
+    resource_type: String,
+    resource_name: String,
+    pattern_type: Option<String>,
+    principal: String,
+    host: Option<String>,
+    operation: String,
+    permission: Option<String>,
+}
+
+/// The SCRAM users of a `--scram-users` file.
+fn scram_users(path: &str) -> Result<Vec<ScramUser>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let file: ScramUsers = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    let mut out = Vec::with_capacity(file.users.len());
+    for (i, u) in file.users.into_iter().enumerate() {
+        let mechanism = match u.mechanism.as_deref() {
+            None => ScramMechanism::Sha256,
+            Some(m) => ScramMechanism::from_name(&m.to_ascii_uppercase()).ok_or(format!(
+                "{path}: user {} ({}): unknown mechanism {m:?} (SCRAM-SHA-256 or SCRAM-SHA-512)",
+                i + 1,
+                u.name
+            ))?,
+        };
+        let mut user = ScramUser::new(u.name, u.password, mechanism);
+        if let Some(n) = u.iterations {
+            user.iterations = n;
+        }
+        out.push(user);
+    }
+    Ok(out)
+}
+
+/// A name of an `--acls` file as Kafka's code: `names` lists (name, code), matched without
+/// case and with `-` read as `_`.
+fn acl_code(path: &str, i: usize, field: &str, value: &str, names: &[(&str, i8)]) -> Result<i8, String> {
+    let wanted = value.trim().to_ascii_lowercase().replace('-', "_");
+    names.iter().find(|(n, _)| *n == wanted).map(|&(_, c)| c).ok_or_else(|| {
+        let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+        format!("{path}: ACL {i}: unknown {field} {value:?} (one of {})", all.join(", "))
+    })
+}
+
+/// The ACL bindings of an `--acls` file.
+fn acls(path: &str) -> Result<Vec<Acl>, String> {
+    const RESOURCES: &[(&str, i8)] = &[
+        ("topic", 2),
+        ("group", 3),
+        ("cluster", 4),
+        ("transactional_id", 5),
+        ("delegation_token", 6),
+        ("user", 7),
+    ];
+    const PATTERNS: &[(&str, i8)] = &[("literal", 3), ("prefixed", 4)];
+    const OPERATIONS: &[(&str, i8)] = &[
+        ("all", 2),
+        ("read", 3),
+        ("write", 4),
+        ("create", 5),
+        ("delete", 6),
+        ("alter", 7),
+        ("describe", 8),
+        ("cluster_action", 9),
+        ("describe_configs", 10),
+        ("alter_configs", 11),
+        ("idempotent_write", 12),
+        ("create_tokens", 13),
+        ("describe_tokens", 14),
+        ("two_phase_commit", 15),
+    ];
+    const PERMISSIONS: &[(&str, i8)] = &[("deny", 2), ("allow", 3)];
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let file: Acls = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    let mut out = Vec::with_capacity(file.acls.len());
+    for (i, a) in file.acls.into_iter().enumerate() {
+        let i = i + 1;
+        out.push(Acl {
+            resource_type: acl_code(path, i, "resource_type", &a.resource_type, RESOURCES)?,
+            resource_name: a.resource_name,
+            pattern_type: acl_code(
+                path,
+                i,
+                "pattern_type",
+                a.pattern_type.as_deref().unwrap_or("literal"),
+                PATTERNS,
+            )?,
+            principal: a.principal,
+            host: a.host.unwrap_or_else(|| "*".into()),
+            operation: acl_code(path, i, "operation", &a.operation, OPERATIONS)?,
+            permission_type: acl_code(
+                path,
+                i,
+                "permission",
+                a.permission.as_deref().unwrap_or("allow"),
+                PERMISSIONS,
+            )?,
+        });
+    }
+    Ok(out)
 }
 
 fn parse_limit(spec: &str) -> Result<(ApiKey, i16), String> {
@@ -177,8 +339,22 @@ pub fn run(args: Args) -> Result<(), String> {
         let users: Users = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
         config.plain_users = users.users.into_iter().map(|u| (u.name, u.password)).collect();
     }
+    if let Some(path) = &args.scram_users {
+        config.scram_users = scram_users(path)?;
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let tls = TlsConfig::from_pem_files(cert.as_ref(), key.as_ref())
+            .map_err(|e| format!("--tls-cert {cert} --tls-key {key}: {e}"))?;
+        config.tls = Some(tls);
+    }
+    if let Some(path) = &args.acls {
+        config.acls = acls(path)?;
+    }
     let hooks = hooks(&args)?;
-    let broker = Broker::start(config).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let broker = Broker::start(config).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => e.to_string(),
+        _ => format!("cannot listen on {}: {e}", args.listen),
+    })?;
     for h in hooks {
         broker.add_hook(h);
     }

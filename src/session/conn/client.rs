@@ -11,6 +11,7 @@ use crate::codec::error_code::ErrorCode;
 use crate::codec::frame::{DEFAULT_MAX_FRAME_SIZE, FrameError, RequestHeader, ResponseHeaderView};
 use crate::codec::messages::ResponseBodyView;
 use crate::codec::messages::api_versions::ApiVersionsResponseView;
+use crate::codec::types::Versions;
 
 /// The last correlation id [`ClientConn`] assigns before wrapping to 0: Kafka's clients
 /// keep `i32::MAX - 7 ..= i32::MAX` for SASL re-authentication.
@@ -132,6 +133,48 @@ pub fn api_versions_outcome(
     ApiVersionsOutcome::Retry { version }
 }
 
+/// The highest version of `key` that this build of kwire and a broker serving `broker`
+/// both speak, or `None` when they share none (or the API is not in this build).
+///
+/// kwire's side is the intersection of the versions it encodes requests at and reads
+/// responses at ([`ApiKey::request_versions`], [`ApiKey::response_versions`]).
+///
+/// ```
+/// use kwire::{ApiKey, Versions};
+/// use kwire::conn::shared_version;
+///
+/// // A broker of the Kafka 2.4 era serving Metadata 0 to 8: version 8.
+/// assert_eq!(shared_version(ApiKey::Metadata, Versions::new(0, 8)), Some(8));
+/// // A broker newer than kwire: kwire's highest.
+/// assert_eq!(shared_version(ApiKey::Metadata, Versions::new(0, i16::MAX)), Some(ApiKey::Metadata.request_versions().max));
+/// // No overlap.
+/// assert_eq!(shared_version(ApiKey::Produce, Versions::new(0, 1)), None);
+/// ```
+pub fn shared_version(key: ApiKey, broker: Versions) -> Option<i16> {
+    if !key.is_enabled() {
+        return None;
+    }
+    let (req, resp) = (key.request_versions(), key.response_versions());
+    let min = req.min.max(resp.min).max(broker.min);
+    let max = req.max.min(resp.max).min(broker.max);
+    (min <= max).then_some(max)
+}
+
+/// The API keys this crate knows in an ApiVersions body, with their versions (the last
+/// entry of a key listed twice).
+fn listed_versions(body: &ApiVersionsResponseView<'_>) -> Vec<(ApiKey, Versions)> {
+    let mut versions: Vec<(ApiKey, Versions)> = Vec::new();
+    for k in body.api_keys() {
+        let Some(key) = ApiKey::from_i16(k.api_key()) else { continue };
+        let range = Versions::new(k.min_version(), k.max_version());
+        match versions.iter_mut().find(|(known, _)| *known == key) {
+            Some(entry) => entry.1 = range,
+            None => versions.push((key, range)),
+        }
+    }
+    versions
+}
+
 /// A client's side of a connection: requests encoded with fresh correlation ids and
 /// tracked in an [`InFlight`] table (with a payload `T` each), bytes in, responses out as
 /// typed views paired with their requests.
@@ -141,6 +184,10 @@ pub fn api_versions_outcome(
 /// no answer comes. Responses must come in request order ([`InFlight`]); an unknown or
 /// out-of-order correlation id is an error, and the connection should be closed.
 /// ApiVersions responses are read with Kafka's fallback ([`read_response`]).
+///
+/// **Versions.** An ApiVersions response without error that [`ClientConn::next_response`]
+/// reads (or one given to [`ClientConn::set_api_versions`]) is kept: then
+/// [`ClientConn::negotiated`] is the highest version of an API both sides speak.
 ///
 /// **Errors.** Framing errors stick ([`FrameBuf`]). A response that cannot be parsed is
 /// returned as an error once; its request leaves the table.
@@ -152,6 +199,9 @@ pub struct ClientConn<T = ()> {
     in_flight: InFlight<T>,
     next_id: i32,
     client_id: Option<String>,
+    /// The broker's versions of the APIs this crate knows, from its last ApiVersions answer
+    /// (one entry per key, at most [`ApiKey::ALL`]'s length).
+    broker_versions: Option<Vec<(ApiKey, Versions)>>,
 }
 
 impl<T> ClientConn<T> {
@@ -164,7 +214,13 @@ impl<T> ClientConn<T> {
 
     /// A connection reading through `frames` and tracking requests in `in_flight`.
     pub fn with_limits(client_id: Option<&str>, frames: FrameBuf, in_flight: InFlight<T>) -> Self {
-        ClientConn { frames, in_flight, next_id: 0, client_id: client_id.map(String::from) }
+        ClientConn {
+            frames,
+            in_flight,
+            next_id: 0,
+            client_id: client_id.map(String::from),
+            broker_versions: None,
+        }
     }
 
     /// The requests awaiting responses.
@@ -195,6 +251,45 @@ impl<T> ClientConn<T> {
     /// Sets the correlation id the next request gets.
     pub fn set_next_correlation_id(&mut self, id: i32) {
         self.next_id = id;
+    }
+
+    /// Keeps the versions an ApiVersions response lists (replacing any kept before), for
+    /// [`ClientConn::negotiated`]; API keys this crate does not know are left out.
+    /// [`ClientConn::next_response`] does this itself for every ApiVersions response
+    /// without error; call it for a response read another way (e.g. through a codec).
+    pub fn set_api_versions(&mut self, body: &ApiVersionsResponseView<'_>) {
+        self.broker_versions = Some(listed_versions(body));
+    }
+
+    /// The versions of `key` the broker listed in its last ApiVersions answer, or `None`
+    /// before one was read or when it did not list the API.
+    pub fn broker_versions(&self, key: ApiKey) -> Option<Versions> {
+        self.broker_versions.as_ref()?.iter().find(|(k, _)| *k == key).map(|&(_, v)| v)
+    }
+
+    /// The version to send `key` at: the highest that kwire and the broker both speak
+    /// ([`shared_version`] of [`ClientConn::broker_versions`]), or `None` before an
+    /// ApiVersions answer was read, when the broker does not list the API, or when the
+    /// two share no version.
+    ///
+    /// ```
+    /// use kwire::ApiKey;
+    /// use kwire::conn::ClientConn;
+    /// use kwire::messages::api_versions::{ApiVersion, ApiVersionsResponse, ApiVersionsResponseView};
+    ///
+    /// let mut conn: ClientConn = ClientConn::new(Some("my-app"));
+    /// assert_eq!(conn.negotiated(ApiKey::Fetch), None);
+    /// let keys = [ApiVersion { api_key: ApiKey::Fetch.to_i16(), min_version: 4, max_version: 11, ..Default::default() }];
+    /// let answer = ApiVersionsResponse { api_keys: (&keys).into(), ..Default::default() };
+    /// let mut bytes = vec![0; answer.encoded_len(3)?];
+    /// answer.encode(3, &mut bytes)?;
+    /// conn.set_api_versions(&ApiVersionsResponseView::new(&bytes, 3)?);
+    /// assert_eq!(conn.negotiated(ApiKey::Fetch), Some(11));
+    /// assert_eq!(conn.negotiated(ApiKey::Produce), None); // not listed
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn negotiated(&self, key: ApiKey) -> Option<i16> {
+        shared_version(key, self.broker_versions(key)?)
     }
 
     /// Encodes a request frame of `body` at `version`, appended to `out`, and tracks it
@@ -284,6 +379,11 @@ impl<T> ClientConn<T> {
         let correlation_id = header.correlation_id();
         let pending = self.in_flight.complete(correlation_id)?;
         let (response, version) = read_response(frame, pending.api_key, pending.api_version)?;
+        if let ResponseBodyView::ApiVersions(body) = &response.body
+            && body.error_code() == ErrorCode::None.to_i16()
+        {
+            self.broker_versions = Some(listed_versions(body));
+        }
         Ok(Some(ClientResponse {
             correlation_id,
             api_key: pending.api_key,
@@ -294,5 +394,77 @@ impl<T> ClientConn<T> {
             payload: pending.payload,
             frame,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Received, ServerConn};
+    use super::*;
+    use crate::codec::messages::api_versions::{ApiVersion, ApiVersionsRequest, ApiVersionsResponse};
+
+    #[test]
+    fn shared_version_is_the_top_of_the_overlap() {
+        let fetch = ApiKey::Fetch.request_versions();
+        assert_eq!(shared_version(ApiKey::Fetch, Versions::new(0, 11)), Some(11));
+        assert_eq!(shared_version(ApiKey::Fetch, Versions::new(0, i16::MAX)), Some(fetch.max));
+        assert_eq!(shared_version(ApiKey::Fetch, Versions::new(fetch.max, fetch.max)), Some(fetch.max));
+        // Below what kwire reads, above it, or an empty range: nothing shared.
+        assert_eq!(shared_version(ApiKey::Fetch, Versions::new(0, fetch.min - 1)), None);
+        assert_eq!(shared_version(ApiKey::Fetch, Versions::new(fetch.max + 1, fetch.max + 5)), None);
+        assert_eq!(shared_version(ApiKey::Fetch, Versions::new(5, 4)), None);
+    }
+
+    /// The client's answer from a server listing `keys` as (key, min, max).
+    fn answered(client: &mut ClientConn, keys: &[(i16, i16, i16)], error_code: i16) {
+        let mut server = ServerConn::new();
+        let mut wire = Vec::new();
+        client.encode_request(&ApiVersionsRequest::default(), 3, (), &mut wire).unwrap();
+        server.feed(&wire);
+        wire.clear();
+        let Some(Received::Request(r)) = server.next_request().unwrap() else { panic!("a request") };
+        let keys: Vec<ApiVersion<'_>> = keys
+            .iter()
+            .map(|&(api_key, min_version, max_version)| ApiVersion {
+                api_key,
+                min_version,
+                max_version,
+                ..Default::default()
+            })
+            .collect();
+        let body = ApiVersionsResponse { error_code, api_keys: keys.as_slice().into(), ..Default::default() };
+        ServerConn::encode_response(r.reply_to(), &body, &mut wire).unwrap();
+        client.feed(&wire);
+        assert!(client.next_response().unwrap().is_some());
+    }
+
+    #[test]
+    fn an_api_versions_answer_sets_the_negotiated_versions() {
+        let mut client: ClientConn = ClientConn::new(None);
+        assert_eq!(client.negotiated(ApiKey::Produce), None, "nothing before an answer");
+        let produce = ApiKey::Produce.request_versions();
+        // Produce listed twice (the last wins), Metadata above kwire, an unknown key 999,
+        // Fetch entirely below kwire, no ListOffsets.
+        let keys = [
+            (0, 0, 2),
+            (0, 3, 7),
+            (3, 0, i16::MAX),
+            (999, 0, 5),
+            (1, 0, ApiKey::Fetch.request_versions().min - 1),
+        ];
+        answered(&mut client, &keys, 0);
+        assert_eq!(client.negotiated(ApiKey::Produce), Some(7.min(produce.max)));
+        assert_eq!(client.broker_versions(ApiKey::Produce), Some(Versions::new(3, 7)));
+        assert_eq!(client.negotiated(ApiKey::Metadata), Some(ApiKey::Metadata.request_versions().max));
+        assert_eq!(client.negotiated(ApiKey::Fetch), None, "no shared version");
+        assert!(client.broker_versions(ApiKey::Fetch).is_some());
+        assert_eq!(client.negotiated(ApiKey::ListOffsets), None, "not listed");
+        // An answer with an error (UNSUPPORTED_VERSION) keeps what was known.
+        answered(&mut client, &[(0, 3, 3)], ErrorCode::UnsupportedVersion.to_i16());
+        assert_eq!(client.negotiated(ApiKey::Produce), Some(7.min(produce.max)));
+        // A later answer replaces it all.
+        answered(&mut client, &[(2, 1, 4)], 0);
+        assert_eq!(client.negotiated(ApiKey::Produce), None);
+        assert_eq!(client.negotiated(ApiKey::ListOffsets), Some(4));
     }
 }

@@ -59,7 +59,9 @@ mod server;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 
-pub use client::{ApiVersionsOutcome, ClientConn, ClientResponse, Sent, api_versions_outcome, read_response};
+pub use client::{
+    ApiVersionsOutcome, ClientConn, ClientResponse, Sent, api_versions_outcome, read_response, shared_version,
+};
 pub use frame_buf::{DEFAULT_BASE_CAPACITY, FrameBuf};
 pub use in_flight::{DEFAULT_MAX_IN_FLIGHT, InFlight, Pending};
 pub use server::{Received, ReplyTo, ServerConn, ServerRequest};

@@ -85,7 +85,10 @@ fn generate() -> BTreeMap<PathBuf, String> {
         assert_eq!(req.flexible, resp.flexible, "{name}: request and response flexible versions differ");
         let module = emit::snake(&name);
         files.insert(root().join(format!("src/codec/messages/{module}.rs")), emit::api_module(&name, &pair));
-        files.insert(root().join(format!("src/codec/reference/{module}.rs")), emit::reference_module(&name, &pair));
+        files.insert(
+            root().join(format!("src/codec/reference/{module}.rs")),
+            emit::reference_module(&name, &pair),
+        );
         apis.push(emit::Api { name, key, request: req, response: resp });
     }
     apis.sort_by_key(|a| a.key);

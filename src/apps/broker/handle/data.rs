@@ -330,4 +330,55 @@ impl Handler<'_> {
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
+
+    /// OffsetForLeaderEpoch, as Kafka's `Partition::lastOffsetForLeaderEpoch` answers it at
+    /// the leader: the largest epoch at most the one asked for and where it ends in the
+    /// log (-1 and -1 when none is known), after the leader checks (NOT_LEADER_OR_FOLLOWER,
+    /// and FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH for `current_leader_epoch`).
+    pub(super) fn offset_for_leader_epoch(
+        &mut self,
+        reply: ReplyTo,
+        r: crate::messages::OffsetForLeaderEpochRequestView<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), ConnError> {
+        use crate::messages::offset_for_leader_epoch::{
+            EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
+        };
+        let asked: Vec<(&str, i32)> = r
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(move |p| (t.topic(), p.partition())))
+            .collect();
+        let mut faults = self.shared.hooks.partition_faults(ApiKey::OffsetForLeaderEpoch, &asked).into_iter();
+        let mut topics = Vec::new();
+        for t in r.topics() {
+            let mut parts = Vec::new();
+            for p in t.partitions() {
+                let mut e = EpochEndOffset { partition: p.partition(), ..Default::default() };
+                let fault = faults.next().flatten();
+                match self.shared.topics.partition(t.topic(), p.partition()) {
+                    _ if fault.is_some() => e.error_code = fault.map_or(0, |c| c.to_i16()),
+                    None => e.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
+                    Some(partition) => {
+                        let log = partition.lock();
+                        if let Some(code) = self.leader_error(log.leader(), p.current_leader_epoch()) {
+                            e.error_code = code.to_i16();
+                        } else if let Some((epoch, end)) = log.end_offset_for_epoch(p.leader_epoch()) {
+                            e.leader_epoch = epoch;
+                            e.end_offset = end;
+                        }
+                    }
+                }
+                parts.push(e);
+            }
+            topics.push(OffsetForLeaderTopicResult {
+                topic: t.topic().into(),
+                partitions: parts.into(),
+                ..Default::default()
+            });
+        }
+        let body = OffsetForLeaderEpochResponse { topics: topics.into(), ..Default::default() };
+        ServerConn::encode_response(reply, &body, out)?;
+        Ok(())
+    }
 }
