@@ -220,7 +220,7 @@ pub struct Config {
     #[cfg(feature = "broker-tls")]
     pub tls: Option<TlsConfig>,
     /// ACL bindings the broker starts with, as if created by CreateAcls (stored, described
-    /// and deleted like those; see `docs/serve.md`). [`Broker::start`] refuses one that
+    /// and deleted like those; see [`manual::serve`](crate::manual::serve)). [`Broker::start`] refuses one that
     /// CreateAcls would refuse.
     pub acls: Vec<Acl>,
     /// Where log lines go (default: nowhere).
