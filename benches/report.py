@@ -281,13 +281,13 @@ def targets(crit, gg, meta):
     no_peers = None if any(b.startswith("odradek_") for _, b in crit) else (
         f"no odradek-protocol results (benches/peers {meta.get('peers') or 'not run'}; see benches/run.sh)")
 
-    # Issue 17, item 1: small frames.
+    # Small frames.
     seed_kp = [(n, ratio(crit, n, "kwire_view_walk", "kp_decode")) for n in SEED]
     check("view + walk ≥4× faster than kafka-protocol decode (every seed frame)", seed_kp, lambda v: v >= 4)
     seed_krabka = [(n, ratio(crit, n, "kwire_view_walk", "krabka_view_walk")) for n in SEED]
     check("view + walk ≥3× faster than krabka-protocol borrowed decode + the same walk (every seed frame)",
           seed_krabka, lambda v: v >= 3, no_krabka)
-    # Issue 17, item 2: realistic frames.
+    # Realistic frames.
     walk_vs_kp = [(n, ratio(crit, n, "kwire_view_walk", "kp_decode")) for n in REALISTIC]
     check("view + walk ≥10× faster than kafka-protocol decode (every realistic frame)", walk_vs_kp, lambda v: v >= 10)
     lg = [(n, v) for n, v in walk_vs_kp if n.startswith("listgroups")]
@@ -297,7 +297,7 @@ def targets(crit, gg, meta):
           walk_vs_krabka, lambda v: v >= 3, no_krabka)
     lo_copy = [(n, ratio(crit, n, "copy", "kwire_view_walk")) for n in REALISTIC if n.startswith("listoffsets_v10_request")]
     check("view + walk within 8× of copying the bytes (ListOffsets v10 request; shown: walk ÷ copy)", lo_copy, lambda v: v <= 8)
-    # Issue 17, item 3: encoders.
+    # Encoders.
     enc = [(n, ratio(crit, n, "kwire_encode", "kp_encode")) for n in REALISTIC + SEED]
     check("encode faster than kafka-protocol encode (every frame)", enc, lambda v: v > 1)
     check("encode ≥2× faster than kafka-protocol encode (every realistic frame)", enc[:len(REALISTIC)], lambda v: v >= 2)
@@ -576,7 +576,7 @@ def chart(crit, path):
     return True
 
 
-# benches/fetch_path.rs (issue 18): (criterion id, gungraun function, label).
+# benches/fetch_path.rs: (criterion id, gungraun function, label).
 FETCH_PATH = [
     ("kwire_validate_vectored_fetch", "kwire_validate_vectored_fetch",
      "kwire: `validate_and_assign` in place + `vectored::encode_response` into `IoSlice`s"),
@@ -632,7 +632,7 @@ def fetch_path_section(crit, gg, meta, facts):
     rows.append("")
     kp = crit.get(("fetch_path", "kafka_protocol_decode_encode"), {}).get("ns")
     crc = crit.get(("fetch_path", "crc32c"), {}).get("ns")
-    rows.append("Targets (issue 18):")
+    rows.append("Targets:")
     rows.append("")
     rows.append(f"- no record byte copied by kwire: **{'met' if facts['kwire_record_bytes_copied'] == 0 else 'missed'}** "
                 f"(the bench checks that every record byte of the response is sent from the log's own buffer; the "

@@ -240,7 +240,7 @@ impl Encode for Str<'_> {
     }
     /// Each element out of line, by value: `Writer::str` is always inlined (for the
     /// strings of structs), and its loop inlined in every array of strings made those
-    /// encoders' fixed cost larger (`docs/design.md`, "Hot paths").
+    /// encoders' fixed cost larger ([`manual::design`](crate::manual::design), "Hot paths").
     #[inline]
     fn write_items(items: &[Self], w: &mut Writer<'_>, ver: Ver) {
         for s in items {

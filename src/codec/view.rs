@@ -2,7 +2,7 @@
 //!
 //! A view (`ListOffsetsRequestView<'a>`) holds the bytes it covers, the version and, for
 //! structs with variable-length fields, the offsets of the fields that follow them. Building
-//! the view of a body checks every byte of it (see `docs/design.md`); after that nothing
+//! the view of a body checks every byte of it (see [`manual::design`](crate::manual::design)); after that nothing
 //! here can fail, and accessors decode a field only when it is asked for. Reads of bytes
 //! that were checked still go through bounds-checked slices; an impossible miss yields a
 //! default instead of a panic.
@@ -795,7 +795,7 @@ impl<'a> private::ElementImpl<'a> for &'a str {
 /// calls `build(bytes, version, true, RequestBodyView::ListOffsets)`): it is generic over
 /// what the view is wrapped in, so that the check writes its result straight into the
 /// caller's `Result` instead of into one that each level copies to the next (the copies and
-/// the calls were most of the cost of a small body; `docs/design.md`, "Hot paths").
+/// the calls were most of the cost of a small body; [`manual::design`](crate::manual::design), "Hot paths").
 macro_rules! body_view {
     ($view:ident, $body:ident $(, $at:ident)?) => {
         $crate::codec::view::body_view!(@new $view, $body);

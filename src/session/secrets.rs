@@ -38,7 +38,7 @@
 //! responses an `Envelope` wraps (they can be any of the others), and configuration values
 //! whose name says they are a password, a key or a JAAS configuration (see
 //! [`is_sensitive_config_name`]; a value the broker marks `IsSensitive` is masked too).
-//! The fields considered and left out, with the reason, are in `docs/secrets.md`.
+//! The fields considered and left out, with the reason, are in [`manual::secrets`](crate::manual::secrets).
 //!
 //! After a successful SaslHandshake **v0**, the SASL tokens travel as bare size-prefixed
 //! frames with no Kafka header until authentication ends. They are not messages, so they

@@ -63,14 +63,14 @@
 //! dropped), with DescribeUserScramCredentials and AlterUserScramCredentials. **TLS**
 //! (feature `broker-tls`, `Config::tls`): the listener speaks TLS only (SSL, SASL_SSL) with
 //! rustls, blocking on each connection's thread; a client whose TLS fails loses its own
-//! connection. `docs/serve.md` ("SCRAM and TLS") has the details.
+//! connection. [`manual::serve`](crate::manual::serve) ("SCRAM and TLS") has the details.
 //!
 //! **Transactions** follow Apache Kafka's coordinator (transaction version 1):
 //! InitProducerId with a transactional id (epoch bumps, fencing), AddPartitionsToTxn (v0-v3,
 //! and the batched v4+ form), AddOffsetsToTxn, TxnOffsetCommit, EndTxn (commit and abort
 //! markers written into the partitions' logs), the last stable offset, Fetch and ListOffsets
 //! at read_committed, transaction timeouts (aborting and fencing), DescribeTransactions and
-//! ListTransactions. `docs/serve.md` lists the error code of each bad transition.
+//! ListTransactions. [`manual::serve`](crate::manual::serve) lists the error code of each bad transition.
 //!
 //! **Hooks** ([`Broker::add_hook`]) catch the requests of an API to answer, fail, delay or
 //! drop them, or count them; **faults** ([`Broker::add_fault`]) fail chosen partitions of
@@ -92,7 +92,7 @@
 //! leaders ([`Broker::move_leader`], [`Broker::shuffle_leaders`], each bumping the epoch),
 //! stops a node ([`Broker::stop_node`]: listener and connections closed, its partitions and
 //! coordinators moved) and restarts it ([`Broker::restart_node`]). Hooks, faults and
-//! throttles apply at every node. `docs/serve.md` has the details.
+//! throttles apply at every node. [`manual::serve`](crate::manual::serve) has the details.
 //!
 //! **Throttles** ([`Broker::throttle`]) set `throttle_time_ms` in an API's responses, and
 //! [`Fault::records`] rejects a Produce batch with per-record errors.
@@ -160,7 +160,7 @@ pub struct Config {
     pub node_id: i32,
     /// How many nodes the cluster has (default 1, at most 64): each listens on its own
     /// port (node 0 on [`Config::listen`], the others on free ports of the same address)
-    /// and leads a share of the partitions and coordinators (see `docs/serve.md`).
+    /// and leads a share of the partitions and coordinators (see [`manual::serve`](crate::manual::serve)).
     pub nodes: usize,
     /// The cluster id (default `"kwire-broker"`).
     pub cluster_id: String,
@@ -220,7 +220,7 @@ pub struct Config {
     #[cfg(feature = "broker-tls")]
     pub tls: Option<TlsConfig>,
     /// ACL bindings the broker starts with, as if created by CreateAcls (stored, described
-    /// and deleted like those; see `docs/serve.md`). [`Broker::start`] refuses one that
+    /// and deleted like those; see [`manual::serve`](crate::manual::serve)). [`Broker::start`] refuses one that
     /// CreateAcls would refuse.
     pub acls: Vec<Acl>,
     /// Where log lines go (default: nowhere).

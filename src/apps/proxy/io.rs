@@ -851,7 +851,7 @@ const COPY_MAX: usize = 16 * 1024;
 /// back by connection directions gone idle and taken by the next direction to wake, so that
 /// large frames with pauses between them reuse memory already mapped instead of allocating,
 /// zero-filling and faulting in a fresh buffer each time (measured as most of the proxy's CPU
-/// per MB, docs/proxy.md). Bounded by [`POOL_BUFFERS`] and [`POOL_BYTES`]; past that a buffer
+/// per MB, [`manual::proxy`](crate::manual::proxy)). Bounded by [`POOL_BUFFERS`] and [`POOL_BYTES`]; past that a buffer
 /// is freed. Buffers of the base capacity are freed at once (the allocator reuses those
 /// well): an idle connection still holds no buffer.
 static POOL: Mutex<Vec<FrameBuf>> = Mutex::new(Vec::new());

@@ -199,7 +199,7 @@ macro_rules! read_unknown_tagged_fields {
 /// (It costs the reference decoder a call per section: 2-19% more instructions; reading an
 /// empty section in the macro instead measured the same as before there, but changed how
 /// LLVM inlined the views' array checks in `benches/instructions.rs`, ListGroups v5 request
-/// view +22%; see docs/design.md, "Hot paths".)
+/// view +22%; see [`manual::design`](crate::manual::design), "Hot paths".)
 #[inline]
 pub(crate) fn unknown_tagged_fields(
     r: &mut Reader<'_>,

@@ -803,7 +803,7 @@ impl<'a> Reader<'a> {
     /// Only this fast path (an empty section) is generic: the loop over the fields is one
     /// function for every caller, which calls `on_field` through `&mut dyn FnMut` (an
     /// indirect call per field present). Generic, it was compiled once per closure, 954
-    /// times, and was a quarter of the crate's LLVM IR (docs/benchmarks.md, "Build cost").
+    /// times, and was a quarter of the crate's LLVM IR ([`manual::benchmarks`](crate::manual::benchmarks), "Build cost").
     #[inline]
     pub fn tagged_fields(
         &mut self,

@@ -4,7 +4,7 @@
 //! `str::from_utf8` is a call and a general loop; for a short ASCII string, checking eight
 //! bytes at a time inline and then taking the bytes as they are is several times faster, and
 //! views check each string when they are built and again whenever it is read. Measured in
-//! `docs/benchmarks.md` (ListGroups v2 with 1,000 groups: view + walk 39 µs with
+//! [`manual::benchmarks`](crate::manual::benchmarks) (ListGroups v2 with 1,000 groups: view + walk 39 µs with
 //! `from_utf8` on every string).
 //!
 //! The soundness argument is local to [`str_from`]: it hands bytes to

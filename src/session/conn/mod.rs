@@ -1,5 +1,5 @@
 //! Sans-IO connection state: what a broker, a client or a proxy keeps per connection,
-//! without any I/O (feature `alloc`). See `docs/conn.md` for the design.
+//! without any I/O (feature `alloc`). See [`manual::conn`](crate::manual::conn) for the design.
 //!
 //! - [`FrameBuf`] splits a byte stream into frames, bounded in size and memory.
 //! - [`InFlight`] pairs responses with the requests they answer, bounded, in order.

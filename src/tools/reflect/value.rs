@@ -14,7 +14,7 @@ use crate::codec::wire::{self, Writer};
 
 /// A value of any schema type.
 ///
-/// Equality is the generated types' (docs/design.md, "Value equality"): a `Float64`
+/// Equality is the generated types' ([`manual::design`](crate::manual::design), "Value equality"): a `Float64`
 /// compares by its bits, so a value equals itself even when it holds a NaN, and `0.0`
 /// differs from `-0.0`. That makes it an equivalence, so `Value` is `Eq`.
 #[derive(Clone, Debug)]
