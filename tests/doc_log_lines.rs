@@ -5,7 +5,8 @@
 //! line is
 //!
 //! - a line of a fenced block that starts with a timestamp (`2026-11-30T10:05:33.775Z conn=14
-//!   ...`: the text log as the docs show it), without the timestamp; or
+//!   ...`: the text log as the docs show it), without the timestamp, except in a block that
+//!   starts with a `$ kwire decode ...` command (its output, which tests/cli.rs checks); or
 //! - an inline code span of the prose that holds a phrase of a log template (`listening on`,
 //!   `closing this connection`, ...) and is at least three words long.
 //!
@@ -308,7 +309,12 @@ fn quoted(doc: &str, t: &Templates) -> Vec<(usize, String)> {
             continue;
         }
         if fence.is_some() {
-            if is_time(trimmed) {
+            // A block that shows a `kwire decode` run quotes that command's output (capture
+            // summary lines), which tests/cli.rs checks against a real run, not the proxy's.
+            if trimmed.starts_with("$ kwire decode ") {
+                fence = Some("decode".into());
+            }
+            if is_time(trimmed) && fence.as_deref() != Some("decode") {
                 let (_, rest) = trimmed.split_once(' ').unwrap();
                 out.push((n + 1, rest.to_string()));
             }
