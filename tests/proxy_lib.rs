@@ -835,27 +835,6 @@ fn tenants_reach_their_own_topics_by_id_and_no_others() {
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }
 
-/// The topic ids a broker gives `names` (asked directly, so that the proxy has never seen
-/// them).
-fn topic_ids(broker: SocketAddr, names: &[&str]) -> Vec<Uuid> {
-    use kwire::messages::metadata::MetadataRequestTopic;
-    let topics: Vec<MetadataRequestTopic> = names
-        .iter()
-        .map(|n| MetadataRequestTopic { name: Some((*n).into()), ..Default::default() })
-        .collect();
-    let mut c = connect(broker);
-    send(&mut c, &MetadataRequest { topics: Some(topics.into()), ..Default::default() }, 12, 1);
-    let frame = read_frame(&mut c).unwrap();
-    let ResponseBodyView::Metadata(m) = dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
-    else {
-        panic!()
-    };
-    names
-        .iter()
-        .map(|n| m.topics().iter().find(|t| t.name() == Some(*n)).expect("the topic").topic_id())
-        .collect()
-}
-
 /// A partition's end offset, asked of the broker directly.
 fn end_offset(broker: SocketAddr, topic: &str) -> i64 {
     use kwire::messages::ListOffsetsRequest;
@@ -913,7 +892,7 @@ fn a_name_filter_refuses_topics_named_by_id_and_only_them() {
     let broker = broker();
     broker.create_topic("audit.logins", 1);
     broker.create_topic("orders", 1);
-    let ids = topic_ids(broker.addr(), &["audit.logins", "orders"]);
+    let ids = ids_of(broker.addr(), &["audit.logins", "orders"]);
     let proxy = rt
         .block_on(
             Proxy::builder(any_port(), [broker.addr().to_string()])
@@ -971,7 +950,7 @@ fn a_name_filter_refuses_topics_named_by_id_and_only_them() {
     // Reads by id (Fetch v13): the orders topic is served, the audit topic and the unknown
     // id are refused.
     broker.create_topic("audit.reads", 1);
-    let audit_reads = topic_ids(broker.addr(), &["audit.reads"])[0];
+    let audit_reads = ids_of(broker.addr(), &["audit.reads"])[0];
     let refused = ErrorCode::TopicAuthorizationFailed.to_i16();
     assert_eq!(
         fetch_by_id(&mut c, &[ids[1], audit_reads, nobody], 3),

@@ -60,14 +60,7 @@ impl Refusals {
 
     /// Refuses every partition of the topic at index `topic` of the request.
     pub fn topic(&mut self, topic: usize, error: ErrorCode, message: Option<&str>) -> &mut Self {
-        self.entries.push(Refusal {
-            topic,
-            partition: None,
-            error,
-            message: message.map(String::from),
-            records: Vec::new(),
-        });
-        self
+        self.push(topic, None, error, message, Vec::new())
     }
 
     /// Refuses the partition at index `partition` of the topic at index `topic`.
@@ -78,14 +71,7 @@ impl Refusals {
         error: ErrorCode,
         message: Option<&str>,
     ) -> &mut Self {
-        self.entries.push(Refusal {
-            topic,
-            partition: Some(partition),
-            error,
-            message: message.map(String::from),
-            records: Vec::new(),
-        });
-        self
+        self.push(topic, Some(partition), error, message, Vec::new())
     }
 
     /// Refuses a Produce partition for some of its records, as Kafka's `LogValidator` does:
@@ -100,13 +86,19 @@ impl Refusals {
         message: Option<&str>,
         records: impl IntoIterator<Item = (i32, Option<String>)>,
     ) -> &mut Self {
-        self.entries.push(Refusal {
-            topic,
-            partition: Some(partition),
-            error,
-            message: message.map(String::from),
-            records: records.into_iter().collect(),
-        });
+        self.push(topic, Some(partition), error, message, records.into_iter().collect())
+    }
+
+    fn push(
+        &mut self,
+        topic: usize,
+        partition: Option<usize>,
+        error: ErrorCode,
+        message: Option<&str>,
+        records: Vec<(i32, Option<String>)>,
+    ) -> &mut Self {
+        let message = message.map(String::from);
+        self.entries.push(Refusal { topic, partition, error, message, records });
         self
     }
 
