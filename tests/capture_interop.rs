@@ -311,9 +311,14 @@ fn capture_line(line: &str) -> (String, i32, Shared) {
     let w: Vec<&str> = line.split(' ').collect();
     assert!(w.len() >= 12 && w[3] == "->", "not a pair line: {line}");
     let corr = w[8].strip_prefix("corr=").and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{line}"));
-    assert!(w[9].starts_with("req=") && w[10].starts_with("resp=") && w[11].ends_with("ms"), "{line}");
-    let errors = w.get(12).filter(|e| e.starts_with("errors=")).map(|e| e.to_string()).unwrap_or_default();
-    let shared = (w[5].into(), w[6].into(), w[7].into(), w[9].into(), w[10].into(), errors);
+    // After the correlation id: `req=`, what the request is about (`topics=`, `group=`,
+    // `records=N codec`, ...), `resp=`, the latency, and the answer's own words.
+    let rest = &w[9..];
+    let req = rest.iter().find(|x| x.starts_with("req=")).unwrap_or_else(|| panic!("{line}"));
+    let resp = rest.iter().position(|x| x.starts_with("resp=")).unwrap_or_else(|| panic!("{line}"));
+    assert!(rest.get(resp + 1).is_some_and(|l| l.ends_with("ms")), "{line}");
+    let errors = rest.iter().find(|e| e.starts_with("errors=")).map(|e| e.to_string()).unwrap_or_default();
+    let shared = (w[5].into(), w[6].into(), w[7].into(), req.to_string(), rest[resp].into(), errors);
     (w[2].to_string(), corr, shared)
 }
 
