@@ -75,6 +75,8 @@ use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString,
 
 mod audit;
 mod dial;
+#[cfg(feature = "encrypt")]
+pub mod encrypt;
 mod hooks;
 mod io;
 mod listeners;
