@@ -99,7 +99,7 @@ pub use session::{
 pub use tenants::{TenantError, TenantLineError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog};
-pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
+pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter, WaitingResponses};
 
 use crate::filter::{FilterChain, TopicNames};
 use crate::session::conn::metrics::Metrics;
