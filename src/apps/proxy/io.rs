@@ -700,9 +700,10 @@ impl<H: Hooks> Side for Responses<'_, H> {
     fn waits_after(&self, meta: &Self::Meta) -> Option<(ApiKey, i16)> {
         let waiting = self.waiting.as_ref()?;
         match meta {
-            ResponseMeta::Broker(super::FromBroker { answer: Answer::Paired(pairing, _), action, .. })
-                if matches!(action, Action::Forward | Action::Replace(_))
-                    && waiting.wants_response(pairing.api_key, pairing.api_version) =>
+            ResponseMeta::Broker(super::FromBroker {
+                answer: Answer::Paired(pairing, _), action, ..
+            }) if matches!(action, Action::Forward | Action::Replace(_))
+                && waiting.wants_response(pairing.api_key, pairing.api_version) =>
             {
                 Some((pairing.api_key, pairing.api_version))
             }

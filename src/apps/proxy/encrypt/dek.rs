@@ -63,13 +63,16 @@ impl Cipher {
 
     /// Seals `buf` in place (the tag appended).
     pub(super) fn seal(&self, nonce: [u8; NONCE_LEN], aad: &[u8], buf: &mut Vec<u8>) -> Result<(), ()> {
-        self.0.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), buf).map_err(|_| ())
+        self.0
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), buf)
+            .map_err(|_| ())
     }
 
     /// Opens `sealed` (ciphertext and tag): the plaintext, or `None` if it does not open.
     pub(super) fn open(&self, nonce: [u8; NONCE_LEN], aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
         let mut buf = sealed.to_vec();
-        let n = self.0.open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut buf).ok()?.len();
+        let n =
+            self.0.open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut buf).ok()?.len();
         buf.truncate(n);
         Some(buf)
     }

@@ -91,7 +91,12 @@ impl EncryptRule {
         if kek.is_empty() || kek.len() > 255 {
             return Err(EncryptRuleError::Kek(kek.to_string()));
         }
-        Ok(EncryptRule { pattern: pattern.to_string(), kek: kek.to_string(), headers: false, on_failure: OnFailure::Error })
+        Ok(EncryptRule {
+            pattern: pattern.to_string(),
+            kek: kek.to_string(),
+            headers: false,
+            on_failure: OnFailure::Error,
+        })
     }
 
     /// Encrypts the records' headers too.
@@ -164,7 +169,9 @@ impl core::str::FromStr for EncryptRule {
 
     /// `PATTERN=KEK[,headers][,on-failure=error|pass]`.
     fn from_str(s: &str) -> Result<EncryptRule, EncryptRuleError> {
-        let Some((pattern, rest)) = s.split_once('=') else { return Err(EncryptRuleError::Kek(String::new())) };
+        let Some((pattern, rest)) = s.split_once('=') else {
+            return Err(EncryptRuleError::Kek(String::new()));
+        };
         let mut parts = rest.split(',').map(str::trim);
         let mut rule = EncryptRule::new(pattern.trim(), parts.next().unwrap_or_default())?;
         for option in parts {
@@ -316,7 +323,12 @@ fn write_record(raw: &mut Vec<u8>, out: &OutRecord<'_>, scratch: &mut Vec<u8>) {
 
 /// Writes a batch like `batch` (every header field kept) around new records `raw`,
 /// compressed with the batch's codec, its length and CRC recomputed.
-fn write_batch(batch: &RecordBatch<'_>, codec: Compression, raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+fn write_batch(
+    batch: &RecordBatch<'_>,
+    codec: Compression,
+    raw: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     const HEADER: usize = 61;
     let start = out.len();
     out.extend_from_slice(batch.bytes().get(..HEADER).ok_or("a batch shorter than its header")?);
@@ -367,7 +379,9 @@ fn encrypt_batches(
         }
         let codec = batch.compression().map_err(|e| e.to_string())?;
         raw.clear();
-        for record in batch.records_in_vec(&mut buf, DEFAULT_DECOMPRESSION_LIMIT).map_err(|e| e.to_string())? {
+        for record in
+            batch.records_in_vec(&mut buf, DEFAULT_DECOMPRESSION_LIMIT).map_err(|e| e.to_string())?
+        {
             let record = record.map_err(|e| e.to_string())?;
             let headers: Vec<Header<'_>> = record.headers().collect();
             let mut out_record =
@@ -375,13 +389,15 @@ fn encrypt_batches(
             match record.value() {
                 Some(value) => {
                     let inside = rule.headers.then_some(&headers[..]);
-                    out_record.value = Some(seal(topic, record.key(), &rule.kek, lease, inside, Some(value), codec)?);
+                    out_record.value =
+                        Some(seal(topic, record.key(), &rule.kek, lease, inside, Some(value), codec)?);
                     out_record.keep_value = false;
                     out_record.keep_headers = !rule.headers;
                 }
                 // A tombstone stays one; its headers, if encrypted, travel in one header.
                 None if rule.headers && !headers.is_empty() => {
-                    let sealed = seal(topic, record.key(), &rule.kek, lease, Some(&headers), None, Compression::None)?;
+                    let sealed =
+                        seal(topic, record.key(), &rule.kek, lease, Some(&headers), None, Compression::None)?;
                     out_record.headers = vec![(HEADERS_KEY.as_bytes().to_vec(), Some(sealed))];
                     out_record.keep_headers = false;
                 }
@@ -463,7 +479,9 @@ fn decrypt_record(topic: &str, out_record: &mut OutRecord<'_>, ciphers: &Ciphers
     match record.value() {
         Some(value) => {
             let plain = open(topic, record.key(), value, ciphers)?;
-            let Some(v) = plain.value else { return Err(Failure::Bad("an envelope without its value".into())) };
+            let Some(v) = plain.value else {
+                return Err(Failure::Bad("an envelope without its value".into()));
+            };
             out_record.value = Some(v);
             out_record.keep_value = false;
             if let Some(h) = plain.headers {
@@ -491,7 +509,12 @@ fn decrypt_record(topic: &str, out_record: &mut OutRecord<'_>, ciphers: &Ciphers
 }
 
 /// Decrypts a Fetch partition's batches (those it cannot follow the rule's policy).
-fn decrypt_batches(records: RecordBatches<'_>, topic: &str, rule: &EncryptRule, ciphers: &Ciphers) -> Result<Vec<u8>, Failure> {
+fn decrypt_batches(
+    records: RecordBatches<'_>,
+    topic: &str,
+    rule: &EncryptRule,
+    ciphers: &Ciphers,
+) -> Result<Vec<u8>, Failure> {
     let mut out = Vec::with_capacity(records.bytes().len());
     let mut batches = records;
     let (mut raw, mut scratch, mut buf) = (Vec::new(), Vec::new(), Vec::new());
@@ -537,7 +560,8 @@ fn decrypt_batches(records: RecordBatches<'_>, topic: &str, rule: &EncryptRule, 
                     let mut headers: Vec<(Vec<u8>, Option<Vec<u8>>)> =
                         record.headers().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
                     headers.push((UNDECRYPTED_KEY.as_bytes().to_vec(), Some(why.into_bytes())));
-                    out_record = OutRecord { value: None, keep_value: true, headers, keep_headers: false, record };
+                    out_record =
+                        OutRecord { value: None, keep_value: true, headers, keep_headers: false, record };
                 }
                 Err(e) => return Err(e),
             }
@@ -599,7 +623,9 @@ impl Engine {
             for (pi, partition) in topic.partition_data().iter().enumerate() {
                 let Some(records) = partition.records() else { continue };
                 match count_records(&records) {
-                    Ok(count) => plan.push(Part { topic: ti, partition: pi, name: name.to_string(), rule, count }),
+                    Ok(count) => {
+                        plan.push(Part { topic: ti, partition: pi, name: name.to_string(), rule, count })
+                    }
                     Err(why) => {
                         refusals.partition(ti, pi, ErrorCode::CorruptMessage, Some(&why));
                         wiped.push((ti, Some(pi)));
@@ -631,9 +657,8 @@ impl Engine {
                 .and_then(|t| t.partition_data().iter().nth(part.partition))
                 .and_then(|p| p.records());
             let result = match (leases.get_mut(part.rule.kek.as_str()), records) {
-                (Some(Ok(lease)), Some(records)) => {
-                    encrypt_batches(records, &part.name, part.rule, lease).map_err(|why| (ErrorCode::CorruptMessage, why))
-                }
+                (Some(Ok(lease)), Some(records)) => encrypt_batches(records, &part.name, part.rule, lease)
+                    .map_err(|why| (ErrorCode::CorruptMessage, why)),
                 (Some(Err(e)), _) => Err((produce_error(e), e.to_string())),
                 _ => Err((ErrorCode::UnknownServerError, "no lease".to_string())),
             };
@@ -690,7 +715,10 @@ impl Engine {
         let mut needed: Vec<(String, Vec<u8>)> = Vec::new();
         let mut any = false;
         for topic in view.responses().iter() {
-            let rule = conn.topic_names().resolve(topic.topic(), topic.topic_id()).map(|n| self.rule_for(&n).is_some());
+            let rule = conn
+                .topic_names()
+                .resolve(topic.topic(), topic.topic_id())
+                .map(|n| self.rule_for(&n).is_some());
             if rule == Some(false) {
                 continue;
             }
@@ -702,7 +730,9 @@ impl Engine {
                 any = true;
                 let mut buf = Vec::new();
                 for batch in records.flatten() {
-                    let Ok(rs) = batch.records_in_vec(&mut buf, DEFAULT_DECOMPRESSION_LIMIT) else { continue };
+                    let Ok(rs) = batch.records_in_vec(&mut buf, DEFAULT_DECOMPRESSION_LIMIT) else {
+                        continue;
+                    };
                     for record in rs.flatten() {
                         for bytes in envelopes(&record) {
                             if let Ok(e) = Envelope::parse(bytes) {
@@ -728,7 +758,8 @@ impl Engine {
         let mut body = FetchResponse::from(view);
         let mut topics = into_vec(core::mem::replace(&mut body.responses, List::Borrowed(&[])));
         for topic in topics.iter_mut() {
-            let name = conn.topic_names().resolve(topic.topic.as_ref(), topic.topic_id).map(|n| n.to_string());
+            let name =
+                conn.topic_names().resolve(topic.topic.as_ref(), topic.topic_id).map(|n| n.to_string());
             let rule = match &name {
                 Some(n) => match self.rule_for(n) {
                     Some(r) => Some(r),
@@ -886,7 +917,10 @@ mod tests {
         assert!(EncryptRule::new("bad topic", "k").is_err());
         assert!(EncryptRule::new("t", "").is_err());
         let parsed: EncryptRule = "pay.*=kek-1,headers,on-failure=pass".parse().unwrap();
-        assert_eq!(parsed, rule("pay.*").with_headers(true).on_failure(OnFailure::PassStored).tap_kek("kek-1"));
+        assert_eq!(
+            parsed,
+            rule("pay.*").with_headers(true).on_failure(OnFailure::PassStored).tap_kek("kek-1")
+        );
         assert!("pay=kek,colour".parse::<EncryptRule>().is_err());
         assert!("pay".parse::<EncryptRule>().is_err());
     }

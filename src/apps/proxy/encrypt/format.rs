@@ -127,12 +127,16 @@ impl core::fmt::Display for FormatError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             FormatError::NotEncrypted => f.write_str("not an encrypted record (no kwire envelope)"),
-            FormatError::Version(v) => write!(f, "an envelope of version {v}, which this build does not read"),
+            FormatError::Version(v) => {
+                write!(f, "an envelope of version {v}, which this build does not read")
+            }
             FormatError::Flags(b) => write!(f, "envelope flags {b:#04x} are not defined"),
             FormatError::Truncated(what) => write!(f, "the envelope ends inside its {what}"),
             FormatError::KekName => f.write_str("the envelope's KEK name is empty or not UTF-8"),
             FormatError::WrappedLength(n) => write!(f, "the envelope's wrapped key is {n} bytes"),
-            FormatError::Tampered => f.write_str("the ciphertext does not open (altered, or moved from its topic or key)"),
+            FormatError::Tampered => {
+                f.write_str("the ciphertext does not open (altered, or moved from its topic or key)")
+            }
             FormatError::Plaintext(what) => write!(f, "the decrypted record's {what} is not well formed"),
         }
     }
@@ -247,7 +251,8 @@ pub fn write_header(
 /// (null distinct from empty) and the envelope's header, each with its length.
 pub fn associated_data(topic: &str, key: Option<&[u8]>, header: &[u8]) -> Vec<u8> {
     const LABEL: &[u8] = b"kwire record encryption";
-    let mut aad = Vec::with_capacity(LABEL.len() + topic.len() + key.map_or(0, <[u8]>::len) + header.len() + 16);
+    let mut aad =
+        Vec::with_capacity(LABEL.len() + topic.len() + key.map_or(0, <[u8]>::len) + header.len() + 16);
     aad.extend_from_slice(LABEL);
     aad.extend_from_slice(&(topic.len() as u32).to_be_bytes());
     aad.extend_from_slice(topic.as_bytes());
@@ -418,7 +423,8 @@ mod tests {
             crate::records::Header { key: b"h2", value: None },
         ];
         let value = vec![b'x'; 500];
-        for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+        for codec in
+            [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
         {
             for with_headers in [false, true] {
                 let mut out = Vec::new();
@@ -427,9 +433,8 @@ mod tests {
                 assert_eq!(used, codec, "a repetitive value compresses");
                 let plain = open_plain(Flags::new(with_headers, true, used), &out).unwrap();
                 assert_eq!(plain.value.as_deref(), Some(&value[..]));
-                let want: Option<Vec<OwnedHeader>> = with_headers.then(|| {
-                    vec![(b"h1".to_vec(), Some(b"v1".to_vec())), (b"h2".to_vec(), None)]
-                });
+                let want: Option<Vec<OwnedHeader>> = with_headers
+                    .then(|| vec![(b"h1".to_vec(), Some(b"v1".to_vec())), (b"h2".to_vec(), None)]);
                 assert_eq!(plain.headers, want);
                 for cut in 0..out.len() {
                     let _ = open_plain(Flags::new(with_headers, true, used), &out[..cut]);
