@@ -193,7 +193,34 @@ pub struct Encryption {
     kms: Arc<dyn Kms>,
     rules: Vec<EncryptRule>,
     policy: KeyPolicy,
+    /// What [`Encryption::encrypt_records`] and [`Encryption::decrypt_records`] use (made
+    /// at their first call).
+    engine: std::sync::OnceLock<Arc<Engine>>,
 }
+
+/// Why [`Encryption::encrypt_records`] or [`Encryption::decrypt_records`] gave no records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordsError {
+    /// No rule names the topic.
+    NoRule(String),
+    /// The KMS is unavailable (worth retrying).
+    Unavailable(String),
+    /// The records cannot be encrypted or decrypted, for this reason.
+    Refused(String),
+}
+
+impl core::fmt::Display for RecordsError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RecordsError::NoRule(t) => write!(f, "no rule names topic {t:?}"),
+            RecordsError::Unavailable(why) => write!(f, "{why}"),
+            RecordsError::Refused(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for RecordsError {}
 
 impl core::fmt::Debug for Encryption {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -204,19 +231,60 @@ impl core::fmt::Debug for Encryption {
 impl Encryption {
     /// Encryption with data keys from `kms`, no rules yet.
     pub fn new(kms: Arc<dyn Kms>) -> Self {
-        Encryption { kms, rules: Vec::new(), policy: KeyPolicy::default() }
+        Encryption { kms, rules: Vec::new(), policy: KeyPolicy::default(), engine: Default::default() }
     }
 
     /// Adds a rule (after the others).
     pub fn rule(mut self, rule: EncryptRule) -> Self {
         self.rules.push(rule);
+        self.engine = Default::default();
         self
     }
 
     /// How long data keys live and how many are kept ([`KeyPolicy::default`] otherwise).
     pub fn key_policy(mut self, policy: KeyPolicy) -> Self {
         self.policy = policy;
+        self.engine = Default::default();
         self
+    }
+
+    fn shared(&self) -> &Arc<Engine> {
+        self.engine.get_or_init(|| self.clone().engine())
+    }
+
+    /// The record batches of one Produce partition of `topic` (a `records` field) as the
+    /// proxy forwards them: every record encrypted under the topic's rule. For tools and
+    /// tests; the proxy does the same per partition.
+    pub async fn encrypt_records(&self, topic: &str, records: &[u8]) -> Result<Vec<u8>, RecordsError> {
+        let engine = self.shared();
+        let rule = engine.rule_for(topic).ok_or_else(|| RecordsError::NoRule(topic.to_string()))?;
+        let batches = RecordBatches::new(records);
+        let count = count_records(&batches).map_err(RecordsError::Refused)?;
+        let mut lease = engine.keys.lease(&rule.kek, count).await.map_err(|e| match e.is_retriable() {
+            true => RecordsError::Unavailable(e.to_string()),
+            false => RecordsError::Refused(e.to_string()),
+        })?;
+        encrypt_batches(batches, topic, rule, &mut lease).map_err(RecordsError::Refused)
+    }
+
+    /// The record batches of one Fetch partition of `topic` as the proxy gives them to
+    /// clients: every record decrypted, the rule's policy applied to those that cannot
+    /// be ([`RecordsError::Refused`] for [`OnFailure::Error`]).
+    pub async fn decrypt_records(&self, topic: &str, records: &[u8]) -> Result<Vec<u8>, RecordsError> {
+        let engine = self.shared();
+        let rule = engine.rule_for(topic).ok_or_else(|| RecordsError::NoRule(topic.to_string()))?;
+        let batches = RecordBatches::new(records);
+        let mut ciphers: Ciphers = HashMap::new();
+        for (kek, wrapped) in needed_keys(&batches) {
+            let opened = engine.keys.open(&kek, &wrapped).await;
+            ciphers.insert((kek, wrapped), opened);
+        }
+        decrypt_batches(batches, topic, rule, &ciphers).map_err(|e| match e {
+            Failure::Retriable => {
+                RecordsError::Unavailable("the key management service is unavailable".into())
+            }
+            Failure::Bad(why) => RecordsError::Refused(why),
+        })
     }
 
     /// The rules.
@@ -471,6 +539,26 @@ fn envelopes<'r>(record: &Record<'r>) -> impl Iterator<Item = &'r [u8]> {
         .into_iter()
         .flatten();
     value.into_iter().chain(headers)
+}
+
+/// The data keys (KEK, wrapped key) the envelopes of these batches name, each once.
+fn needed_keys(records: &RecordBatches<'_>) -> Vec<(String, Vec<u8>)> {
+    let mut needed: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut buf = Vec::new();
+    for batch in records.clone().flatten() {
+        let Ok(rs) = batch.records_in_vec(&mut buf, DEFAULT_DECOMPRESSION_LIMIT) else { continue };
+        for record in rs.flatten() {
+            for bytes in envelopes(&record) {
+                if let Ok(e) = Envelope::parse(bytes) {
+                    let k = (e.kek.to_owned(), e.wrapped.to_vec());
+                    if !needed.contains(&k) {
+                        needed.push(k);
+                    }
+                }
+            }
+        }
+    }
+    needed
 }
 
 /// Decrypts one record into `out_record`.
@@ -728,20 +816,9 @@ impl Engine {
                     continue;
                 }
                 any = true;
-                let mut buf = Vec::new();
-                for batch in records.flatten() {
-                    let Ok(rs) = batch.records_in_vec(&mut buf, DEFAULT_DECOMPRESSION_LIMIT) else {
-                        continue;
-                    };
-                    for record in rs.flatten() {
-                        for bytes in envelopes(&record) {
-                            if let Ok(e) = Envelope::parse(bytes) {
-                                let k = (e.kek.to_owned(), e.wrapped.to_vec());
-                                if !needed.contains(&k) {
-                                    needed.push(k);
-                                }
-                            }
-                        }
+                for k in needed_keys(&records) {
+                    if !needed.contains(&k) {
+                        needed.push(k);
                     }
                 }
             }

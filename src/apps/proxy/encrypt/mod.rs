@@ -70,5 +70,5 @@ mod kms;
 
 pub use dek::KeyPolicy;
 pub(crate) use filter::{Encrypt, Engine, RefuseUnencrypted};
-pub use filter::{EncryptRule, EncryptRuleError, Encryption, OnFailure, UNDECRYPTED_KEY};
+pub use filter::{EncryptRule, EncryptRuleError, Encryption, OnFailure, RecordsError, UNDECRYPTED_KEY};
 pub use kms::{DataKey, Kms, KmsError, KmsFuture, MemoryKms, PlainKey};
