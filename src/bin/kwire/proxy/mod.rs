@@ -374,7 +374,10 @@ mod tests {
 }
 
 /// The `--encrypt` rules with the `--kms` service they name.
-fn encryption(rules: &[String], kms: Option<&str>) -> Result<Option<kwire::proxy::encrypt::Encryption>, String> {
+fn encryption(
+    rules: &[String],
+    kms: Option<&str>,
+) -> Result<Option<kwire::proxy::encrypt::Encryption>, String> {
     use kwire::proxy::encrypt::{EncryptRule, Encryption, Kms, MemoryKms};
     let rules = rules
         .iter()
