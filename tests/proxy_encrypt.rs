@@ -84,6 +84,9 @@ fn value(topic: &str, i: usize) -> Vec<u8> {
     format!("plaintext-{topic}-{i}-{}", "confidential ".repeat(i % 7)).into_bytes()
 }
 
+/// A record as sent: key, value, headers.
+type Sent = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>);
+
 #[test]
 fn every_codec_round_trips_and_the_broker_holds_only_envelopes() {
     let rt = runtime();
@@ -97,8 +100,7 @@ fn every_codec_round_trips_and_the_broker_holds_only_envelopes() {
             let topic = format!("{prefix}.{codec:?}").to_lowercase();
             broker.create_topic(&topic, 1);
             let mut through = client(proxy.local_addr(), codec);
-            let mut sent: Vec<(Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> =
-                Vec::new();
+            let mut sent: Vec<Sent> = Vec::new();
             for batch in 0..3 {
                 let values: Vec<Vec<u8>> = (0..4).map(|i| value(&topic, batch * 4 + i)).collect();
                 let keys: Vec<Vec<u8>> = (0..4).map(|i| format!("k{batch}{i}").into_bytes()).collect();

@@ -44,9 +44,12 @@ fn encryption() -> &'static (Encryption, Encryption) {
     })
 }
 
+/// A record header, owned.
+type Header = (Vec<u8>, Option<Vec<u8>>);
+
 /// The records of decrypted batches: (value, headers), panicking on batches that do not
 /// read (what the proxy writes must read).
-fn read(bytes: &[u8]) -> Vec<(Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+fn read(bytes: &[u8]) -> Vec<(Option<Vec<u8>>, Vec<Header>)> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     let mut batches = RecordBatches::new(bytes);

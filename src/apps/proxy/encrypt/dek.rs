@@ -110,11 +110,14 @@ impl Lease {
     }
 }
 
-/// Unwrapped data keys by (KEK, wrapped key), oldest first.
+/// A data key's name: its KEK and the key wrapped.
+type Wrapped = (String, Arc<[u8]>);
+
+/// Unwrapped data keys by (KEK, wrapped key), with when they were unwrapped; oldest first.
 #[derive(Default)]
 struct Cache {
-    keys: HashMap<(String, Arc<[u8]>), (Arc<Cipher>, Instant)>,
-    order: VecDeque<(String, Arc<[u8]>)>,
+    keys: HashMap<Wrapped, (Arc<Cipher>, Instant)>,
+    order: VecDeque<Wrapped>,
 }
 
 /// The data keys of one proxy.

@@ -360,19 +360,6 @@ pub fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn upstream_parses() {
-        assert!(parse_upstream("127.0.0.1:9092").is_ok());
-        assert!(parse_upstream("[::1]:9092").is_ok());
-        assert!(parse_upstream("nohost").is_err());
-        assert!(parse_upstream("h:99999").is_err());
-    }
-}
-
 /// The `--encrypt` rules with the `--kms` service they name.
 fn encryption(
     rules: &[String],
@@ -409,4 +396,17 @@ fn encryption(
         other => return Err(format!("--kms {other}: no such key management service (memory)")),
     };
     Ok(Some(rules.into_iter().fold(Encryption::new(service), Encryption::rule)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_parses() {
+        assert!(parse_upstream("127.0.0.1:9092").is_ok());
+        assert!(parse_upstream("[::1]:9092").is_ok());
+        assert!(parse_upstream("nohost").is_err());
+        assert!(parse_upstream("h:99999").is_err());
+    }
 }
