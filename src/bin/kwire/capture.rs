@@ -9,7 +9,8 @@ use std::io::{Read, Write as _};
 
 use kwire::ApiKey;
 use kwire::Direction;
-use kwire::capture::{Event, Frame, Options, Reader, Timestamp};
+use kwire::capture::{Event, Frame, FrameView, Options, Reader, Timestamp};
+use kwire::filter::TopicNames;
 use kwire::reflect::explain::{self, FrameKind as Kind};
 use serde_json::{Value, json};
 
@@ -70,6 +71,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     let mut counts = Counts::default();
     let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
+    let topic_names = TopicNames::new();
     // The names the recorder gave requests, for their responses.
     let mut recorded: BTreeMap<u64, String> = BTreeMap::new();
     let write = |out: &mut std::io::StdoutLock<'_>, text: &str| {
@@ -190,7 +192,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                 }
             }
             Format::Tree | Format::Hex => {
-                let text = pair_line(&f, problem.as_deref(), &mut waiting);
+                let text = pair_line(&f, problem.as_deref(), &mut waiting, &topic_names);
                 if let Some(text) = text {
                     write(&mut out, &text)?;
                 }
@@ -236,7 +238,16 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
 
 /// The line of a request/response pair, printed when the response comes (requests wait
 /// in `waiting`); a cut frame or an unpaired response gets a line of its own.
-fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiting>) -> Option<String> {
+///
+/// Topics named by id only (Fetch v13 and later, Produce v13) are named from the
+/// capture's earlier answers that pair names with ids (Metadata, CreateTopics,
+/// DescribeTopicPartitions), learnt into `topic_names`.
+fn pair_line(
+    f: &Frame,
+    problem: Option<&str>,
+    waiting: &mut BTreeMap<u64, Waiting>,
+    topic_names: &TopicNames,
+) -> Option<String> {
     let api = |key: Option<i16>| key.map(api_name).unwrap_or_else(|| "?".into());
     let version = f.api_version.map(|v| format!("v{v}")).unwrap_or_else(|| "v?".into());
     let corr = f.correlation_id.map(|c| c.to_string()).unwrap_or_else(|| "?".into());
@@ -262,7 +273,9 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
         Direction::Request => {
             let mut line = format!("{head} {} {version} corr={corr} req={size}B", api(f.api_key));
             if f.cut.is_none() {
-                about(&mut line, explain::about_request(&f.bytes[4..]));
+                let mut summary = explain::about_request(&f.bytes[4..]);
+                summary.name_topic_ids(|id| topic_names.name(id).map(|n| n.to_string()));
+                about(&mut line, summary);
             }
             trouble(&mut line);
             let answered = f.api_key.and_then(ApiKey::from_i16).is_some() && f.correlation_id.is_some();
@@ -297,6 +310,11 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
             {
                 if let Some(api) = ApiKey::from_i16(key) {
                     about(&mut line, explain::about_response(&f.bytes[4..], api, v));
+                    if TopicNames::learns_from(api)
+                        && let Ok(FrameView::Response(response)) = f.view()
+                    {
+                        topic_names.learn_from(&response);
+                    }
                 }
                 let info = inspect::response(&f.bytes[4..], key, v);
                 let errors = inspect::errors(&f.bytes[4..], key, info.version);
