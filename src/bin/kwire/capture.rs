@@ -267,10 +267,13 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     Ok(())
 }
 
+/// (topic, partition) to (error code, base offset): see [`assigned_offsets`].
+type Assigned = BTreeMap<(String, i64), (i16, i64)>;
+
 /// What a Produce answer says of each partition: (topic as a record line names it, partition)
 /// to the error code and the base offset the broker assigned. A topic is keyed by its name
 /// and by its id in Kafka's form, as record lines name topics either way.
-fn assigned_offsets(f: &Frame) -> BTreeMap<(String, i64), (i16, i64)> {
+fn assigned_offsets(f: &Frame) -> Assigned {
     let mut out = BTreeMap::new();
     let Ok(FrameView::Response(response)) = f.view() else { return out };
     let kwire::messages::ResponseBodyView::Produce(p) = response.body else { return out };
@@ -292,10 +295,7 @@ fn assigned_offsets(f: &Frame) -> BTreeMap<(String, i64), (i16, i64)> {
 /// assigned (its base offset for the partition plus the record's position in the
 /// client's batch), or `null` and the partition's error name where the answer gave none,
 /// or `null` alone with no answer (`acks=0`, or none in the capture).
-fn produced_lines(
-    lines: Vec<explain::RecordLine>,
-    answer: Option<&BTreeMap<(String, i64), (i16, i64)>>,
-) -> String {
+fn produced_lines(lines: Vec<explain::RecordLine>, answer: Option<&Assigned>) -> String {
     let mut text = String::new();
     // The client's offset of each partition's first record: the batch's base.
     let mut first: BTreeMap<(String, i64), i64> = BTreeMap::new();
