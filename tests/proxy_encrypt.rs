@@ -340,7 +340,9 @@ struct Frames(Mutex<Vec<Vec<u8>>>);
 
 impl Hooks for Frames {
     type Tag = ();
-    fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+    fn admit(&self, _: &ConnInfo, _: &RequestHead, frame: &[u8]) {
+        self.0.lock().unwrap().push(frame.to_vec());
+    }
     fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
         self.0.lock().unwrap().push(frame.to_vec());
     }
