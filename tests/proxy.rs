@@ -1430,7 +1430,10 @@ print(json.dumps(result))
         assert!(!contains(&direct, line.as_bytes()), "kcat straight from the broker saw {line}");
     }
     assert_eq!(direct.windows(4).filter(|w| *w == b"kwE\x01").count(), lines.len(), "one envelope a record");
-    assert_eq!(stored_codecs(upstream, &topic, 1).first(), Some(&Compression::Gzip));
+    // librdkafka sends a batch that gzip does not shrink (a lone short record) uncompressed.
+    let stored = stored_codecs(upstream, &topic, 1);
+    assert!(stored.contains(&Compression::Gzip), "kcat's batches stored as {stored:?}");
+    assert!(stored.iter().all(|c| matches!(c, Compression::Gzip | Compression::None)), "{stored:?}");
     let (_, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited during the encrypted runs");
 }
