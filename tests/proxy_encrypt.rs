@@ -375,3 +375,70 @@ fn the_hooks_never_see_plaintext_of_a_ruled_topic() {
     drop(frames);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(2)));
 }
+
+/// Sends `body` at `version` on `s` and reads the answer's frame.
+fn call(s: &mut std::net::TcpStream, body: &impl kwire::AnyBody, version: i16) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut buf = vec![0u8; 1 << 16];
+    let n = kwire::dispatch::encode_request(body, version, 7, Some("encrypt-test"), &mut buf).unwrap();
+    s.write_all(&buf[..n]).unwrap();
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).unwrap();
+    let mut frame = vec![0u8; u32::from_be_bytes(size) as usize];
+    s.read_exact(&mut frame).unwrap();
+    frame
+}
+
+/// Produce v13 names topics by id only: the proxy names the id (asking the broker) and
+/// encrypts; an id it cannot name is refused with its own message, nothing forwarded.
+#[test]
+fn produce_by_topic_id_is_encrypted_and_an_unknown_id_refused() {
+    use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
+    use kwire::messages::{MetadataRequest, ProduceRequest, ResponseBodyView};
+    use kwire::types::Uuid;
+    let rt = runtime();
+    let broker = kwire::broker::Broker::start(Default::default()).unwrap();
+    let kms = kms();
+    let proxy = start(&rt, &broker, encryption(&kms, KeyPolicy::default()));
+    broker.create_topic("secret.ids", 1);
+    // The id, from the broker itself (the proxy's book has not seen it).
+    let mut direct = std::net::TcpStream::connect(broker.addr()).unwrap();
+    let answer = call(&mut direct, &MetadataRequest { topics: None, ..Default::default() }, 12);
+    let (response, _) = kwire::conn::read_response(&answer, kwire::ApiKey::Metadata, 12).unwrap();
+    let ResponseBodyView::Metadata(m) = response.body else { panic!() };
+    let id = m.topics().iter().find(|t| t.name() == Some("secret.ids")).unwrap().topic_id();
+    assert_ne!(id, Uuid::ZERO);
+    let secret = b"by-id-plaintext".to_vec();
+    let mut batch = Vec::new();
+    kwire::records::BatchBuilder::new(0, 1_700_000_000_000, &[NewRecord::new(None, Some(&secret))])
+        .encode_to_vec(&mut batch)
+        .unwrap();
+    let produce = |topic_id: Uuid| {
+        let partitions = vec![PartitionProduceData {
+            index: 0,
+            records: Some(batch.clone().into()),
+            ..Default::default()
+        }];
+        let topics =
+            vec![TopicProduceData { topic_id, partition_data: partitions.into(), ..Default::default() }];
+        ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: topics.into(), ..Default::default() }
+    };
+    let mut s = std::net::TcpStream::connect(proxy.local_addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let unknown = Uuid([9; 16]);
+    for (topic_id, want) in [(id, 0), (unknown, ErrorCode::UnknownTopicId.to_i16())] {
+        let answer = call(&mut s, &produce(topic_id), 13);
+        let (response, _) = kwire::conn::read_response(&answer, kwire::ApiKey::Produce, 13).unwrap();
+        let ResponseBodyView::Produce(p) = response.body else { panic!() };
+        let partition = p.responses().iter().next().unwrap().partition_responses().iter().next().unwrap();
+        assert_eq!(partition.error_code(), want, "{:?}", partition.error_message());
+        if want != 0 {
+            assert_eq!(partition.error_message(), Some("the proxy cannot name this topic id"));
+        }
+    }
+    assert_stored_encrypted(&broker, "secret.ids", std::slice::from_ref(&secret));
+    assert_eq!(broker.end_offset("secret.ids", 0), Some(1));
+    let mut c = client(proxy.local_addr(), Compression::None);
+    assert_eq!(fetch_all(&mut c, "secret.ids").unwrap()[0].value.as_deref(), Some(&secret[..]));
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(2)));
+}
