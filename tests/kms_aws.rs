@@ -54,6 +54,10 @@ struct Keys {
     region: String,
     access_key_id: String,
     secret_access_key: String,
+    /// A session of a role: temporary credentials with a session token.
+    session_key_id: String,
+    session_secret: String,
+    session_token: String,
     a_id: String,
     a_arn: String,
     b_id: String,
@@ -83,7 +87,7 @@ impl Moto {
         let log = std::fs::File::create(&self.log).unwrap();
         let mut cmd = Command::new(kms_dir().join("venv/bin/moto_server"));
         cmd.args(["-H", "127.0.0.1", "-p", &self.port.to_string()])
-            .env("INITIAL_NO_AUTH_ACTION_COUNT", "3")
+            .env("INITIAL_NO_AUTH_ACTION_COUNT", "5")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
@@ -130,6 +134,9 @@ impl Moto {
             region: s("region"),
             access_key_id: s("access_key_id"),
             secret_access_key: s("secret_access_key"),
+            session_key_id: s("session_key_id"),
+            session_secret: s("session_secret"),
+            session_token: s("session_token"),
             a_id: s("a_id"),
             a_arn: s("a_arn"),
             b_id: s("b_id"),
@@ -257,6 +264,27 @@ fn data_keys_are_made_and_unwrapped_and_bad_ones_refused() {
     let err = block_on(stranger.generate_data_key(&keys.alias)).unwrap_err();
     assert!(matches!(err, KmsError::Protocol(_)), "{err:?}");
     assert!(!format!("{kms:?}").contains(&keys.secret_access_key));
+
+    // Temporary credentials: a role session's key, secret and token; moto checks the token.
+    let session = |token: Option<&str>| {
+        let mut credentials = AwsCredentials::new(&keys.session_key_id, &keys.session_secret);
+        if let Some(token) = token {
+            credentials = credentials.with_session_token(token);
+        }
+        let mut options = AwsKmsOptions::new(&keys.region, credentials);
+        options.endpoint = Some(endpoint.clone());
+        AwsKms::new(options).unwrap()
+    };
+    let temporary = session(Some(&keys.session_token));
+    let key = block_on(temporary.generate_data_key(&keys.alias))
+        .unwrap_or_else(|e| panic!("{e}\n{}", moto.log_text()));
+    assert_eq!(block_on(temporary.unwrap_data_key(&keys.a_id, &key.wrapped)), Ok(key.plain.clone()));
+    assert!(!format!("{temporary:?}").contains(&keys.session_token));
+    for token in [None, Some("not-the-token")] {
+        let err = block_on(session(token).generate_data_key(&keys.alias)).unwrap_err();
+        assert!(matches!(err, KmsError::Protocol(_)), "{token:?}: {err:?}");
+        assert!(!format!("{err} {err:?}").contains(&keys.session_token));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
