@@ -84,6 +84,10 @@ use super::kms::{DataKey, Kms, KmsError, KmsFuture, PlainKey};
 const MAX_HEAD: usize = 16 * 1024;
 /// The longest answer body read (KMS answers are a few KiB at most).
 const MAX_BODY: usize = 64 * 1024;
+/// The most bytes read for one answer, framing included (chunk sizes and their extensions).
+const MAX_ANSWER: usize = MAX_HEAD + 2 * MAX_BODY;
+/// How much one read takes at most.
+const READ_CHUNK: usize = 4096;
 /// The longest wrapped key AWS KMS takes in `Decrypt` (`CiphertextBlob`, 6144 bytes).
 const MAX_WRAPPED: usize = 6144;
 /// The longest service message quoted in an error.
@@ -600,7 +604,9 @@ fn error_of(body: &[u8]) -> (String, String) {
 /// Sends `request` and reads the whole answer: status line, headers, then a body of
 /// `Content-Length`, chunked, or to the end of the connection; bounded.
 async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(stream: S, request: &[u8]) -> Result<Answer, KmsError> {
-    let mut reader = Reader { stream, buf: Vec::new(), pos: 0 };
+    // Room for the whole answer from the start: no copy of it is left behind by a growing
+    // buffer, and the one buffer is wiped when dropped.
+    let mut reader = Reader { stream, buf: Vec::with_capacity(MAX_ANSWER + READ_CHUNK), pos: 0 };
     reader.stream.write_all(request).await.map_err(cut)?;
     reader.stream.flush().await.map_err(cut)?;
     let head = reader.head().await?;
@@ -678,7 +684,10 @@ impl<S> Drop for Reader<S> {
 impl<S: AsyncRead + Unpin> Reader<S> {
     /// Reads more; `Ok(false)` at the end of the connection.
     async fn more(&mut self) -> Result<bool, KmsError> {
-        let mut chunk = [0u8; 4096];
+        if self.buf.len() >= MAX_ANSWER {
+            return Err(KmsError::Protocol(format!("an answer over {MAX_ANSWER} bytes")));
+        }
+        let mut chunk = [0u8; READ_CHUNK];
         let n = match self.stream.read(&mut chunk).await {
             Ok(n) => n,
             // TLS peers that close without close_notify.
@@ -747,7 +756,7 @@ impl<S: AsyncRead + Unpin> Reader<S> {
 
     /// A chunked body, its trailers skipped.
     async fn chunked(&mut self) -> Result<Vec<u8>, KmsError> {
-        let mut body = Vec::new();
+        let mut body = Vec::with_capacity(MAX_BODY);
         loop {
             let line = self.line(1024).await?;
             let size = core::str::from_utf8(&line)
@@ -1009,6 +1018,13 @@ mod tests {
             many_chunks.extend_from_slice(b"\r\n");
         }
         assert!(matches!(err(&many_chunks), KmsError::Protocol(_)));
+        // One byte per chunk, each size line long with an extension: the framing is bounded too.
+        let mut long_framing = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        let extension = format!("1;{}\r\na\r\n", "x".repeat(1000));
+        for _ in 0..(MAX_ANSWER / 1000 + 2) {
+            long_framing.extend_from_slice(extension.as_bytes());
+        }
+        assert!(matches!(err(&long_framing), KmsError::Protocol(why) if why.contains("an answer over")));
     }
 
     #[test]
