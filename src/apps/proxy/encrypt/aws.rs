@@ -1,62 +1,7 @@
 //! [`AwsKms`]: a [`Kms`] over the AWS Key Management Service's JSON API (feature
-//! `encrypt-aws`), for AWS KMS itself and for servers that speak its API (moto's server
-//! mode, LocalStack).
-//!
-//! # Choosing a KMS
-//!
-//! | service | where the KEKs live | for |
-//! | --- | --- | --- |
-//! | [`MemoryKms`](super::MemoryKms) | in the process; lost when it exits, and with them every record | tests and demos |
-//! | [`AwsKms`] | AWS KMS (or a server of its API): keys by id, ARN or alias | production on AWS, or wherever an AWS-KMS-compatible service runs |
-//! | your own [`Kms`] | any service that makes and unwraps data keys (Vault's Transit engine, Azure Key Vault, an HSM) | the rest: two async methods |
-//!
-//! Whatever the service, losing a KEK loses every record whose data key it wrapped: the
-//! records carry only wrapped data keys.
-//!
-//! # What a call does
-//!
-//! | [`Kms`] method | KMS action (`X-Amz-Target: TrentService.*`) | request | answer used |
-//! | --- | --- | --- | --- |
-//! | [`generate_data_key`](Kms::generate_data_key) | `GenerateDataKey` | `KeyId` = the KEK's name, `KeySpec` = `AES_256` | `Plaintext` (32 bytes), `CiphertextBlob` (the wrapped key) |
-//! | [`unwrap_data_key`](Kms::unwrap_data_key) | `Decrypt` | `CiphertextBlob` = the wrapped key, `KeyId` = the KEK's name | `Plaintext` (32 bytes) |
-//!
-//! Each call is one HTTP/1.1 `POST /` on a new connection (plain TCP, or TLS through rustls
-//! for `https://` endpoints), signed with AWS Signature Version 4 by the `aws-sigv4` crate
-//! (service `kms`, the configured region), within one time limit for the whole exchange
-//! ([`AwsKmsOptions::timeout`]). Answers are read to at most 16 KiB of head and 64 KiB of
-//! body (chunked or of a `Content-Length`); data keys are cached by the encryption filter, so
-//! calls are few.
-//!
-//! # Errors
-//!
-//! | what happened | [`KmsError`] |
-//! | --- | --- |
-//! | connection refused or cut, no answer within the time limit, HTTP 5xx or 429, `ThrottlingException`, `KMSInternalException`, `DependencyTimeoutException`, `KeyUnavailableException`, `LimitExceededException` | [`Unavailable`](KmsError::Unavailable) (retriable) |
-//! | `NotFoundException`, `DisabledException`, `KMSInvalidStateException` (disabled, pending deletion), `AccessDeniedException` | [`UnknownKey`](KmsError::UnknownKey) |
-//! | `InvalidCiphertextException`, `IncorrectKeyException`, an empty or over-long wrapped key, a `Decrypt` answer that is not a 32-byte key | [`BadWrappedKey`](KmsError::BadWrappedKey) |
-//! | anything else (bad credentials or signature, a TLS certificate refused, an answer that does not parse) | [`Protocol`](KmsError::Protocol), naming the error type and the service's message |
-//!
-//! moto answers a `Decrypt` whose `KeyId` is not the key the blob was wrapped under with
-//! `AccessDeniedException` (so [`UnknownKey`](KmsError::UnknownKey)); AWS KMS answers
-//! `IncorrectKeyException` ([`BadWrappedKey`](KmsError::BadWrappedKey)).
-//!
-//! # Secrets
-//!
-//! The secret access key and session token are in no `Debug`, `Display` or error text;
-//! [`AwsCredentials`] prints as `AwsCredentials(..)` and overwrites them when dropped. Data
-//! keys are [`PlainKey`]s; the answer's bytes that held one are overwritten once read.
-//!
-//! # Configuration from the environment
-//!
-//! [`AwsKms::from_env`] reads the variables the AWS tools read:
-//!
-//! | variable | what |
-//! | --- | --- |
-//! | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` | the credentials (required) |
-//! | `AWS_SESSION_TOKEN` | a session token, for temporary credentials |
-//! | `AWS_REGION`, else `AWS_DEFAULT_REGION` | the region (required) |
-//! | `AWS_ENDPOINT_URL_KMS`, else `AWS_ENDPOINT_URL` | the endpoint; else `https://kms.REGION.amazonaws.com` |
-//! | `AWS_CA_BUNDLE` | the CAs (PEM) an `https://` endpoint's certificate is checked against; else the system's bundle (`SSL_CERT_FILE`, or the usual paths) |
+//! `encrypt-aws`). Its docs map the calls, errors, secrets and settings; this file holds the
+//! client: the settings, SigV4 signing (by `aws-sigv4`), a small HTTP/1.1 exchange over
+//! tokio (TLS by tokio-rustls) with bounded answers, and the reading of the service's errors.
 
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
@@ -193,7 +138,7 @@ impl AwsKmsOptions {
         }
     }
 
-    /// From the environment, as the AWS tools read it (the table of the module's docs).
+    /// From the environment, as the AWS tools read it (the table of [`AwsKms`]'s docs).
     pub fn from_env() -> Result<Self, AwsConfigError> {
         let region = env("AWS_REGION")
             .or_else(|| env("AWS_DEFAULT_REGION"))
@@ -284,9 +229,56 @@ impl Endpoint {
     }
 }
 
-/// A [`Kms`] over AWS KMS (or a server of its API): data keys from `GenerateDataKey`,
-/// unwrapped with `Decrypt`, under KEKs named by key id, key ARN or alias (`alias/NAME`).
-/// The module's docs map the calls, errors and settings.
+/// A [`Kms`] over AWS KMS, or a server of its API (moto's server mode, LocalStack): data
+/// keys from `GenerateDataKey`, unwrapped with `Decrypt`, under KEKs named by key id, key ARN
+/// or alias (`alias/NAME`).
+///
+/// # What a call does
+///
+/// | [`Kms`] method | KMS action (`X-Amz-Target: TrentService.*`) | request | answer used |
+/// | --- | --- | --- | --- |
+/// | [`generate_data_key`](Kms::generate_data_key) | `GenerateDataKey` | `KeyId` = the KEK's name, `KeySpec` = `AES_256` | `Plaintext` (32 bytes), `CiphertextBlob` (the wrapped key) |
+/// | [`unwrap_data_key`](Kms::unwrap_data_key) | `Decrypt` | `CiphertextBlob` = the wrapped key, `KeyId` = the KEK's name | `Plaintext` (32 bytes) |
+///
+/// Each call is one HTTP/1.1 `POST /` on a new connection (plain TCP, or TLS through rustls
+/// for `https://` endpoints), signed with AWS Signature Version 4 by the `aws-sigv4` crate
+/// (service `kms`, the configured region), within one time limit for the whole exchange
+/// ([`AwsKmsOptions::timeout`]). Answers are read to at most 16 KiB of head and 64 KiB of
+/// body (chunked or of a `Content-Length`); data keys are cached by the encryption filter, so
+/// calls are few.
+///
+/// # Errors
+///
+/// | what happened | [`KmsError`] |
+/// | --- | --- |
+/// | connection refused or cut, no answer within the time limit, HTTP 5xx or 429, `ThrottlingException`, `KMSInternalException`, `DependencyTimeoutException`, `KeyUnavailableException`, `LimitExceededException` | [`Unavailable`](KmsError::Unavailable) (retriable) |
+/// | `NotFoundException`, `DisabledException`, `KMSInvalidStateException` (disabled, pending deletion), `AccessDeniedException` | [`UnknownKey`](KmsError::UnknownKey) |
+/// | `InvalidCiphertextException`, `IncorrectKeyException`, an empty or over-long wrapped key, a `Decrypt` answer that is not a 32-byte key | [`BadWrappedKey`](KmsError::BadWrappedKey) |
+/// | anything else (bad credentials or signature, a TLS certificate refused, an answer that does not parse) | [`Protocol`](KmsError::Protocol), naming the error type and the service's message |
+///
+/// moto answers a `Decrypt` whose `KeyId` is not the key the blob was wrapped under with
+/// `AccessDeniedException` (so [`UnknownKey`](KmsError::UnknownKey)); AWS KMS answers
+/// `IncorrectKeyException` ([`BadWrappedKey`](KmsError::BadWrappedKey)).
+///
+/// # Secrets
+///
+/// The secret access key and session token are in no `Debug`, `Display` or error text;
+/// [`AwsCredentials`] prints as `AwsCredentials(..)` and overwrites them when dropped. Data
+/// keys are [`PlainKey`]s; the answer's bytes that held one are overwritten once read.
+///
+/// # Configuration from the environment
+///
+/// [`AwsKms::from_env`] reads the variables the AWS tools read:
+///
+/// | variable | what |
+/// | --- | --- |
+/// | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` | the credentials (required) |
+/// | `AWS_SESSION_TOKEN` | a session token, for temporary credentials |
+/// | `AWS_REGION`, else `AWS_DEFAULT_REGION` | the region (required) |
+/// | `AWS_ENDPOINT_URL_KMS`, else `AWS_ENDPOINT_URL` | the endpoint; else `https://kms.REGION.amazonaws.com` |
+/// | `AWS_CA_BUNDLE` | the CAs (PEM) an `https://` endpoint's certificate is checked against; else the system's bundle (`SSL_CERT_FILE`, or the usual paths) |
+///
+/// # Example
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
