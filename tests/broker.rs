@@ -1018,6 +1018,8 @@ fn acls_are_enforced_for_each_principal() {
         [("open.a".to_string(), 0)],
         "WRITE implies DESCRIBE; secret is hidden"
     );
+    let refused = anonymous.commit_offset("readers", "open.a", 0, 1).unwrap_err();
+    assert_eq!(refused.error_code(), Some(ErrorCode::GroupAuthorizationFailed), "{refused}");
 
     // alice: may read `open*`, not write it; her group, no other.
     let mut alice = Conn::open(broker.addr());
