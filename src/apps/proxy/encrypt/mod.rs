@@ -7,9 +7,21 @@
 //! | file | what |
 //! |---|---|
 //! | `kms.rs` | [`Kms`], what encryption needs of a key management service; [`MemoryKms`] for tests and demos |
+//! | `aws.rs` | `AwsKms` (feature `encrypt-aws`): the AWS KMS API |
 //! | `format.rs` | the stored form of an encrypted record ([`format`]): the envelope, its associated data, the sealed plaintext, the total parser |
 //! | `dek.rs` | data keys: the current one per KEK (leases of nonces, rotation by count and age), the cache of unwrapped ones ([`KeyPolicy`]) |
 //! | `filter.rs` | the rules ([`EncryptRule`]), [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the Produce and Fetch sides |
+//!
+//! # Choosing a KMS
+//!
+//! | [`Kms`] | where the KEKs live | for |
+//! | --- | --- | --- |
+//! | [`MemoryKms`] | in the process; lost when it exits, and with them every record | tests and demos |
+//! | `AwsKms` (feature `encrypt-aws`) | AWS KMS, or a server of its API: keys by id, ARN or alias | production on AWS, or wherever an AWS-KMS-compatible service runs |
+//! | your own | any service that makes and unwraps data keys (Vault's Transit engine, Azure Key Vault, an HSM) | the rest: two async methods |
+//!
+//! A service that cannot be reached makes calls fail with [`KmsError::Unavailable`], which
+//! is retriable.
 //!
 //! # What is stored
 //!
@@ -63,11 +75,15 @@
 //! retriable errors, until it is back. A data key is never stored unwrapped, so losing a
 //! proxy loses nothing.
 
+#[cfg(feature = "encrypt-aws")]
+mod aws;
 mod dek;
 mod filter;
 pub mod format;
 mod kms;
 
+#[cfg(feature = "encrypt-aws")]
+pub use aws::{AwsConfigError, AwsCredentials, AwsKms, AwsKmsOptions};
 pub use dek::KeyPolicy;
 pub(crate) use filter::{Encrypt, Engine, RefuseUnencrypted};
 pub use filter::{EncryptRule, EncryptRuleError, Encryption, OnFailure, RecordsError, UNDECRYPTED_KEY};
