@@ -44,6 +44,7 @@ use crate::codec::wire::MAX_STRING_LEN;
 
 /// What to write instead of an entity string (see [`splice_request`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Edit<'p> {
     /// This text, then the old one (a prefix put on).
     Prepend(&'p str),
@@ -381,4 +382,111 @@ pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Opt
         return Err(SpliceError::Inconsistent);
     }
     Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::entities::Walk;
+    use crate::codec::types::Ver;
+    use crate::codec::wire::Reader;
+    use alloc::string::String;
+    use alloc::vec;
+
+    /// No schema has an entity in a known tagged field today, so the tagged-field sizes are
+    /// tested with a walker written here: a name, then a tagged field (tag 0) holding a
+    /// name and a tagged field of its own (tag 5) holding a nullable group id, then an
+    /// unknown tagged field (tag 7).
+    fn walker<'a>(r: &mut Reader<'a>, _: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+        w.text(r, EntityKind::TopicName, true, false, "A")?;
+        let mut outer = |tag, value: &mut Reader<'a>, w: &mut Walk<'a, '_>| {
+            if tag != 0 {
+                return Ok(false);
+            }
+            w.text(value, EntityKind::TopicName, true, false, "B")?;
+            let mut inner = |_, v: &mut Reader<'a>, w: &mut Walk<'a, '_>| {
+                w.text(v, EntityKind::GroupId, true, true, "C")?;
+                Ok(true)
+            };
+            w.tagged(value, &mut inner, "inner")?;
+            Ok(true)
+        };
+        w.tagged(r, &mut outer, "outer")
+    }
+
+    fn compact(s: &str, out: &mut Vec<u8>) {
+        put_varint(out, s.len() as u32 + 1);
+        out.extend_from_slice(s.as_bytes());
+    }
+
+    fn tagged(tag: u32, content: &[u8], out: &mut Vec<u8>) {
+        put_varint(out, tag);
+        put_varint(out, content.len() as u32);
+        out.extend_from_slice(content);
+    }
+
+    /// The body with these three strings, every size written from them.
+    fn body(a: &str, b: &str, c: &str) -> Vec<u8> {
+        let mut inner = Vec::new();
+        compact(c, &mut inner);
+        let mut outer = Vec::new();
+        compact(b, &mut outer);
+        outer.push(1);
+        tagged(5, &inner, &mut outer);
+        let mut out = Vec::new();
+        compact(a, &mut out);
+        out.push(2);
+        tagged(0, &outer, &mut out);
+        tagged(7, b"raw", &mut out);
+        out
+    }
+
+    fn splice_body(input: &[u8], map: Map<'_, '_>) -> Result<Option<Vec<u8>>, SpliceError> {
+        let parts = Parts { sized: true, header: b"head", body: input, walker, api: ApiKey::Fetch, version: 12 };
+        splice_parts(parts, map)
+    }
+
+    #[test]
+    fn tagged_sizes_grow_and_widen_inside_out() {
+        let (b, c) = ("b".repeat(125), "c".repeat(120));
+        let input = body("ab", &b, &c);
+        // Every name gets the prefix: the compact prefixes of B and C and both tagged sizes
+        // become a byte wider.
+        let got = splice_body(&input, &mut |_, _| Some(Edit::Prepend("tenant-a."))).unwrap().unwrap();
+        let want = body("tenant-a.ab", &alloc::format!("tenant-a.{b}"), &alloc::format!("tenant-a.{c}"));
+        assert_eq!(&got[..4], &((4 + want.len()) as i32).to_be_bytes());
+        assert_eq!(&got[4..8], b"head");
+        assert_eq!(&got[8..], &want[..]);
+        // And back: the prefixes come off, and the sizes narrow again.
+        let back = splice_body(&want, &mut |_, _| Some(Edit::DropFront(9))).unwrap().unwrap();
+        assert_eq!(&back[8..], &input[..]);
+        // Only the inner one.
+        let got = splice_body(&input, &mut |kind, _| {
+            (kind == EntityKind::GroupId).then_some(Edit::Replace(String::from("g").into()))
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(&got[8..], &body("ab", &b, "g")[..]);
+        // Nothing renamed: nothing written.
+        assert_eq!(splice_body(&input, &mut |_, _| None), Ok(None));
+    }
+
+    #[test]
+    fn fields_are_reported_with_their_prefixes_and_sizes() {
+        let input = body("ab", "b", "");
+        let mut seen = vec![];
+        crate::codec::entities::walk(walker, ApiKey::Fetch, 12, &input, 0, &mut |f| {
+            seen.push((f.kind, f.value, f.span, f.prefix, f.compact, f.nullable, f.tagged_sizes().to_vec()))
+        })
+        .unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0], (EntityKind::TopicName, Found::Text("ab"), (0, 3), 1, true, false, vec![]));
+        // The tagged section's count at 3, the tag at 4, its size at 5.
+        assert_eq!(seen[1], (EntityKind::TopicName, Found::Text("b"), (6, 8), 1, true, false, vec![5]));
+        assert_eq!(seen[2], (EntityKind::GroupId, Found::Text(""), (11, 12), 1, true, true, vec![5, 10]));
+        // A body cut short is an error.
+        for n in 0..input.len() - 1 {
+            assert!(splice_body(&input[..n], &mut |_, _| Some(Edit::Prepend("x"))).is_err(), "{n}");
+        }
+    }
 }
