@@ -12,8 +12,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kwire::filter::{Edit, EntityKind, FilterChain, Tenant, Verdict, splice_request};
-use kwire::messages::fetch::{FetchPartition, FetchTopic};
 use kwire::messages::FetchRequest;
+use kwire::messages::fetch::{FetchPartition, FetchTopic};
 use kwire::reflect::{self, Entity};
 use kwire::{ApiKey, Str};
 
@@ -23,15 +23,29 @@ const PREFIX: &str = "tenant-a.";
 /// The request frame, without its size prefix.
 fn fetch_frame() -> Vec<u8> {
     let partitions: Vec<FetchPartition> = (0..10)
-        .map(|p| FetchPartition { partition: p, fetch_offset: 1000 * i64::from(p), partition_max_bytes: 1 << 20, ..Default::default() })
+        .map(|p| FetchPartition {
+            partition: p,
+            fetch_offset: 1000 * i64::from(p),
+            partition_max_bytes: 1 << 20,
+            ..Default::default()
+        })
         .collect();
     let names: Vec<String> = (0..20).map(|t| format!("orders-topic-{t:02}")).collect();
     let topics: Vec<FetchTopic> = names
         .iter()
-        .map(|n| FetchTopic { topic: Str::from(n.as_str()), partitions: (&partitions[..]).into(), ..Default::default() })
+        .map(|n| FetchTopic {
+            topic: Str::from(n.as_str()),
+            partitions: (&partitions[..]).into(),
+            ..Default::default()
+        })
         .collect();
-    let request = FetchRequest { max_wait_ms: 500, min_bytes: 1, topics: (&topics[..]).into(), ..Default::default() };
-    let header = kwire::frame::RequestHeader { correlation_id: 7, client_id: Some("consumer-1"), ..Default::default() };
+    let request =
+        FetchRequest { max_wait_ms: 500, min_bytes: 1, topics: (&topics[..]).into(), ..Default::default() };
+    let header = kwire::frame::RequestHeader {
+        correlation_id: 7,
+        client_id: Some("consumer-1"),
+        ..Default::default()
+    };
     let n = kwire::dispatch::request_len(&request, VERSION, &header).unwrap();
     let mut out = vec![0u8; n];
     kwire::dispatch::encode_request(&request, VERSION, 7, Some("consumer-1"), &mut out).unwrap();
@@ -63,11 +77,12 @@ fn bench(c: &mut Criterion) {
     let schema = reflect::request_schema(ApiKey::Fetch);
     g.bench_function("value_tree", |b| {
         b.iter(|| {
-            let body = reflect::entities::rewrite(schema, VERSION, black_box(&frame[header_len..]), |e, s| {
-                (e == Entity::TopicName).then(|| format!("{PREFIX}{s}"))
-            })
-            .unwrap()
-            .unwrap();
+            let body =
+                reflect::entities::rewrite(schema, VERSION, black_box(&frame[header_len..]), |e, s| {
+                    (e == Entity::TopicName).then(|| format!("{PREFIX}{s}"))
+                })
+                .unwrap()
+                .unwrap();
             let mut out = Vec::with_capacity(header_len + body.len());
             out.extend_from_slice(&frame[..header_len]);
             out.extend_from_slice(&body);

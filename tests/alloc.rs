@@ -204,7 +204,11 @@ fn fetch_frame() -> Vec<u8> {
     let names: Vec<String> = (0..20).map(|t| format!("orders-{t:02}")).collect();
     let topics: Vec<FetchTopic> = names
         .iter()
-        .map(|n| FetchTopic { topic: n.as_str().into(), partitions: (&partitions[..]).into(), ..Default::default() })
+        .map(|n| FetchTopic {
+            topic: n.as_str().into(),
+            partitions: (&partitions[..]).into(),
+            ..Default::default()
+        })
         .collect();
     let request = FetchRequest { topics: (&topics[..]).into(), ..Default::default() };
     let mut out = vec![0u8; 8192];

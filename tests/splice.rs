@@ -104,7 +104,8 @@ fn has_entities(api: ApiKey, s: &'static reflect::StructSchema, version: i16) ->
         while let FieldType::Array(t) = ty {
             ty = t;
         }
-        kind_of(api, f).is_some() || matches!(ty, FieldType::Struct(inner) if has_entities(api, inner, version))
+        kind_of(api, f).is_some()
+            || matches!(ty, FieldType::Struct(inner) if has_entities(api, inner, version))
     })
 }
 
@@ -126,7 +127,13 @@ fn response_frame(body: &impl AnyBody, version: i16) -> Vec<u8> {
 
 /// The oracle: the frame (with its size prefix) with its body decoded, renamed and encoded
 /// again; `None` if nothing was renamed.
-fn through_tree(schema: &MessageSchema, api: ApiKey, version: i16, frame: &[u8], body_at: usize) -> Option<Vec<u8>> {
+fn through_tree(
+    schema: &MessageSchema,
+    api: ApiKey,
+    version: i16,
+    frame: &[u8],
+    body_at: usize,
+) -> Option<Vec<u8>> {
     let mut value = StructValue::decode_body(schema, version, &frame[body_at..]).unwrap();
     let mut renames = 0;
     rename_tree(api, &mut value, &mut renames);
@@ -198,14 +205,19 @@ fn every_api_direction_and_version_splices_as_the_tree_renames() {
                 for version in versions.min..=versions.max {
                     let ver = Ver::new(version, api.flexible_versions().contains(version));
                     let frame = if request {
-                        let Ok(value) = RequestBody::arbitrary_for(api, &mut Unstructured::new(&data)) else { break };
+                        let Ok(value) = RequestBody::arbitrary_for(api, &mut Unstructured::new(&data)) else {
+                            break;
+                        };
                         let value = value.as_version(ver);
                         if value.encoded_len(version).is_err() {
                             continue;
                         }
                         request_frame(&value, version)
                     } else {
-                        let Ok(value) = ResponseBody::arbitrary_for(api, &mut Unstructured::new(&data)) else { break };
+                        let Ok(value) = ResponseBody::arbitrary_for(api, &mut Unstructured::new(&data))
+                        else {
+                            break;
+                        };
                         let value = value.as_version(ver);
                         if value.encoded_len(version).is_err() {
                             continue;
@@ -231,7 +243,8 @@ fn every_api_direction_and_version_splices_as_the_tree_renames() {
 fn bad_frames_are_errors_not_panics() {
     let mut rng = XorShift(0x5011_ce02);
     let names = [kwire::Str::from("orders"), kwire::Str::from("payments")];
-    let body = kwire::messages::DeleteTopicsRequest { topic_names: (&names[..]).into(), ..Default::default() };
+    let body =
+        kwire::messages::DeleteTopicsRequest { topic_names: (&names[..]).into(), ..Default::default() };
     let frame = request_frame(&body, 5);
     // Every truncation, and random bytes in place of each byte.
     for n in 0..frame.len() {

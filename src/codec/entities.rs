@@ -96,7 +96,15 @@ pub struct Walk<'a, 'w> {
 }
 
 impl<'a> Walk<'a, '_> {
-    fn report(&mut self, kind: EntityKind, value: Found<'a>, span: (usize, usize), prefix: usize, compact: bool, nullable: bool) {
+    fn report(
+        &mut self,
+        kind: EntityKind,
+        value: Found<'a>,
+        span: (usize, usize),
+        prefix: usize,
+        compact: bool,
+        nullable: bool,
+    ) {
         let field = EntityField {
             kind,
             value,

@@ -35,8 +35,8 @@ use core::fmt;
 
 use crate::ApiKey;
 use crate::codec::dispatch;
-use crate::codec::entities::{self, EntityField, Found, WalkFn};
 pub use crate::codec::entities::EntityKind;
+use crate::codec::entities::{self, EntityField, Found, WalkFn};
 use crate::codec::error::DecodeError;
 use crate::codec::frame::FrameError;
 use crate::codec::messages::entity_walker;
@@ -169,7 +169,9 @@ fn bare(frame: &[u8], sized: bool) -> Result<&[u8], SpliceError> {
     }
     match frame.split_first_chunk::<4>() {
         Some((size, rest)) if i32::from_be_bytes(*size) as usize == rest.len() => Ok(rest),
-        Some((size, rest)) => Err(SpliceError::Size { declared: i32::from_be_bytes(*size), actual: rest.len() }),
+        Some((size, rest)) => {
+            Err(SpliceError::Size { declared: i32::from_be_bytes(*size), actual: rest.len() })
+        }
         None => Err(SpliceError::Size { declared: -1, actual: frame.len() }),
     }
 }
@@ -442,7 +444,8 @@ mod tests {
     }
 
     fn splice_body(input: &[u8], map: Map<'_, '_>) -> Result<Option<Vec<u8>>, SpliceError> {
-        let parts = Parts { sized: true, header: b"head", body: input, walker, api: ApiKey::Fetch, version: 12 };
+        let parts =
+            Parts { sized: true, header: b"head", body: input, walker, api: ApiKey::Fetch, version: 12 };
         splice_parts(parts, map)
     }
 
