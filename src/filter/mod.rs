@@ -13,7 +13,11 @@
 //! responses replaced, so that clients keep talking through a proxy; [`BrokerPorts`] is the
 //! rule of a port per broker by node id, the same in every proxy instance), [`ValidateRecords`]
 //! (the records of Produce requests checked against rules per topic: JSON values, keys,
-//! sizes, headers; [`check_json`] is its JSON check). The masking of
+//! sizes, headers; [`check_json`] is its JSON check), [`Tenant`] (a tenant of a virtual
+//! cluster, feature `reflect`). [`splice_request`] and [`splice_response`] rename entity
+//! strings (topic names, group ids, transactional ids) in a frame by splicing, with one copy
+//! and no value tree; a filter returns the new frame as [`RequestAction::RewriteFrame`] or
+//! [`ResponseAction::RewriteFrame`]. The masking of
 //! secrets in copies of frames for logs and recordings is [`crate::session::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:

@@ -5,29 +5,7 @@
 //! entity marks) find the fields, and everything between them is copied as it is.
 //!
 //! In Kafka's encoding arrays carry counts, not byte lengths, so nothing else in a body
-//! changes when a string changes length.
-//!
-//! ```
-//! use kwire::filter::{Edit, EntityKind, splice_request};
-//! use kwire::messages::{DeleteTopicsRequest, RequestBody};
-//! use kwire::Str;
-//!
-//! let names = [Str::from("orders")];
-//! let request = DeleteTopicsRequest { topic_names: (&names[..]).into(), ..Default::default() };
-//! let mut frame = [0u8; 64];
-//! let n = kwire::dispatch::encode_request(&request, 3, 7, None, &mut frame)?;
-//! // The frame with its size prefix; topic names get a tenant's prefix.
-//! let new = splice_request(&frame[..n], true, |kind, _name| {
-//!     (kind == EntityKind::TopicName).then_some(Edit::Prepend("tenant-a."))
-//! })?
-//! .expect("a name changed");
-//! assert_eq!(new.len(), n + 9);
-//! assert_eq!(i32::from_be_bytes(new[..4].try_into()?) as usize, new.len() - 4);
-//! let sent = kwire::dispatch::parse_request(&new[4..])?;
-//! let RequestBody::DeleteTopics(body) = RequestBody::from(sent.body) else { unreachable!() };
-//! assert_eq!(body.topic_names[0].as_ref(), "tenant-a.orders");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! changes when a string changes length. [`splice_request`] has an example.
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
@@ -131,6 +109,28 @@ impl core::error::Error for SpliceError {}
 /// `map` is asked twice about each field, once to size the new frame and once to write
 /// it, and must answer the same both times. The frame is checked as the views check it
 /// first: a frame that does not parse is an error, never a panic.
+///
+/// ```
+/// use kwire::filter::{Edit, EntityKind, splice_request};
+/// use kwire::messages::{DeleteTopicsRequest, RequestBody};
+/// use kwire::Str;
+///
+/// let names = [Str::from("orders")];
+/// let request = DeleteTopicsRequest { topic_names: (&names[..]).into(), ..Default::default() };
+/// let mut frame = [0u8; 64];
+/// let n = kwire::dispatch::encode_request(&request, 3, 7, None, &mut frame)?;
+/// // The frame with its size prefix; topic names get a tenant's prefix.
+/// let new = splice_request(&frame[..n], true, |kind, _name| {
+///     (kind == EntityKind::TopicName).then_some(Edit::Prepend("tenant-a."))
+/// })?
+/// .expect("a name changed");
+/// assert_eq!(new.len(), n + 9);
+/// assert_eq!(i32::from_be_bytes(new[..4].try_into()?) as usize, new.len() - 4);
+/// let sent = kwire::dispatch::parse_request(&new[4..])?;
+/// let RequestBody::DeleteTopics(body) = RequestBody::from(sent.body) else { unreachable!() };
+/// assert_eq!(body.topic_names[0].as_ref(), "tenant-a.orders");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn splice_request<'p>(
     frame: &[u8],
     sized: bool,
