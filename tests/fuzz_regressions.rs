@@ -30,7 +30,7 @@ fn replay_dir(dir: &Path, check: Check) -> usize {
 
 type Check = fn(&[u8]);
 
-fn targets() -> [(&'static str, Check); 10] {
+fn targets() -> [(&'static str, Check); 11] {
     [
         ("request_frame", fuzz_checks::request_frame),
         ("response", fuzz_checks::response),
@@ -42,6 +42,7 @@ fn targets() -> [(&'static str, Check); 10] {
         ("validate", fuzz_checks::validate::validate),
         ("vectored", fuzz_checks::vectored::vectored),
         ("capture", fuzz_checks::capture::capture),
+        ("encrypt", fuzz_checks::encrypt::encrypt),
     ]
 }
 

@@ -21,6 +21,8 @@
 //!   segments written into one (see the module).
 //! - [`vectored::vectored`]: byte 0 picks the body with records and the mode, byte 1 the
 //!   version, the rest feeds `arbitrary` (see the module).
+//! - [`encrypt::encrypt`]: byte 0 picks the mode: the envelope parser, the decryption of
+//!   hostile batches, or records encrypted, altered and decrypted (see the module).
 #![allow(dead_code)]
 
 use std::hint::black_box;
@@ -1034,6 +1036,7 @@ pub fn primitives(data: &[u8]) {
 }
 pub mod capture;
 pub mod conn;
+pub mod encrypt;
 pub mod explain;
 pub mod records;
 pub mod validate;

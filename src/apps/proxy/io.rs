@@ -35,7 +35,7 @@ use super::dial::connect;
 use super::runtime::Runtime;
 use super::session::{Action, Answer, Answered, FromClient, RequestHead, Session};
 use super::waiting::OwnRequests;
-use super::{ConnInfo, Decision, Event, Hooks, Upstream, WaitingFilter, tls};
+use super::{ConnInfo, Decision, Event, Hooks, Upstream, WaitingFilter, WaitingResponses, tls};
 use crate::ApiKey;
 use crate::Direction;
 use crate::session::conn::FrameBuf;
@@ -155,9 +155,10 @@ async fn serve<C: Split, S: Split, H: Hooks>(
     let (client_r, client_w) = client.halves();
     let (server_r, server_w) = server.halves();
     let mut stop = runtime.stop.subscribe();
-    let waiting = runtime.waiting(&info);
+    let mut waiting = runtime.waiting(&info);
+    let waiting_responses = waiting.as_mut().and_then(|w| w.responses());
     let mut requests = Requests { runtime, conn: &conn, wake: &wake, stopping: stop.clone(), waiting };
-    let mut responses = Responses { runtime, conn: &conn, wake: &wake };
+    let mut responses = Responses { runtime, conn: &conn, wake: &wake, waiting: waiting_responses };
     // Whichever direction ends first ends the connection (the other is dropped, and both
     // sockets close).
     let why = tokio::select! {
@@ -409,6 +410,23 @@ trait Side: Send {
         let _ = to;
         core::future::ready(Ok(frame))
     }
+    /// Whether a frame, once admitted, must wait for a filter before it is sent (never, by
+    /// default): the response side's [`super::WaitingResponses`]; the API and version it
+    /// answers if so.
+    fn waits_after(&self, meta: &Self::Meta) -> Option<(ApiKey, i16)> {
+        let _ = meta;
+        None
+    }
+    /// Runs the waiting filter on an admitted frame that answers `exchange` (API and
+    /// version): the frame to send, or why the connection ends.
+    fn wait_after(
+        &mut self,
+        frame: Vec<u8>,
+        exchange: (ApiKey, i16),
+    ) -> impl Future<Output = Result<Vec<u8>, String>> + Send {
+        let _ = exchange;
+        core::future::ready(Ok(frame))
+    }
 }
 
 /// Client to broker: sends requests on, then reports them.
@@ -583,6 +601,7 @@ struct Responses<'s, H: Hooks> {
     runtime: &'s Arc<Runtime<H>>,
     conn: &'s Conn<H::Tag>,
     wake: &'s tokio::sync::Notify,
+    waiting: Option<Box<dyn WaitingResponses>>,
 }
 
 /// What the response side keeps of a frame until it reports it.
@@ -676,6 +695,28 @@ impl<H: Hooks> Side for Responses<'_, H> {
             out.push((frame, ResponseMeta::Filter(exchange)));
         }
         out
+    }
+
+    fn waits_after(&self, meta: &Self::Meta) -> Option<(ApiKey, i16)> {
+        let waiting = self.waiting.as_ref()?;
+        match meta {
+            ResponseMeta::Broker(super::FromBroker {
+                answer: Answer::Paired(pairing, _), action, ..
+            }) if matches!(action, Action::Forward | Action::Replace(_))
+                && waiting.wants_response(pairing.api_key, pairing.api_version) =>
+            {
+                Some((pairing.api_key, pairing.api_version))
+            }
+            _ => None,
+        }
+    }
+
+    async fn wait_after(&mut self, frame: Vec<u8>, exchange: (ApiKey, i16)) -> Result<Vec<u8>, String> {
+        let Some(waiting) = self.waiting.as_mut() else { return Ok(frame) };
+        match waiting.on_response(frame, exchange.0, exchange.1).await {
+            Decision::Forward(frame) => Ok(frame),
+            Decision::Close(why) => Err(why),
+        }
     }
 }
 
@@ -802,7 +843,37 @@ async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                     break;
                 }
             };
-            if forward.len() <= COPY_MAX {
+            if let Some(exchange) = side.waits_after(&meta) {
+                // What a response filter waits on: what is batched goes first, then the
+                // frame it made; the hooks are told of the frame as admitted.
+                let r = send(&mut to, &batch.out, &[]).await;
+                let done = Instant::now();
+                for (at, meta) in copied.drain(..) {
+                    side.report(batch.frame(at), meta, done);
+                }
+                batch.out.clear();
+                if let Err(e) = r {
+                    return side.write_error(e);
+                }
+                let made = match side.wait_after(forward.to_vec(), exchange).await {
+                    Ok(f) => f,
+                    Err(why) => {
+                        end = Some(format!("closed by the proxy: {why}"));
+                        side.report(forward, meta, Instant::now());
+                        break;
+                    }
+                };
+                let Ok(len) = u32::try_from(made.len()) else {
+                    end = Some("closed by the proxy: a filter's frame is too large".to_string());
+                    side.report(forward, meta, Instant::now());
+                    break;
+                };
+                let r = send(&mut to, &len.to_be_bytes(), &made).await;
+                if let Err(e) = r {
+                    return side.write_error(e);
+                }
+                side.report(forward, meta, Instant::now());
+            } else if forward.len() <= COPY_MAX {
                 let at = batch.push(forward);
                 copied.push((at, meta));
             } else {

@@ -46,6 +46,8 @@ pub(super) async fn start<H: Hooks>(b: ProxyBuilder<H>) -> std::io::Result<Proxy
         waiting: b.waiting,
         topic_names: b.topic_names,
         look_up_ids: b.user_filters,
+        #[cfg(feature = "encrypt")]
+        encryption: b.encryption,
         max_frame: b.max_frame,
         idle_timeout: b.idle_timeout,
         bind_ip: local.ip(),

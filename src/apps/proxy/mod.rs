@@ -99,7 +99,7 @@ pub use session::{
 pub use tenants::{TenantError, TenantLineError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog, TrafficTag};
-pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
+pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter, WaitingResponses};
 
 use crate::filter::{FilterChain, TopicNames};
 use crate::session::conn::metrics::Metrics;
@@ -141,6 +141,9 @@ pub struct ProxyBuilder<H: Hooks = NoHooks> {
     topic_names: TopicNames,
     /// Whether the user gave filters: then the proxy looks up topic ids for them.
     user_filters: bool,
+    /// Record encryption, shared by the connections.
+    #[cfg(feature = "encrypt")]
+    encryption: Option<Arc<encrypt::Engine>>,
     hooks: Arc<H>,
     metrics: Arc<Metrics>,
 }
@@ -172,6 +175,8 @@ impl ProxyBuilder<NoHooks> {
             waiting: None,
             topic_names: TopicNames::new(),
             user_filters: false,
+            #[cfg(feature = "encrypt")]
+            encryption: None,
             hooks: Arc::new(NoHooks),
             metrics: Arc::new(Metrics::new(METRICS_NAMESPACE)),
         }
@@ -276,6 +281,18 @@ impl<H: Hooks> ProxyBuilder<H> {
         self
     }
 
+    /// Encrypts the records of the topics `encryption`'s rules name on their way to the
+    /// brokers and decrypts them on their way back (feature `encrypt`; see
+    /// [`encrypt`]): a waiting filter after the user's (so that theirs see plaintext
+    /// requests), and a filter after the user's chain that refuses what could not be
+    /// encrypted. The proxy keeps topic names for it, as for filters.
+    #[cfg(feature = "encrypt")]
+    pub fn encrypt(mut self, encryption: encrypt::Encryption) -> Self {
+        self.encryption = Some(encryption.engine());
+        self.user_filters = true;
+        self
+    }
+
     /// The counters the proxy keeps (by default its own, namespace [`METRICS_NAMESPACE`]);
     /// give one that your hooks share to count beside it.
     pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
@@ -301,6 +318,8 @@ impl<H: Hooks> ProxyBuilder<H> {
             waiting: self.waiting,
             topic_names: self.topic_names,
             user_filters: self.user_filters,
+            #[cfg(feature = "encrypt")]
+            encryption: self.encryption,
             hooks: Arc::new(hooks),
             metrics: self.metrics,
         }

@@ -28,6 +28,9 @@ pub(super) struct Runtime<H: Hooks> {
     /// Whether connections look up the topic ids they name that the book does not know
     /// (with the user's filters).
     pub(super) look_up_ids: bool,
+    /// Record encryption, if set up.
+    #[cfg(feature = "encrypt")]
+    pub(super) encryption: Option<Arc<super::encrypt::Engine>>,
     pub(super) max_frame: usize,
     pub(super) idle_timeout: Option<Duration>,
     pub(super) bind_ip: IpAddr,
@@ -75,6 +78,19 @@ impl<H: Hooks> Runtime<H> {
     /// then the user's own.
     pub(super) fn waiting(&self, conn: &Arc<ConnInfo>) -> Option<Box<dyn super::WaitingFilter>> {
         let user = self.waiting.as_ref().map(|make| make(conn));
+        // Encryption after the user's own, nearest the chain.
+        #[cfg(feature = "encrypt")]
+        let user = match (&self.encryption, user) {
+            (None, user) => user,
+            (Some(engine), user) => {
+                let encrypt: Box<dyn super::WaitingFilter> =
+                    Box::new(super::encrypt::Encrypt::new(engine.clone(), conn.clone()));
+                Some(match user {
+                    Some(user) => Box::new(super::waiting::Both(user, encrypt)),
+                    None => encrypt,
+                })
+            }
+        };
         if !self.look_up_ids {
             return user;
         }
@@ -90,6 +106,10 @@ impl<H: Hooks> Runtime<H> {
     /// the broker, so that it sees responses first).
     pub(super) fn filters(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> FilterChain {
         let mut chain = (self.filters)(conn);
+        #[cfg(feature = "encrypt")]
+        if let Some(engine) = &self.encryption {
+            chain.push(super::encrypt::RefuseUnencrypted::new(engine.clone(), conn.id));
+        }
         if self.look_up_ids {
             chain.learn_topic_names(self.topic_names.clone());
         }

@@ -42,6 +42,35 @@ pub trait WaitingFilter: Send + Sync + 'static {
         frame: Vec<u8>,
         upstream: &'a mut Upstream<'_>,
     ) -> core::pin::Pin<Box<dyn core::future::Future<Output = Decision> + Send + 'a>>;
+
+    /// What waits on the connection's responses, if this filter wants any (none by
+    /// default): asked once, when the connection is set up. Filters that want no
+    /// responses keep the response side as it is.
+    fn responses(&mut self) -> Option<Box<dyn WaitingResponses>> {
+        None
+    }
+}
+
+/// The response half of a [`WaitingFilter`] ([`WaitingFilter::responses`]): sees each
+/// response it wants after the connection's [`crate::filter::FilterChain`] (it is the
+/// layer nearest the client), as an owned frame, and may rewrite it before the client gets
+/// it. While it waits, the connection sends the client nothing further (answers keep their
+/// order). The proxy's hooks (logs, recordings) are told of the frame as the chain left
+/// it, not as this filter rewrote it.
+pub trait WaitingResponses: Send + Sync + 'static {
+    /// Whether it wants the responses to requests of this API and version.
+    fn wants_response(&self, api_key: ApiKey, version: i16) -> bool;
+
+    /// Decides on a response (the whole frame, without its size prefix) to a request of
+    /// `api_key` at `version`: [`Decision::Forward`] with the frame to send (the one given,
+    /// or a rewritten one of the same API, version and correlation id), or
+    /// [`Decision::Close`].
+    fn on_response<'a>(
+        &'a mut self,
+        frame: Vec<u8>,
+        api_key: ApiKey,
+        version: i16,
+    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
 }
 
 /// What a [`WaitingFilter`] decided.
@@ -163,6 +192,47 @@ impl WaitingFilter for Both {
                 frame
             };
             if wants(&*self.1) { self.1.on_request(frame, upstream).await } else { Decision::Forward(frame) }
+        })
+    }
+
+    fn responses(&mut self) -> Option<Box<dyn WaitingResponses>> {
+        match (self.0.responses(), self.1.responses()) {
+            (None, None) => None,
+            (Some(one), None) | (None, Some(one)) => Some(one),
+            // Responses go the other way: the second (nearer the broker) first.
+            (Some(first), Some(second)) => Some(Box::new(BothResponses(second, first))),
+        }
+    }
+}
+
+/// Two response waiters, one after the other: the second sees what the first forwards.
+struct BothResponses(Box<dyn WaitingResponses>, Box<dyn WaitingResponses>);
+
+impl WaitingResponses for BothResponses {
+    fn wants_response(&self, api_key: ApiKey, version: i16) -> bool {
+        self.0.wants_response(api_key, version) || self.1.wants_response(api_key, version)
+    }
+
+    fn on_response<'a>(
+        &'a mut self,
+        frame: Vec<u8>,
+        api_key: ApiKey,
+        version: i16,
+    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            let frame = if self.0.wants_response(api_key, version) {
+                match self.0.on_response(frame, api_key, version).await {
+                    Decision::Forward(frame) => frame,
+                    close => return close,
+                }
+            } else {
+                frame
+            };
+            if self.1.wants_response(api_key, version) {
+                self.1.on_response(frame, api_key, version).await
+            } else {
+                Decision::Forward(frame)
+            }
         })
     }
 }

@@ -129,6 +129,19 @@ pub struct Args {
     /// batch fails with a message saying so.
     #[arg(long, default_value_t = kwire::filter::DEFAULT_DECOMPRESSION_LIMIT, value_name = "BYTES")]
     validate_decompression_limit: usize,
+    /// Encrypt the records of the topics PATTERN names (repeatable):
+    /// `PATTERN=KEK[,headers][,on-failure=error|pass]`, KEK the name of a key in the
+    /// `--kms` service, `headers` to encrypt headers too, `on-failure` what a consumer gets
+    /// of a record the proxy cannot decrypt (an error for its partition, or the record as
+    /// stored, marked). Values leave encrypted and come back decrypted (docs/proxy.md,
+    /// "Record encryption").
+    #[arg(long = "encrypt", value_name = "RULE")]
+    encrypt: Vec<String>,
+    /// The key management service that holds the KEKs of `--encrypt`: `memory` (KEKs made
+    /// at start and kept in this process only: records encrypted with them cannot be read
+    /// after it stops; for demos and tests).
+    #[arg(long, value_name = "KMS")]
+    kms: Option<String>,
     /// A tenant of a virtual cluster (repeatable): `principal:USER=PREFIX`,
     /// `sni:NAME=PREFIX`, or `default=PREFIX` for connections no other rule names. The tenant's topic names, group ids and transactional ids carry
     /// PREFIX on the broker and not in its clients' eyes, and it sees no other tenant's;
@@ -199,6 +212,7 @@ pub fn run(args: Args) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()?
         .into();
     let decompression_limit = args.validate_decompression_limit;
+    let encryption = encryption(&args.encrypt, args.kms.as_deref())?;
     let mut tenants = match &args.tenants {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
@@ -293,6 +307,9 @@ pub fn run(args: Args) -> Result<(), String> {
             chain
         });
     }
+    if let Some(e) = encryption {
+        builder = builder.encrypt(e);
+    }
     let builder = args.tls.apply(builder.hooks(log))?;
     let tls_warnings = args.tls.warnings();
     for w in &tls_warnings {
@@ -341,6 +358,44 @@ pub fn run(args: Args) -> Result<(), String> {
     eprintln!("kwire proxy: {}", proxy.hooks().summary());
     runtime.shutdown_background();
     Ok(())
+}
+
+/// The `--encrypt` rules with the `--kms` service they name.
+fn encryption(
+    rules: &[String],
+    kms: Option<&str>,
+) -> Result<Option<kwire::proxy::encrypt::Encryption>, String> {
+    use kwire::proxy::encrypt::{EncryptRule, Encryption, Kms, MemoryKms};
+    let rules = rules
+        .iter()
+        .map(|r| r.parse::<EncryptRule>().map_err(|e| format!("--encrypt {r}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(kms) = kms else {
+        return match rules.is_empty() {
+            true => Ok(None),
+            false => Err("--encrypt needs --kms (memory)".into()),
+        };
+    };
+    if rules.is_empty() {
+        return Err("--kms without --encrypt".into());
+    }
+    // `NAME` or `NAME=SETTINGS`: each service says what its settings are.
+    let (name, _settings) = kms.split_once('=').unwrap_or((kms, ""));
+    let service: Arc<dyn Kms> = match name {
+        "memory" => {
+            let memory = MemoryKms::new();
+            for rule in &rules {
+                memory.create_key(rule.kek());
+            }
+            eprintln!(
+                "kwire proxy: --kms memory: the KEKs live in this process only; what it encrypts cannot be \
+                 read once it stops"
+            );
+            Arc::new(memory)
+        }
+        other => return Err(format!("--kms {other}: no such key management service (memory)")),
+    };
+    Ok(Some(rules.into_iter().fold(Encryption::new(service), Encryption::rule)))
 }
 
 #[cfg(test)]
