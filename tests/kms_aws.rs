@@ -7,7 +7,9 @@
 //! made and unwrapped under a key id, an ARN and an alias; a wrong KEK, a tampered blob, an
 //! unknown KEK and a wrong secret key each refused with their error; a service paused
 //! (no answer: a time-out) and stopped (refused connections) each retriable, and calls that
-//! work again once it is back.
+//! work again once it is back. And `kwire proxy --encrypt ... --kms aws=URL` in front of
+//! `kwire::broker`: the broker holds no plaintext, and a new proxy process reads what the
+//! one before it wrote.
 
 mod common;
 
@@ -376,4 +378,65 @@ fn https_endpoints_are_checked_against_the_ca_given() {
     );
     assert!(block_on(plain.generate_data_key(&keys.alias)).is_err());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `kwire proxy --kms aws=URL` (credentials from the environment) encrypts what a client
+/// produces under a KEK of moto; the broker holds envelopes only; the proxy is stopped and
+/// a new one, with nothing of the first in memory, decrypts the records through moto.
+#[test]
+fn kwire_proxy_with_aws_kms_reads_its_records_after_a_restart() {
+    use common::proxy::Proxy;
+    use kwire::records::NewRecord;
+    let dir = temp_dir("proxy");
+    let moto = Moto::start(free_port(), None, dir.join("moto.log"));
+    let keys = moto.keys(None);
+    let broker = kwire::broker::Broker::start(Default::default()).unwrap();
+    let proxy = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kwire"));
+        cmd.args(["proxy", "--quiet", "--listen", "127.0.0.1:0", "--upstream"])
+            .arg(broker.addr().to_string())
+            .arg("--encrypt")
+            .arg(format!("secure.*={}", keys.alias))
+            .arg("--kms")
+            .arg(format!("aws={}", moto.endpoint("127.0.0.1")))
+            .env("AWS_REGION", &keys.region)
+            .env("AWS_ACCESS_KEY_ID", &keys.access_key_id)
+            .env("AWS_SECRET_ACCESS_KEY", &keys.secret_access_key)
+            .env_remove("AWS_SESSION_TOKEN");
+        Proxy::spawn(cmd)
+    };
+    let values: Vec<String> = (0..20).map(|i| format!("card-number-{i:04}")).collect();
+    let first = proxy();
+    let mut client = kwire::client::Client::connect(&first.addr).unwrap();
+    client.create_topic("secure.cards", 1).unwrap();
+    let records: Vec<NewRecord<'_>> =
+        values.iter().map(|v| NewRecord::new(None, Some(v.as_bytes()))).collect();
+    client.produce("secure.cards", 0, &records).unwrap();
+    let read = |c: &mut kwire::client::Client| -> Vec<String> {
+        c.fetch_to_end("secure.cards", 0, 0)
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| String::from_utf8(r.value.clone().unwrap_or_default()).unwrap())
+            .collect()
+    };
+    assert_eq!(read(&mut client), values);
+    drop(client);
+    let printed = first.kill().0;
+    // The broker holds envelopes: no plaintext value in any stored byte.
+    let mut direct = kwire::client::Client::connect(broker.addr()).unwrap();
+    let stored = direct.fetch_to_end("secure.cards", 0, 0).unwrap().records;
+    assert_eq!(stored.len(), values.len());
+    for r in &stored {
+        let v = r.value.clone().unwrap_or_default();
+        assert!(v.starts_with(b"kwE"), "not an envelope: {v:?}");
+        assert!(!values.iter().any(|p| v.windows(p.len()).any(|w| w == p.as_bytes())), "plaintext stored");
+    }
+    // No credential in what the proxy printed.
+    let all = format!("{}\n{}", printed.lines.join("\n"), printed.stderr);
+    assert!(!all.contains(&keys.secret_access_key), "{all}");
+    // A new proxy: its data keys come from moto again.
+    let second = proxy();
+    let mut client = kwire::client::Client::connect(&second.addr).unwrap();
+    assert_eq!(read(&mut client), values);
 }

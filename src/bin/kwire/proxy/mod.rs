@@ -137,8 +137,11 @@ pub struct Args {
     /// "Record encryption").
     #[arg(long = "encrypt", value_name = "RULE")]
     encrypt: Vec<String>,
-    /// The key management service that holds the KEKs of `--encrypt`: `memory` (KEKs made
-    /// at start and kept in this process only: records encrypted with them cannot be read
+    /// The key management service that holds the KEKs of `--encrypt`: `aws` (AWS KMS, or a
+    /// service that speaks its API: region, credentials, endpoint and CA bundle from the
+    /// AWS environment variables, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, ...; `aws=URL` sets
+    /// the endpoint; KEKs are key ids, ARNs or `alias/NAME`), or `memory` (KEKs made at
+    /// start and kept in this process only: records encrypted with them cannot be read
     /// after it stops; for demos and tests).
     #[arg(long, value_name = "KMS")]
     kms: Option<String>,
@@ -373,14 +376,14 @@ fn encryption(
     let Some(kms) = kms else {
         return match rules.is_empty() {
             true => Ok(None),
-            false => Err("--encrypt needs --kms (memory)".into()),
+            false => Err("--encrypt needs --kms (aws or memory)".into()),
         };
     };
     if rules.is_empty() {
         return Err("--kms without --encrypt".into());
     }
     // `NAME` or `NAME=SETTINGS`: each service says what its settings are.
-    let (name, _settings) = kms.split_once('=').unwrap_or((kms, ""));
+    let (name, settings) = kms.split_once('=').unwrap_or((kms, ""));
     let service: Arc<dyn Kms> = match name {
         "memory" => {
             let memory = MemoryKms::new();
@@ -393,7 +396,15 @@ fn encryption(
             );
             Arc::new(memory)
         }
-        other => return Err(format!("--kms {other}: no such key management service (memory)")),
+        "aws" => {
+            use kwire::proxy::encrypt::{AwsKms, AwsKmsOptions};
+            let mut options = AwsKmsOptions::from_env().map_err(|e| format!("--kms aws: {e}"))?;
+            if !settings.is_empty() {
+                options.endpoint = Some(settings.to_string());
+            }
+            Arc::new(AwsKms::new(options).map_err(|e| format!("--kms aws: {e}"))?)
+        }
+        other => return Err(format!("--kms {other}: no such key management service (aws, memory)")),
     };
     Ok(Some(rules.into_iter().fold(Encryption::new(service), Encryption::rule)))
 }
