@@ -78,6 +78,7 @@
 //! | `tokio` | | `tokio_util` codecs over [`conn`] |
 //! | `broker`, `broker-scram`, `broker-tls` | | [`broker`], its SASL/SCRAM and its TLS listener |
 //! | `proxy` | | [`proxy`] |
+//! | `encrypt`, `encrypt-aws` | | record encryption in the proxy ([`proxy::encrypt`]), and its AWS KMS client |
 //! | `capture` | | [`capture`] |
 //! | `client` | | [`client`] |
 //! | `arbitrary` | | `arbitrary::Arbitrary` for every value, for fuzzing |
