@@ -358,6 +358,19 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
     }
 }
 
+/// The answer to a request of `key` at `version` with this response body (encoded at that
+/// version): the response header (the correlation id, and an empty tagged-field section
+/// in header version 1) and the body.
+fn answer_with(key: ApiKey, version: i16, correlation_id: i32, body: &[u8]) -> Verdict {
+    let mut out = Vec::with_capacity(5 + body.len());
+    out.extend_from_slice(&correlation_id.to_be_bytes());
+    if key.response_header_version(version) >= 1 {
+        out.push(0);
+    }
+    out.extend_from_slice(body);
+    Verdict::Respond(out)
+}
+
 fn unreadable_verdict(forward: bool, why: core::fmt::Arguments<'_>) -> Verdict {
     if forward {
         Verdict::Forward
@@ -498,21 +511,26 @@ impl FilterChain {
             };
             let action = match filter.on_request(&request) {
                 RequestAction::Refuse(refusals) if refusals.is_empty() => RequestAction::Pass,
-                RequestAction::Refuse(refusals) => match partial::split(&request.body, &refusals) {
-                    partial::Split::Forward(body, merge) => {
-                        if let Some(merge) = merge {
-                            merges.push((request.header.correlation_id(), index, merge));
+                RequestAction::Refuse(refusals) => {
+                    let body = &bytes[request.header.as_bytes().len()..];
+                    match partial::split(&request.body, version, body, &refusals) {
+                        partial::Split::Forward(body, merge) => {
+                            if let Some(merge) = merge {
+                                merges.push((request.header.correlation_id(), index, merge));
+                            }
+                            RequestAction::Rewrite(body)
                         }
-                        RequestAction::Rewrite(body)
+                        partial::Split::Answer(body) => RequestAction::Respond(body),
+                        partial::Split::ForwardBody(body, merge) => {
+                            merges.push((request.header.correlation_id(), index, merge));
+                            RequestAction::RewriteBody(body)
+                        }
+                        partial::Split::AnswerBody(body) => {
+                            return answer_with(key, version, request.header.correlation_id(), &body);
+                        }
+                        partial::Split::Unsupported(why) => return Verdict::Close(why),
                     }
-                    partial::Split::Answer(body) => RequestAction::Respond(body),
-                    partial::Split::Unsupported => {
-                        return Verdict::Close(alloc::format!(
-                            "a filter refused part of a {} request, which cannot be answered in part",
-                            key.name()
-                        ));
-                    }
-                },
+                }
                 action => action,
             };
             match request_step(bytes, &request, action) {
@@ -613,20 +631,10 @@ impl FilterChain {
                 // Answers come in order: older entries were answered otherwise.
                 self.merges.drain(..at);
                 let Some((_, _, pending)) = self.merges.pop_front() else { break };
-                let Some(body) = partial::merge(pending, &response.body) else {
-                    return Some(Verdict::Close(alloc::format!(
-                        "a {} answer to a request answered in part",
-                        api_key.name()
-                    )));
-                };
-                match encode_body(&body, read_at) {
+                let body = &bytes[response.header.as_bytes().len()..];
+                match partial::merge(pending, &response.body, read_at, body) {
                     Ok(b) => *current = Some(splice(response.header.as_bytes(), &b)),
-                    Err(e) => {
-                        return Some(Verdict::Close(alloc::format!(
-                            "a partial {} answer merged: {e}",
-                            api_key.name()
-                        )));
-                    }
+                    Err(why) => return Some(Verdict::Close(why)),
                 }
                 if !filter.wants_response(api_key, version) {
                     continue;
@@ -672,6 +680,8 @@ impl FilterChain {
     }
 }
 
+#[cfg(feature = "reflect")]
+mod by_schema;
 mod deny;
 mod json;
 mod partial;
