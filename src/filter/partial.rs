@@ -275,27 +275,25 @@ pub(super) fn merge(
     bytes: &[u8],
 ) -> Result<Vec<u8>, String> {
     let _ = (version, bytes);
-    let body = match (merge, response) {
+    let name = response.api_key().name();
+    let encoded = |body: ResponseBody<'_>| {
+        super::encode_body(&body, version).map_err(|e| alloc::format!("a partial {name} answer merged: {e}"))
+    };
+    let _ = &encoded;
+    match (merge, response) {
         #[cfg(feature = "api-produce")]
         (Merge::Produce(topics), crate::codec::messages::ResponseBodyView::Produce(view)) => {
-            ResponseBody::Produce(merge_produce(topics, *view))
+            encoded(ResponseBody::Produce(merge_produce(topics, *view)))
         }
         #[cfg(feature = "api-fetch")]
         (Merge::Fetch(refused), crate::codec::messages::ResponseBodyView::Fetch(view)) => {
-            ResponseBody::Fetch(merge_fetch(refused, *view))
+            encoded(ResponseBody::Fetch(merge_fetch(refused, *view)))
         }
         #[cfg(feature = "reflect")]
-        (Merge::Schema(pending), _) => return super::by_schema::merge(pending, bytes),
+        (Merge::Schema(pending), _) => super::by_schema::merge(pending, bytes),
         #[allow(unreachable_patterns)]
-        _ => {
-            return Err(alloc::format!(
-                "a {} answer to a request answered in part",
-                response.api_key().name()
-            ));
-        }
-    };
-    let name = response.api_key().name();
-    super::encode_body(&body, version).map_err(|e| alloc::format!("a partial {name} answer merged: {e}"))
+        _ => Err(alloc::format!("a {name} answer to a request answered in part")),
+    }
 }
 
 #[cfg(feature = "api-produce")]

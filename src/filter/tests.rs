@@ -774,20 +774,20 @@ mod partial_answers {
 
     #[test]
     fn a_refusal_of_an_api_without_partial_answers_closes_the_connection() {
-        struct RefuseMetadata;
-        impl Filter for RefuseMetadata {
+        struct RefuseAny;
+        impl Filter for RefuseAny {
             fn on_request<'a>(&mut self, _: &Request<'a>) -> RequestAction<'a> {
                 let mut r = Refusals::new();
                 r.topic(0, ErrorCode::TopicAuthorizationFailed, None);
                 RequestAction::Refuse(r)
             }
         }
-        assert!(!Refusals::supported(ApiKey::Metadata));
+        // Heartbeat has no per-topic entries.
+        assert!(!Refusals::supported(ApiKey::Heartbeat));
         let mut chain = FilterChain::new();
-        chain.push(RefuseMetadata);
-        let Verdict::Close(why) = chain.on_request(&request(&MetadataRequest::default(), 12, 1)) else {
-            panic!()
-        };
+        chain.push(RefuseAny);
+        let heartbeat = crate::codec::messages::HeartbeatRequest::default();
+        let Verdict::Close(why) = chain.on_request(&request(&heartbeat, 4, 1)) else { panic!() };
         assert!(why.contains("cannot be answered in part"), "{why}");
     }
 }
