@@ -36,8 +36,6 @@ use crate::codec::types::Uuid;
 use crate::reflect::value::Encoding;
 use crate::reflect::{Entity, FieldSchema, FieldType, MessageSchema, StructSchema, StructValue, Value};
 
-use super::partial::Refusals;
-
 /// Where a message's entries are, at one version.
 #[derive(Clone, Copy, Debug)]
 struct Side {
@@ -396,7 +394,17 @@ fn refused(
 }
 
 /// An error code and message.
-struct Why(i16, Option<String>);
+#[derive(Clone, Debug)]
+pub(super) struct Why(pub(super) i16, pub(super) Option<String>);
+
+/// What a filter refused, by position in the request (`Refusals`).
+pub(super) trait Refused {
+    /// The refusal of a partition by its index in its topic: its own, else its topic's.
+    fn partition(&self, topic: usize, partition: usize) -> Option<Why>;
+    /// The refusal of a topic where the API has no partitions: its own, else the first of
+    /// one of its partitions; and whether it is the topic's own.
+    fn topic(&self, topic: usize) -> Option<(Why, bool)>;
+}
 
 /// Splits a request body by its schema: what goes to the broker, and what its answer is
 /// merged with. `Err` with the reason where it cannot be answered in part.
@@ -404,7 +412,7 @@ pub(super) fn split(
     api_key: ApiKey,
     version: i16,
     body: &[u8],
-    refusals: &Refusals,
+    refusals: &impl Refused,
 ) -> Result<SchemaSplit, String> {
     let Some(layout) = Layout::of(api_key, version) else {
         return Err(alloc::format!("{} v{version} cannot be answered in part", api_key.name()));
@@ -464,7 +472,7 @@ fn split_topics(
     layout: &Layout,
     parent: &mut StructValue,
     at: &mut usize,
-    refusals: &Refusals,
+    refusals: &impl Refused,
 ) -> (Vec<TopicSlot>, bool) {
     let version = layout.version;
     let field = layout.request.topics;
@@ -507,14 +515,8 @@ fn split_topics(
             (n, _) => n.clone(),
         };
         let entry = match (parts, r_parts, &mut topic) {
-            (None, _, _) => match refusals.of_topic(t) {
-                Some(r) => Entry::Refused(refused(
-                    rt,
-                    version,
-                    r_error,
-                    r_message,
-                    &Why(r.error.to_i16(), r.message.clone()),
-                )),
+            (None, _, _) => match refusals.topic(t) {
+                Some((why, _)) => Entry::Refused(refused(rt, version, r_error, r_message, &why)),
                 None => {
                     kept.push(topic);
                     slots.push(TopicSlot { name: name_for_answer, id, entry: Entry::Forwarded });
@@ -542,10 +544,9 @@ fn split_topics(
                         }
                         _ => -1,
                     };
-                    match refusals.find(t, p) {
-                        Some(r) => {
-                            let mut answer =
-                                refused(ps, version, pe, pm, &Why(r.error.to_i16(), r.message.clone()));
+                    match refusals.partition(t, p) {
+                        Some(why) => {
+                            let mut answer = refused(ps, version, pe, pm, &why);
                             answer.fields[pi] = Some(Value::Int32(index));
                             part_slots.push(PartSlot::Refused(answer));
                         }
@@ -555,7 +556,7 @@ fn split_topics(
                         }
                     }
                 }
-                let topic_refused = refusals.of_topic(t).is_some_and(|r| r.partition.is_none());
+                let topic_refused = refusals.topic(t).is_some_and(|(_, own)| own);
                 if kept_parts.is_empty() && (had_partitions || topic_refused) {
                     Entry::Parts(part_slots)
                 } else {

@@ -130,8 +130,9 @@ pub enum RequestAction<'a> {
     Respond(ResponseBody<'a>),
     /// Refuse these entries (topics or partitions) with their errors, and forward the rest:
     /// the client gets one answer, the broker's with the refused entries merged in, in the
-    /// request's order; if every entry is refused, the chain answers without the broker. For
-    /// the APIs [`Refusals::supported`] lists; for others it closes the connection.
+    /// request's order; if every entry is refused, the chain answers without the broker
+    /// (but Fetch and Metadata). For the APIs and versions [`Refusals::supports`] lists; for
+    /// others it closes the connection.
     Refuse(Refusals),
     /// Do not forward it and do not answer (a request that expects an answer closes the
     /// connection instead).

@@ -61,6 +61,14 @@ use crate::codec::types::Uuid;
 /// topic's index in its topic array, and the partition's in that topic's partition array),
 /// each with an error code and, where the version carries one, a message. Everything not
 /// refused goes on to the broker.
+///
+/// Where topics sit in groups (OffsetFetch from version 8, AddPartitionsToTxn from version
+/// 4), topics are counted across the groups in the request's order. Where an API has no
+/// partitions (CreateTopics, DeleteTopics, CreatePartitions, Metadata,
+/// DescribeTopicPartitions), refusing a partition refuses its topic. A request with every
+/// entry refused is answered without the broker, but Fetch (always forwarded, for its
+/// fetch session) and Metadata from version 1 (forwarded with no topics, for the brokers
+/// and cluster id its answer carries; version 0, where no topics means all, closes).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Refusals {
     entries: Vec<Refusal>,
@@ -68,12 +76,12 @@ pub struct Refusals {
 
 /// One refused entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Refusal {
+struct Refusal {
     topic: usize,
     /// `None`: every partition of the topic.
-    pub(super) partition: Option<usize>,
-    pub(super) error: ErrorCode,
-    pub(super) message: Option<String>,
+    partition: Option<usize>,
+    error: ErrorCode,
+    message: Option<String>,
     /// Produce's per-record errors: (batch index, message).
     records: Vec<(i32, Option<String>)>,
 }
@@ -161,20 +169,25 @@ impl Refusals {
         self.entries.is_empty()
     }
 
-    /// The refusal of a topic where the API has no partitions: its own, else the first of
-    /// one of its partitions.
-    #[cfg(feature = "reflect")]
-    pub(super) fn of_topic(&self, topic: usize) -> Option<&Refusal> {
-        let of_topic = || self.entries.iter().filter(move |r| r.topic == topic);
-        of_topic().find(|r| r.partition.is_none()).or_else(|| of_topic().next())
-    }
-
     /// The refusal of a partition, if any (a partition's own refusal before its topic's).
-    pub(super) fn find(&self, topic: usize, partition: usize) -> Option<&Refusal> {
+    fn find(&self, topic: usize, partition: usize) -> Option<&Refusal> {
         let of_topic = || self.entries.iter().filter(move |r| r.topic == topic);
         of_topic()
             .find(|r| r.partition == Some(partition))
             .or_else(|| of_topic().find(|r| r.partition.is_none()))
+    }
+}
+
+#[cfg(feature = "reflect")]
+impl super::by_schema::Refused for Refusals {
+    fn partition(&self, topic: usize, partition: usize) -> Option<super::by_schema::Why> {
+        self.find(topic, partition).map(|r| super::by_schema::Why(r.error.to_i16(), r.message.clone()))
+    }
+
+    fn topic(&self, topic: usize) -> Option<(super::by_schema::Why, bool)> {
+        let of_topic = || self.entries.iter().filter(move |r| r.topic == topic);
+        let r = of_topic().find(|r| r.partition.is_none()).or_else(|| of_topic().next())?;
+        Some((super::by_schema::Why(r.error.to_i16(), r.message.clone()), r.partition.is_none()))
     }
 }
 
