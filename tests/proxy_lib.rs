@@ -1107,7 +1107,9 @@ fn offset_commits_and_listings_are_answered_in_part() {
     let response = dispatch::parse_response(&frame, ApiKey::ListOffsets, 7).unwrap();
     assert_eq!(response.header.correlation_id(), 3);
     let ResponseBodyView::ListOffsets(l) = response.body else { panic!() };
-    let listed: Vec<(String, Vec<(i32, i16, i64)>)> = l
+    // (topic, [(partition, error, offset)]).
+    type Listed = Vec<(String, Vec<(i32, i16, i64)>)>;
+    let listed: Listed = l
         .topics()
         .iter()
         .map(|t| {

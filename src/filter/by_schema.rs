@@ -28,6 +28,7 @@
 //! Entries the broker answered that the request did not ask for follow, as the broker
 //! gave them.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -342,7 +343,7 @@ pub(super) struct Pending {
 #[derive(Debug)]
 pub(super) enum SchemaSplit {
     /// Forward this body; merge the answer with `Pending`.
-    Forward(Vec<u8>, Pending),
+    Forward(Vec<u8>, Box<Pending>),
     /// Answer with this body.
     Answer(Vec<u8>),
 }
@@ -456,7 +457,7 @@ pub(super) fn split(
         let bytes = request
             .to_bytes(Encoding::body(schema, version))
             .map_err(|e| alloc::format!("the {} request without its refused entries: {e}", api_key.name()))?;
-        return Ok(SchemaSplit::Forward(bytes, pending));
+        return Ok(SchemaSplit::Forward(bytes, Box::new(pending)));
     }
     let response = crate::reflect::response_schema(api_key);
     let body = merge_into(pending, StructValue::new(response.body));
@@ -575,13 +576,13 @@ fn split_topics(
 }
 
 /// The broker's answer (a response body) with the refused entries merged in.
-pub(super) fn merge(pending: Pending, body: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn merge(pending: Box<Pending>, body: &[u8]) -> Result<Vec<u8>, String> {
     let api_key = pending.layout.api_key;
     let version = pending.layout.version;
     let schema = crate::reflect::response_schema(api_key);
     let response = StructValue::decode_body(schema, version, body)
         .map_err(|e| alloc::format!("the {} answer does not decode: {e}", api_key.name()))?;
-    merge_into(pending, response)
+    merge_into(*pending, response)
         .to_bytes(Encoding::body(schema, version))
         .map_err(|e| alloc::format!("a partial {} answer merged: {e}", api_key.name()))
 }

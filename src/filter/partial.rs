@@ -221,7 +221,7 @@ pub(super) enum Merge {
     Fetch(Vec<FetchableTopicResponse<'static>>),
     /// Any other API: what the schema-driven merge keeps.
     #[cfg(feature = "reflect")]
-    Schema(super::by_schema::Pending),
+    Schema(alloc::boxed::Box<super::by_schema::Pending>),
 }
 
 /// A Produce request's topic: its name or id and each partition, answered by the broker

@@ -1236,15 +1236,15 @@ mod partial_by_schema {
         out
     }
 
-    /// The broker's answer to `sent`: every entry it got with error 0, topics and groups in
-    /// reverse order (the merge must restore the client's).
+    /// The broker's answer to `sent`: every entry it got with error 0, groups, topics and
+    /// partitions in reverse order (the merge must restore the client's).
     fn broker_answer(api: ApiKey, v: i16, spec: &Spec, sent: &Entries) -> StructValue {
         let schema = crate::reflect::response_schema(api);
         let topic = |parent: &'static StructSchema, t: &str, partitions: &[i32]| -> Value {
             let mut topic = StructValue::new(elem(parent, spec.resp_topics));
             name_topic(&mut topic, t[1..].parse().unwrap(), v);
             if let Some((parts, index, error)) = spec.resp_parts {
-                let items = partitions.iter().map(|&p| {
+                let items = partitions.iter().rev().map(|&p| {
                     let mut part = StructValue::new(elem(topic.schema, parts));
                     part.set(index, Value::Int32(p));
                     part.set(error, Value::Int16(0));
