@@ -659,6 +659,54 @@ mod cli {
         (pcapng(&c.pkts, Link::Sll2, Some(9), 262_144), pairs)
     }
 
+    /// A frame of `body` at `version`, with its size prefix.
+    fn framed(body: &impl kwire::AnyBody, version: i16, corr: i32, request: bool) -> Vec<u8> {
+        let mut buf = vec![0u8; 4096];
+        let n = if request {
+            kwire::dispatch::encode_request(body, version, corr, Some("by-id"), &mut buf).unwrap()
+        } else {
+            kwire::dispatch::encode_response(body, version, corr, &mut buf).unwrap()
+        };
+        buf.truncate(n);
+        buf
+    }
+
+    /// Fetch v13 names topics by id only: the pair line names them from an earlier Metadata
+    /// answer of the capture, and shows the id of a topic no answer named.
+    #[test]
+    fn topics_named_by_id_are_named_from_the_captures_answers() {
+        use kwire::messages::fetch::{FetchPartition, FetchTopic};
+        use kwire::messages::metadata::MetadataResponseTopic;
+        use kwire::messages::{FetchRequest, FetchResponse, MetadataRequest, MetadataResponse};
+        use kwire::types::Uuid;
+        let (orders, unknown) = (Uuid([7; 16]), Uuid([9; 16]));
+        let topics =
+            [MetadataResponseTopic { name: Some("orders".into()), topic_id: orders, ..Default::default() }];
+        let metadata = MetadataResponse { topics: (&topics[..]).into(), ..Default::default() };
+        let partitions = [FetchPartition { partition: 0, ..Default::default() }];
+        let fetch_topics: Vec<FetchTopic<'_>> = [orders, unknown]
+            .iter()
+            .map(|&topic_id| FetchTopic {
+                topic_id,
+                partitions: (&partitions[..]).into(),
+                ..Default::default()
+            })
+            .collect();
+        let fetch = FetchRequest { replica_id: -1, topics: (&fetch_topics[..]).into(), ..Default::default() };
+        let pairs = vec![
+            (framed(&MetadataRequest::default(), 12, 1, true), framed(&metadata, 12, 1, false)),
+            (framed(&fetch, 13, 2, true), framed(&FetchResponse::default(), 13, 2, false)),
+        ];
+        let mut c = Conv::new(Link::Ethernet, "10.0.0.1:40000", "10.0.0.2:9092");
+        c.handshake();
+        c.talk(&pairs, 1000);
+        c.close();
+        let out = ok(&["decode", "-"], &pcap(&c.pkts, Link::Ethernet, false, 65535));
+        let fetch_line = out.lines().find(|l| l.contains(" Fetch v13 ")).unwrap_or_else(|| panic!("{out}"));
+        let id = kwire::reflect::json::uuid_string(&unknown);
+        assert!(fetch_line.contains(&format!(" topics=orders,id:{id} ")), "{fetch_line}");
+    }
+
     #[test]
     fn lines_one_per_pair_from_stdin_and_a_file() {
         let (file, pairs) = capture();

@@ -300,38 +300,48 @@ fn real_captures_decode_whole() {
 }
 
 /// The fields a pair line of `kwire decode CAPTURE` and a request line of the proxy's text
-/// log share: client id, API, version, request and response sizes (prefix included), and
-/// the error names (`errors=`, when any). The proxy's line has no correlation id.
-type Shared = (String, String, String, String, String, String);
+/// log share: client id, API, version, and the words from the request's size on (what the
+/// request is about, the response's size, what the answer carries, the error names), but
+/// the latency. The proxy's line has no correlation id.
+type Shared = (String, String, String, Vec<String>);
+
+/// The words from `req=` on, without the latency (the word after `resp=`) and the proxy's
+/// closing note (`(versions clamped)`).
+fn pair_words(words: &[&str], line: &str) -> Vec<String> {
+    assert!(words.first().is_some_and(|w| w.starts_with("req=")), "{line}");
+    let resp = words.iter().position(|x| x.starts_with("resp=")).unwrap_or_else(|| panic!("{line}"));
+    assert!(words.get(resp + 1).is_some_and(|l| l.ends_with("ms")), "{line}");
+    words
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != resp + 1)
+        .map(|(_, w)| *w)
+        .take_while(|w| !w.starts_with('('))
+        .map(String::from)
+        .collect()
+}
 
 /// A capture's pair line (`TS conn=N CLIENT -> BROKER CLIENT_ID API vV corr=C req=NB
-/// resp=MB LAT ms [errors=...]`): the client's address, the correlation id and the shared
-/// fields.
+/// [topics=...] resp=MB LAT ms [records=...] [errors=...]`): the client's address, the
+/// correlation id and the shared fields.
 fn capture_line(line: &str) -> (String, i32, Shared) {
     let w: Vec<&str> = line.split(' ').collect();
     assert!(w.len() >= 12 && w[3] == "->", "not a pair line: {line}");
     let corr = w[8].strip_prefix("corr=").and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{line}"));
-    // After the correlation id: `req=`, what the request is about (`topics=`, `group=`,
-    // `records=N codec`, ...), `resp=`, the latency, and the answer's own words.
-    let rest = &w[9..];
-    let req = rest.iter().find(|x| x.starts_with("req=")).unwrap_or_else(|| panic!("{line}"));
-    let resp = rest.iter().position(|x| x.starts_with("resp=")).unwrap_or_else(|| panic!("{line}"));
-    assert!(rest.get(resp + 1).is_some_and(|l| l.ends_with("ms")), "{line}");
-    let errors = rest.iter().find(|e| e.starts_with("errors=")).map(|e| e.to_string()).unwrap_or_default();
-    let shared = (w[5].into(), w[6].into(), w[7].into(), req.to_string(), rest[resp].into(), errors);
+    let shared = (w[5].into(), w[6].into(), w[7].into(), pair_words(&w[9..], line));
     (w[2].to_string(), corr, shared)
 }
 
-/// A request line of the proxy's text log (`TS conn=N CLIENT_ID API vV req=NB resp=MB LAT ms
-/// [errors=...] [(note)]`): the connection and the shared fields; `None` for other lines.
+/// A request line of the proxy's text log (`TS conn=N CLIENT_ID API vV req=NB [topics=...]
+/// resp=MB LAT ms [records=...] [errors=...] [(note)]`): the connection and the shared
+/// fields; `None` for other lines.
 fn proxy_line(line: &str) -> Option<(u64, Shared)> {
     let w: Vec<&str> = line.split(' ').collect();
-    if w.len() < 8 || !w[5].starts_with("req=") || !w[6].starts_with("resp=") {
+    if w.len() < 8 || !w[5].starts_with("req=") || !w.iter().any(|x| x.starts_with("resp=")) {
         return None;
     }
     let conn = w[1].strip_prefix("conn=")?.parse().ok()?;
-    let errors = w.get(8).filter(|e| e.starts_with("errors=")).map(|e| e.to_string()).unwrap_or_default();
-    Some((conn, (w[2].into(), w[3].into(), w[4].into(), w[5].into(), w[6].into(), errors)))
+    Some((conn, (w[2].into(), w[3].into(), w[4].into(), pair_words(&w[5..], line))))
 }
 
 /// kafka-python's traffic through `kwire proxy` (text log), captured by tcpdump on the
@@ -340,7 +350,8 @@ fn proxy_line(line: &str) -> Option<(u64, Shared)> {
 /// lines match the proxy's request lines, connection by connection (the proxy's
 /// `connected` line names the client's address) and in order, on client id, API, version,
 /// request and response sizes and error names; each connection's correlation ids in the
-/// capture rise one by one as the client numbers them.
+/// capture rise one by one as the client numbers them. The words that say what each pair is
+/// about (topics, group, records) match too.
 #[test]
 fn proxy_log_matches_the_capture() {
     let _one = one_at_a_time();

@@ -794,8 +794,31 @@ fn docs_capture_examples_are_what_the_command_prints() {
     }
 }
 
+/// `--format json` of a capture gives each frame's records read, beside the frame in Kafka's
+/// JSON form: the same records `--format records` prints, with their text.
+#[test]
+fn capture_json_gives_the_records_of_each_frame() {
+    let pcap = vectors().join("captures/kafka-python-serve.pcap");
+    let out = ok(&["decode", "--format", "json", pcap.to_str().unwrap()], b"");
+    let frames: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut counts = (0, 0);
+    for f in &frames {
+        let Some(records) = f.get("records") else { continue };
+        let records = records.as_array().unwrap();
+        assert!(!records.is_empty(), "{f}");
+        match (f["direction"].as_str(), f["apiName"].as_str()) {
+            (Some("request"), Some("Produce")) => counts.0 += records.len(),
+            (Some("response"), Some("Fetch")) => counts.1 += records.len(),
+            other => panic!("records in a frame of {other:?}"),
+        }
+        assert!(records.iter().all(|r| r["valueText"].is_string() && r.get("direction").is_none()), "{f}");
+    }
+    assert_eq!(counts, (24, 24));
+}
+
 /// `--format records` of a capture says which records were produced and which fetched,
-/// and gives UTF-8 keys and values as text beside their base64.
+/// gives produced records the offsets the broker assigned (each the offset it is fetched at
+/// later), and gives UTF-8 keys and values as text beside their base64.
 #[test]
 fn capture_records_tell_produced_from_fetched() {
     let pcap = vectors().join("captures/kafka-python-serve.pcap");
@@ -805,6 +828,18 @@ fn capture_records_tell_produced_from_fetched() {
     let fetched = records.iter().filter(|r| r["direction"] == "fetched").count();
     // The capture's summary counts 1 + 11 + 1 + 11 records produced and 24 fetched.
     assert_eq!((produced, fetched, records.len()), (24, 24, 48));
+    let place = |r: &serde_json::Value| (r["topic"].clone(), r["partition"].clone(), r["offset"].clone());
+    let mut produced: Vec<_> = records.iter().filter(|r| r["direction"] == "produced").map(place).collect();
+    let mut fetched: Vec<_> = records.iter().filter(|r| r["direction"] == "fetched").map(place).collect();
+    produced.sort_by_key(|p| format!("{p:?}"));
+    fetched.sort_by_key(|p| format!("{p:?}"));
+    assert_eq!(produced, fetched, "produced records at the offsets they are fetched at");
+    for r in records.iter().filter(|r| r["direction"] == "produced") {
+        let same = |x: &&serde_json::Value| {
+            x["direction"] == "fetched" && place(x) == place(r) && x["value"] == r["value"]
+        };
+        assert!(records.iter().any(|x| same(&x)), "no fetched record like {r}");
+    }
     for r in &records {
         let b64 = r["value"].as_str().unwrap();
         use base64::Engine as _;

@@ -895,7 +895,7 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
     }
     impl Hooks for Seen {
         type Tag = ();
-        fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+        fn admit(&self, _: &ConnInfo, _: &RequestHead, _: &[u8]) {}
         fn request(&self, _: &ConnInfo, frame: &[u8], head: &RequestHead, _: &()) {
             if kwire::dispatch::parse_request_prefix(frame).is_err() {
                 self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1012,7 +1012,7 @@ fn library_proxy_validating_records_with_a_real_client() {
     }
     impl Hooks for Seen {
         type Tag = ();
-        fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+        fn admit(&self, _: &ConnInfo, _: &RequestHead, _: &[u8]) {}
         fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
             if kwire::dispatch::parse_request_prefix(frame).is_err() {
                 self.undecoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -76,7 +76,7 @@ struct Counts {
 
 impl Hooks for Counts {
     type Tag = ();
-    fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+    fn admit(&self, _: &ConnInfo, _: &RequestHead, _: &[u8]) {}
     fn request(&self, _: &ConnInfo, frame: &[u8], _: &RequestHead, _: &()) {
         if dispatch::parse_request_prefix(frame).is_err() {
             self.undecoded.fetch_add(1, Ordering::Relaxed);
@@ -967,6 +967,96 @@ fn a_name_filter_refuses_topics_named_by_id_and_only_them() {
     assert!(read_frame(&mut c).is_err(), "the connection closes");
     drop(c);
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
+
+/// A `Write` the test reads back: the text log's lines.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A filter that wants nothing: with it, the chain learns topic names from the answers
+/// before the client gets them, so the next request's line names topics it gives by id.
+struct Watching;
+
+impl kwire::filter::Filter for Watching {
+    fn wants_request(&self, _: ApiKey, _: i16) -> bool {
+        false
+    }
+}
+
+/// The text log's pair lines say what each request is about, as `kwire decode` does for a
+/// capture: the topics (named too where the request gives only their ids), the records
+/// and their codec, in the request's and the answer's words.
+#[test]
+fn the_text_log_names_topics_and_records_of_each_pair() {
+    let rt = runtime();
+    let broker = broker();
+    let lines = Lines::default();
+    let log = kwire::proxy::TrafficLog::new(kwire::proxy::LogFormat::Text, lines.clone());
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(|_: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(Watching);
+                    chain
+                })
+                .hooks(log)
+                .start(),
+        )
+        .unwrap();
+    let config =
+        kwire::client::Config { compression: kwire::records::Compression::Gzip, ..Default::default() };
+    let mut client = kwire::client::Client::connect_with(proxy.local_addr(), config).unwrap();
+    client.create_topic("orders", 1).unwrap();
+    let records = [
+        kwire::records::NewRecord::new(None, Some(b"a")),
+        kwire::records::NewRecord::new(None, Some(b"b")),
+        kwire::records::NewRecord::new(None, Some(b"c")),
+    ];
+    client.produce("orders", 0, &records).unwrap();
+    drop(client);
+    // Fetch v13 names the topic by id only.
+    let id = ids_of(broker.addr(), &["orders"])[0];
+    let mut c = connect(proxy.local_addr());
+    assert_eq!(fetch_by_id(&mut c, &[id], 1), [(id, 0)]);
+    drop(c);
+    rt.block_on(proxy.shutdown());
+    // The log writes on a thread of its own.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        if text.lines().any(|l| l.split(' ').nth(3) == Some("Fetch")) || Instant::now() > deadline {
+            break text;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let line = |api: &str| {
+        text.lines()
+            .find(|l| l.split(' ').nth(3) == Some(api))
+            .unwrap_or_else(|| panic!("no {api} line in:\n{text}"))
+            .to_string()
+    };
+    let words = |l: &str| l.split(' ').skip(4).map(String::from).collect::<Vec<_>>();
+    let created = words(&line("CreateTopics"));
+    assert_eq!(created[2], "topics=orders", "{created:?}");
+    let produced = words(&line("Produce"));
+    assert_eq!(produced[2..5], ["topics=orders", "records=3", "gzip"], "{produced:?}");
+    assert!(produced[5].starts_with("resp="), "{produced:?}");
+    let fetch = words(&line("Fetch"));
+    assert_eq!(fetch[2], "topics=orders", "{fetch:?}");
+    // The answer's records, after the latency.
+    assert_eq!(fetch[3..].iter().position(|w| w.starts_with("resp=")), Some(0), "{fetch:?}");
+    assert_eq!(fetch[5..7], ["records=3", "gzip"], "{fetch:?}");
 }
 
 /// Offsets of `audit.*` topics neither committed nor listed, and partition 1 of any other

@@ -264,7 +264,7 @@ impl AuditLog {
 impl Hooks for AuditLog {
     type Tag = ();
 
-    fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+    fn admit(&self, _: &ConnInfo, _: &RequestHead, _: &[u8]) {}
 
     fn response(&self, conn: &ConnInfo, frame: &[u8], pairing: Pairing<()>, _: bool, _: Duration) {
         self.answer(conn, pairing.api_key, pairing.api_version, frame);

@@ -146,9 +146,10 @@ pub trait Hooks: Send + Sync + 'static {
     /// under).
     type Tag: Clone + Send + 'static;
 
-    /// A request is about to be sent on (or answered by a filter): what to keep of it. Called
+    /// A request is about to be sent on (or answered by a filter): what to keep of it, from
+    /// its head and its frame as the client sent it (without the size prefix). Called
     /// before the frame is sent, so keep it cheap.
-    fn admit(&self, conn: &ConnInfo, head: &RequestHead) -> Self::Tag;
+    fn admit(&self, conn: &ConnInfo, head: &RequestHead, frame: &[u8]) -> Self::Tag;
 
     /// A request frame (as sent on, without its size prefix) was sent.
     fn request(&self, conn: &ConnInfo, frame: &[u8], head: &RequestHead, tag: &Self::Tag) {
@@ -187,5 +188,5 @@ pub struct NoHooks;
 
 impl Hooks for NoHooks {
     type Tag = ();
-    fn admit(&self, _: &ConnInfo, _: &RequestHead) {}
+    fn admit(&self, _: &ConnInfo, _: &RequestHead, _: &[u8]) {}
 }

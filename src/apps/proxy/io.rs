@@ -477,7 +477,7 @@ impl<H: Hooks> Side for Requests<'_, H> {
             let mut session = lock(self.conn);
             let info = session.info().clone();
             session.on_client_frame(frame, Instant::now(), |head: &RequestHead| {
-                let t = hooks.admit(&info, head);
+                let t = hooks.admit(&info, head, frame);
                 tag = Some(t.clone());
                 t
             })

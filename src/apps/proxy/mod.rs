@@ -98,7 +98,7 @@ pub use session::{
 };
 pub use tenants::{TenantError, TenantLineError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
-pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog};
+pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog, TrafficTag};
 pub use waiting::{Decision, Upstream, UpstreamError, WaitingFilter};
 
 use crate::filter::{FilterChain, TopicNames};

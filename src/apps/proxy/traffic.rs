@@ -20,9 +20,10 @@ use std::time::{Duration, SystemTime};
 use super::audit::{AuditLog, json_str, timestamp};
 use super::hooks::{ConnInfo, Event, Hooks};
 use super::session::{Admitted, AuthNote, Pairing, RequestHead};
+use crate::filter::TopicNames;
 use crate::session::conn::metrics::{Metrics, Undecoded};
 use crate::session::secrets::{self, Redaction};
-use crate::tools::reflect::explain::{FrameKind, explain_frame};
+use crate::tools::reflect::explain::{About, FrameKind, about_request, about_response, explain_frame};
 use crate::tools::reflect::inspect::{self, Decoded, Roundtrip};
 use crate::{ApiKey, Direction, ErrorCode};
 
@@ -569,16 +570,44 @@ impl TrafficLog {
     }
 }
 
-/// What the log keeps of a request until its answer: the name its frames are saved under.
-type Tag = Option<Arc<str>>;
+/// What a [`TrafficLog`] keeps of a request until its answer ([`Hooks::Tag`]): the name its
+/// frames are saved under, and, for the text log, what the request is about (its topics,
+/// group, transactional id and records), for the pair's line.
+#[derive(Clone, Debug, Default)]
+pub struct TrafficTag {
+    name: Option<Arc<str>>,
+    about: Option<Arc<str>>,
+}
+
+type Tag = TrafficTag;
+
+impl TrafficLog {
+    /// Whether the text log writes a line per request/response pair.
+    fn pair_lines(&self) -> bool {
+        self.text() && !self.quiet
+    }
+}
+
+/// What a frame is about, as a pair line shows it: ` topics=orders records=3 gzip`, or
+/// nothing.
+fn about_words(mut about: About, conn: &ConnInfo) -> String {
+    about.name_topic_ids(|id| conn.topic_names().name(id).map(|n| n.to_string()));
+    if about.is_empty() { String::new() } else { format!(" {about}") }
+}
 
 impl Hooks for TrafficLog {
     type Tag = Tag;
 
-    fn admit(&self, _: &ConnInfo, head: &RequestHead) -> Tag {
-        let RequestHead::Request { api_key, api_version, client_id, .. } = head else { return None };
-        let recorder = self.recorder.as_ref()?;
-        recorder.name(client_id.as_deref(), &api_name(*api_key), *api_version).map(Arc::from)
+    fn admit(&self, conn: &ConnInfo, head: &RequestHead, frame: &[u8]) -> Tag {
+        let RequestHead::Request { api_key, api_version, client_id, .. } = head else {
+            return TrafficTag::default();
+        };
+        let name = self
+            .recorder
+            .as_ref()
+            .and_then(|r| r.name(client_id.as_deref(), &api_name(*api_key), *api_version).map(Arc::from));
+        let about = self.pair_lines().then(|| Arc::from(about_words(about_request(frame), conn)));
+        TrafficTag { name, about }
     }
 
     fn request(&self, conn: &ConnInfo, frame: &[u8], head: &RequestHead, tag: &Tag) {
@@ -586,7 +615,7 @@ impl Hooks for TrafficLog {
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
         let decoded = inspect::request(frame);
         let roundtrip = (self.verify && decoded == Decoded::Ok).then(|| inspect::roundtrip_request(frame));
-        if let (Some(r), Some(name)) = (&self.recorder, tag) {
+        if let (Some(r), Some(name)) = (&self.recorder, &tag.name) {
             let _ = r.save("requests", name, &with_prefix(frame), RecordAs::Request);
         }
         self.report(frame, RecordAs::Request, &decoded, roundtrip, conn.id, "");
@@ -603,16 +632,24 @@ impl Hooks for TrafficLog {
         let key = e.api_key.to_i16();
         let info = inspect::response(frame, key, e.api_version);
         let what = RecordAs::Response { api_key: key, api_version: info.version };
-        if let (Some(r), Some(name)) = (&self.recorder, &e.request.tag) {
+        if let (Some(r), Some(name)) = (&self.recorder, &e.request.tag.name) {
             let _ = r.save("responses", name, &with_prefix(frame), what);
         }
         let roundtrip = (self.verify && info.decoded == Decoded::Ok)
             .then(|| inspect::roundtrip_response(frame, key, info.version));
         let errors =
             if self.text() && self.quiet { Vec::new() } else { inspect::errors(frame, key, info.version) };
-        if self.text() && !self.quiet {
+        if self.pair_lines() {
+            if TopicNames::learns_from(e.api_key)
+                && let Ok(response) = crate::codec::dispatch::parse_response(frame, e.api_key, e.api_version)
+            {
+                // The book a filter chain may fill too: ids in later requests get names.
+                conn.topic_names().learn_from(&response);
+            }
+            let asked = e.request.tag.about.as_deref().unwrap_or("");
+            let answered = about_words(about_response(frame, e.api_key, e.api_version), conn);
             let mut line = format!(
-                "{} conn={} {} {} v{} req={}B resp={}B {:.3}ms",
+                "{} conn={} {} {} v{} req={}B{asked} resp={}B {:.3}ms{answered}",
                 now(),
                 conn.id,
                 e.request.client_id.as_deref().unwrap_or("-"),
@@ -654,9 +691,10 @@ impl Hooks for TrafficLog {
     }
 
     fn no_response(&self, conn: &ConnInfo, api_key: i16, api_version: i16, request: Admitted<Tag>) {
-        if self.text() && !self.quiet {
+        if self.pair_lines() {
+            let asked = request.tag.about.as_deref().unwrap_or("");
             self.lines.send(format!(
-                "{} conn={} {} {} v{api_version} req={}B no response",
+                "{} conn={} {} {} v{api_version} req={}B{asked} no response",
                 now(),
                 conn.id,
                 request.client_id.as_deref().unwrap_or("-"),

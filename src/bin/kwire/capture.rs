@@ -9,7 +9,8 @@ use std::io::{Read, Write as _};
 
 use kwire::ApiKey;
 use kwire::Direction;
-use kwire::capture::{Event, Frame, Options, Reader, Timestamp};
+use kwire::capture::{Event, Frame, FrameView, Options, Reader, Timestamp};
+use kwire::filter::TopicNames;
 use kwire::reflect::explain::{self, FrameKind as Kind};
 use serde_json::{Value, json};
 
@@ -70,6 +71,9 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     let mut counts = Counts::default();
     let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
+    let topic_names = TopicNames::new();
+    // `--format records`: the records of Produce requests still waiting for their answers.
+    let mut produced: BTreeMap<u64, Vec<explain::RecordLine>> = BTreeMap::new();
     // The names the recorder gave requests, for their responses.
     let mut recorded: BTreeMap<u64, String> = BTreeMap::new();
     let write = |out: &mut std::io::StdoutLock<'_>, text: &str| {
@@ -162,6 +166,14 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                 if let Some(p) = &problem {
                     obj["error"] = json!(p);
                 }
+                // The frame's records, read (keys and values as text too where UTF-8): the
+                // frame itself keeps Kafka's JSON form, with record sets as raw bytes.
+                if let Some(d) = &decoded {
+                    let records = explain::record_lines(&d.explained);
+                    if !records.lines.is_empty() {
+                        obj["records"] = Value::Array(records.lines.iter().map(|l| l.to_json()).collect());
+                    }
+                }
                 obj["frame"] = doc;
                 write(&mut out, &format!("{obj}\n"))?;
             }
@@ -172,15 +184,33 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                         eprintln!("kwire: note: frame {}: {note}", f.index);
                     }
                     let mut text = String::new();
-                    let direction = match f.direction {
-                        Direction::Request => "produced",
-                        Direction::Response => "fetched",
-                    };
-                    for line in records.lines {
-                        let mut json = line.to_json();
-                        json["direction"] = json!(direction);
-                        text.push_str(&json.to_string());
-                        text.push('\n');
+                    match f.direction {
+                        // Produced records wait for the answer that gives their offsets.
+                        Direction::Request if !records.lines.is_empty() => {
+                            if expects_response(&f.bytes) {
+                                produced.insert(f.index, records.lines);
+                            } else {
+                                text.push_str(&produced_lines(records.lines, None));
+                            }
+                        }
+                        Direction::Request => {}
+                        Direction::Response => {
+                            if let Some(lines) = f.request.as_ref().and_then(|r| produced.remove(&r.index)) {
+                                text.push_str(&produced_lines(lines, Some(&assigned_offsets(&f))));
+                            }
+                            for line in records.lines {
+                                let mut json = line.to_json();
+                                json["direction"] = json!("fetched");
+                                text.push_str(&json.to_string());
+                                text.push('\n');
+                            }
+                        }
+                    }
+                    // Requests with records whose answers never come are printed now and then.
+                    while produced.len() > 10_000 {
+                        if let Some((_, lines)) = produced.pop_first() {
+                            text.push_str(&produced_lines(lines, None));
+                        }
                     }
                     write(&mut out, &text)?;
                     if let Some(e) = records.error {
@@ -190,7 +220,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                 }
             }
             Format::Tree | Format::Hex => {
-                let text = pair_line(&f, problem.as_deref(), &mut waiting);
+                let text = pair_line(&f, problem.as_deref(), &mut waiting, &topic_names);
                 if let Some(text) = text {
                     write(&mut out, &text)?;
                 }
@@ -202,6 +232,9 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                 }
             }
         }
+    }
+    for (_, lines) in std::mem::take(&mut produced) {
+        write(&mut out, &produced_lines(lines, None))?;
     }
     for (_, w) in std::mem::take(&mut waiting) {
         let _ = w.ts;
@@ -234,9 +267,72 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     Ok(())
 }
 
+/// (topic, partition) to (error code, base offset): see [`assigned_offsets`].
+type Assigned = BTreeMap<(String, i64), (i16, i64)>;
+
+/// What a Produce answer says of each partition: (topic as a record line names it, partition)
+/// to the error code and the base offset the broker assigned. A topic is keyed by its name
+/// and by its id in Kafka's form, as record lines name topics either way.
+fn assigned_offsets(f: &Frame) -> Assigned {
+    let mut out = BTreeMap::new();
+    let Ok(FrameView::Response(response)) = f.view() else { return out };
+    let kwire::messages::ResponseBodyView::Produce(p) = response.body else { return out };
+    for t in p.responses().iter() {
+        let id = kwire::reflect::json::uuid_string(&t.topic_id());
+        for part in t.partition_responses().iter() {
+            let at = (part.error_code(), part.base_offset());
+            let index = i64::from(part.index());
+            if !t.name().is_empty() {
+                out.insert((t.name().to_string(), index), at);
+            }
+            out.insert((id.clone(), index), at);
+        }
+    }
+    out
+}
+
+/// Produced records as `--format records` prints them: with the offsets the broker
+/// assigned (its base offset for the partition plus the record's position in the
+/// client's batch), or `null` and the partition's error name where the answer gave none,
+/// or `null` alone with no answer (`acks=0`, or none in the capture).
+fn produced_lines(lines: Vec<explain::RecordLine>, answer: Option<&Assigned>) -> String {
+    let mut text = String::new();
+    // The client's offset of each partition's first record: the batch's base.
+    let mut first: BTreeMap<(String, i64), i64> = BTreeMap::new();
+    for line in lines {
+        let mut json = line.to_json();
+        let key =
+            (line.topic.as_str().unwrap_or_default().to_string(), line.partition.as_i64().unwrap_or(-1));
+        let base = *first.entry(key.clone()).or_insert(line.offset);
+        match answer.and_then(|a| a.get(&key)) {
+            Some(&(0, assigned)) if assigned >= 0 => json["offset"] = json!(assigned + (line.offset - base)),
+            Some(&(code, _)) => {
+                json["offset"] = Value::Null;
+                if code != 0 {
+                    json["error"] = json!(error_name(code));
+                }
+            }
+            None => json["offset"] = Value::Null,
+        }
+        json["direction"] = json!("produced");
+        text.push_str(&json.to_string());
+        text.push('\n');
+    }
+    text
+}
+
 /// The line of a request/response pair, printed when the response comes (requests wait
 /// in `waiting`); a cut frame or an unpaired response gets a line of its own.
-fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiting>) -> Option<String> {
+///
+/// Topics named by id only (Fetch v13 and later, Produce v13) are named from the
+/// capture's earlier answers that pair names with ids (Metadata, CreateTopics,
+/// DescribeTopicPartitions), learnt into `topic_names`.
+fn pair_line(
+    f: &Frame,
+    problem: Option<&str>,
+    waiting: &mut BTreeMap<u64, Waiting>,
+    topic_names: &TopicNames,
+) -> Option<String> {
     let api = |key: Option<i16>| key.map(api_name).unwrap_or_else(|| "?".into());
     let version = f.api_version.map(|v| format!("v{v}")).unwrap_or_else(|| "v?".into());
     let corr = f.correlation_id.map(|c| c.to_string()).unwrap_or_else(|| "?".into());
@@ -262,7 +358,9 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
         Direction::Request => {
             let mut line = format!("{head} {} {version} corr={corr} req={size}B", api(f.api_key));
             if f.cut.is_none() {
-                about(&mut line, explain::about_request(&f.bytes[4..]));
+                let mut summary = explain::about_request(&f.bytes[4..]);
+                summary.name_topic_ids(|id| topic_names.name(id).map(|n| n.to_string()));
+                about(&mut line, summary);
             }
             trouble(&mut line);
             let answered = f.api_key.and_then(ApiKey::from_i16).is_some() && f.correlation_id.is_some();
@@ -297,6 +395,11 @@ fn pair_line(f: &Frame, problem: Option<&str>, waiting: &mut BTreeMap<u64, Waiti
             {
                 if let Some(api) = ApiKey::from_i16(key) {
                     about(&mut line, explain::about_response(&f.bytes[4..], api, v));
+                    if TopicNames::learns_from(api)
+                        && let Ok(FrameView::Response(response)) = f.view()
+                    {
+                        topic_names.learn_from(&response);
+                    }
                 }
                 let info = inspect::response(&f.bytes[4..], key, v);
                 let errors = inspect::errors(&f.bytes[4..], key, info.version);

@@ -24,6 +24,7 @@ use core::fmt;
 use super::super::walk::{self as rwalk, Field, Scalar, Visitor};
 use super::super::{Entity, request_schema, response_schema};
 use crate::ApiKey;
+use crate::codec::types::Uuid;
 
 /// The most distinct names of one kind remembered per frame; further names are counted
 /// (as [`Names::more`]) without telling repeats apart.
@@ -159,8 +160,12 @@ impl fmt::Display for Records {
 /// What a frame is about: the names it holds and its records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct About {
-    /// Topic names (`topicName` fields).
+    /// Topic names (`topicName` fields; the empty name of a topic named by id left out).
     pub topics: Names,
+    /// The distinct topic ids (`TopicId` fields, the zero id left out) that
+    /// [`About::name_topic_ids`] has not named, at most [`MAX_DISTINCT`]: Fetch v13 and
+    /// later, Produce v13 and other APIs name topics by id only.
+    pub topic_ids: Vec<Uuid>,
     /// Group ids (`groupId` fields).
     pub groups: Names,
     /// Transactional ids (`transactionalId` fields, nulls left out).
@@ -173,20 +178,49 @@ impl About {
     /// Whether there is nothing to say.
     pub fn is_empty(&self) -> bool {
         self.topics.is_empty()
+            && self.topic_ids.is_empty()
             && self.groups.is_empty()
             && self.transactional_ids.is_empty()
             && self.records.is_none()
+    }
+
+    /// Names the topic ids it can with `name` (a proxy's book of topic names, or the
+    /// Metadata answers of a capture): each named id joins [`About::topics`]; the others
+    /// stay in [`About::topic_ids`].
+    pub fn name_topic_ids(&mut self, mut name: impl FnMut(Uuid) -> Option<String>) {
+        let ids = core::mem::take(&mut self.topic_ids);
+        for id in ids {
+            match name(id) {
+                Some(n) => self.topics.add(&n),
+                None => self.topic_ids.push(id),
+            }
+        }
     }
 }
 
 impl fmt::Display for About {
     /// `topics=orders,audit(+3 more) group=g txn=t records=12 gzip`, each part only when
-    /// there is something to say (empty when [`About::is_empty`]).
+    /// there is something to say (empty when [`About::is_empty`]). A topic known only by
+    /// its id is shown as Kafka shows ids (`topics=orders,id:T2gaK4dKRnGdZcGvQDOkHw`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut sep = "";
-        for (key, names) in
-            [("topics", &self.topics), ("group", &self.groups), ("txn", &self.transactional_ids)]
-        {
+        let with_ids;
+        let topics = if self.topic_ids.is_empty() {
+            &self.topics
+        } else {
+            let mut all = self.topics.clone();
+            for id in &self.topic_ids {
+                // Not through `add`: the id's form needs no quoting.
+                if all.names.len() < MAX_DISTINCT {
+                    all.names.push(format!("id:{}", super::super::json::uuid_string(id)));
+                } else {
+                    all.more += 1;
+                }
+            }
+            with_ids = all;
+            &with_ids
+        };
+        for (key, names) in [("topics", topics), ("group", &self.groups), ("txn", &self.transactional_ids)] {
             if !names.is_empty() {
                 write!(f, "{sep}{key}=")?;
                 names.write(f)?;
@@ -209,8 +243,14 @@ impl<'a> Visitor<'a> for Finder {
     fn value(&mut self, field: &Field<'_>, value: Scalar<'a>) {
         match value {
             Scalar::Records(data) => self.about.records.get_or_insert_with(Records::default).add(data),
+            Scalar::Uuid(id) if self.names && field.schema.name == "TopicId" && id != Uuid::ZERO => {
+                let ids = &mut self.about.topic_ids;
+                if !ids.contains(&id) && ids.len() < MAX_DISTINCT {
+                    ids.push(id);
+                }
+            }
             Scalar::String(s) if self.names => match field.schema.entity {
-                Some(Entity::TopicName) => self.about.topics.add(s),
+                Some(Entity::TopicName) if !s.is_empty() => self.about.topics.add(s),
                 Some(Entity::GroupId) => self.about.groups.add(s),
                 Some(Entity::TransactionalId) => self.about.transactional_ids.add(s),
                 _ => {}
@@ -267,6 +307,16 @@ mod tests {
             three.add(t);
         }
         assert_eq!(About { groups: three, ..About::default() }.to_string(), "group=x,y,z");
+    }
+
+    #[test]
+    fn topics_named_by_id_are_named_where_known() {
+        let (a, b) = (Uuid([1; 16]), Uuid([2; 16]));
+        let mut about = About { topic_ids: vec![a, b], ..About::default() };
+        assert_eq!(about.to_string(), "topics=id:AQEBAQEBAQEBAQEBAQEBAQ,id:AgICAgICAgICAgICAgICAg");
+        about.name_topic_ids(|id| (id == a).then(|| "orders".into()));
+        assert_eq!(about.to_string(), "topics=orders,id:AgICAgICAgICAgICAgICAg");
+        assert_eq!(about.topic_ids, vec![b]);
     }
 
     #[test]
