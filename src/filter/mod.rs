@@ -629,9 +629,19 @@ impl FilterChain {
             // filter sees the answer.
             if let Some(at) = self.merges.iter().position(|&(id, at, _)| id == correlation_id && at == index)
             {
-                // Answers come in order: older entries were answered otherwise.
-                self.merges.drain(..at);
-                let Some((_, _, pending)) = self.merges.pop_front() else { break };
+                // Answers come in order: entries of older requests were answered otherwise;
+                // those of this one at other filters' places stay for them.
+                let mut at = at;
+                let mut i = 0;
+                while i < at {
+                    if self.merges[i].0 == correlation_id {
+                        i += 1;
+                    } else {
+                        self.merges.remove(i);
+                        at -= 1;
+                    }
+                }
+                let Some((_, _, pending)) = self.merges.remove(at) else { break };
                 let body = &bytes[response.header.as_bytes().len()..];
                 match partial::merge(pending, &response.body, read_at, body) {
                     Ok(b) => *current = Some(splice(response.header.as_bytes(), &b)),

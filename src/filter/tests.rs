@@ -1475,6 +1475,40 @@ mod partial_by_schema {
         assert_eq!(got, normalize(want), "{what}: merged");
     }
 
+    /// Two filters refuse in turn: the second sees the first's forwarded request, and each
+    /// merges its refusals back at its own place, so the client gets every entry.
+    #[test]
+    fn two_refusing_filters_merge_in_turn() {
+        let (api, v) = (ApiKey::ListOffsets, 7);
+        let spec = spec(api, v).unwrap();
+        let body = request_body(api, v, &spec);
+        let all = request_entries(&body, v, &spec);
+        let mut first = Refusals::new();
+        first.topic(0, ErrorCode::TopicAuthorizationFailed, None);
+        // In what the first forwards, topic 0 is the client's topic 1.
+        let mut second = Refusals::new();
+        second.partition(0, 0, ErrorCode::PolicyViolation, None);
+        let mut chain = FilterChain::new();
+        chain.push(Refuse(first)).push(Refuse(second));
+        let Verdict::Replace(forwarded) = chain.on_request(&request_frame(api, v, &body, 9)) else {
+            panic!()
+        };
+        let sent = request_entries(&request_of(api, v, &forwarded), v, &spec);
+        assert_eq!(sent, [(String::new(), "t1".to_string(), vec![11])]);
+        let answer = response_frame(api, v, &broker_answer(api, v, &spec, &sent), 9);
+        let Verdict::Replace(merged) = chain.on_response(&answer, api, v) else { panic!() };
+        let got = normalize(answered(&response_of(api, v, &merged, 9), v, &spec));
+        let denied = ErrorCode::TopicAuthorizationFailed.to_i16();
+        let policy = ErrorCode::PolicyViolation.to_i16();
+        let refused = |t: usize, p: usize| match (t, p) {
+            (0, _) => Some((denied, None)),
+            (1, 0) => Some((policy, None)),
+            _ => None,
+        };
+        assert_eq!(got, expected(&all, &spec, refused, |_| false));
+        assert!(chain.merges.is_empty());
+    }
+
     fn all_refused(api: ApiKey, v: i16, spec: &Spec) {
         let what = alloc::format!("{} v{v}", api.name());
         let body = request_body(api, v, spec);
