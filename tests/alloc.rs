@@ -1,5 +1,6 @@
 //! Decoding and walking views, validating, sizing and encoding allocate nothing: checked
-//! with a counting global allocator on every seed and bench frame.
+//! with a counting global allocator on every seed and bench frame. A frame renamed by
+//! splicing (`filter::splice_request`, a tenant's chain) allocates once: the new frame.
 
 mod common;
 
@@ -191,4 +192,66 @@ fn every_benched_kwire_operation_allocates_nothing() {
         });
         assert_eq!(n, 0);
     }
+}
+
+/// A Fetch request of 20 topics × 10 partitions at version 12 (the last that names topics),
+/// without its size prefix.
+fn fetch_frame() -> Vec<u8> {
+    use kwire::messages::FetchRequest;
+    use kwire::messages::fetch::{FetchPartition, FetchTopic};
+    let partitions: Vec<FetchPartition> =
+        (0..10).map(|p| FetchPartition { partition: p, ..Default::default() }).collect();
+    let names: Vec<String> = (0..20).map(|t| format!("orders-{t:02}")).collect();
+    let topics: Vec<FetchTopic> = names
+        .iter()
+        .map(|n| FetchTopic {
+            topic: n.as_str().into(),
+            partitions: (&partitions[..]).into(),
+            ..Default::default()
+        })
+        .collect();
+    let request = FetchRequest { topics: (&topics[..]).into(), ..Default::default() };
+    let mut out = vec![0u8; 8192];
+    let n = dispatch::encode_request(&request, 12, 7, Some("app"), &mut out).unwrap();
+    out.truncate(n);
+    out.drain(..4);
+    out
+}
+
+#[test]
+fn a_renamed_frame_allocates_once() {
+    use kwire::filter::{Edit, EntityKind, FilterChain, Tenant, Verdict, splice_request, splice_response};
+    let frame = fetch_frame();
+    let prefix = |kind, _: &str| (kind == EntityKind::TopicName).then_some(Edit::Prepend("tenant-a."));
+    let (n, spliced) = common::counting::allocations(|| splice_request(&frame, false, prefix));
+    assert!(spliced.unwrap().is_some());
+    assert_eq!(n, 1, "splice_request");
+    // Nothing renamed: nothing allocated.
+    assert_eq!(allocations(|| assert_eq!(splice_request(&frame, false, |_, _| None), Ok(None))), 0);
+
+    // Through a chain with a tenant: the one frame it forwards.
+    let mut chain = FilterChain::new();
+    chain.push(Tenant::new("tenant-a."));
+    let _ = chain.on_request(&frame);
+    let (n, verdict) = common::counting::allocations(|| chain.on_request(&frame));
+    assert!(matches!(verdict, Verdict::Replace(_)), "{verdict:?}");
+    assert_eq!(n, 1, "a tenant's chain");
+
+    // An answer's names lose the prefix with one allocation too.
+    let mut answer = vec![0u8; 8192];
+    let response = kwire::messages::FetchResponse {
+        responses: vec![kwire::messages::fetch::FetchableTopicResponse {
+            topic: "tenant-a.orders".into(),
+            ..Default::default()
+        }]
+        .into(),
+        ..Default::default()
+    };
+    let len = dispatch::encode_response(&response, 12, 7, &mut answer).unwrap();
+    let answer = &answer[4..len];
+    let (n, spliced) = common::counting::allocations(|| {
+        splice_response(answer, false, ApiKey::Fetch, 12, |_, _| Some(Edit::DropFront(9)))
+    });
+    assert!(spliced.unwrap().is_some());
+    assert_eq!(n, 1, "splice_response");
 }

@@ -932,3 +932,125 @@ fn kafka_python_transactions() {
     assert_eq!(offsets_and_values(&out["uncommitted"]), uncommitted, "read_uncommitted");
     assert_eq!(broker.end_offset(&topic, 0), Some(9));
 }
+
+/// Authenticates a raw connection with SASL/PLAIN (handshake v1, authenticate v2).
+fn plain_login(c: &mut Conn, user: &str, password: &str) {
+    use kwire::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let frame = c.call(&SaslHandshakeRequest { mechanism: "PLAIN".into() }, 1);
+    let ResponseBodyView::SaslHandshake(h) =
+        dispatch::parse_response(&frame, ApiKey::SaslHandshake, 1).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!(h.error_code(), 0);
+    let token = format!("\0{user}\0{password}");
+    let frame =
+        c.call(&SaslAuthenticateRequest { auth_bytes: token.as_bytes().into(), ..Default::default() }, 2);
+    let ResponseBodyView::SaslAuthenticate(a) =
+        dispatch::parse_response(&frame, ApiKey::SaslAuthenticate, 2).unwrap().body
+    else {
+        panic!()
+    };
+    assert_eq!(a.error_code(), 0);
+}
+
+/// The topics a Metadata v12 request for every topic lists, with their error codes.
+fn metadata_all(c: &mut Conn) -> Vec<(String, i16)> {
+    let frame = c.call(&kwire::messages::MetadataRequest { topics: None, ..Default::default() }, 12);
+    let ResponseBodyView::Metadata(m) = dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
+    else {
+        panic!()
+    };
+    let mut topics: Vec<_> =
+        m.topics().iter().map(|t| (t.name().unwrap_or_default().to_string(), t.error_code())).collect();
+    topics.sort();
+    topics
+}
+
+/// With `Config::authorizer`, the ACLs are enforced as Kafka's `StandardAuthorizer` decides,
+/// for the connection's principal (`User:ANONYMOUS` without SASL, `User:NAME` after it):
+/// each refused topic gets TOPIC_AUTHORIZATION_FAILED in its place, the others are served,
+/// a group refused gets GROUP_AUTHORIZATION_FAILED, Metadata for every topic leaves out
+/// what the principal may not describe, and super users may do everything.
+#[test]
+fn acls_are_enforced_for_each_principal() {
+    use kwire::ErrorCode;
+    use kwire::broker::{Acl, Authorizer};
+    let (topic, group) = (2, 3);
+    let (literal, prefixed) = (3, 4);
+    let (read, write, create) = (3, 4, 5);
+    let allow = |rt: i8, name: &str, pattern: i8, principal: &str, op: i8| Acl {
+        resource_type: rt,
+        resource_name: name.into(),
+        pattern_type: pattern,
+        principal: principal.into(),
+        host: "*".into(),
+        operation: op,
+        permission_type: 3,
+    };
+    let config = Config {
+        plain_users: vec![("alice".into(), "pw-a".into()), ("admin".into(), "pw-b".into())],
+        authorizer: Some(Authorizer { super_users: vec!["User:admin".into()], ..Default::default() }),
+        acls: vec![
+            allow(topic, "open", prefixed, "User:ANONYMOUS", create),
+            allow(topic, "open", prefixed, "User:ANONYMOUS", write),
+            allow(topic, "open", prefixed, "User:alice", read),
+            allow(group, "readers", literal, "User:alice", read),
+        ],
+        ..Config::default()
+    };
+    let broker = Broker::start(config).unwrap();
+    assert!(broker.create_topic("secret", 1));
+
+    // Anonymous: may create and write `open*` topics, not read them, and nothing else.
+    let mut anonymous = Client::connect(broker.addr()).unwrap();
+    anonymous.create_topic("open.a", 1).unwrap();
+    let refused = anonymous.create_topic("closed", 1).unwrap_err();
+    assert_eq!(refused.error_code(), Some(ErrorCode::TopicAuthorizationFailed), "{refused}");
+    anonymous.produce("open.a", 0, &[NewRecord::new(None, Some(b"v0"))]).unwrap();
+    let refused = anonymous.fetch("open.a", 0, 0).unwrap_err();
+    assert_eq!(refused.error_code(), Some(ErrorCode::TopicAuthorizationFailed), "{refused}");
+    let refused = anonymous.produce("secret", 0, &[NewRecord::new(None, Some(b"x"))]).unwrap_err();
+    assert_eq!(refused.error_code(), Some(ErrorCode::TopicAuthorizationFailed), "{refused}");
+    let mut raw = Conn::open(broker.addr());
+    assert_eq!(
+        metadata_all(&mut raw),
+        [("open.a".to_string(), 0)],
+        "WRITE implies DESCRIBE; secret is hidden"
+    );
+    let refused = anonymous.commit_offset("readers", "open.a", 0, 1).unwrap_err();
+    assert_eq!(refused.error_code(), Some(ErrorCode::GroupAuthorizationFailed), "{refused}");
+
+    // alice: may read `open*`, not write it; her group, no other.
+    let mut alice = Conn::open(broker.addr());
+    plain_login(&mut alice, "alice", "pw-a");
+    let (error, _, values) = fetch(&mut alice, "open.a", 0, 0, 0);
+    assert_eq!((error, values), (0, vec!["v0".to_string()]));
+    let b = batch(&records(1, "alice"), Compression::None, None);
+    let answer = produce(&mut alice, "open.a", -1, &[(0, &b)]).unwrap();
+    assert_eq!(answer[0].1, ErrorCode::TopicAuthorizationFailed.to_i16());
+    let heartbeat = |c: &mut Conn, group_id: &str| {
+        let req = kwire::messages::HeartbeatRequest {
+            group_id: group_id.into(),
+            generation_id: 1,
+            member_id: "m".into(),
+            ..Default::default()
+        };
+        let frame = c.call(&req, 4);
+        let ResponseBodyView::Heartbeat(h) =
+            dispatch::parse_response(&frame, ApiKey::Heartbeat, 4).unwrap().body
+        else {
+            panic!()
+        };
+        h.error_code()
+    };
+    assert_eq!(heartbeat(&mut alice, "others"), ErrorCode::GroupAuthorizationFailed.to_i16());
+    assert_ne!(heartbeat(&mut alice, "readers"), ErrorCode::GroupAuthorizationFailed.to_i16());
+
+    // admin, a super user: everything, with no binding naming it.
+    let mut admin = Conn::open(broker.addr());
+    plain_login(&mut admin, "admin", "pw-b");
+    let (error, _, _) = fetch(&mut admin, "secret", 0, 0, 0);
+    assert_eq!(error, 0);
+    assert_eq!(metadata_all(&mut admin).len(), 2);
+}

@@ -20,6 +20,8 @@ pub(crate) mod api_key;
 #[cfg(any(feature = "explain", feature = "capture", feature = "proxy"))]
 pub(crate) mod civil;
 pub(crate) mod direction;
+#[cfg(feature = "alloc")]
+pub(crate) mod entities;
 pub mod error;
 pub(crate) mod error_code;
 pub mod types;
@@ -52,6 +54,8 @@ macro_rules! as_version {
 #[allow(unused_imports)]
 pub(crate) mod prelude {
     pub(crate) use crate::codec::encode::{self, Body, Encode, impl_body};
+    #[cfg(feature = "alloc")]
+    pub(crate) use crate::codec::entities::{EntityKind, Walk};
     pub(crate) use crate::codec::error::{DecodeError, DecodeErrorKind, EncodeError};
     pub(crate) use crate::codec::records::RecordBatches;
     #[cfg(feature = "alloc")]

@@ -13,7 +13,11 @@
 //! responses replaced, so that clients keep talking through a proxy; [`BrokerPorts`] is the
 //! rule of a port per broker by node id, the same in every proxy instance), [`ValidateRecords`]
 //! (the records of Produce requests checked against rules per topic: JSON values, keys,
-//! sizes, headers; [`check_json`] is its JSON check). The masking of
+//! sizes, headers; [`check_json`] is its JSON check), [`Tenant`] (a tenant of a virtual
+//! cluster, feature `reflect`). [`splice_request`] and [`splice_response`] rename entity
+//! strings (topic names, group ids, transactional ids) in a frame by splicing, with one copy
+//! and no value tree; a filter returns the new frame as [`RequestAction::RewriteFrame`] or
+//! [`ResponseAction::RewriteFrame`]. The masking of
 //! secrets in copies of frames for logs and recordings is [`crate::session::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
@@ -120,6 +124,10 @@ pub enum RequestAction<'a> {
     /// version (by a generic filter, from `reflect`'s `Value`); the header is kept. Bytes
     /// that do not decode as such close the connection.
     RewriteBody(Vec<u8>),
+    /// Replace the whole frame (without its size prefix) with these bytes: the request's
+    /// own header, then a body of the same API at the request's version (what
+    /// [`splice_request`] writes). Bytes that do not decode as such close the connection.
+    RewriteFrame(Vec<u8>),
     /// Keep the body and write the header again with this client id.
     RewriteHeader {
         /// The new client id.
@@ -158,6 +166,10 @@ pub enum ResponseAction<'a> {
     /// version (by a generic filter, from `reflect`'s `Value`); the header is kept. Bytes
     /// that do not decode as such close the connection.
     RewriteBody(Vec<u8>),
+    /// Replace the whole frame (without its size prefix) with these bytes: the response's
+    /// own header, then a body of the same API at the response's version (what
+    /// [`splice_response`] writes). Bytes that do not decode as such close the connection.
+    RewriteFrame(Vec<u8>),
     /// Close the connection, for this reason.
     Close(String),
 }
@@ -304,6 +316,15 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
                 ))),
             }
         }
+        RequestAction::RewriteFrame(new) => match dispatch::parse_request(&new) {
+            Ok(r) if r.body.api_key() == key && r.header.correlation_id() == header.correlation_id() => {
+                Step::New(new)
+            }
+            _ => Step::Done(Verdict::Close(alloc::format!(
+                "a filter's rewritten {} request does not decode",
+                key.name()
+            ))),
+        },
         RequestAction::RewriteHeader { client_id } => {
             let tags: Vec<RawTaggedField<'_>> = header
                 .unknown_tagged_fields()
@@ -684,6 +705,18 @@ impl FilterChain {
                     }
                     *current = Some(new);
                 }
+                ResponseAction::RewriteFrame(new) => {
+                    match dispatch::parse_response(&new, api_key, read_at) {
+                        Ok(r) if r.header.correlation_id() == response.header.correlation_id() => {}
+                        _ => {
+                            return Some(Verdict::Close(alloc::format!(
+                                "a filter's rewritten {} response does not decode",
+                                api_key.name()
+                            )));
+                        }
+                    }
+                    *current = Some(new);
+                }
                 ResponseAction::Close(why) => return Some(Verdict::Close(why)),
             }
         }
@@ -697,6 +730,7 @@ mod deny;
 mod json;
 mod partial;
 mod rewrite;
+mod splice;
 #[cfg(feature = "reflect")]
 mod tenant;
 mod topic_names;
@@ -711,6 +745,7 @@ pub use rewrite::{
     BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route,
     carries_addresses,
 };
+pub use splice::{Edit, EntityKind, SpliceError, splice_request, splice_response};
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
 #[cfg(feature = "proxy")]

@@ -5,10 +5,13 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::splice::{Edit, Parts, splice_parts};
 use super::topic_names::Book;
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
 use crate::codec::dispatch::{Request, Response};
+use crate::codec::entities::{self, EntityKind, Found};
+use crate::codec::messages::entity_walker;
 use crate::codec::types::{Uuid, Versions};
 use crate::tools::reflect::value::{Encoding, StructValue, Value};
 use crate::tools::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
@@ -380,6 +383,13 @@ impl Filter for Tenant {
             ));
         };
         let (version, body) = (request.header.api_version(), request.body.as_bytes());
+        let header = request.header.as_bytes();
+        match splice(Way::ToBroker, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
+            Some(Ok(None)) => return RequestAction::Pass,
+            Some(Ok(Some(frame))) => return RequestAction::RewriteFrame(frame),
+            Some(Err(e)) => return RequestAction::Close(e),
+            None => {}
+        }
         match rewrite(Way::ToBroker, api, version, body, prefix, &self.ids, &mut self.stand_ins) {
             Ok(None) => RequestAction::Pass,
             Ok(Some(body)) => RequestAction::RewriteBody(body),
@@ -401,6 +411,13 @@ impl Filter for Tenant {
             ));
         };
         let (version, body) = (exchange.api_version, response.body.as_bytes());
+        let header = response.header.as_bytes();
+        match splice(Way::ToClient, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
+            Some(Ok(None)) => return ResponseAction::Pass,
+            Some(Ok(Some(frame))) => return ResponseAction::RewriteFrame(frame),
+            Some(Err(e)) => return ResponseAction::Close(e),
+            None => {}
+        }
         match rewrite(Way::ToClient, api, version, body, prefix, &self.ids, &mut self.stand_ins) {
             Ok(None) => ResponseAction::Pass,
             Ok(Some(body)) => ResponseAction::RewriteBody(body),
@@ -434,6 +451,99 @@ enum Way {
     /// the book learns the ids the answer names, and entries that name another tenant's
     /// entity (or topic id) are left out.
     ToClient,
+}
+
+/// The kind of names an entity field holds, for [`as_is`].
+fn names_of(kind: EntityKind) -> Names {
+    match kind {
+        EntityKind::TopicName => Names::Topics,
+        EntityKind::GroupId | EntityKind::TransactionalId | EntityKind::CoordinatorKey => Names::Ids,
+        _ => Names::Not,
+    }
+}
+
+/// Rewrites a frame the way it goes by splicing (see [`super::splice`]): names prefixed on
+/// the way to the broker, the prefix taken off (in error messages too) on the way back,
+/// with no value tree. The frame is the header's bytes as they are, then the checked body.
+/// `None` when the frame needs more than renaming, which [`rewrite`] does on a value tree:
+/// a request naming a topic id that is not the tenant's (it gets a stand-in), an answer
+/// naming another tenant's entity or topic id (its entry is left out) or a stand-in (the
+/// client's id goes back), and DeleteTopics answers (the book forgets deleted ids). On an
+/// answer's way, the book learns the ids it pairs with names, as [`learn_ids`] does.
+#[allow(clippy::too_many_arguments)]
+fn splice(
+    way: Way,
+    api: ApiKey,
+    version: i16,
+    header: &[u8],
+    body: &[u8],
+    prefix: &str,
+    ids: &TopicNames,
+    stand_ins: &StandIns,
+) -> Option<Result<Option<Vec<u8>>, String>> {
+    let to_broker = way == Way::ToBroker;
+    let what = if to_broker { "request" } else { "answer" };
+    let Some(walker) = entity_walker(api, to_broker) else { return Some(Ok(None)) };
+    if !to_broker && api == ApiKey::DeleteTopics {
+        return None;
+    }
+    let mut tree = false;
+    let walked = ids.with(|book| {
+        // The topic name and id of the struct last seen, for the book.
+        let mut pair: (usize, Option<&str>, Option<Uuid>) = (usize::MAX, None, None);
+        entities::walk(walker, api, version, body, 0, &mut |field| {
+            if !to_broker {
+                if field.owner != pair.0 {
+                    pair = (field.owner, None, None);
+                }
+                match (field.kind, field.value) {
+                    (EntityKind::TopicName, Found::Text(name)) => pair.1 = Some(name),
+                    (EntityKind::TopicId, Found::TopicId(id)) => pair.2 = Some(id),
+                    _ => {}
+                }
+                if let (_, Some(name), Some(id)) = pair {
+                    book.learn(id, name);
+                }
+            }
+            match (field.kind, field.value) {
+                (EntityKind::TopicId, Found::TopicId(id)) => {
+                    let ours = book.name(&id).map(|n| n.starts_with(prefix));
+                    tree |= match way {
+                        Way::ToBroker => id != Uuid::ZERO && ours != Some(true),
+                        Way::ToClient => stand_ins.original(&id).is_some() || ours == Some(false),
+                    };
+                }
+                (kind, Found::Text(name)) if !to_broker && names_of(kind) != Names::Not => {
+                    tree |= !as_is(names_of(kind), name) && !name.starts_with(prefix);
+                }
+                _ => {}
+            }
+        })
+    });
+    if walked.is_err() {
+        return Some(Err(alloc::format!("a tenant's {} {what} did not decode", api.name())));
+    }
+    if tree {
+        return None;
+    }
+    let mut map = |kind: EntityKind, text: &str| -> Option<Edit<'_>> {
+        let names = names_of(kind);
+        if names == Names::Not {
+            if to_broker || kind != EntityKind::ErrorMessage || !text.contains(prefix) {
+                return None;
+            }
+            let (mut text, mut changed) = (String::from(text), false);
+            unprefix_message(&mut text, prefix, &mut changed);
+            return changed.then_some(Edit::Replace(text.into()));
+        }
+        match (as_is(names, text), way) {
+            (true, _) => None,
+            (false, Way::ToBroker) => Some(Edit::Prepend(prefix)),
+            (false, Way::ToClient) => text.starts_with(prefix).then_some(Edit::DropFront(prefix.len())),
+        }
+    };
+    let parts = Parts { sized: false, header, body, walker, api, version };
+    Some(splice_parts(parts, &mut map).map_err(|e| alloc::format!("a tenant's {} {what}: {e}", api.name())))
 }
 
 /// Decodes a body, walks it the way it goes and encodes it again if the walk changed it

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the interop tests (tests/interop.rs, tests/tshark.rs) need, into
 # target/interop/ of this checkout: a Python venv with kafka-python and confluent-kafka,
-# kafkajs under node_modules, and Debian's tshark and tcpdump (system-wide, through apt-get).
+# kafkajs under node_modules, and Debian's tshark and tcpdump (system-wide, through apt-get);
+# and, through tests/kms/setup.sh, moto's AWS KMS server into target/kms/ (tests/kms_aws.rs).
 #
 # Idempotent: a second run checks what is there and installs only what is missing. The
 # last thing it does is write target/interop/ready, which the tests look for.
@@ -70,6 +71,9 @@ if ! command -v tcpdump >/dev/null 2>&1; then
 else
   say "tcpdump ready ($(tcpdump --version 2>/dev/null | sed -n 1p))"
 fi
+
+# moto's AWS KMS server (its own venv, target/kms/).
+bash "$root/tests/kms/setup.sh"
 
 {
   "$venv/bin/python" - <<'PY'

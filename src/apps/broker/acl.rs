@@ -1,7 +1,9 @@
 //! ACL bindings, kept as Apache Kafka's `StandardAuthorizer` keeps them and matched by
 //! filters as its `AclBindingFilter` matches them (CreateAcls, DescribeAcls, DeleteAcls).
-//! They are stored and described, not enforced: every request is allowed.
-//! [`super::Config::acls`] (`kwire serve --acls`) loads bindings at start.
+//! [`super::Config::acls`] (`kwire serve --acls`) loads bindings at start. With
+//! [`super::Config::authorizer`] set they are enforced, as `StandardAuthorizer` decides
+//! ([`Acls::authorize`]); without it every request is allowed, as in a Kafka broker with no
+//! `authorizer.class.name`.
 //!
 //! The codes are Kafka's: resource types 2 topic, 3 group, 4 cluster, 5 transactional id,
 //! 6 delegation token, 7 user (0 unknown, 1 any); pattern types 3 literal, 4 prefixed (0
@@ -66,6 +68,41 @@ pub struct Acl {
 
 /// The name the handlers use.
 pub(crate) type Binding = Acl;
+
+/// The settings of Kafka's `StandardAuthorizer` ([`super::Config::authorizer`]): with them,
+/// every request is checked against the ACL bindings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Authorizer {
+    /// Principals allowed everything (`super.users`), such as `User:admin`.
+    pub super_users: Vec<String>,
+    /// Whether a resource that no binding names is open to everyone
+    /// (`allow.everyone.if.no.acl.found`; Kafka's default, and this one, is `false`).
+    pub allow_everyone_if_no_acl_found: bool,
+}
+
+/// Operations (Kafka's `AclOperation` codes).
+pub(crate) mod op {
+    pub const ALL: i8 = 2;
+    pub const READ: i8 = 3;
+    pub const WRITE: i8 = 4;
+    pub const CREATE: i8 = 5;
+    pub const DELETE: i8 = 6;
+    pub const ALTER: i8 = 7;
+    pub const DESCRIBE: i8 = 8;
+    pub const DESCRIBE_CONFIGS: i8 = 10;
+    pub const ALTER_CONFIGS: i8 = 11;
+}
+
+/// Resource types (Kafka's `ResourceType` codes).
+pub(crate) mod resource {
+    pub const TOPIC: i8 = 2;
+    pub const GROUP: i8 = 3;
+    pub const CLUSTER: i8 = 4;
+    pub const TRANSACTIONAL_ID: i8 = 5;
+}
+
+const DENY: i8 = 2;
+const ALLOW: i8 = 3;
 
 /// A filter of DescribeAcls or DeleteAcls (`None` names match anything).
 #[derive(Clone, Copy, Debug)]
@@ -178,11 +215,134 @@ impl Acls {
         lock(&self.bindings).iter().filter(|b| f.matches(b)).cloned().collect()
     }
 
+    /// Whether `principal` (`User:alice`) from `host` may do `operation` on the resource of
+    /// `resource_type` named `name`, as Kafka's `StandardAuthorizer` decides: super users
+    /// may do everything; else a DENY binding that matches wins over any ALLOW; a binding
+    /// matches the resource when it is LITERAL of its name or of `*`, or PREFIXED by a
+    /// prefix of its name, the principal when it is the same or `User:*`, the host when it
+    /// is the same or `*`, and the operation when it is the same or ALL, or, for an ALLOW
+    /// binding, when it implies it (READ, WRITE, DELETE and ALTER imply DESCRIBE;
+    /// ALTER_CONFIGS implies DESCRIBE_CONFIGS). With no binding at all on the resource,
+    /// [`Authorizer::allow_everyone_if_no_acl_found`] decides; with bindings but none that
+    /// allows, the answer is no.
+    pub fn authorize(
+        &self,
+        az: &Authorizer,
+        principal: &str,
+        host: &str,
+        operation: i8,
+        resource_type: i8,
+        name: &str,
+    ) -> bool {
+        if az.super_users.iter().any(|u| u == principal) {
+            return true;
+        }
+        let all = lock(&self.bindings);
+        let (mut any, mut allowed) = (false, false);
+        for b in all.iter().filter(|b| b.resource_type == resource_type) {
+            let on_resource = match b.pattern_type {
+                LITERAL => b.resource_name == name || b.resource_name == "*",
+                PREFIXED => name.starts_with(b.resource_name.as_str()),
+                _ => false,
+            };
+            if !on_resource {
+                continue;
+            }
+            any = true;
+            if (b.principal != principal && b.principal != "User:*") || (b.host != "*" && b.host != host) {
+                continue;
+            }
+            let op_matches = b.operation == op::ALL
+                || b.operation == operation
+                || (b.permission_type == ALLOW
+                    && match operation {
+                        op::DESCRIBE => matches!(b.operation, op::READ | op::WRITE | op::DELETE | op::ALTER),
+                        op::DESCRIBE_CONFIGS => b.operation == op::ALTER_CONFIGS,
+                        _ => false,
+                    });
+            if !op_matches {
+                continue;
+            }
+            match b.permission_type {
+                DENY => return false,
+                ALLOW => allowed = true,
+                _ => {}
+            }
+        }
+        if any { allowed } else { az.allow_everyone_if_no_acl_found }
+    }
+
     /// Removes and returns the bindings a filter matches.
     pub fn delete(&self, f: &Filter<'_>) -> Vec<Binding> {
         let mut all = lock(&self.bindings);
         let (gone, kept): (Vec<Binding>, Vec<Binding>) = all.drain(..).partition(|b| f.matches(b));
         *all = kept;
         gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acl(
+        rt: i8,
+        name: &str,
+        pattern: i8,
+        principal: &str,
+        host: &str,
+        operation: i8,
+        permission: i8,
+    ) -> Acl {
+        Acl {
+            resource_type: rt,
+            resource_name: name.into(),
+            pattern_type: pattern,
+            principal: principal.into(),
+            host: host.into(),
+            operation,
+            permission_type: permission,
+        }
+    }
+
+    #[test]
+    fn decisions_follow_the_standard_authorizer() {
+        use op::*;
+        use resource::*;
+        let acls = Acls::default();
+        let az = Authorizer { super_users: std::vec!["User:admin".into()], ..Authorizer::default() };
+        let can = |p: &str, host: &str, o: i8, rt: i8, n: &str| acls.authorize(&az, p, host, o, rt, n);
+        // No bindings: nobody but super users.
+        assert!(!can("User:alice", "10.0.0.1", READ, TOPIC, "orders"));
+        assert!(can("User:admin", "10.0.0.1", ALTER, CLUSTER, CLUSTER_NAME));
+        let open = Authorizer { allow_everyone_if_no_acl_found: true, ..Authorizer::default() };
+        assert!(acls.authorize(&open, "User:alice", "h", READ, TOPIC, "orders"));
+        acls.create(acl(TOPIC, "orders", PREFIXED, "User:alice", "*", READ, ALLOW));
+        acls.create(acl(TOPIC, "orders.secret", LITERAL, "User:*", "*", ALL, DENY));
+        acls.create(acl(TOPIC, "*", LITERAL, "User:bob", "10.0.0.2", WRITE, ALLOW));
+        acls.create(acl(GROUP, "g", LITERAL, "User:alice", "*", ALL, ALLOW));
+        // Prefixed allow, implied DESCRIBE, not WRITE.
+        assert!(can("User:alice", "h", READ, TOPIC, "orders.eu"));
+        assert!(can("User:alice", "h", DESCRIBE, TOPIC, "orders"));
+        assert!(!can("User:alice", "h", WRITE, TOPIC, "orders"));
+        // DENY over ALLOW, for the wildcard principal.
+        assert!(!can("User:alice", "h", READ, TOPIC, "orders.secret"));
+        // A literal of another name does not match; the `*` literal does, by host.
+        assert!(can("User:bob", "10.0.0.2", WRITE, TOPIC, "anything"));
+        assert!(!can("User:bob", "10.0.0.3", WRITE, TOPIC, "anything"));
+        // Bindings exist on every topic (`*`): a resource with bindings but none allowing is
+        // refused, even with allow-everyone-if-no-acl-found.
+        assert!(!acls.authorize(&open, "User:carol", "h", READ, TOPIC, "other"));
+        // A DENY of READ does not deny DESCRIBE; ALL allows everything.
+        acls.create(acl(TOPIC, "t", LITERAL, "User:dave", "*", READ, DENY));
+        acls.create(acl(TOPIC, "t", LITERAL, "User:dave", "*", DESCRIBE, ALLOW));
+        assert!(can("User:dave", "h", DESCRIBE, TOPIC, "t"));
+        assert!(!can("User:dave", "h", READ, TOPIC, "t"));
+        assert!(can("User:alice", "h", DELETE, GROUP, "g"));
+        // ALTER_CONFIGS implies DESCRIBE_CONFIGS, not the other way.
+        acls.create(acl(TOPIC, "c", LITERAL, "User:erin", "*", ALTER_CONFIGS, ALLOW));
+        assert!(can("User:erin", "h", DESCRIBE_CONFIGS, TOPIC, "c"));
+        acls.create(acl(TOPIC, "d", LITERAL, "User:erin", "*", DESCRIBE_CONFIGS, ALLOW));
+        assert!(!can("User:erin", "h", ALTER_CONFIGS, TOPIC, "d"));
     }
 }

@@ -5,6 +5,7 @@ use std::string::{String, ToString};
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
+use super::acl::{CLUSTER_NAME, op, resource};
 use super::cluster::CoordinatorKind;
 use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
@@ -78,6 +79,9 @@ pub(crate) struct Handler<'s> {
     /// A SASL exchange failed: the connection closes after Kafka's delay.
     sasl_failed: bool,
     client_host: String,
+    /// The connection's principal for the authorizer: `User:NAME` after SASL, else
+    /// `User:ANONYMOUS`.
+    principal: String,
     scratch: Vec<u8>,
 }
 
@@ -96,8 +100,17 @@ impl<'s> Handler<'s> {
             sasl: sasl::Session::default(),
             sasl_failed: false,
             client_host: std::format!("/{host}"),
+            principal: "User:ANONYMOUS".into(),
             scratch: Vec::new(),
         }
+    }
+
+    /// Whether the connection's principal may do `operation` on a resource
+    /// ([`super::acl::Acls::authorize`]); always, without [`super::Config::authorizer`].
+    fn allowed(&self, operation: i8, resource_type: i8, name: &str) -> bool {
+        let Some(az) = &self.shared.config.authorizer else { return true };
+        let host = self.client_host.trim_start_matches('/');
+        self.shared.acls.authorize(az, &self.principal, host, operation, resource_type, name)
     }
 
     /// Whether this node coordinates a group or a transactional id.
@@ -170,6 +183,50 @@ impl<'s> Handler<'s> {
         !self.coordinates(kind, key)
     }
 
+    /// The authorizer's refusal of a whole request, for the APIs whose answer to it is a
+    /// top-level error code (Kafka checks these before anything else): READ on the group
+    /// of the classic and KIP-848 group APIs, DELETE on OffsetDelete's, DESCRIBE on
+    /// FindCoordinator's key (v0-3), WRITE on the transactional id of InitProducerId,
+    /// AddOffsetsToTxn (and READ on its group) and EndTxn, DESCRIBE on the cluster for
+    /// DescribeAcls. The per-topic checks are in the APIs' handlers.
+    fn refused(&self, body: &RequestBodyView<'_>, v: i16) -> Option<ErrorCode> {
+        use ErrorCode::{
+            ClusterAuthorizationFailed, GroupAuthorizationFailed, TransactionalIdAuthorizationFailed,
+        };
+        self.shared.config.authorizer.as_ref()?;
+        let group = |operation, id: &str| {
+            (!self.allowed(operation, resource::GROUP, id)).then_some(GroupAuthorizationFailed)
+        };
+        let txn = |id: &str| {
+            (!self.allowed(op::WRITE, resource::TRANSACTIONAL_ID, id))
+                .then_some(TransactionalIdAuthorizationFailed)
+        };
+        match body {
+            RequestBodyView::JoinGroup(r) => group(op::READ, r.group_id()),
+            RequestBodyView::SyncGroup(r) => group(op::READ, r.group_id()),
+            RequestBodyView::Heartbeat(r) => group(op::READ, r.group_id()),
+            RequestBodyView::LeaveGroup(r) => group(op::READ, r.group_id()),
+            RequestBodyView::ConsumerGroupHeartbeat(r) => group(op::READ, r.group_id()),
+            RequestBodyView::OffsetDelete(r) => group(op::DELETE, r.group_id()),
+            RequestBodyView::FindCoordinator(r) if v <= 3 => match r.key_type() {
+                0 => group(op::DESCRIBE, r.key()),
+                1 => (!self.allowed(op::DESCRIBE, resource::TRANSACTIONAL_ID, r.key()))
+                    .then_some(TransactionalIdAuthorizationFailed),
+                _ => None,
+            },
+            RequestBodyView::InitProducerId(r) => r.transactional_id().and_then(txn),
+            RequestBodyView::AddOffsetsToTxn(r) => {
+                txn(r.transactional_id()).or_else(|| group(op::READ, r.group_id()))
+            }
+            RequestBodyView::EndTxn(r) => txn(r.transactional_id()),
+            RequestBodyView::DescribeAcls(_) => {
+                (!self.allowed(op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME))
+                    .then_some(ClusterAuthorizationFailed)
+            }
+            _ => None,
+        }
+    }
+
     /// Answers one request, appending the response frame (if it gets one) to `out`.
     pub fn handle(&mut self, req: &ServerRequest<'_>, out: &mut Outbox) -> Result<Outcome, ConnError> {
         let reply = req.reply_to();
@@ -201,7 +258,10 @@ impl<'s> Handler<'s> {
         }
         let client_id = req.header.client_id().unwrap_or_default();
         let at = out.len();
-        let outcome = if self.not_coordinator(&req.body, v) {
+        let outcome = if let Some(code) = self.refused(&req.body, v) {
+            error_response(reply, code, out)?;
+            Outcome::Continue
+        } else if self.not_coordinator(&req.body, v) {
             error_response(reply, ErrorCode::NotCoordinator, out)?;
             Outcome::Continue
         } else {

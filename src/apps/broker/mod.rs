@@ -134,7 +134,7 @@ use std::vec::Vec;
 
 use std::string::{String, ToString};
 
-pub use acl::Acl;
+pub use acl::{Acl, Authorizer};
 pub use hooks::{Action, AnswerFn, Fault, Hook, HookId};
 #[cfg(feature = "broker-scram")]
 pub use scram::{ScramMechanism, ScramUser};
@@ -223,6 +223,11 @@ pub struct Config {
     /// and deleted like those; see [`manual::serve`](crate::manual::serve)). [`Broker::start`] refuses one that
     /// CreateAcls would refuse.
     pub acls: Vec<Acl>,
+    /// Enforce the ACLs, as Kafka's `StandardAuthorizer` does (`authorizer.class.name`),
+    /// with these settings; `None` (the default): every request is allowed, as in a broker
+    /// without an authorizer. A connection's principal is `User:NAME` after SASL, else
+    /// `User:ANONYMOUS`. What each API checks is in [`manual::serve`](crate::manual::serve).
+    pub authorizer: Option<Authorizer>,
     /// Where log lines go (default: nowhere).
     pub logger: Option<Logger>,
     /// Log every request (API, version, bytes in and out), not only connections.
@@ -257,6 +262,7 @@ impl Default for Config {
             #[cfg(feature = "broker-tls")]
             tls: None,
             acls: Vec::new(),
+            authorizer: None,
             logger: None,
             verbose: false,
         }

@@ -293,16 +293,20 @@ impl Shared {
         &self.versions
     }
 
-    /// Whether `token` is a SASL/PLAIN token (`authzid NUL user NUL password`) of a user.
-    /// The token is a secret: compared, never kept, logged or echoed.
-    pub fn plain_ok(&self, token: &[u8]) -> bool {
+    /// The user whose SASL/PLAIN token (`authzid NUL user NUL password`) `token` is, if it
+    /// is one. The token is a secret: compared, never kept, logged or echoed.
+    pub fn plain_user(&self, token: &[u8]) -> Option<String> {
         let mut parts = token.split(|&b| b == 0);
         let (Some(_authzid), Some(user), Some(password), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return false;
+            return None;
         };
-        self.config.plain_users.iter().any(|(u, p)| u.as_bytes() == user && p.as_bytes() == password)
+        self.config
+            .plain_users
+            .iter()
+            .find(|(u, p)| u.as_bytes() == user && p.as_bytes() == password)
+            .map(|(u, _)| u.clone())
     }
 
     pub fn new_producer_id(&self) -> i64 {

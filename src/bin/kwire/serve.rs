@@ -13,7 +13,7 @@ use kwire::broker::{Acl, Action, Broker, Config, Hook, ScramMechanism, ScramUser
 #[command(after_help = "A test double, not a broker to keep data in: one node (or --nodes N) leads the
 partitions, logs live in memory and only grow; transactions are served; TLS and SASL
 (PLAIN, SCRAM) are offered with --tls-cert/--tls-key, --users and --scram-users, and ACLs
-loaded with --acls are stored (not enforced).
+loaded with --acls are stored, and enforced with --authorizer.
 Clients produce (acks 0, 1, all; idempotent), fetch, create and delete topics and consume
 in classic and KIP-848 (group.protocol=consumer) consumer groups. Metadata auto-creates the topics it names, as Kafka does.
 
@@ -91,6 +91,17 @@ pub struct Args {
     /// and deleted as if created by CreateAcls.
     #[arg(long, value_name = "FILE")]
     acls: Option<String>,
+    /// Enforce the ACLs as Kafka's StandardAuthorizer does (principal `User:NAME` after
+    /// SASL, else `User:ANONYMOUS`); without it every request is allowed.
+    #[arg(long)]
+    authorizer: bool,
+    /// With --authorizer: principals allowed everything (repeatable), such as `User:admin`.
+    #[arg(long = "super-user", value_name = "PRINCIPAL", requires = "authorizer")]
+    super_users: Vec<String>,
+    /// With --authorizer: a resource no ACL names is open to everyone
+    /// (`allow.everyone.if.no.acl.found`).
+    #[arg(long, requires = "authorizer")]
+    allow_if_no_acl: bool,
     /// Fail requests of an API with an error (a name such as NOT_COORDINATOR, or a code) in
     /// the response's top-level error code: the first N, or every one (repeatable).
     #[arg(long = "fail", value_name = "API=ERROR[:N]")]
@@ -349,6 +360,12 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     if let Some(path) = &args.acls {
         config.acls = acls(path)?;
+    }
+    if args.authorizer {
+        config.authorizer = Some(kwire::broker::Authorizer {
+            super_users: args.super_users.clone(),
+            allow_everyone_if_no_acl_found: args.allow_if_no_acl,
+        });
     }
     let hooks = hooks(&args)?;
     let broker = Broker::start(config).map_err(|e| match e.kind() {

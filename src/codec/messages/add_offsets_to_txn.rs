@@ -140,6 +140,25 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
     }
 }
 
+// The entity walkers of AddOffsetsToTxnRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddOffsetsToTxnRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn add_offsets_to_txn_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, ver.flexible, false, "AddOffsetsToTxnRequest.TransactionalId")?;
+    r.take(8, "AddOffsetsToTxnRequest.ProducerId")?;
+    r.take(2, "AddOffsetsToTxnRequest.ProducerEpoch")?;
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "AddOffsetsToTxnRequest.GroupId")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AddOffsetsToTxnRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports whether the group was added to the transaction.
 ///
 /// Versions 0-4; flexible from version 3. Decode it without allocating with [`AddOffsetsToTxnResponseView`].

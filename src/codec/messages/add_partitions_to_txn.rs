@@ -497,6 +497,85 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
     }
 }
 
+// The entity walkers of AddPartitionsToTxnRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddPartitionsToTxnRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn add_partitions_to_txn_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 4 {
+        w.each(
+            r,
+            ver,
+            false,
+            add_partitions_to_txn_transaction_entities,
+            "AddPartitionsToTxnRequest.Transactions",
+        )?;
+    }
+    if ver.version <= 3 {
+        w.text(
+            r,
+            EntityKind::TransactionalId,
+            ver.flexible,
+            false,
+            "AddPartitionsToTxnRequest.V3AndBelowTransactionalId",
+        )?;
+    }
+    if ver.version <= 3 {
+        r.take(8, "AddPartitionsToTxnRequest.V3AndBelowProducerId")?;
+    }
+    if ver.version <= 3 {
+        r.take(2, "AddPartitionsToTxnRequest.V3AndBelowProducerEpoch")?;
+    }
+    if ver.version <= 3 {
+        w.each(
+            r,
+            ver,
+            false,
+            add_partitions_to_txn_topic_entities,
+            "AddPartitionsToTxnRequest.V3AndBelowTopics",
+        )?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("AddPartitionsToTxnRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddPartitionsToTxnTransaction to `w` (see `crate::codec::entities`).
+fn add_partitions_to_txn_transaction_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, true, false, "AddPartitionsToTxnTransaction.TransactionalId")?;
+    r.take(8, "AddPartitionsToTxnTransaction.ProducerId")?;
+    r.take(2, "AddPartitionsToTxnTransaction.ProducerEpoch")?;
+    r.take(1, "AddPartitionsToTxnTransaction.VerifyOnly")?;
+    w.each(r, ver, false, add_partitions_to_txn_topic_entities, "AddPartitionsToTxnTransaction.Topics")?;
+    r.unknown_tagged_fields("AddPartitionsToTxnTransaction._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddPartitionsToTxnTopic to `w` (see `crate::codec::entities`).
+fn add_partitions_to_txn_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "AddPartitionsToTxnTopic.Name")?;
+    view::check_array::<i32>(r, ver, "AddPartitionsToTxnTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AddPartitionsToTxnTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports for every partition whether it was added to (or, for verification, is in) the
 /// transaction.
 ///
@@ -1012,4 +1091,79 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnPartitionResultView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of AddPartitionsToTxnResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddPartitionsToTxnResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn add_partitions_to_txn_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AddPartitionsToTxnResponse.ThrottleTimeMs")?;
+    if ver.version >= 4 {
+        r.take(2, "AddPartitionsToTxnResponse.ErrorCode")?;
+    }
+    if ver.version >= 4 {
+        w.each(
+            r,
+            ver,
+            false,
+            add_partitions_to_txn_result_entities,
+            "AddPartitionsToTxnResponse.ResultsByTransaction",
+        )?;
+    }
+    if ver.version <= 3 {
+        w.each(
+            r,
+            ver,
+            false,
+            add_partitions_to_txn_topic_result_entities,
+            "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow",
+        )?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("AddPartitionsToTxnResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddPartitionsToTxnResult to `w` (see `crate::codec::entities`).
+fn add_partitions_to_txn_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, true, false, "AddPartitionsToTxnResult.TransactionalId")?;
+    w.each(
+        r,
+        ver,
+        false,
+        add_partitions_to_txn_topic_result_entities,
+        "AddPartitionsToTxnResult.TopicResults",
+    )?;
+    r.unknown_tagged_fields("AddPartitionsToTxnResult._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddPartitionsToTxnTopicResult to `w` (see `crate::codec::entities`).
+fn add_partitions_to_txn_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "AddPartitionsToTxnTopicResult.Name")?;
+    view::check_array::<AddPartitionsToTxnPartitionResultView<'a>>(
+        r,
+        ver,
+        "AddPartitionsToTxnTopicResult.ResultsByPartition",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AddPartitionsToTxnTopicResult._tagged_fields")?;
+    }
+    Ok(())
 }

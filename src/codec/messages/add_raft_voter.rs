@@ -412,3 +412,19 @@ impl<'a> AddRaftVoterResponseView<'a> {
         Some(at)
     }
 }
+
+// The entity walkers of AddRaftVoterResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AddRaftVoterResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn add_raft_voter_response_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AddRaftVoterResponse.ThrottleTimeMs")?;
+    r.take(2, "AddRaftVoterResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "AddRaftVoterResponse.ErrorMessage")?;
+    r.unknown_tagged_fields("AddRaftVoterResponse._tagged_fields")?;
+    Ok(())
+}

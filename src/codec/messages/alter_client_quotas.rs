@@ -863,3 +863,52 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of AlterClientQuotasResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterClientQuotasResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_client_quotas_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterClientQuotasResponse.ThrottleTimeMs")?;
+    w.each(
+        r,
+        ver,
+        false,
+        alter_client_quotas_response_entry_data_entities,
+        "AlterClientQuotasResponse.Entries",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterClientQuotasResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterClientQuotasResponseEntryData to `w` (see `crate::codec::entities`).
+fn alter_client_quotas_response_entry_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "AlterClientQuotasResponseEntryData.ErrorCode")?;
+    w.text(
+        r,
+        EntityKind::ErrorMessage,
+        ver.flexible,
+        true,
+        "AlterClientQuotasResponseEntryData.ErrorMessage",
+    )?;
+    view::check_array::<AlterClientQuotasResponseEntityDataView<'a>>(
+        r,
+        ver,
+        "AlterClientQuotasResponseEntryData.Entity",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterClientQuotasResponseEntryData._tagged_fields")?;
+    }
+    Ok(())
+}

@@ -605,3 +605,37 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of AlterConfigsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterConfigsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_configs_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterConfigsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, alter_configs_resource_response_entities, "AlterConfigsResponse.Responses")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterConfigsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterConfigsResourceResponse to `w` (see `crate::codec::entities`).
+fn alter_configs_resource_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "AlterConfigsResourceResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "AlterConfigsResourceResponse.ErrorMessage")?;
+    r.take(1, "AlterConfigsResourceResponse.ResourceType")?;
+    r.check_str(ver.flexible, "AlterConfigsResourceResponse.ResourceName")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterConfigsResourceResponse._tagged_fields")?;
+    }
+    Ok(())
+}

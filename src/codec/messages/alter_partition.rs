@@ -516,6 +516,39 @@ impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
     }
 }
 
+// The entity walkers of AlterPartitionRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterPartitionRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_partition_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterPartitionRequest.BrokerId")?;
+    r.take(8, "AlterPartitionRequest.BrokerEpoch")?;
+    w.each(r, ver, false, alter_partition_request_topic_data_entities, "AlterPartitionRequest.Topics")?;
+    r.unknown_tagged_fields("AlterPartitionRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterPartitionRequestTopicData to `w` (see `crate::codec::entities`).
+fn alter_partition_request_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "AlterPartitionRequestTopicData.TopicId")?;
+    view::check_array::<AlterPartitionRequestPartitionDataView<'a>>(
+        r,
+        ver,
+        "AlterPartitionRequestTopicData.Partitions",
+    )?;
+    r.unknown_tagged_fields("AlterPartitionRequestTopicData._tagged_fields")?;
+    Ok(())
+}
+
 /// The controller's answer to an ISR change, with the partition state it now holds.
 ///
 /// Versions 2-3; flexible from version 0. Decode it without allocating with [`AlterPartitionResponseView`].
@@ -883,4 +916,37 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of AlterPartitionResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterPartitionResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_partition_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterPartitionResponse.ThrottleTimeMs")?;
+    r.take(2, "AlterPartitionResponse.ErrorCode")?;
+    w.each(r, ver, false, alter_partition_response_topic_data_entities, "AlterPartitionResponse.Topics")?;
+    r.unknown_tagged_fields("AlterPartitionResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterPartitionResponseTopicData to `w` (see `crate::codec::entities`).
+fn alter_partition_response_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "AlterPartitionResponseTopicData.TopicId")?;
+    view::check_array::<AlterPartitionResponsePartitionDataView<'a>>(
+        r,
+        ver,
+        "AlterPartitionResponseTopicData.Partitions",
+    )?;
+    r.unknown_tagged_fields("AlterPartitionResponseTopicData._tagged_fields")?;
+    Ok(())
 }

@@ -338,6 +338,37 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
     }
 }
 
+// The entity walkers of AlterPartitionReassignmentsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterPartitionReassignmentsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_partition_reassignments_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterPartitionReassignmentsRequest.TimeoutMs")?;
+    if ver.version == 1 {
+        r.take(1, "AlterPartitionReassignmentsRequest.AllowReplicationFactorChange")?;
+    }
+    w.each(r, ver, false, reassignable_topic_entities, "AlterPartitionReassignmentsRequest.Topics")?;
+    r.unknown_tagged_fields("AlterPartitionReassignmentsRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReassignableTopic to `w` (see `crate::codec::entities`).
+fn reassignable_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "ReassignableTopic.Name")?;
+    view::check_array::<ReassignablePartitionView<'a>>(r, ver, "ReassignableTopic.Partitions")?;
+    r.unknown_tagged_fields("ReassignableTopic._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each partition, whether its reassignment was started or cancelled.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`AlterPartitionReassignmentsResponseView`].
@@ -738,4 +769,57 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of AlterPartitionReassignmentsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterPartitionReassignmentsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_partition_reassignments_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterPartitionReassignmentsResponse.ThrottleTimeMs")?;
+    if ver.version == 1 {
+        r.take(1, "AlterPartitionReassignmentsResponse.AllowReplicationFactorChange")?;
+    }
+    r.take(2, "AlterPartitionReassignmentsResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "AlterPartitionReassignmentsResponse.ErrorMessage")?;
+    w.each(
+        r,
+        ver,
+        false,
+        reassignable_topic_response_entities,
+        "AlterPartitionReassignmentsResponse.Responses",
+    )?;
+    r.unknown_tagged_fields("AlterPartitionReassignmentsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReassignableTopicResponse to `w` (see `crate::codec::entities`).
+fn reassignable_topic_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "ReassignableTopicResponse.Name")?;
+    w.each(r, ver, false, reassignable_partition_response_entities, "ReassignableTopicResponse.Partitions")?;
+    r.unknown_tagged_fields("ReassignableTopicResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReassignablePartitionResponse to `w` (see `crate::codec::entities`).
+fn reassignable_partition_response_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ReassignablePartitionResponse.PartitionIndex")?;
+    r.take(2, "ReassignablePartitionResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "ReassignablePartitionResponse.ErrorMessage")?;
+    r.unknown_tagged_fields("ReassignablePartitionResponse._tagged_fields")?;
+    Ok(())
 }

@@ -322,6 +322,52 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
     }
 }
 
+// The entity walkers of AlterReplicaLogDirsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterReplicaLogDirsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_replica_log_dirs_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, alter_replica_log_dir_entities, "AlterReplicaLogDirsRequest.Dirs")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterReplicaLogDirsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterReplicaLogDir to `w` (see `crate::codec::entities`).
+fn alter_replica_log_dir_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(ver.flexible, "AlterReplicaLogDir.Path")?;
+    w.each(r, ver, false, alter_replica_log_dir_topic_entities, "AlterReplicaLogDir.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterReplicaLogDir._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterReplicaLogDirTopic to `w` (see `crate::codec::entities`).
+fn alter_replica_log_dir_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "AlterReplicaLogDirTopic.Name")?;
+    view::check_array::<i32>(r, ver, "AlterReplicaLogDirTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterReplicaLogDirTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports for every replica whether its move was accepted.
 ///
 /// Versions 1-2; flexible from version 2. Decode it without allocating with [`AlterReplicaLogDirsResponseView`].
@@ -653,4 +699,46 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirPartitionResultView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of AlterReplicaLogDirsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterReplicaLogDirsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_replica_log_dirs_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterReplicaLogDirsResponse.ThrottleTimeMs")?;
+    w.each(
+        r,
+        ver,
+        false,
+        alter_replica_log_dir_topic_result_entities,
+        "AlterReplicaLogDirsResponse.Results",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterReplicaLogDirsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterReplicaLogDirTopicResult to `w` (see `crate::codec::entities`).
+fn alter_replica_log_dir_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "AlterReplicaLogDirTopicResult.TopicName")?;
+    view::check_array::<AlterReplicaLogDirPartitionResultView<'a>>(
+        r,
+        ver,
+        "AlterReplicaLogDirTopicResult.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AlterReplicaLogDirTopicResult._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -309,6 +309,44 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
     }
 }
 
+// The entity walkers of AlterShareGroupOffsetsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterShareGroupOffsetsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_share_group_offsets_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "AlterShareGroupOffsetsRequest.GroupId")?;
+    w.each(
+        r,
+        ver,
+        false,
+        alter_share_group_offsets_request_topic_entities,
+        "AlterShareGroupOffsetsRequest.Topics",
+    )?;
+    r.unknown_tagged_fields("AlterShareGroupOffsetsRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterShareGroupOffsetsRequestTopic to `w` (see `crate::codec::entities`).
+fn alter_share_group_offsets_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "AlterShareGroupOffsetsRequestTopic.TopicName")?;
+    view::check_array::<AlterShareGroupOffsetsRequestPartitionView<'a>>(
+        r,
+        ver,
+        "AlterShareGroupOffsetsRequestTopic.Partitions",
+    )?;
+    r.unknown_tagged_fields("AlterShareGroupOffsetsRequestTopic._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each partition, whether the share group's start offset was set.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AlterShareGroupOffsetsResponseView`].
@@ -670,4 +708,61 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of AlterShareGroupOffsetsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterShareGroupOffsetsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_share_group_offsets_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterShareGroupOffsetsResponse.ThrottleTimeMs")?;
+    r.take(2, "AlterShareGroupOffsetsResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "AlterShareGroupOffsetsResponse.ErrorMessage")?;
+    w.each(
+        r,
+        ver,
+        false,
+        alter_share_group_offsets_response_topic_entities,
+        "AlterShareGroupOffsetsResponse.Responses",
+    )?;
+    r.unknown_tagged_fields("AlterShareGroupOffsetsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterShareGroupOffsetsResponseTopic to `w` (see `crate::codec::entities`).
+fn alter_share_group_offsets_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "AlterShareGroupOffsetsResponseTopic.TopicName")?;
+    w.topic_id(r, "AlterShareGroupOffsetsResponseTopic.TopicId")?;
+    w.each(
+        r,
+        ver,
+        false,
+        alter_share_group_offsets_response_partition_entities,
+        "AlterShareGroupOffsetsResponseTopic.Partitions",
+    )?;
+    r.unknown_tagged_fields("AlterShareGroupOffsetsResponseTopic._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterShareGroupOffsetsResponsePartition to `w` (see `crate::codec::entities`).
+fn alter_share_group_offsets_response_partition_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterShareGroupOffsetsResponsePartition.PartitionIndex")?;
+    r.take(2, "AlterShareGroupOffsetsResponsePartition.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "AlterShareGroupOffsetsResponsePartition.ErrorMessage")?;
+    r.unknown_tagged_fields("AlterShareGroupOffsetsResponsePartition._tagged_fields")?;
+    Ok(())
 }

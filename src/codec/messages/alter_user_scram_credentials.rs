@@ -543,3 +543,38 @@ impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of AlterUserScramCredentialsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterUserScramCredentialsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn alter_user_scram_credentials_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AlterUserScramCredentialsResponse.ThrottleTimeMs")?;
+    w.each(
+        r,
+        ver,
+        false,
+        alter_user_scram_credentials_result_entities,
+        "AlterUserScramCredentialsResponse.Results",
+    )?;
+    r.unknown_tagged_fields("AlterUserScramCredentialsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AlterUserScramCredentialsResult to `w` (see `crate::codec::entities`).
+fn alter_user_scram_credentials_result_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "AlterUserScramCredentialsResult.User")?;
+    r.take(2, "AlterUserScramCredentialsResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "AlterUserScramCredentialsResult.ErrorMessage")?;
+    r.unknown_tagged_fields("AlterUserScramCredentialsResult._tagged_fields")?;
+    Ok(())
+}

@@ -402,6 +402,64 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
     }
 }
 
+// The entity walkers of AssignReplicasToDirsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AssignReplicasToDirsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn assign_replicas_to_dirs_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AssignReplicasToDirsRequest.BrokerId")?;
+    r.take(8, "AssignReplicasToDirsRequest.BrokerEpoch")?;
+    w.each(
+        r,
+        ver,
+        false,
+        assign_replicas_to_dirs_request_directory_data_entities,
+        "AssignReplicasToDirsRequest.Directories",
+    )?;
+    r.unknown_tagged_fields("AssignReplicasToDirsRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AssignReplicasToDirsRequestDirectoryData to `w` (see `crate::codec::entities`).
+fn assign_replicas_to_dirs_request_directory_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(16, "AssignReplicasToDirsRequestDirectoryData.Id")?;
+    w.each(
+        r,
+        ver,
+        false,
+        assign_replicas_to_dirs_request_topic_data_entities,
+        "AssignReplicasToDirsRequestDirectoryData.Topics",
+    )?;
+    r.unknown_tagged_fields("AssignReplicasToDirsRequestDirectoryData._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AssignReplicasToDirsRequestTopicData to `w` (see `crate::codec::entities`).
+fn assign_replicas_to_dirs_request_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "AssignReplicasToDirsRequestTopicData.TopicId")?;
+    view::check_array::<AssignReplicasToDirsRequestPartitionDataView<'a>>(
+        r,
+        ver,
+        "AssignReplicasToDirsRequestTopicData.Partitions",
+    )?;
+    r.unknown_tagged_fields("AssignReplicasToDirsRequestTopicData._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each replica, whether its directory assignment was recorded.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`AssignReplicasToDirsResponseView`].
@@ -802,4 +860,62 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of AssignReplicasToDirsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AssignReplicasToDirsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn assign_replicas_to_dirs_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "AssignReplicasToDirsResponse.ThrottleTimeMs")?;
+    r.take(2, "AssignReplicasToDirsResponse.ErrorCode")?;
+    w.each(
+        r,
+        ver,
+        false,
+        assign_replicas_to_dirs_response_directory_data_entities,
+        "AssignReplicasToDirsResponse.Directories",
+    )?;
+    r.unknown_tagged_fields("AssignReplicasToDirsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AssignReplicasToDirsResponseDirectoryData to `w` (see `crate::codec::entities`).
+fn assign_replicas_to_dirs_response_directory_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(16, "AssignReplicasToDirsResponseDirectoryData.Id")?;
+    w.each(
+        r,
+        ver,
+        false,
+        assign_replicas_to_dirs_response_topic_data_entities,
+        "AssignReplicasToDirsResponseDirectoryData.Topics",
+    )?;
+    r.unknown_tagged_fields("AssignReplicasToDirsResponseDirectoryData._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AssignReplicasToDirsResponseTopicData to `w` (see `crate::codec::entities`).
+fn assign_replicas_to_dirs_response_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "AssignReplicasToDirsResponseTopicData.TopicId")?;
+    view::check_array::<AssignReplicasToDirsResponsePartitionDataView<'a>>(
+        r,
+        ver,
+        "AssignReplicasToDirsResponseTopicData.Partitions",
+    )?;
+    r.unknown_tagged_fields("AssignReplicasToDirsResponseTopicData._tagged_fields")?;
+    Ok(())
 }

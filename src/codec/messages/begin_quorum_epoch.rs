@@ -550,6 +550,48 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
     }
 }
 
+// The entity walkers of BeginQuorumEpochRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a BeginQuorumEpochRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn begin_quorum_epoch_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_nullable_str(ver.flexible, "BeginQuorumEpochRequest.ClusterId")?;
+    if ver.version == 1 {
+        r.take(4, "BeginQuorumEpochRequest.VoterId")?;
+    }
+    w.each(r, ver, false, begin_quorum_epoch_request_topic_data_entities, "BeginQuorumEpochRequest.Topics")?;
+    if ver.version == 1 {
+        view::check_array::<LeaderEndpointView<'a>>(r, ver, "BeginQuorumEpochRequest.LeaderEndpoints")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("BeginQuorumEpochRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a BeginQuorumEpochRequestTopicData to `w` (see `crate::codec::entities`).
+fn begin_quorum_epoch_request_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "BeginQuorumEpochRequestTopicData.TopicName")?;
+    view::check_array::<BeginQuorumEpochRequestPartitionDataView<'a>>(
+        r,
+        ver,
+        "BeginQuorumEpochRequestTopicData.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("BeginQuorumEpochRequestTopicData._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// KRaft: a voter acknowledges a new leader epoch, or reports the leader it knows instead.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`BeginQuorumEpochResponseView`].
@@ -1045,4 +1087,46 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of BeginQuorumEpochResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a BeginQuorumEpochResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn begin_quorum_epoch_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "BeginQuorumEpochResponse.ErrorCode")?;
+    w.each(
+        r,
+        ver,
+        false,
+        begin_quorum_epoch_response_topic_data_entities,
+        "BeginQuorumEpochResponse.Topics",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("BeginQuorumEpochResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a BeginQuorumEpochResponseTopicData to `w` (see `crate::codec::entities`).
+fn begin_quorum_epoch_response_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "BeginQuorumEpochResponseTopicData.TopicName")?;
+    view::check_array::<BeginQuorumEpochResponsePartitionDataView<'a>>(
+        r,
+        ver,
+        "BeginQuorumEpochResponseTopicData.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("BeginQuorumEpochResponseTopicData._tagged_fields")?;
+    }
+    Ok(())
 }

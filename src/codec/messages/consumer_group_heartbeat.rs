@@ -392,6 +392,50 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
     }
 }
 
+// The entity walkers of ConsumerGroupHeartbeatRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ConsumerGroupHeartbeatRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn consumer_group_heartbeat_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "ConsumerGroupHeartbeatRequest.GroupId")?;
+    r.check_str(true, "ConsumerGroupHeartbeatRequest.MemberId")?;
+    r.take(4, "ConsumerGroupHeartbeatRequest.MemberEpoch")?;
+    r.check_nullable_str(true, "ConsumerGroupHeartbeatRequest.InstanceId")?;
+    r.check_nullable_str(true, "ConsumerGroupHeartbeatRequest.RackId")?;
+    r.take(4, "ConsumerGroupHeartbeatRequest.RebalanceTimeoutMs")?;
+    w.texts(r, EntityKind::TopicName, true, true, "ConsumerGroupHeartbeatRequest.SubscribedTopicNames")?;
+    if ver.version == 1 {
+        r.check_nullable_str(true, "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex")?;
+    }
+    r.check_nullable_str(true, "ConsumerGroupHeartbeatRequest.ServerAssignor")?;
+    w.each(
+        r,
+        ver,
+        true,
+        consumer_group_heartbeat_request_topic_partitions_entities,
+        "ConsumerGroupHeartbeatRequest.TopicPartitions",
+    )?;
+    r.unknown_tagged_fields("ConsumerGroupHeartbeatRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ConsumerGroupHeartbeatRequestTopicPartitions to `w` (see `crate::codec::entities`).
+fn consumer_group_heartbeat_request_topic_partitions_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ConsumerGroupHeartbeatRequestTopicPartitions.TopicId")?;
+    view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatRequestTopicPartitions.Partitions")?;
+    r.unknown_tagged_fields("ConsumerGroupHeartbeatRequestTopicPartitions._tagged_fields")?;
+    Ok(())
+}
+
 /// The coordinator's answer to a consumer group heartbeat, with the member's epoch and, when it
 /// changed, its new assignment.
 ///
@@ -740,4 +784,51 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatResponseTopicPartitionsView<'
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of ConsumerGroupHeartbeatResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ConsumerGroupHeartbeatResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn consumer_group_heartbeat_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ConsumerGroupHeartbeatResponse.ThrottleTimeMs")?;
+    r.take(2, "ConsumerGroupHeartbeatResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "ConsumerGroupHeartbeatResponse.ErrorMessage")?;
+    r.check_nullable_str(true, "ConsumerGroupHeartbeatResponse.MemberId")?;
+    r.take(4, "ConsumerGroupHeartbeatResponse.MemberEpoch")?;
+    r.take(4, "ConsumerGroupHeartbeatResponse.HeartbeatIntervalMs")?;
+    w.one(r, ver, true, assignment_entities, "ConsumerGroupHeartbeatResponse.Assignment")?;
+    r.unknown_tagged_fields("ConsumerGroupHeartbeatResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Assignment to `w` (see `crate::codec::entities`).
+fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.each(
+        r,
+        ver,
+        false,
+        consumer_group_heartbeat_response_topic_partitions_entities,
+        "Assignment.TopicPartitions",
+    )?;
+    r.unknown_tagged_fields("Assignment._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ConsumerGroupHeartbeatResponseTopicPartitions to `w` (see `crate::codec::entities`).
+fn consumer_group_heartbeat_response_topic_partitions_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ConsumerGroupHeartbeatResponseTopicPartitions.TopicId")?;
+    view::check_array::<i32>(r, ver, "ConsumerGroupHeartbeatResponseTopicPartitions.Partitions")?;
+    r.unknown_tagged_fields("ConsumerGroupHeartbeatResponseTopicPartitions._tagged_fields")?;
+    Ok(())
 }

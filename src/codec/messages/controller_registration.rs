@@ -505,3 +505,19 @@ impl<'a> ControllerRegistrationResponseView<'a> {
         Some(at)
     }
 }
+
+// The entity walkers of ControllerRegistrationResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ControllerRegistrationResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn controller_registration_response_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ControllerRegistrationResponse.ThrottleTimeMs")?;
+    r.take(2, "ControllerRegistrationResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "ControllerRegistrationResponse.ErrorMessage")?;
+    r.unknown_tagged_fields("ControllerRegistrationResponse._tagged_fields")?;
+    Ok(())
+}

@@ -508,3 +508,35 @@ impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
 }
+
+// The entity walkers of CreateAclsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreateAclsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn create_acls_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "CreateAclsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, acl_creation_result_entities, "CreateAclsResponse.Results")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreateAclsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AclCreationResult to `w` (see `crate::codec::entities`).
+fn acl_creation_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "AclCreationResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "AclCreationResult.ErrorMessage")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("AclCreationResult._tagged_fields")?;
+    }
+    Ok(())
+}

@@ -359,6 +359,44 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
     }
 }
 
+// The entity walkers of CreatePartitionsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreatePartitionsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn create_partitions_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, create_partitions_topic_entities, "CreatePartitionsRequest.Topics")?;
+    r.take(4, "CreatePartitionsRequest.TimeoutMs")?;
+    r.take(1, "CreatePartitionsRequest.ValidateOnly")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreatePartitionsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreatePartitionsTopic to `w` (see `crate::codec::entities`).
+fn create_partitions_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "CreatePartitionsTopic.Name")?;
+    r.take(4, "CreatePartitionsTopic.Count")?;
+    view::check_nullable_array::<CreatePartitionsAssignmentView<'a>>(
+        r,
+        ver,
+        "CreatePartitionsTopic.Assignments",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreatePartitionsTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports, for each topic, whether its partitions were added.
 ///
 /// Versions 0-3; flexible from version 2. Decode it without allocating with [`CreatePartitionsResponseView`].
@@ -584,4 +622,37 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
         }
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of CreatePartitionsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreatePartitionsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn create_partitions_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "CreatePartitionsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, create_partitions_topic_result_entities, "CreatePartitionsResponse.Results")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreatePartitionsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreatePartitionsTopicResult to `w` (see `crate::codec::entities`).
+fn create_partitions_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "CreatePartitionsTopicResult.Name")?;
+    r.take(2, "CreatePartitionsTopicResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "CreatePartitionsTopicResult.ErrorMessage")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreatePartitionsTopicResult._tagged_fields")?;
+    }
+    Ok(())
 }

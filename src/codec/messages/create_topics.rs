@@ -513,6 +513,42 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
     }
 }
 
+// The entity walkers of CreateTopicsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreateTopicsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn create_topics_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, creatable_topic_entities, "CreateTopicsRequest.Topics")?;
+    r.take(4, "CreateTopicsRequest.timeoutMs")?;
+    r.take(1, "CreateTopicsRequest.validateOnly")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreateTopicsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreatableTopic to `w` (see `crate::codec::entities`).
+fn creatable_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "CreatableTopic.Name")?;
+    r.take(4, "CreatableTopic.NumPartitions")?;
+    r.take(2, "CreatableTopic.ReplicationFactor")?;
+    view::check_array::<CreatableReplicaAssignmentView<'a>>(r, ver, "CreatableTopic.Assignments")?;
+    view::check_array::<CreatableTopicConfigView<'a>>(r, ver, "CreatableTopic.Configs")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreatableTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports for every topic whether it was created and, in flexible versions, the settings it
 /// ended up with.
 ///
@@ -1044,4 +1080,49 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of CreateTopicsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreateTopicsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn create_topics_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "CreateTopicsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, creatable_topic_result_entities, "CreateTopicsResponse.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("CreateTopicsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a CreatableTopicResult to `w` (see `crate::codec::entities`).
+fn creatable_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "CreatableTopicResult.Name")?;
+    if ver.version == 7 {
+        w.topic_id(r, "CreatableTopicResult.TopicId")?;
+    }
+    r.take(2, "CreatableTopicResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "CreatableTopicResult.ErrorMessage")?;
+    if ver.version >= 5 {
+        r.take(4, "CreatableTopicResult.NumPartitions")?;
+    }
+    if ver.version >= 5 {
+        r.take(2, "CreatableTopicResult.ReplicationFactor")?;
+    }
+    if ver.version >= 5 {
+        view::check_nullable_array::<CreatableTopicConfigsView<'a>>(r, ver, "CreatableTopicResult.Configs")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("CreatableTopicResult._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -759,3 +759,58 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of DeleteAclsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteAclsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_acls_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DeleteAclsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, delete_acls_filter_result_entities, "DeleteAclsResponse.FilterResults")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteAclsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteAclsFilterResult to `w` (see `crate::codec::entities`).
+fn delete_acls_filter_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DeleteAclsFilterResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DeleteAclsFilterResult.ErrorMessage")?;
+    w.each(r, ver, false, delete_acls_matching_acl_entities, "DeleteAclsFilterResult.MatchingAcls")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteAclsFilterResult._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteAclsMatchingAcl to `w` (see `crate::codec::entities`).
+fn delete_acls_matching_acl_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DeleteAclsMatchingAcl.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DeleteAclsMatchingAcl.ErrorMessage")?;
+    r.take(1, "DeleteAclsMatchingAcl.ResourceType")?;
+    r.check_str(ver.flexible, "DeleteAclsMatchingAcl.ResourceName")?;
+    r.take(1, "DeleteAclsMatchingAcl.PatternType")?;
+    r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Principal")?;
+    r.check_str(ver.flexible, "DeleteAclsMatchingAcl.Host")?;
+    r.take(1, "DeleteAclsMatchingAcl.Operation")?;
+    r.take(1, "DeleteAclsMatchingAcl.PermissionType")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteAclsMatchingAcl._tagged_fields")?;
+    }
+    Ok(())
+}

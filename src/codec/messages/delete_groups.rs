@@ -99,6 +99,22 @@ impl<'a> DeleteGroupsRequestView<'a> {
     }
 }
 
+// The entity walkers of DeleteGroupsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteGroupsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_groups_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.texts(r, EntityKind::GroupId, ver.flexible, false, "DeleteGroupsRequest.GroupsNames")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteGroupsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports, for each group, whether it was deleted.
 ///
 /// Versions 0-3; flexible from version 2. Decode it without allocating with [`DeleteGroupsResponseView`].
@@ -338,4 +354,39 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
         }
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of DeleteGroupsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteGroupsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_groups_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DeleteGroupsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, deletable_group_result_entities, "DeleteGroupsResponse.Results")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteGroupsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeletableGroupResult to `w` (see `crate::codec::entities`).
+fn deletable_group_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "DeletableGroupResult.GroupId")?;
+    r.take(2, "DeletableGroupResult.ErrorCode")?;
+    if ver.version == 3 {
+        w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DeletableGroupResult.ErrorMessage")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("DeletableGroupResult._tagged_fields")?;
+    }
+    Ok(())
 }

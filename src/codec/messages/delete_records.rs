@@ -321,6 +321,38 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
     }
 }
 
+// The entity walkers of DeleteRecordsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteRecordsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_records_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, delete_records_topic_entities, "DeleteRecordsRequest.Topics")?;
+    r.take(4, "DeleteRecordsRequest.TimeoutMs")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteRecordsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteRecordsTopic to `w` (see `crate::codec::entities`).
+fn delete_records_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "DeleteRecordsTopic.Name")?;
+    view::check_array::<DeleteRecordsPartitionView<'a>>(r, ver, "DeleteRecordsTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteRecordsTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Returns each trimmed partition's new low watermark, or the error that prevented the
 /// deletion.
 ///
@@ -649,4 +681,36 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of DeleteRecordsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteRecordsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_records_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DeleteRecordsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, delete_records_topic_result_entities, "DeleteRecordsResponse.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteRecordsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteRecordsTopicResult to `w` (see `crate::codec::entities`).
+fn delete_records_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "DeleteRecordsTopicResult.Name")?;
+    view::check_array::<DeleteRecordsPartitionResultView<'a>>(r, ver, "DeleteRecordsTopicResult.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteRecordsTopicResult._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -198,6 +198,39 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
     }
 }
 
+// The entity walkers of DeleteShareGroupOffsetsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteShareGroupOffsetsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_share_group_offsets_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "DeleteShareGroupOffsetsRequest.GroupId")?;
+    w.each(
+        r,
+        ver,
+        false,
+        delete_share_group_offsets_request_topic_entities,
+        "DeleteShareGroupOffsetsRequest.Topics",
+    )?;
+    r.unknown_tagged_fields("DeleteShareGroupOffsetsRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteShareGroupOffsetsRequestTopic to `w` (see `crate::codec::entities`).
+fn delete_share_group_offsets_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DeleteShareGroupOffsetsRequestTopic.TopicName")?;
+    r.unknown_tagged_fields("DeleteShareGroupOffsetsRequestTopic._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each topic, whether the share group's offsets were deleted.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DeleteShareGroupOffsetsResponseView`].
@@ -464,4 +497,42 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of DeleteShareGroupOffsetsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteShareGroupOffsetsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_share_group_offsets_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DeleteShareGroupOffsetsResponse.ThrottleTimeMs")?;
+    r.take(2, "DeleteShareGroupOffsetsResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DeleteShareGroupOffsetsResponse.ErrorMessage")?;
+    w.each(
+        r,
+        ver,
+        false,
+        delete_share_group_offsets_response_topic_entities,
+        "DeleteShareGroupOffsetsResponse.Responses",
+    )?;
+    r.unknown_tagged_fields("DeleteShareGroupOffsetsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteShareGroupOffsetsResponseTopic to `w` (see `crate::codec::entities`).
+fn delete_share_group_offsets_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DeleteShareGroupOffsetsResponseTopic.TopicName")?;
+    w.topic_id(r, "DeleteShareGroupOffsetsResponseTopic.TopicId")?;
+    r.take(2, "DeleteShareGroupOffsetsResponseTopic.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DeleteShareGroupOffsetsResponseTopic.ErrorMessage")?;
+    r.unknown_tagged_fields("DeleteShareGroupOffsetsResponseTopic._tagged_fields")?;
+    Ok(())
 }

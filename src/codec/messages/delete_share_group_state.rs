@@ -271,6 +271,34 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
+// The entity walkers of DeleteShareGroupStateRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteShareGroupStateRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_share_group_state_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "DeleteShareGroupStateRequest.GroupId")?;
+    w.each(r, ver, false, delete_state_data_entities, "DeleteShareGroupStateRequest.Topics")?;
+    r.unknown_tagged_fields("DeleteShareGroupStateRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteStateData to `w` (see `crate::codec::entities`).
+fn delete_state_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "DeleteStateData.TopicId")?;
+    view::check_array::<PartitionDataView<'a>>(r, ver, "DeleteStateData.Partitions")?;
+    r.unknown_tagged_fields("DeleteStateData._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each share-partition, whether its state was deleted.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DeleteShareGroupStateResponseView`].
@@ -545,4 +573,45 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of DeleteShareGroupStateResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteShareGroupStateResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_share_group_state_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, delete_state_result_entities, "DeleteShareGroupStateResponse.Results")?;
+    r.unknown_tagged_fields("DeleteShareGroupStateResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteStateResult to `w` (see `crate::codec::entities`).
+fn delete_state_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "DeleteStateResult.TopicId")?;
+    w.each(r, ver, false, partition_result_entities, "DeleteStateResult.Partitions")?;
+    r.unknown_tagged_fields("DeleteStateResult._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
+fn partition_result_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionResult.Partition")?;
+    r.take(2, "PartitionResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionResult.ErrorMessage")?;
+    r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+    Ok(())
 }

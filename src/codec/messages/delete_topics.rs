@@ -244,6 +244,41 @@ impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
     }
 }
 
+// The entity walkers of DeleteTopicsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteTopicsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_topics_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version == 6 {
+        w.each(r, ver, false, delete_topic_state_entities, "DeleteTopicsRequest.Topics")?;
+    }
+    if ver.version <= 5 {
+        w.texts(r, EntityKind::TopicName, ver.flexible, false, "DeleteTopicsRequest.TopicNames")?;
+    }
+    r.take(4, "DeleteTopicsRequest.TimeoutMs")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteTopicsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteTopicState to `w` (see `crate::codec::entities`).
+fn delete_topic_state_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, true, "DeleteTopicState.Name")?;
+    w.topic_id(r, "DeleteTopicState.TopicId")?;
+    r.unknown_tagged_fields("DeleteTopicState._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports for every topic whether it was deleted.
 ///
 /// Versions 1-6; flexible from version 4. Decode it without allocating with [`DeleteTopicsResponseView`].
@@ -537,4 +572,42 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of DeleteTopicsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeleteTopicsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn delete_topics_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DeleteTopicsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, deletable_topic_result_entities, "DeleteTopicsResponse.Responses")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DeleteTopicsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DeletableTopicResult to `w` (see `crate::codec::entities`).
+fn deletable_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, ver.version == 6, "DeletableTopicResult.Name")?;
+    if ver.version == 6 {
+        w.topic_id(r, "DeletableTopicResult.TopicId")?;
+    }
+    r.take(2, "DeletableTopicResult.ErrorCode")?;
+    if ver.version >= 5 {
+        w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DeletableTopicResult.ErrorMessage")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("DeletableTopicResult._tagged_fields")?;
+    }
+    Ok(())
 }

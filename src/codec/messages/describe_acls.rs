@@ -622,3 +622,22 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of DescribeAclsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeAclsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_acls_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeAclsResponse.ThrottleTimeMs")?;
+    r.take(2, "DescribeAclsResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DescribeAclsResponse.ErrorMessage")?;
+    view::check_array::<DescribeAclsResourceView<'a>>(r, ver, "DescribeAclsResponse.Resources")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeAclsResponse._tagged_fields")?;
+    }
+    Ok(())
+}

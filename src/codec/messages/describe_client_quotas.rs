@@ -750,3 +750,22 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of DescribeClientQuotasResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeClientQuotasResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_client_quotas_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeClientQuotasResponse.ThrottleTimeMs")?;
+    r.take(2, "DescribeClientQuotasResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DescribeClientQuotasResponse.ErrorMessage")?;
+    view::check_nullable_array::<EntryDataView<'a>>(r, ver, "DescribeClientQuotasResponse.Entries")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeClientQuotasResponse._tagged_fields")?;
+    }
+    Ok(())
+}

@@ -524,3 +524,26 @@ impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of DescribeClusterResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeClusterResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_cluster_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeClusterResponse.ThrottleTimeMs")?;
+    r.take(2, "DescribeClusterResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DescribeClusterResponse.ErrorMessage")?;
+    if ver.version >= 1 {
+        r.take(1, "DescribeClusterResponse.EndpointType")?;
+    }
+    r.check_str(true, "DescribeClusterResponse.ClusterId")?;
+    r.take(4, "DescribeClusterResponse.ControllerId")?;
+    view::check_array::<DescribeClusterBrokerView<'a>>(r, ver, "DescribeClusterResponse.Brokers")?;
+    r.take(4, "DescribeClusterResponse.ClusterAuthorizedOperations")?;
+    r.unknown_tagged_fields("DescribeClusterResponse._tagged_fields")?;
+    Ok(())
+}

@@ -938,3 +938,38 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of DescribeConfigsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeConfigsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_configs_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeConfigsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, describe_configs_result_entities, "DescribeConfigsResponse.Results")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeConfigsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeConfigsResult to `w` (see `crate::codec::entities`).
+fn describe_configs_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DescribeConfigsResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DescribeConfigsResult.ErrorMessage")?;
+    r.take(1, "DescribeConfigsResult.ResourceType")?;
+    r.check_str(ver.flexible, "DescribeConfigsResult.ResourceName")?;
+    view::check_array::<DescribeConfigsResourceResultView<'a>>(r, ver, "DescribeConfigsResult.Configs")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeConfigsResult._tagged_fields")?;
+    }
+    Ok(())
+}

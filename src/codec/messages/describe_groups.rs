@@ -125,6 +125,25 @@ impl<'a> DescribeGroupsRequestView<'a> {
     }
 }
 
+// The entity walkers of DescribeGroupsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeGroupsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_groups_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.texts(r, EntityKind::GroupId, ver.flexible, false, "DescribeGroupsRequest.Groups")?;
+    if ver.version >= 3 {
+        r.take(1, "DescribeGroupsRequest.IncludeAuthorizedOperations")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeGroupsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Describes each requested group: its state, protocol and members with their metadata and
 /// assignments.
 ///
@@ -629,4 +648,48 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
         }
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of DescribeGroupsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeGroupsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_groups_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 1 {
+        r.take(4, "DescribeGroupsResponse.ThrottleTimeMs")?;
+    }
+    w.each(r, ver, false, described_group_entities, "DescribeGroupsResponse.Groups")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeGroupsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribedGroup to `w` (see `crate::codec::entities`).
+fn described_group_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DescribedGroup.ErrorCode")?;
+    if ver.version == 6 {
+        w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "DescribedGroup.ErrorMessage")?;
+    }
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "DescribedGroup.GroupId")?;
+    r.check_str(ver.flexible, "DescribedGroup.GroupState")?;
+    r.check_str(ver.flexible, "DescribedGroup.ProtocolType")?;
+    r.check_str(ver.flexible, "DescribedGroup.ProtocolData")?;
+    view::check_array::<DescribedGroupMemberView<'a>>(r, ver, "DescribedGroup.Members")?;
+    if ver.version >= 3 {
+        r.take(4, "DescribedGroup.AuthorizedOperations")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -225,6 +225,37 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
     }
 }
 
+// The entity walkers of DescribeLogDirsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeLogDirsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_log_dirs_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, true, describable_log_dir_topic_entities, "DescribeLogDirsRequest.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeLogDirsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribableLogDirTopic to `w` (see `crate::codec::entities`).
+fn describable_log_dir_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "DescribableLogDirTopic.Topic")?;
+    view::check_array::<i32>(r, ver, "DescribableLogDirTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribableLogDirTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Lists the broker's log directories, with the partition replicas each holds, their sizes and
 /// lags, and the space on each volume.
 ///
@@ -806,4 +837,64 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsPartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of DescribeLogDirsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeLogDirsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_log_dirs_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeLogDirsResponse.ThrottleTimeMs")?;
+    if ver.version >= 3 {
+        r.take(2, "DescribeLogDirsResponse.ErrorCode")?;
+    }
+    w.each(r, ver, false, describe_log_dirs_result_entities, "DescribeLogDirsResponse.Results")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeLogDirsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeLogDirsResult to `w` (see `crate::codec::entities`).
+fn describe_log_dirs_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DescribeLogDirsResult.ErrorCode")?;
+    r.check_str(ver.flexible, "DescribeLogDirsResult.LogDir")?;
+    w.each(r, ver, false, describe_log_dirs_topic_entities, "DescribeLogDirsResult.Topics")?;
+    if ver.version >= 4 {
+        r.take(8, "DescribeLogDirsResult.TotalBytes")?;
+    }
+    if ver.version >= 4 {
+        r.take(8, "DescribeLogDirsResult.UsableBytes")?;
+    }
+    if ver.version == 5 {
+        r.take(1, "DescribeLogDirsResult.IsCordoned")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeLogDirsResult._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeLogDirsTopic to `w` (see `crate::codec::entities`).
+fn describe_log_dirs_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "DescribeLogDirsTopic.Name")?;
+    view::check_array::<DescribeLogDirsPartitionView<'a>>(r, ver, "DescribeLogDirsTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("DescribeLogDirsTopic._tagged_fields")?;
+    }
+    Ok(())
 }

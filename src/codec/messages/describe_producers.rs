@@ -185,6 +185,29 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
     }
 }
 
+// The entity walkers of DescribeProducersRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeProducersRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_producers_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, topic_request_entities, "DescribeProducersRequest.Topics")?;
+    r.unknown_tagged_fields("DescribeProducersRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicRequest to `w` (see `crate::codec::entities`).
+fn topic_request_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "TopicRequest.Name")?;
+    view::check_array::<i32>(r, ver, "TopicRequest.PartitionIndexes")?;
+    r.unknown_tagged_fields("TopicRequest._tagged_fields")?;
+    Ok(())
+}
+
 /// Describes the active producers of each partition: their IDs, epochs, last sequence numbers
 /// and open transactions.
 ///
@@ -641,4 +664,47 @@ impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of DescribeProducersResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeProducersResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_producers_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeProducersResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, topic_response_entities, "DescribeProducersResponse.Topics")?;
+    r.unknown_tagged_fields("DescribeProducersResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicResponse to `w` (see `crate::codec::entities`).
+fn topic_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "TopicResponse.Name")?;
+    w.each(r, ver, false, partition_response_entities, "TopicResponse.Partitions")?;
+    r.unknown_tagged_fields("TopicResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionResponse to `w` (see `crate::codec::entities`).
+fn partition_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionResponse.PartitionIndex")?;
+    r.take(2, "PartitionResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionResponse.ErrorMessage")?;
+    view::check_array::<ProducerStateView<'a>>(r, ver, "PartitionResponse.ActiveProducers")?;
+    r.unknown_tagged_fields("PartitionResponse._tagged_fields")?;
+    Ok(())
 }

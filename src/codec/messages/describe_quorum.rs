@@ -269,6 +269,37 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
     }
 }
 
+// The entity walkers of DescribeQuorumRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeQuorumRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_quorum_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, describe_quorum_request_topic_data_entities, "DescribeQuorumRequest.Topics")?;
+    r.unknown_tagged_fields("DescribeQuorumRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeQuorumRequestTopicData to `w` (see `crate::codec::entities`).
+fn describe_quorum_request_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DescribeQuorumRequestTopicData.TopicName")?;
+    view::check_array::<DescribeQuorumRequestPartitionDataView<'a>>(
+        r,
+        ver,
+        "DescribeQuorumRequestTopicData.Partitions",
+    )?;
+    r.unknown_tagged_fields("DescribeQuorumRequestTopicData._tagged_fields")?;
+    Ok(())
+}
+
 /// KRaft: describes the controller quorum: its leader and epoch, high watermark, and how far
 /// each voter and observer has replicated.
 ///
@@ -1153,4 +1184,65 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of DescribeQuorumResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeQuorumResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_quorum_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DescribeQuorumResponse.ErrorCode")?;
+    if ver.version == 2 {
+        w.text(r, EntityKind::ErrorMessage, true, true, "DescribeQuorumResponse.ErrorMessage")?;
+    }
+    w.each(r, ver, false, describe_quorum_response_topic_data_entities, "DescribeQuorumResponse.Topics")?;
+    if ver.version == 2 {
+        view::check_array::<NodeView<'a>>(r, ver, "DescribeQuorumResponse.Nodes")?;
+    }
+    r.unknown_tagged_fields("DescribeQuorumResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeQuorumResponseTopicData to `w` (see `crate::codec::entities`).
+fn describe_quorum_response_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DescribeQuorumResponseTopicData.TopicName")?;
+    w.each(
+        r,
+        ver,
+        false,
+        describe_quorum_response_partition_data_entities,
+        "DescribeQuorumResponseTopicData.Partitions",
+    )?;
+    r.unknown_tagged_fields("DescribeQuorumResponseTopicData._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeQuorumResponsePartitionData to `w` (see `crate::codec::entities`).
+fn describe_quorum_response_partition_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeQuorumResponsePartitionData.PartitionIndex")?;
+    r.take(2, "DescribeQuorumResponsePartitionData.ErrorCode")?;
+    if ver.version == 2 {
+        w.text(r, EntityKind::ErrorMessage, true, true, "DescribeQuorumResponsePartitionData.ErrorMessage")?;
+    }
+    r.take(4, "DescribeQuorumResponsePartitionData.LeaderId")?;
+    r.take(4, "DescribeQuorumResponsePartitionData.LeaderEpoch")?;
+    r.take(8, "DescribeQuorumResponsePartitionData.HighWatermark")?;
+    view::check_array::<ReplicaStateView<'a>>(r, ver, "DescribeQuorumResponsePartitionData.CurrentVoters")?;
+    view::check_array::<ReplicaStateView<'a>>(r, ver, "DescribeQuorumResponsePartitionData.Observers")?;
+    r.unknown_tagged_fields("DescribeQuorumResponsePartitionData._tagged_fields")?;
+    Ok(())
 }

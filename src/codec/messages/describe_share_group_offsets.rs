@@ -317,6 +317,58 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
     }
 }
 
+// The entity walkers of DescribeShareGroupOffsetsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeShareGroupOffsetsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_share_group_offsets_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(
+        r,
+        ver,
+        false,
+        describe_share_group_offsets_request_group_entities,
+        "DescribeShareGroupOffsetsRequest.Groups",
+    )?;
+    r.unknown_tagged_fields("DescribeShareGroupOffsetsRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeShareGroupOffsetsRequestGroup to `w` (see `crate::codec::entities`).
+fn describe_share_group_offsets_request_group_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "DescribeShareGroupOffsetsRequestGroup.GroupId")?;
+    w.each(
+        r,
+        ver,
+        true,
+        describe_share_group_offsets_request_topic_entities,
+        "DescribeShareGroupOffsetsRequestGroup.Topics",
+    )?;
+    r.unknown_tagged_fields("DescribeShareGroupOffsetsRequestGroup._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeShareGroupOffsetsRequestTopic to `w` (see `crate::codec::entities`).
+fn describe_share_group_offsets_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DescribeShareGroupOffsetsRequestTopic.TopicName")?;
+    view::check_array::<i32>(r, ver, "DescribeShareGroupOffsetsRequestTopic.Partitions")?;
+    r.unknown_tagged_fields("DescribeShareGroupOffsetsRequestTopic._tagged_fields")?;
+    Ok(())
+}
+
 /// Returns each share group's start offset, leader epoch and lag on each partition.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`DescribeShareGroupOffsetsResponseView`].
@@ -852,4 +904,91 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> 
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of DescribeShareGroupOffsetsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeShareGroupOffsetsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_share_group_offsets_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeShareGroupOffsetsResponse.ThrottleTimeMs")?;
+    w.each(
+        r,
+        ver,
+        false,
+        describe_share_group_offsets_response_group_entities,
+        "DescribeShareGroupOffsetsResponse.Groups",
+    )?;
+    r.unknown_tagged_fields("DescribeShareGroupOffsetsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeShareGroupOffsetsResponseGroup to `w` (see `crate::codec::entities`).
+fn describe_share_group_offsets_response_group_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "DescribeShareGroupOffsetsResponseGroup.GroupId")?;
+    w.each(
+        r,
+        ver,
+        false,
+        describe_share_group_offsets_response_topic_entities,
+        "DescribeShareGroupOffsetsResponseGroup.Topics",
+    )?;
+    r.take(2, "DescribeShareGroupOffsetsResponseGroup.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DescribeShareGroupOffsetsResponseGroup.ErrorMessage")?;
+    r.unknown_tagged_fields("DescribeShareGroupOffsetsResponseGroup._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeShareGroupOffsetsResponseTopic to `w` (see `crate::codec::entities`).
+fn describe_share_group_offsets_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DescribeShareGroupOffsetsResponseTopic.TopicName")?;
+    w.topic_id(r, "DescribeShareGroupOffsetsResponseTopic.TopicId")?;
+    w.each(
+        r,
+        ver,
+        false,
+        describe_share_group_offsets_response_partition_entities,
+        "DescribeShareGroupOffsetsResponseTopic.Partitions",
+    )?;
+    r.unknown_tagged_fields("DescribeShareGroupOffsetsResponseTopic._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeShareGroupOffsetsResponsePartition to `w` (see `crate::codec::entities`).
+fn describe_share_group_offsets_response_partition_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeShareGroupOffsetsResponsePartition.PartitionIndex")?;
+    r.take(8, "DescribeShareGroupOffsetsResponsePartition.StartOffset")?;
+    r.take(4, "DescribeShareGroupOffsetsResponsePartition.LeaderEpoch")?;
+    if ver.version == 1 {
+        r.take(8, "DescribeShareGroupOffsetsResponsePartition.Lag")?;
+    }
+    r.take(2, "DescribeShareGroupOffsetsResponsePartition.ErrorCode")?;
+    w.text(
+        r,
+        EntityKind::ErrorMessage,
+        true,
+        true,
+        "DescribeShareGroupOffsetsResponsePartition.ErrorMessage",
+    )?;
+    r.unknown_tagged_fields("DescribeShareGroupOffsetsResponsePartition._tagged_fields")?;
+    Ok(())
 }

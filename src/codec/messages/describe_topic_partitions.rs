@@ -304,6 +304,49 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
     }
 }
 
+// The entity walkers of DescribeTopicPartitionsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeTopicPartitionsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_topic_partitions_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, topic_request_entities, "DescribeTopicPartitionsRequest.Topics")?;
+    r.take(4, "DescribeTopicPartitionsRequest.ResponsePartitionLimit")?;
+    w.one(
+        r,
+        ver,
+        true,
+        describe_topic_partitions_request_cursor_entities,
+        "DescribeTopicPartitionsRequest.Cursor",
+    )?;
+    r.unknown_tagged_fields("DescribeTopicPartitionsRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicRequest to `w` (see `crate::codec::entities`).
+fn topic_request_entities<'a>(r: &mut Reader<'a>, _: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "TopicRequest.Name")?;
+    r.unknown_tagged_fields("TopicRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeTopicPartitionsRequestCursor to `w` (see `crate::codec::entities`).
+fn describe_topic_partitions_request_cursor_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DescribeTopicPartitionsRequestCursor.TopicName")?;
+    r.take(4, "DescribeTopicPartitionsRequestCursor.PartitionIndex")?;
+    r.unknown_tagged_fields("DescribeTopicPartitionsRequestCursor._tagged_fields")?;
+    Ok(())
+}
+
 /// Describes one page of topic partitions and says where the next page starts.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`DescribeTopicPartitionsResponseView`].
@@ -904,4 +947,66 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of DescribeTopicPartitionsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeTopicPartitionsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_topic_partitions_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeTopicPartitionsResponse.ThrottleTimeMs")?;
+    w.each(
+        r,
+        ver,
+        false,
+        describe_topic_partitions_response_topic_entities,
+        "DescribeTopicPartitionsResponse.Topics",
+    )?;
+    w.one(
+        r,
+        ver,
+        true,
+        describe_topic_partitions_response_cursor_entities,
+        "DescribeTopicPartitionsResponse.NextCursor",
+    )?;
+    r.unknown_tagged_fields("DescribeTopicPartitionsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeTopicPartitionsResponseTopic to `w` (see `crate::codec::entities`).
+fn describe_topic_partitions_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DescribeTopicPartitionsResponseTopic.ErrorCode")?;
+    w.text(r, EntityKind::TopicName, true, true, "DescribeTopicPartitionsResponseTopic.Name")?;
+    w.topic_id(r, "DescribeTopicPartitionsResponseTopic.TopicId")?;
+    r.take(1, "DescribeTopicPartitionsResponseTopic.IsInternal")?;
+    view::check_array::<DescribeTopicPartitionsResponsePartitionView<'a>>(
+        r,
+        ver,
+        "DescribeTopicPartitionsResponseTopic.Partitions",
+    )?;
+    r.take(4, "DescribeTopicPartitionsResponseTopic.TopicAuthorizedOperations")?;
+    r.unknown_tagged_fields("DescribeTopicPartitionsResponseTopic._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeTopicPartitionsResponseCursor to `w` (see `crate::codec::entities`).
+fn describe_topic_partitions_response_cursor_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "DescribeTopicPartitionsResponseCursor.TopicName")?;
+    r.take(4, "DescribeTopicPartitionsResponseCursor.PartitionIndex")?;
+    r.unknown_tagged_fields("DescribeTopicPartitionsResponseCursor._tagged_fields")?;
+    Ok(())
 }

@@ -92,6 +92,20 @@ impl<'a> DescribeTransactionsRequestView<'a> {
     }
 }
 
+// The entity walkers of DescribeTransactionsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeTransactionsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_transactions_request_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.texts(r, EntityKind::TransactionalId, true, false, "DescribeTransactionsRequest.TransactionalIds")?;
+    r.unknown_tagged_fields("DescribeTransactionsRequest._tagged_fields")?;
+    Ok(())
+}
+
 /// Describes the state of each transactional ID: its producer, timeout and the partitions of
 /// the open transaction.
 ///
@@ -470,4 +484,47 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of DescribeTransactionsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeTransactionsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_transactions_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeTransactionsResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, transaction_state_entities, "DescribeTransactionsResponse.TransactionStates")?;
+    r.unknown_tagged_fields("DescribeTransactionsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TransactionState to `w` (see `crate::codec::entities`).
+fn transaction_state_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "TransactionState.ErrorCode")?;
+    w.text(r, EntityKind::TransactionalId, true, false, "TransactionState.TransactionalId")?;
+    r.check_str(true, "TransactionState.TransactionState")?;
+    r.take(4, "TransactionState.TransactionTimeoutMs")?;
+    r.take(8, "TransactionState.TransactionStartTimeMs")?;
+    r.take(8, "TransactionState.ProducerId")?;
+    r.take(2, "TransactionState.ProducerEpoch")?;
+    w.each(r, ver, false, topic_data_entities, "TransactionState.Topics")?;
+    r.unknown_tagged_fields("TransactionState._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicData to `w` (see `crate::codec::entities`).
+fn topic_data_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "TopicData.Topic")?;
+    view::check_array::<i32>(r, ver, "TopicData.Partitions")?;
+    r.unknown_tagged_fields("TopicData._tagged_fields")?;
+    Ok(())
 }

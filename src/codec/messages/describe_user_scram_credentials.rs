@@ -574,3 +574,45 @@ impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
         Self { src: view::Fixed::whole(src), ver }
     }
 }
+
+// The entity walkers of DescribeUserScramCredentialsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeUserScramCredentialsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn describe_user_scram_credentials_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "DescribeUserScramCredentialsResponse.ThrottleTimeMs")?;
+    r.take(2, "DescribeUserScramCredentialsResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DescribeUserScramCredentialsResponse.ErrorMessage")?;
+    w.each(
+        r,
+        ver,
+        false,
+        describe_user_scram_credentials_result_entities,
+        "DescribeUserScramCredentialsResponse.Results",
+    )?;
+    r.unknown_tagged_fields("DescribeUserScramCredentialsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribeUserScramCredentialsResult to `w` (see `crate::codec::entities`).
+fn describe_user_scram_credentials_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "DescribeUserScramCredentialsResult.User")?;
+    r.take(2, "DescribeUserScramCredentialsResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DescribeUserScramCredentialsResult.ErrorMessage")?;
+    view::check_array::<CredentialInfoView<'a>>(
+        r,
+        ver,
+        "DescribeUserScramCredentialsResult.CredentialInfos",
+    )?;
+    r.unknown_tagged_fields("DescribeUserScramCredentialsResult._tagged_fields")?;
+    Ok(())
+}

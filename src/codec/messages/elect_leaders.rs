@@ -260,6 +260,41 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
     }
 }
 
+// The entity walkers of ElectLeadersRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ElectLeadersRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn elect_leaders_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 1 {
+        r.take(1, "ElectLeadersRequest.ElectionType")?;
+    }
+    w.each(r, ver, true, topic_partitions_entities, "ElectLeadersRequest.TopicPartitions")?;
+    r.take(4, "ElectLeadersRequest.TimeoutMs")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ElectLeadersRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicPartitions to `w` (see `crate::codec::entities`).
+fn topic_partitions_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "TopicPartitions.Topic")?;
+    view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports the outcome of the leader election for each partition.
 ///
 /// Versions 0-2; flexible from version 2. Decode it without allocating with [`ElectLeadersResponseView`].
@@ -636,4 +671,55 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of ElectLeadersResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ElectLeadersResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn elect_leaders_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ElectLeadersResponse.ThrottleTimeMs")?;
+    if ver.version >= 1 {
+        r.take(2, "ElectLeadersResponse.ErrorCode")?;
+    }
+    w.each(r, ver, false, replica_election_result_entities, "ElectLeadersResponse.ReplicaElectionResults")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ElectLeadersResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReplicaElectionResult to `w` (see `crate::codec::entities`).
+fn replica_election_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "ReplicaElectionResult.Topic")?;
+    w.each(r, ver, false, partition_result_entities, "ReplicaElectionResult.PartitionResult")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ReplicaElectionResult._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
+fn partition_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionResult.PartitionId")?;
+    r.take(2, "PartitionResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "PartitionResult.ErrorMessage")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+    }
+    Ok(())
 }

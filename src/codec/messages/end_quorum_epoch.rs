@@ -644,6 +644,45 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
     }
 }
 
+// The entity walkers of EndQuorumEpochRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a EndQuorumEpochRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn end_quorum_epoch_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_nullable_str(ver.flexible, "EndQuorumEpochRequest.ClusterId")?;
+    w.each(r, ver, false, end_quorum_epoch_request_topic_data_entities, "EndQuorumEpochRequest.Topics")?;
+    if ver.version == 1 {
+        view::check_array::<LeaderEndpointView<'a>>(r, ver, "EndQuorumEpochRequest.LeaderEndpoints")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("EndQuorumEpochRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a EndQuorumEpochRequestTopicData to `w` (see `crate::codec::entities`).
+fn end_quorum_epoch_request_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "EndQuorumEpochRequestTopicData.TopicName")?;
+    view::check_array::<EndQuorumEpochRequestPartitionDataView<'a>>(
+        r,
+        ver,
+        "EndQuorumEpochRequestTopicData.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("EndQuorumEpochRequestTopicData._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// KRaft: a voter acknowledges that the leader is stepping down.
 ///
 /// Versions 0-1; flexible from version 1. Decode it without allocating with [`EndQuorumEpochResponseView`].
@@ -1138,4 +1177,40 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of EndQuorumEpochResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a EndQuorumEpochResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn end_quorum_epoch_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "EndQuorumEpochResponse.ErrorCode")?;
+    w.each(r, ver, false, end_quorum_epoch_response_topic_data_entities, "EndQuorumEpochResponse.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("EndQuorumEpochResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a EndQuorumEpochResponseTopicData to `w` (see `crate::codec::entities`).
+fn end_quorum_epoch_response_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "EndQuorumEpochResponseTopicData.TopicName")?;
+    view::check_array::<EndQuorumEpochResponsePartitionDataView<'a>>(
+        r,
+        ver,
+        "EndQuorumEpochResponseTopicData.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("EndQuorumEpochResponseTopicData._tagged_fields")?;
+    }
+    Ok(())
 }

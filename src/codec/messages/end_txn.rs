@@ -134,6 +134,25 @@ impl<'a> EndTxnRequestView<'a> {
     }
 }
 
+// The entity walkers of EndTxnRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a EndTxnRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn end_txn_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, ver.flexible, false, "EndTxnRequest.TransactionalId")?;
+    r.take(8, "EndTxnRequest.ProducerId")?;
+    r.take(2, "EndTxnRequest.ProducerEpoch")?;
+    r.take(1, "EndTxnRequest.Committed")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("EndTxnRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports whether the transaction was ended; from version 5 it returns the producer's new
 /// epoch.
 ///

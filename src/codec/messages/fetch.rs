@@ -1078,6 +1078,77 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     }
 }
 
+// The entity walkers of FetchRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn fetch_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 14 {
+        r.take(4, "FetchRequest.ReplicaId")?;
+    }
+    r.take(4, "FetchRequest.MaxWaitMs")?;
+    r.take(4, "FetchRequest.MinBytes")?;
+    r.take(4, "FetchRequest.MaxBytes")?;
+    r.take(1, "FetchRequest.IsolationLevel")?;
+    if ver.version >= 7 {
+        r.take(4, "FetchRequest.SessionId")?;
+    }
+    if ver.version >= 7 {
+        r.take(4, "FetchRequest.SessionEpoch")?;
+    }
+    w.each(r, ver, false, fetch_topic_entities, "FetchRequest.Topics")?;
+    if ver.version >= 7 {
+        w.each(r, ver, false, forgotten_topic_entities, "FetchRequest.ForgottenTopicsData")?;
+    }
+    if ver.version >= 11 {
+        r.check_str(ver.flexible, "FetchRequest.RackId")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("FetchRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchTopic to `w` (see `crate::codec::entities`).
+fn fetch_topic_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    if ver.version <= 12 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "FetchTopic.Topic")?;
+    }
+    if ver.version >= 13 {
+        w.topic_id(r, "FetchTopic.TopicId")?;
+    }
+    view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("FetchTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ForgottenTopic to `w` (see `crate::codec::entities`).
+fn forgotten_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 12 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "ForgottenTopic.Topic")?;
+    }
+    if ver.version >= 13 {
+        w.topic_id(r, "ForgottenTopic.TopicId")?;
+    }
+    view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Returns records and offset information for each fetched partition, with the fetch session's
 /// ID.
 ///
@@ -2282,4 +2353,47 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of FetchResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn fetch_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "FetchResponse.ThrottleTimeMs")?;
+    if ver.version >= 7 {
+        r.take(2, "FetchResponse.ErrorCode")?;
+    }
+    if ver.version >= 7 {
+        r.take(4, "FetchResponse.SessionId")?;
+    }
+    w.each(r, ver, false, fetchable_topic_response_entities, "FetchResponse.Responses")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("FetchResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchableTopicResponse to `w` (see `crate::codec::entities`).
+fn fetchable_topic_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 12 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "FetchableTopicResponse.Topic")?;
+    }
+    if ver.version >= 13 {
+        w.topic_id(r, "FetchableTopicResponse.TopicId")?;
+    }
+    view::check_array::<PartitionDataView<'a>>(r, ver, "FetchableTopicResponse.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("FetchableTopicResponse._tagged_fields")?;
+    }
+    Ok(())
 }

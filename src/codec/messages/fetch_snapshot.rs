@@ -542,6 +542,39 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
     }
 }
 
+// The entity walkers of FetchSnapshotRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchSnapshotRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn fetch_snapshot_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "FetchSnapshotRequest.ReplicaId")?;
+    r.take(4, "FetchSnapshotRequest.MaxBytes")?;
+    w.each(r, ver, false, fetch_snapshot_request_topic_snapshot_entities, "FetchSnapshotRequest.Topics")?;
+    r.unknown_tagged_fields("FetchSnapshotRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchSnapshotRequestTopicSnapshot to `w` (see `crate::codec::entities`).
+fn fetch_snapshot_request_topic_snapshot_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "FetchSnapshotRequestTopicSnapshot.Name")?;
+    view::check_array::<FetchSnapshotRequestPartitionSnapshotView<'a>>(
+        r,
+        ver,
+        "FetchSnapshotRequestTopicSnapshot.Partitions",
+    )?;
+    r.unknown_tagged_fields("FetchSnapshotRequestTopicSnapshot._tagged_fields")?;
+    Ok(())
+}
+
 /// KRaft: returns a piece of a snapshot of the replicated log.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`FetchSnapshotResponseView`].
@@ -1302,4 +1335,37 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of FetchSnapshotResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchSnapshotResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn fetch_snapshot_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "FetchSnapshotResponse.ThrottleTimeMs")?;
+    r.take(2, "FetchSnapshotResponse.ErrorCode")?;
+    w.each(r, ver, false, fetch_snapshot_response_topic_snapshot_entities, "FetchSnapshotResponse.Topics")?;
+    r.unknown_tagged_fields("FetchSnapshotResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchSnapshotResponseTopicSnapshot to `w` (see `crate::codec::entities`).
+fn fetch_snapshot_response_topic_snapshot_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "FetchSnapshotResponseTopicSnapshot.Name")?;
+    view::check_array::<FetchSnapshotResponsePartitionSnapshotView<'a>>(
+        r,
+        ver,
+        "FetchSnapshotResponseTopicSnapshot.Partitions",
+    )?;
+    r.unknown_tagged_fields("FetchSnapshotResponseTopicSnapshot._tagged_fields")?;
+    Ok(())
 }

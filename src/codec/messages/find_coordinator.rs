@@ -167,6 +167,36 @@ impl<'a> FindCoordinatorRequestView<'a> {
     }
 }
 
+// The entity walkers of FindCoordinatorRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FindCoordinatorRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn find_coordinator_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 3 {
+        w.text(r, EntityKind::CoordinatorKey, ver.flexible, false, "FindCoordinatorRequest.Key")?;
+    }
+    if ver.version >= 1 {
+        r.take(1, "FindCoordinatorRequest.KeyType")?;
+    }
+    if ver.version >= 4 {
+        w.texts(
+            r,
+            EntityKind::CoordinatorKey,
+            ver.flexible,
+            false,
+            "FindCoordinatorRequest.CoordinatorKeys",
+        )?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("FindCoordinatorRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Names the coordinator broker for each key that was looked up, or the error that prevented
 /// it.
 ///
@@ -601,4 +631,53 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of FindCoordinatorResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FindCoordinatorResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn find_coordinator_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 1 {
+        r.take(4, "FindCoordinatorResponse.ThrottleTimeMs")?;
+    }
+    if ver.version <= 3 {
+        r.take(2, "FindCoordinatorResponse.ErrorCode")?;
+    }
+    if ver.version >= 1 && ver.version <= 3 {
+        w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "FindCoordinatorResponse.ErrorMessage")?;
+    }
+    if ver.version <= 3 {
+        r.take(4, "FindCoordinatorResponse.NodeId")?;
+    }
+    if ver.version <= 3 {
+        r.check_str(ver.flexible, "FindCoordinatorResponse.Host")?;
+    }
+    if ver.version <= 3 {
+        r.take(4, "FindCoordinatorResponse.Port")?;
+    }
+    if ver.version >= 4 {
+        w.each(r, ver, false, coordinator_entities, "FindCoordinatorResponse.Coordinators")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("FindCoordinatorResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Coordinator to `w` (see `crate::codec::entities`).
+fn coordinator_entities<'a>(r: &mut Reader<'a>, _: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::CoordinatorKey, true, false, "Coordinator.Key")?;
+    r.take(4, "Coordinator.NodeId")?;
+    r.check_str(true, "Coordinator.Host")?;
+    r.take(4, "Coordinator.Port")?;
+    r.take(2, "Coordinator.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "Coordinator.ErrorMessage")?;
+    r.unknown_tagged_fields("Coordinator._tagged_fields")?;
+    Ok(())
 }

@@ -157,6 +157,27 @@ impl<'a> HeartbeatRequestView<'a> {
     }
 }
 
+// The entity walkers of HeartbeatRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a HeartbeatRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn heartbeat_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "HeartbeatRequest.GroupId")?;
+    r.take(4, "HeartbeatRequest.GenerationId")?;
+    r.check_str(ver.flexible, "HeartbeatRequest.MemberId")?;
+    if ver.version >= 3 {
+        r.check_nullable_str(ver.flexible, "HeartbeatRequest.GroupInstanceId")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("HeartbeatRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Acknowledges a heartbeat, or returns an error such as one that asks the member to rejoin.
 ///
 /// Versions 0-4; flexible from version 4. Decode it without allocating with [`HeartbeatResponseView`].

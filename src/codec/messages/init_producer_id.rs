@@ -214,6 +214,29 @@ impl<'a> InitProducerIdRequestView<'a> {
     }
 }
 
+// The entity walkers of InitProducerIdRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a InitProducerIdRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn init_producer_id_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, ver.flexible, true, "InitProducerIdRequest.TransactionalId")?;
+    r.take(4, "InitProducerIdRequest.TransactionTimeoutMs")?;
+    if ver.version >= 3 {
+        r.take(8, "InitProducerIdRequest.ProducerId")?;
+    }
+    if ver.version >= 3 {
+        r.take(2, "InitProducerIdRequest.ProducerEpoch")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("InitProducerIdRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Returns the producer ID and epoch the client must use.
 ///
 /// Versions 0-5; flexible from version 2. Decode it without allocating with [`InitProducerIdResponseView`].

@@ -300,6 +300,34 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
+// The entity walkers of InitializeShareGroupStateRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a InitializeShareGroupStateRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn initialize_share_group_state_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "InitializeShareGroupStateRequest.GroupId")?;
+    w.each(r, ver, false, initialize_state_data_entities, "InitializeShareGroupStateRequest.Topics")?;
+    r.unknown_tagged_fields("InitializeShareGroupStateRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a InitializeStateData to `w` (see `crate::codec::entities`).
+fn initialize_state_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "InitializeStateData.TopicId")?;
+    view::check_array::<PartitionDataView<'a>>(r, ver, "InitializeStateData.Partitions")?;
+    r.unknown_tagged_fields("InitializeStateData._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each share-partition, whether its state was initialized.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`InitializeShareGroupStateResponseView`].
@@ -581,4 +609,45 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of InitializeShareGroupStateResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a InitializeShareGroupStateResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn initialize_share_group_state_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, initialize_state_result_entities, "InitializeShareGroupStateResponse.Results")?;
+    r.unknown_tagged_fields("InitializeShareGroupStateResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a InitializeStateResult to `w` (see `crate::codec::entities`).
+fn initialize_state_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "InitializeStateResult.TopicId")?;
+    w.each(r, ver, false, partition_result_entities, "InitializeStateResult.Partitions")?;
+    r.unknown_tagged_fields("InitializeStateResult._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
+fn partition_result_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionResult.Partition")?;
+    r.take(2, "PartitionResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionResult.ErrorMessage")?;
+    r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+    Ok(())
 }

@@ -340,6 +340,35 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
     }
 }
 
+// The entity walkers of JoinGroupRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a JoinGroupRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn join_group_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "JoinGroupRequest.GroupId")?;
+    r.take(4, "JoinGroupRequest.SessionTimeoutMs")?;
+    if ver.version >= 1 {
+        r.take(4, "JoinGroupRequest.RebalanceTimeoutMs")?;
+    }
+    r.check_str(ver.flexible, "JoinGroupRequest.MemberId")?;
+    if ver.version >= 5 {
+        r.check_nullable_str(ver.flexible, "JoinGroupRequest.GroupInstanceId")?;
+    }
+    r.check_str(ver.flexible, "JoinGroupRequest.ProtocolType")?;
+    view::check_array::<JoinGroupRequestProtocolView<'a>>(r, ver, "JoinGroupRequest.Protocols")?;
+    if ver.version >= 8 {
+        r.check_nullable_str(ver.flexible, "JoinGroupRequest.Reason")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("JoinGroupRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Tells a joining member its ID, the new generation and the chosen protocol; the leader also
 /// gets the other members' metadata.
 ///

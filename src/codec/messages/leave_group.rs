@@ -300,6 +300,28 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
     }
 }
 
+// The entity walkers of LeaveGroupRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a LeaveGroupRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn leave_group_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "LeaveGroupRequest.GroupId")?;
+    if ver.version <= 2 {
+        r.check_str(ver.flexible, "LeaveGroupRequest.MemberId")?;
+    }
+    if ver.version >= 3 {
+        view::check_array::<MemberIdentityView<'a>>(r, ver, "LeaveGroupRequest.Members")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("LeaveGroupRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports whether the members could leave the group.
 ///
 /// Versions 0-5; flexible from version 4. Decode it without allocating with [`LeaveGroupResponseView`].

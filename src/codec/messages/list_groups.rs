@@ -425,3 +425,40 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of ListGroupsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListGroupsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn list_groups_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 1 {
+        r.take(4, "ListGroupsResponse.ThrottleTimeMs")?;
+    }
+    r.take(2, "ListGroupsResponse.ErrorCode")?;
+    w.each(r, ver, false, listed_group_entities, "ListGroupsResponse.Groups")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ListGroupsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListedGroup to `w` (see `crate::codec::entities`).
+fn listed_group_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "ListedGroup.GroupId")?;
+    r.check_str(ver.flexible, "ListedGroup.ProtocolType")?;
+    if ver.version >= 4 {
+        r.check_str(ver.flexible, "ListedGroup.GroupState")?;
+    }
+    if ver.version == 5 {
+        r.check_str(ver.flexible, "ListedGroup.GroupType")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("ListedGroup._tagged_fields")?;
+    }
+    Ok(())
+}

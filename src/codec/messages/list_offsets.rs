@@ -424,6 +424,44 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
     }
 }
 
+// The entity walkers of ListOffsetsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListOffsetsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn list_offsets_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ListOffsetsRequest.ReplicaId")?;
+    if ver.version >= 2 {
+        r.take(1, "ListOffsetsRequest.IsolationLevel")?;
+    }
+    w.each(r, ver, false, list_offsets_topic_entities, "ListOffsetsRequest.Topics")?;
+    if ver.version >= 10 {
+        r.take(4, "ListOffsetsRequest.TimeoutMs")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("ListOffsetsRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListOffsetsTopic to `w` (see `crate::codec::entities`).
+fn list_offsets_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "ListOffsetsTopic.Name")?;
+    view::check_array::<ListOffsetsPartitionView<'a>>(r, ver, "ListOffsetsTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ListOffsetsTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Returns, for each requested partition, either an error code or the offset found together
 /// with its timestamp and leader epoch.
 ///
@@ -832,4 +870,38 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of ListOffsetsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListOffsetsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn list_offsets_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 2 {
+        r.take(4, "ListOffsetsResponse.ThrottleTimeMs")?;
+    }
+    w.each(r, ver, false, list_offsets_topic_response_entities, "ListOffsetsResponse.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ListOffsetsResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListOffsetsTopicResponse to `w` (see `crate::codec::entities`).
+fn list_offsets_topic_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "ListOffsetsTopicResponse.Name")?;
+    view::check_array::<ListOffsetsPartitionResponseView<'a>>(r, ver, "ListOffsetsTopicResponse.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ListOffsetsTopicResponse._tagged_fields")?;
+    }
+    Ok(())
 }

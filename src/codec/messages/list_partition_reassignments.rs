@@ -228,6 +228,40 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
     }
 }
 
+// The entity walkers of ListPartitionReassignmentsRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListPartitionReassignmentsRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn list_partition_reassignments_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ListPartitionReassignmentsRequest.TimeoutMs")?;
+    w.each(
+        r,
+        ver,
+        true,
+        list_partition_reassignments_topics_entities,
+        "ListPartitionReassignmentsRequest.Topics",
+    )?;
+    r.unknown_tagged_fields("ListPartitionReassignmentsRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListPartitionReassignmentsTopics to `w` (see `crate::codec::entities`).
+fn list_partition_reassignments_topics_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "ListPartitionReassignmentsTopics.Name")?;
+    view::check_array::<i32>(r, ver, "ListPartitionReassignmentsTopics.PartitionIndexes")?;
+    r.unknown_tagged_fields("ListPartitionReassignmentsTopics._tagged_fields")?;
+    Ok(())
+}
+
 /// Describes the partition reassignments in progress, with the replicas being added and
 /// removed.
 ///
@@ -605,4 +639,34 @@ impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of ListPartitionReassignmentsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListPartitionReassignmentsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn list_partition_reassignments_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ListPartitionReassignmentsResponse.ThrottleTimeMs")?;
+    r.take(2, "ListPartitionReassignmentsResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "ListPartitionReassignmentsResponse.ErrorMessage")?;
+    w.each(r, ver, false, ongoing_topic_reassignment_entities, "ListPartitionReassignmentsResponse.Topics")?;
+    r.unknown_tagged_fields("ListPartitionReassignmentsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OngoingTopicReassignment to `w` (see `crate::codec::entities`).
+fn ongoing_topic_reassignment_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "OngoingTopicReassignment.Name")?;
+    view::check_array::<OngoingPartitionReassignmentView<'a>>(r, ver, "OngoingTopicReassignment.Partitions")?;
+    r.unknown_tagged_fields("OngoingTopicReassignment._tagged_fields")?;
+    Ok(())
 }

@@ -416,3 +416,34 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of ListTransactionsResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ListTransactionsResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn list_transactions_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ListTransactionsResponse.ThrottleTimeMs")?;
+    r.take(2, "ListTransactionsResponse.ErrorCode")?;
+    view::check_array::<&'a str>(r, ver, "ListTransactionsResponse.UnknownStateFilters")?;
+    w.each(r, ver, false, transaction_state_entities, "ListTransactionsResponse.TransactionStates")?;
+    r.unknown_tagged_fields("ListTransactionsResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TransactionState to `w` (see `crate::codec::entities`).
+fn transaction_state_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, true, false, "TransactionState.TransactionalId")?;
+    r.take(8, "TransactionState.ProducerId")?;
+    r.check_str(true, "TransactionState.TransactionState")?;
+    r.unknown_tagged_fields("TransactionState._tagged_fields")?;
+    Ok(())
+}

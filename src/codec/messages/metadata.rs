@@ -364,6 +364,48 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
     }
 }
 
+// The entity walkers of MetadataRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a MetadataRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn metadata_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, ver.version >= 1, metadata_request_topic_entities, "MetadataRequest.Topics")?;
+    if ver.version >= 4 {
+        r.take(1, "MetadataRequest.AllowAutoTopicCreation")?;
+    }
+    if ver.version >= 8 && ver.version <= 10 {
+        r.take(1, "MetadataRequest.IncludeClusterAuthorizedOperations")?;
+    }
+    if ver.version >= 8 {
+        r.take(1, "MetadataRequest.IncludeTopicAuthorizedOperations")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("MetadataRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a MetadataRequestTopic to `w` (see `crate::codec::entities`).
+fn metadata_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 10 {
+        w.topic_id(r, "MetadataRequestTopic.TopicId")?;
+    }
+    w.text(r, EntityKind::TopicName, ver.flexible, ver.version >= 10, "MetadataRequestTopic.Name")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("MetadataRequestTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Describes the brokers of the cluster, its controller, and for each requested topic its
 /// partitions with their leaders and replicas.
 ///
@@ -1247,4 +1289,61 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
         }
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of MetadataResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a MetadataResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn metadata_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 3 {
+        r.take(4, "MetadataResponse.ThrottleTimeMs")?;
+    }
+    view::check_array::<MetadataResponseBrokerView<'a>>(r, ver, "MetadataResponse.Brokers")?;
+    if ver.version >= 2 {
+        r.check_nullable_str(ver.flexible, "MetadataResponse.ClusterId")?;
+    }
+    if ver.version >= 1 {
+        r.take(4, "MetadataResponse.ControllerId")?;
+    }
+    w.each(r, ver, false, metadata_response_topic_entities, "MetadataResponse.Topics")?;
+    if ver.version >= 8 && ver.version <= 10 {
+        r.take(4, "MetadataResponse.ClusterAuthorizedOperations")?;
+    }
+    if ver.version == 13 {
+        r.take(2, "MetadataResponse.ErrorCode")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("MetadataResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a MetadataResponseTopic to `w` (see `crate::codec::entities`).
+fn metadata_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "MetadataResponseTopic.ErrorCode")?;
+    w.text(r, EntityKind::TopicName, ver.flexible, ver.version >= 12, "MetadataResponseTopic.Name")?;
+    if ver.version >= 10 {
+        w.topic_id(r, "MetadataResponseTopic.TopicId")?;
+    }
+    if ver.version >= 1 {
+        r.take(1, "MetadataResponseTopic.IsInternal")?;
+    }
+    view::check_array::<MetadataResponsePartitionView<'a>>(r, ver, "MetadataResponseTopic.Partitions")?;
+    if ver.version >= 8 {
+        r.take(4, "MetadataResponseTopic.TopicAuthorizedOperations")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("MetadataResponseTopic._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -534,6 +534,51 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
     }
 }
 
+// The entity walkers of OffsetCommitRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetCommitRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_commit_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "OffsetCommitRequest.GroupId")?;
+    r.take(4, "OffsetCommitRequest.GenerationIdOrMemberEpoch")?;
+    r.check_str(ver.flexible, "OffsetCommitRequest.MemberId")?;
+    if ver.version >= 7 {
+        r.check_nullable_str(ver.flexible, "OffsetCommitRequest.GroupInstanceId")?;
+    }
+    if ver.version <= 4 {
+        r.take(8, "OffsetCommitRequest.RetentionTimeMs")?;
+    }
+    w.each(r, ver, false, offset_commit_request_topic_entities, "OffsetCommitRequest.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetCommitRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetCommitRequestTopic to `w` (see `crate::codec::entities`).
+fn offset_commit_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 9 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "OffsetCommitRequestTopic.Name")?;
+    }
+    if ver.version == 10 {
+        w.topic_id(r, "OffsetCommitRequestTopic.TopicId")?;
+    }
+    view::check_array::<OffsetCommitRequestPartitionView<'a>>(r, ver, "OffsetCommitRequestTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetCommitRequestTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports, for every partition of an offset commit, whether the offset was stored.
 ///
 /// Versions 2-10; flexible from version 8. Decode it without allocating with [`OffsetCommitResponseView`].
@@ -891,4 +936,47 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponsePartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of OffsetCommitResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetCommitResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_commit_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 3 {
+        r.take(4, "OffsetCommitResponse.ThrottleTimeMs")?;
+    }
+    w.each(r, ver, false, offset_commit_response_topic_entities, "OffsetCommitResponse.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetCommitResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetCommitResponseTopic to `w` (see `crate::codec::entities`).
+fn offset_commit_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 9 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "OffsetCommitResponseTopic.Name")?;
+    }
+    if ver.version == 10 {
+        w.topic_id(r, "OffsetCommitResponseTopic.TopicId")?;
+    }
+    view::check_array::<OffsetCommitResponsePartitionView<'a>>(
+        r,
+        ver,
+        "OffsetCommitResponseTopic.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetCommitResponseTopic._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -239,6 +239,32 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestPartitionView<'a> {
     }
 }
 
+// The entity walkers of OffsetDeleteRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetDeleteRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_delete_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, false, false, "OffsetDeleteRequest.GroupId")?;
+    w.each(r, ver, false, offset_delete_request_topic_entities, "OffsetDeleteRequest.Topics")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetDeleteRequestTopic to `w` (see `crate::codec::entities`).
+fn offset_delete_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, false, false, "OffsetDeleteRequestTopic.Name")?;
+    view::check_array::<OffsetDeleteRequestPartitionView<'a>>(r, ver, "OffsetDeleteRequestTopic.Partitions")?;
+    Ok(())
+}
+
 /// Reports, for each partition, whether the group's committed offset was deleted.
 ///
 /// Versions 0; flexible from version 1. Decode it without allocating with [`OffsetDeleteResponseView`].
@@ -485,4 +511,35 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponsePartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of OffsetDeleteResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetDeleteResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_delete_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "OffsetDeleteResponse.ErrorCode")?;
+    r.take(4, "OffsetDeleteResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, offset_delete_response_topic_entities, "OffsetDeleteResponse.Topics")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetDeleteResponseTopic to `w` (see `crate::codec::entities`).
+fn offset_delete_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, false, false, "OffsetDeleteResponseTopic.Name")?;
+    view::check_array::<OffsetDeleteResponsePartitionView<'a>>(
+        r,
+        ver,
+        "OffsetDeleteResponseTopic.Partitions",
+    )?;
+    Ok(())
 }

@@ -640,6 +640,85 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
     }
 }
 
+// The entity walkers of OffsetFetchRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_fetch_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 7 {
+        w.text(r, EntityKind::GroupId, ver.flexible, false, "OffsetFetchRequest.GroupId")?;
+    }
+    if ver.version <= 7 {
+        w.each(r, ver, ver.version >= 2, offset_fetch_request_topic_entities, "OffsetFetchRequest.Topics")?;
+    }
+    if ver.version >= 8 {
+        w.each(r, ver, false, offset_fetch_request_group_entities, "OffsetFetchRequest.Groups")?;
+    }
+    if ver.version >= 7 {
+        r.take(1, "OffsetFetchRequest.RequireStable")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetFetchRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchRequestTopic to `w` (see `crate::codec::entities`).
+fn offset_fetch_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "OffsetFetchRequestTopic.Name")?;
+    view::check_array::<i32>(r, ver, "OffsetFetchRequestTopic.PartitionIndexes")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetFetchRequestTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchRequestGroup to `w` (see `crate::codec::entities`).
+fn offset_fetch_request_group_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "OffsetFetchRequestGroup.GroupId")?;
+    if ver.version >= 9 {
+        r.check_nullable_str(true, "OffsetFetchRequestGroup.MemberId")?;
+    }
+    if ver.version >= 9 {
+        r.take(4, "OffsetFetchRequestGroup.MemberEpoch")?;
+    }
+    w.each(r, ver, true, offset_fetch_request_topics_entities, "OffsetFetchRequestGroup.Topics")?;
+    r.unknown_tagged_fields("OffsetFetchRequestGroup._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchRequestTopics to `w` (see `crate::codec::entities`).
+fn offset_fetch_request_topics_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 9 {
+        w.text(r, EntityKind::TopicName, true, false, "OffsetFetchRequestTopics.Name")?;
+    }
+    if ver.version == 10 {
+        w.topic_id(r, "OffsetFetchRequestTopics.TopicId")?;
+    }
+    view::check_array::<i32>(r, ver, "OffsetFetchRequestTopics.PartitionIndexes")?;
+    r.unknown_tagged_fields("OffsetFetchRequestTopics._tagged_fields")?;
+    Ok(())
+}
+
 /// Returns the committed offset, leader epoch and metadata of each requested partition, per
 /// group from version 8.
 ///
@@ -1506,4 +1585,82 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of OffsetFetchResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_fetch_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 3 {
+        r.take(4, "OffsetFetchResponse.ThrottleTimeMs")?;
+    }
+    if ver.version <= 7 {
+        w.each(r, ver, false, offset_fetch_response_topic_entities, "OffsetFetchResponse.Topics")?;
+    }
+    if ver.version >= 2 && ver.version <= 7 {
+        r.take(2, "OffsetFetchResponse.ErrorCode")?;
+    }
+    if ver.version >= 8 {
+        w.each(r, ver, false, offset_fetch_response_group_entities, "OffsetFetchResponse.Groups")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetFetchResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchResponseTopic to `w` (see `crate::codec::entities`).
+fn offset_fetch_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "OffsetFetchResponseTopic.Name")?;
+    view::check_array::<OffsetFetchResponsePartitionView<'a>>(r, ver, "OffsetFetchResponseTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetFetchResponseTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchResponseGroup to `w` (see `crate::codec::entities`).
+fn offset_fetch_response_group_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "OffsetFetchResponseGroup.GroupId")?;
+    w.each(r, ver, false, offset_fetch_response_topics_entities, "OffsetFetchResponseGroup.Topics")?;
+    r.take(2, "OffsetFetchResponseGroup.ErrorCode")?;
+    r.unknown_tagged_fields("OffsetFetchResponseGroup._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetFetchResponseTopics to `w` (see `crate::codec::entities`).
+fn offset_fetch_response_topics_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 9 {
+        w.text(r, EntityKind::TopicName, true, false, "OffsetFetchResponseTopics.Name")?;
+    }
+    if ver.version == 10 {
+        w.topic_id(r, "OffsetFetchResponseTopics.TopicId")?;
+    }
+    view::check_array::<OffsetFetchResponsePartitionsView<'a>>(
+        r,
+        ver,
+        "OffsetFetchResponseTopics.Partitions",
+    )?;
+    r.unknown_tagged_fields("OffsetFetchResponseTopics._tagged_fields")?;
+    Ok(())
 }

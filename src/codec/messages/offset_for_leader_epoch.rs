@@ -368,6 +368,40 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
     }
 }
 
+// The entity walkers of OffsetForLeaderEpochRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetForLeaderEpochRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_for_leader_epoch_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version >= 3 {
+        r.take(4, "OffsetForLeaderEpochRequest.ReplicaId")?;
+    }
+    w.each(r, ver, false, offset_for_leader_topic_entities, "OffsetForLeaderEpochRequest.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetForLeaderEpochRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetForLeaderTopic to `w` (see `crate::codec::entities`).
+fn offset_for_leader_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "OffsetForLeaderTopic.Topic")?;
+    view::check_array::<OffsetForLeaderPartitionView<'a>>(r, ver, "OffsetForLeaderTopic.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetForLeaderTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Returns for each partition the largest epoch not above the requested one and the offset
 /// where it ends.
 ///
@@ -721,4 +755,36 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of OffsetForLeaderEpochResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetForLeaderEpochResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn offset_for_leader_epoch_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "OffsetForLeaderEpochResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, offset_for_leader_topic_result_entities, "OffsetForLeaderEpochResponse.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetForLeaderEpochResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a OffsetForLeaderTopicResult to `w` (see `crate::codec::entities`).
+fn offset_for_leader_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, ver.flexible, false, "OffsetForLeaderTopicResult.Topic")?;
+    view::check_array::<EpochEndOffsetView<'a>>(r, ver, "OffsetForLeaderTopicResult.Partitions")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("OffsetForLeaderTopicResult._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -408,6 +408,45 @@ impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
     }
 }
 
+// The entity walkers of ProduceRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ProduceRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn produce_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, ver.flexible, true, "ProduceRequest.TransactionalId")?;
+    r.take(2, "ProduceRequest.Acks")?;
+    r.take(4, "ProduceRequest.TimeoutMs")?;
+    w.each(r, ver, false, topic_produce_data_entities, "ProduceRequest.TopicData")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ProduceRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicProduceData to `w` (see `crate::codec::entities`).
+fn topic_produce_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 12 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "TopicProduceData.Name")?;
+    }
+    if ver.version == 13 {
+        w.topic_id(r, "TopicProduceData.TopicId")?;
+    }
+    view::check_array::<PartitionProduceDataView<'a>>(r, ver, "TopicProduceData.PartitionData")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("TopicProduceData._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports, for every partition written to, whether the append succeeded and at which offset.
 ///
 /// Versions 3-13; flexible from version 9. Decode it without allocating with [`ProduceResponseView`].
@@ -1327,4 +1366,94 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of ProduceResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ProduceResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn produce_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, topic_produce_response_entities, "ProduceResponse.Responses")?;
+    r.take(4, "ProduceResponse.ThrottleTimeMs")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("ProduceResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicProduceResponse to `w` (see `crate::codec::entities`).
+fn topic_produce_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 12 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "TopicProduceResponse.Name")?;
+    }
+    if ver.version == 13 {
+        w.topic_id(r, "TopicProduceResponse.TopicId")?;
+    }
+    w.each(r, ver, false, partition_produce_response_entities, "TopicProduceResponse.PartitionResponses")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("TopicProduceResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionProduceResponse to `w` (see `crate::codec::entities`).
+fn partition_produce_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionProduceResponse.Index")?;
+    r.take(2, "PartitionProduceResponse.ErrorCode")?;
+    r.take(8, "PartitionProduceResponse.BaseOffset")?;
+    r.take(8, "PartitionProduceResponse.LogAppendTimeMs")?;
+    if ver.version >= 5 {
+        r.take(8, "PartitionProduceResponse.LogStartOffset")?;
+    }
+    if ver.version >= 8 {
+        w.each(
+            r,
+            ver,
+            false,
+            batch_index_and_error_message_entities,
+            "PartitionProduceResponse.RecordErrors",
+        )?;
+    }
+    if ver.version >= 8 {
+        w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "PartitionProduceResponse.ErrorMessage")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("PartitionProduceResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a BatchIndexAndErrorMessage to `w` (see `crate::codec::entities`).
+fn batch_index_and_error_message_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "BatchIndexAndErrorMessage.BatchIndex")?;
+    w.text(
+        r,
+        EntityKind::ErrorMessage,
+        ver.flexible,
+        true,
+        "BatchIndexAndErrorMessage.BatchIndexErrorMessage",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("BatchIndexAndErrorMessage._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -278,6 +278,34 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
+// The entity walkers of ReadShareGroupStateRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadShareGroupStateRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn read_share_group_state_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "ReadShareGroupStateRequest.GroupId")?;
+    w.each(r, ver, false, read_state_data_entities, "ReadShareGroupStateRequest.Topics")?;
+    r.unknown_tagged_fields("ReadShareGroupStateRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadStateData to `w` (see `crate::codec::entities`).
+fn read_state_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ReadStateData.TopicId")?;
+    view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateData.Partitions")?;
+    r.unknown_tagged_fields("ReadStateData._tagged_fields")?;
+    Ok(())
+}
+
 /// Returns the stored delivery state of each share-partition: its start offset and the state of
 /// offset ranges above it.
 ///
@@ -709,4 +737,48 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of ReadShareGroupStateResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadShareGroupStateResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn read_share_group_state_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, read_state_result_entities, "ReadShareGroupStateResponse.Results")?;
+    r.unknown_tagged_fields("ReadShareGroupStateResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadStateResult to `w` (see `crate::codec::entities`).
+fn read_state_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ReadStateResult.TopicId")?;
+    w.each(r, ver, false, partition_result_entities, "ReadStateResult.Partitions")?;
+    r.unknown_tagged_fields("ReadStateResult._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
+fn partition_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionResult.Partition")?;
+    r.take(2, "PartitionResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionResult.ErrorMessage")?;
+    r.take(4, "PartitionResult.StateEpoch")?;
+    r.take(8, "PartitionResult.StartOffset")?;
+    view::check_array::<StateBatchView<'a>>(r, ver, "PartitionResult.StateBatches")?;
+    r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+    Ok(())
 }

@@ -288,6 +288,34 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
     }
 }
 
+// The entity walkers of ReadShareGroupStateSummaryRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadShareGroupStateSummaryRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn read_share_group_state_summary_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "ReadShareGroupStateSummaryRequest.GroupId")?;
+    w.each(r, ver, false, read_state_summary_data_entities, "ReadShareGroupStateSummaryRequest.Topics")?;
+    r.unknown_tagged_fields("ReadShareGroupStateSummaryRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadStateSummaryData to `w` (see `crate::codec::entities`).
+fn read_state_summary_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ReadStateSummaryData.TopicId")?;
+    view::check_array::<PartitionDataView<'a>>(r, ver, "ReadStateSummaryData.Partitions")?;
+    r.unknown_tagged_fields("ReadStateSummaryData._tagged_fields")?;
+    Ok(())
+}
+
 /// Returns a summary of each share-partition's stored state.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`ReadShareGroupStateSummaryResponseView`].
@@ -663,4 +691,51 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of ReadShareGroupStateSummaryResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadShareGroupStateSummaryResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn read_share_group_state_summary_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, read_state_summary_result_entities, "ReadShareGroupStateSummaryResponse.Results")?;
+    r.unknown_tagged_fields("ReadShareGroupStateSummaryResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ReadStateSummaryResult to `w` (see `crate::codec::entities`).
+fn read_state_summary_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ReadStateSummaryResult.TopicId")?;
+    w.each(r, ver, false, partition_result_entities, "ReadStateSummaryResult.Partitions")?;
+    r.unknown_tagged_fields("ReadStateSummaryResult._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
+fn partition_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionResult.Partition")?;
+    r.take(2, "PartitionResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionResult.ErrorMessage")?;
+    r.take(4, "PartitionResult.StateEpoch")?;
+    r.take(4, "PartitionResult.LeaderEpoch")?;
+    r.take(8, "PartitionResult.StartOffset")?;
+    if ver.version == 1 {
+        r.take(4, "PartitionResult.DeliveryCompleteCount")?;
+    }
+    r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+    Ok(())
 }

@@ -244,3 +244,19 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
         Some(at)
     }
 }
+
+// The entity walkers of RemoveRaftVoterResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a RemoveRaftVoterResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn remove_raft_voter_response_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "RemoveRaftVoterResponse.ThrottleTimeMs")?;
+    r.take(2, "RemoveRaftVoterResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "RemoveRaftVoterResponse.ErrorMessage")?;
+    r.unknown_tagged_fields("RemoveRaftVoterResponse._tagged_fields")?;
+    Ok(())
+}

@@ -222,3 +222,24 @@ impl<'a> SaslAuthenticateResponseView<'a> {
         Ok(at)
     }
 }
+
+// The entity walkers of SaslAuthenticateResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a SaslAuthenticateResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn sasl_authenticate_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "SaslAuthenticateResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, ver.flexible, true, "SaslAuthenticateResponse.ErrorMessage")?;
+    r.bytes(ver.flexible, "SaslAuthenticateResponse.AuthBytes")?;
+    if ver.version >= 1 {
+        r.take(8, "SaslAuthenticateResponse.SessionLifetimeMs")?;
+    }
+    if ver.flexible {
+        r.unknown_tagged_fields("SaslAuthenticateResponse._tagged_fields")?;
+    }
+    Ok(())
+}

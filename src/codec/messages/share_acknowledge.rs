@@ -466,6 +466,39 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
     }
 }
 
+// The entity walkers of ShareAcknowledgeRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareAcknowledgeRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn share_acknowledge_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, true, "ShareAcknowledgeRequest.GroupId")?;
+    r.check_nullable_str(true, "ShareAcknowledgeRequest.MemberId")?;
+    r.take(4, "ShareAcknowledgeRequest.ShareSessionEpoch")?;
+    if ver.version == 2 {
+        r.take(1, "ShareAcknowledgeRequest.IsRenewAck")?;
+    }
+    w.each(r, ver, false, acknowledge_topic_entities, "ShareAcknowledgeRequest.Topics")?;
+    r.unknown_tagged_fields("ShareAcknowledgeRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a AcknowledgeTopic to `w` (see `crate::codec::entities`).
+fn acknowledge_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "AcknowledgeTopic.TopicId")?;
+    view::check_array::<AcknowledgePartitionView<'a>>(r, ver, "AcknowledgeTopic.Partitions")?;
+    r.unknown_tagged_fields("AcknowledgeTopic._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each partition, whether the share group member's acknowledgements were applied.
 ///
 /// Versions 1-2; flexible from version 0. Decode it without allocating with [`ShareAcknowledgeResponseView`].
@@ -1055,4 +1088,53 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of ShareAcknowledgeResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareAcknowledgeResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn share_acknowledge_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ShareAcknowledgeResponse.ThrottleTimeMs")?;
+    r.take(2, "ShareAcknowledgeResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "ShareAcknowledgeResponse.ErrorMessage")?;
+    if ver.version == 2 {
+        r.take(4, "ShareAcknowledgeResponse.AcquisitionLockTimeoutMs")?;
+    }
+    w.each(r, ver, false, share_acknowledge_topic_response_entities, "ShareAcknowledgeResponse.Responses")?;
+    view::check_array::<NodeEndpointView<'a>>(r, ver, "ShareAcknowledgeResponse.NodeEndpoints")?;
+    r.unknown_tagged_fields("ShareAcknowledgeResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareAcknowledgeTopicResponse to `w` (see `crate::codec::entities`).
+fn share_acknowledge_topic_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ShareAcknowledgeTopicResponse.TopicId")?;
+    w.each(r, ver, false, partition_data_entities, "ShareAcknowledgeTopicResponse.Partitions")?;
+    r.unknown_tagged_fields("ShareAcknowledgeTopicResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionData to `w` (see `crate::codec::entities`).
+fn partition_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionData.PartitionIndex")?;
+    r.take(2, "PartitionData.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionData.ErrorMessage")?;
+    LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
+    r.unknown_tagged_fields("PartitionData._tagged_fields")?;
+    Ok(())
 }

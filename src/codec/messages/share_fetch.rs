@@ -671,6 +671,57 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
     }
 }
 
+// The entity walkers of ShareFetchRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareFetchRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn share_fetch_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, true, "ShareFetchRequest.GroupId")?;
+    r.check_nullable_str(true, "ShareFetchRequest.MemberId")?;
+    r.take(4, "ShareFetchRequest.ShareSessionEpoch")?;
+    r.take(4, "ShareFetchRequest.MaxWaitMs")?;
+    r.take(4, "ShareFetchRequest.MinBytes")?;
+    r.take(4, "ShareFetchRequest.MaxBytes")?;
+    r.take(4, "ShareFetchRequest.MaxRecords")?;
+    r.take(4, "ShareFetchRequest.BatchSize")?;
+    if ver.version == 2 {
+        r.take(1, "ShareFetchRequest.ShareAcquireMode")?;
+    }
+    if ver.version == 2 {
+        r.take(1, "ShareFetchRequest.IsRenewAck")?;
+    }
+    w.each(r, ver, false, fetch_topic_entities, "ShareFetchRequest.Topics")?;
+    w.each(r, ver, false, forgotten_topic_entities, "ShareFetchRequest.ForgottenTopicsData")?;
+    r.unknown_tagged_fields("ShareFetchRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a FetchTopic to `w` (see `crate::codec::entities`).
+fn fetch_topic_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.topic_id(r, "FetchTopic.TopicId")?;
+    view::check_array::<FetchPartitionView<'a>>(r, ver, "FetchTopic.Partitions")?;
+    r.unknown_tagged_fields("FetchTopic._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ForgottenTopic to `w` (see `crate::codec::entities`).
+fn forgotten_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ForgottenTopic.TopicId")?;
+    view::check_array::<i32>(r, ver, "ForgottenTopic.Partitions")?;
+    r.unknown_tagged_fields("ForgottenTopic._tagged_fields")?;
+    Ok(())
+}
+
 /// Returns records acquired for a share group member, the ranges it now holds locks on, and the
 /// outcome of its acknowledgements.
 ///
@@ -1401,4 +1452,55 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of ShareFetchResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareFetchResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn share_fetch_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ShareFetchResponse.ThrottleTimeMs")?;
+    r.take(2, "ShareFetchResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "ShareFetchResponse.ErrorMessage")?;
+    r.take(4, "ShareFetchResponse.AcquisitionLockTimeoutMs")?;
+    w.each(r, ver, false, share_fetchable_topic_response_entities, "ShareFetchResponse.Responses")?;
+    view::check_array::<NodeEndpointView<'a>>(r, ver, "ShareFetchResponse.NodeEndpoints")?;
+    r.unknown_tagged_fields("ShareFetchResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareFetchableTopicResponse to `w` (see `crate::codec::entities`).
+fn share_fetchable_topic_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "ShareFetchableTopicResponse.TopicId")?;
+    w.each(r, ver, false, partition_data_entities, "ShareFetchableTopicResponse.Partitions")?;
+    r.unknown_tagged_fields("ShareFetchableTopicResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionData to `w` (see `crate::codec::entities`).
+fn partition_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionData.PartitionIndex")?;
+    r.take(2, "PartitionData.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionData.ErrorMessage")?;
+    r.take(2, "PartitionData.AcknowledgeErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionData.AcknowledgeErrorMessage")?;
+    LeaderIdAndEpochView::check(r, ver, "PartitionData.CurrentLeader")?;
+    r.bytes(true, "PartitionData.Records")?;
+    view::check_array::<AcquiredRecordsView<'a>>(r, ver, "PartitionData.AcquiredRecords")?;
+    r.unknown_tagged_fields("PartitionData._tagged_fields")?;
+    Ok(())
 }

@@ -103,6 +103,21 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
     }
 }
 
+// The entity walkers of ShareGroupDescribeRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareGroupDescribeRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn share_group_describe_request_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.texts(r, EntityKind::GroupId, true, false, "ShareGroupDescribeRequest.GroupIds")?;
+    r.take(1, "ShareGroupDescribeRequest.IncludeAuthorizedOperations")?;
+    r.unknown_tagged_fields("ShareGroupDescribeRequest._tagged_fields")?;
+    Ok(())
+}
+
 /// Describes share groups: state, epochs, assignor, and each member with its assignment.
 ///
 /// Versions 1; flexible from version 0. Decode it without allocating with [`ShareGroupDescribeResponseView`].
@@ -763,4 +778,75 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of ShareGroupDescribeResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareGroupDescribeResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn share_group_describe_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ShareGroupDescribeResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, described_group_entities, "ShareGroupDescribeResponse.Groups")?;
+    r.unknown_tagged_fields("ShareGroupDescribeResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribedGroup to `w` (see `crate::codec::entities`).
+fn described_group_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DescribedGroup.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DescribedGroup.ErrorMessage")?;
+    w.text(r, EntityKind::GroupId, true, false, "DescribedGroup.GroupId")?;
+    r.check_str(true, "DescribedGroup.GroupState")?;
+    r.take(4, "DescribedGroup.GroupEpoch")?;
+    r.take(4, "DescribedGroup.AssignmentEpoch")?;
+    r.check_str(true, "DescribedGroup.AssignorName")?;
+    w.each(r, ver, false, member_entities, "DescribedGroup.Members")?;
+    r.take(4, "DescribedGroup.AuthorizedOperations")?;
+    r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Member to `w` (see `crate::codec::entities`).
+fn member_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    r.check_str(true, "Member.MemberId")?;
+    r.check_nullable_str(true, "Member.RackId")?;
+    r.take(4, "Member.MemberEpoch")?;
+    r.check_str(true, "Member.ClientId")?;
+    r.check_str(true, "Member.ClientHost")?;
+    w.texts(r, EntityKind::TopicName, true, false, "Member.SubscribedTopicNames")?;
+    w.one(r, ver, false, assignment_entities, "Member.Assignment")?;
+    r.unknown_tagged_fields("Member._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Assignment to `w` (see `crate::codec::entities`).
+fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.each(r, ver, false, topic_partitions_entities, "Assignment.TopicPartitions")?;
+    r.unknown_tagged_fields("Assignment._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicPartitions to `w` (see `crate::codec::entities`).
+fn topic_partitions_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "TopicPartitions.TopicId")?;
+    w.text(r, EntityKind::TopicName, true, false, "TopicPartitions.TopicName")?;
+    view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
+    r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
+    Ok(())
 }

@@ -161,6 +161,24 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
     }
 }
 
+// The entity walkers of ShareGroupHeartbeatRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareGroupHeartbeatRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn share_group_heartbeat_request_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "ShareGroupHeartbeatRequest.GroupId")?;
+    r.check_str(true, "ShareGroupHeartbeatRequest.MemberId")?;
+    r.take(4, "ShareGroupHeartbeatRequest.MemberEpoch")?;
+    r.check_nullable_str(true, "ShareGroupHeartbeatRequest.RackId")?;
+    w.texts(r, EntityKind::TopicName, true, true, "ShareGroupHeartbeatRequest.SubscribedTopicNames")?;
+    r.unknown_tagged_fields("ShareGroupHeartbeatRequest._tagged_fields")?;
+    Ok(())
+}
+
 /// The coordinator's answer to a share group heartbeat, with the member's epoch and, when it
 /// changed, its new assignment.
 ///
@@ -497,4 +515,45 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of ShareGroupHeartbeatResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a ShareGroupHeartbeatResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn share_group_heartbeat_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "ShareGroupHeartbeatResponse.ThrottleTimeMs")?;
+    r.take(2, "ShareGroupHeartbeatResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "ShareGroupHeartbeatResponse.ErrorMessage")?;
+    r.check_nullable_str(true, "ShareGroupHeartbeatResponse.MemberId")?;
+    r.take(4, "ShareGroupHeartbeatResponse.MemberEpoch")?;
+    r.take(4, "ShareGroupHeartbeatResponse.HeartbeatIntervalMs")?;
+    w.one(r, ver, true, assignment_entities, "ShareGroupHeartbeatResponse.Assignment")?;
+    r.unknown_tagged_fields("ShareGroupHeartbeatResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Assignment to `w` (see `crate::codec::entities`).
+fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.each(r, ver, false, topic_partitions_entities, "Assignment.TopicPartitions")?;
+    r.unknown_tagged_fields("Assignment._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicPartitions to `w` (see `crate::codec::entities`).
+fn topic_partitions_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "TopicPartitions.TopicId")?;
+    view::check_array::<i32>(r, ver, "TopicPartitions.Partitions")?;
+    r.unknown_tagged_fields("TopicPartitions._tagged_fields")?;
+    Ok(())
 }

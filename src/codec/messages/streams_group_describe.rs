@@ -140,6 +140,24 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
     }
 }
 
+// The entity walkers of StreamsGroupDescribeRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a StreamsGroupDescribeRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn streams_group_describe_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.texts(r, EntityKind::GroupId, true, false, "StreamsGroupDescribeRequest.GroupIds")?;
+    r.take(1, "StreamsGroupDescribeRequest.IncludeAuthorizedOperations")?;
+    if ver.version == 1 {
+        r.take(1, "StreamsGroupDescribeRequest.IncludeTopologyDescription")?;
+    }
+    r.unknown_tagged_fields("StreamsGroupDescribeRequest._tagged_fields")?;
+    Ok(())
+}
+
 /// Describes Kafka Streams groups: state, epochs, topology, and each member with its tasks,
 /// progress and assignment.
 ///
@@ -2016,4 +2034,136 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of StreamsGroupDescribeResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a StreamsGroupDescribeResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn streams_group_describe_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "StreamsGroupDescribeResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, described_group_entities, "StreamsGroupDescribeResponse.Groups")?;
+    r.unknown_tagged_fields("StreamsGroupDescribeResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a DescribedGroup to `w` (see `crate::codec::entities`).
+fn described_group_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "DescribedGroup.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "DescribedGroup.ErrorMessage")?;
+    w.text(r, EntityKind::GroupId, true, false, "DescribedGroup.GroupId")?;
+    r.check_str(true, "DescribedGroup.GroupState")?;
+    r.take(4, "DescribedGroup.GroupEpoch")?;
+    r.take(4, "DescribedGroup.AssignmentEpoch")?;
+    w.one(r, ver, true, topology_entities, "DescribedGroup.Topology")?;
+    view::check_array::<MemberView<'a>>(r, ver, "DescribedGroup.Members")?;
+    r.take(4, "DescribedGroup.AuthorizedOperations")?;
+    if ver.version == 1 {
+        w.one(r, ver, true, topology_description_entities, "DescribedGroup.TopologyDescription")?;
+    }
+    if ver.version == 1 {
+        r.take(1, "DescribedGroup.TopologyDescriptionStatus")?;
+    }
+    if ver.version == 1 {
+        r.check_nullable_str(true, "DescribedGroup.AssignorName")?;
+    }
+    r.unknown_tagged_fields("DescribedGroup._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Topology to `w` (see `crate::codec::entities`).
+fn topology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    r.take(4, "Topology.Epoch")?;
+    w.each(r, ver, true, subtopology_entities, "Topology.Subtopologies")?;
+    r.unknown_tagged_fields("Topology._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Subtopology to `w` (see `crate::codec::entities`).
+fn subtopology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    r.check_str(true, "Subtopology.SubtopologyId")?;
+    w.texts(r, EntityKind::TopicName, true, false, "Subtopology.SourceTopics")?;
+    w.texts(r, EntityKind::TopicName, true, false, "Subtopology.RepartitionSinkTopics")?;
+    w.each(r, ver, false, topic_info_entities, "Subtopology.StateChangelogTopics")?;
+    w.each(r, ver, false, topic_info_entities, "Subtopology.RepartitionSourceTopics")?;
+    r.unknown_tagged_fields("Subtopology._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicInfo to `w` (see `crate::codec::entities`).
+fn topic_info_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "TopicInfo.Name")?;
+    r.take(4, "TopicInfo.Partitions")?;
+    r.take(2, "TopicInfo.ReplicationFactor")?;
+    view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
+    r.unknown_tagged_fields("TopicInfo._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescription to `w` (see `crate::codec::entities`).
+fn topology_description_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, topology_description_subtopology_entities, "TopologyDescription.Subtopologies")?;
+    w.each(r, ver, false, topology_description_global_store_entities, "TopologyDescription.GlobalStores")?;
+    r.unknown_tagged_fields("TopologyDescription._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescriptionSubtopology to `w` (see `crate::codec::entities`).
+fn topology_description_subtopology_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
+    w.each(r, ver, false, topology_description_node_entities, "TopologyDescriptionSubtopology.Nodes")?;
+    r.unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescriptionNode to `w` (see `crate::codec::entities`).
+fn topology_description_node_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "TopologyDescriptionNode.Name")?;
+    r.take(1, "TopologyDescriptionNode.NodeType")?;
+    w.texts(r, EntityKind::TopicName, true, false, "TopologyDescriptionNode.SourceTopics")?;
+    w.text(r, EntityKind::TopicName, true, true, "TopologyDescriptionNode.SinkTopic")?;
+    view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
+    view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
+    r.unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescriptionGlobalStore to `w` (see `crate::codec::entities`).
+fn topology_description_global_store_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.one(r, ver, false, topology_description_node_entities, "TopologyDescriptionGlobalStore.Source")?;
+    w.one(r, ver, false, topology_description_node_entities, "TopologyDescriptionGlobalStore.Processor")?;
+    r.unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
+    Ok(())
 }

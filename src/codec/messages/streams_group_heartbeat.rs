@@ -1237,6 +1237,84 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
     }
 }
 
+// The entity walkers of StreamsGroupHeartbeatRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a StreamsGroupHeartbeatRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn streams_group_heartbeat_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "StreamsGroupHeartbeatRequest.GroupId")?;
+    r.check_str(true, "StreamsGroupHeartbeatRequest.MemberId")?;
+    r.take(4, "StreamsGroupHeartbeatRequest.MemberEpoch")?;
+    r.take(4, "StreamsGroupHeartbeatRequest.EndpointInformationEpoch")?;
+    r.check_nullable_str(true, "StreamsGroupHeartbeatRequest.InstanceId")?;
+    r.check_nullable_str(true, "StreamsGroupHeartbeatRequest.RackId")?;
+    r.take(4, "StreamsGroupHeartbeatRequest.RebalanceTimeoutMs")?;
+    w.one(r, ver, true, topology_entities, "StreamsGroupHeartbeatRequest.Topology")?;
+    view::check_nullable_array::<StreamsGroupHeartbeatRequestTaskIdsView<'a>>(
+        r,
+        ver,
+        "StreamsGroupHeartbeatRequest.ActiveTasks",
+    )?;
+    view::check_nullable_array::<StreamsGroupHeartbeatRequestTaskIdsView<'a>>(
+        r,
+        ver,
+        "StreamsGroupHeartbeatRequest.StandbyTasks",
+    )?;
+    view::check_nullable_array::<StreamsGroupHeartbeatRequestTaskIdsView<'a>>(
+        r,
+        ver,
+        "StreamsGroupHeartbeatRequest.WarmupTasks",
+    )?;
+    r.check_nullable_str(true, "StreamsGroupHeartbeatRequest.ProcessId")?;
+    if r.i8("StreamsGroupHeartbeatRequest.UserEndpoint")? >= 0 {
+        StreamsGroupHeartbeatRequestEndpointView::check(r, ver, "StreamsGroupHeartbeatRequest.UserEndpoint")?;
+    }
+    view::check_nullable_array::<KeyValueView<'a>>(r, ver, "StreamsGroupHeartbeatRequest.ClientTags")?;
+    view::check_nullable_array::<TaskOffsetView<'a>>(r, ver, "StreamsGroupHeartbeatRequest.TaskOffsets")?;
+    view::check_nullable_array::<TaskOffsetView<'a>>(r, ver, "StreamsGroupHeartbeatRequest.TaskEndOffsets")?;
+    r.take(1, "StreamsGroupHeartbeatRequest.ShutdownApplication")?;
+    r.unknown_tagged_fields("StreamsGroupHeartbeatRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Topology to `w` (see `crate::codec::entities`).
+fn topology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    r.take(4, "Topology.Epoch")?;
+    w.each(r, ver, false, subtopology_entities, "Topology.Subtopologies")?;
+    r.unknown_tagged_fields("Topology._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a Subtopology to `w` (see `crate::codec::entities`).
+fn subtopology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    r.check_str(true, "Subtopology.SubtopologyId")?;
+    w.texts(r, EntityKind::TopicName, true, false, "Subtopology.SourceTopics")?;
+    view::check_array::<&'a str>(r, ver, "Subtopology.SourceTopicRegex")?;
+    w.each(r, ver, false, topic_info_entities, "Subtopology.StateChangelogTopics")?;
+    w.texts(r, EntityKind::TopicName, true, false, "Subtopology.RepartitionSinkTopics")?;
+    w.each(r, ver, false, topic_info_entities, "Subtopology.RepartitionSourceTopics")?;
+    view::check_array::<CopartitionGroupView<'a>>(r, ver, "Subtopology.CopartitionGroups")?;
+    r.unknown_tagged_fields("Subtopology._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicInfo to `w` (see `crate::codec::entities`).
+fn topic_info_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "TopicInfo.Name")?;
+    r.take(4, "TopicInfo.Partitions")?;
+    r.take(2, "TopicInfo.ReplicationFactor")?;
+    view::check_array::<KeyValueView<'a>>(r, ver, "TopicInfo.TopicConfigs")?;
+    r.unknown_tagged_fields("TopicInfo._tagged_fields")?;
+    Ok(())
+}
+
 /// The coordinator's answer to a Streams group heartbeat: the member's epoch, its assigned
 /// tasks, group status and where other members' partitions are served.
 ///
@@ -2156,4 +2234,84 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of StreamsGroupHeartbeatResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a StreamsGroupHeartbeatResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn streams_group_heartbeat_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "StreamsGroupHeartbeatResponse.ThrottleTimeMs")?;
+    r.take(2, "StreamsGroupHeartbeatResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "StreamsGroupHeartbeatResponse.ErrorMessage")?;
+    r.check_str(true, "StreamsGroupHeartbeatResponse.MemberId")?;
+    r.take(4, "StreamsGroupHeartbeatResponse.MemberEpoch")?;
+    r.take(4, "StreamsGroupHeartbeatResponse.HeartbeatIntervalMs")?;
+    if ver.version == 0 {
+        r.take(4, "StreamsGroupHeartbeatResponse.AcceptableRecoveryLagLegacy")?;
+    }
+    r.take(4, "StreamsGroupHeartbeatResponse.TaskOffsetIntervalMs")?;
+    if ver.version == 1 {
+        r.take(8, "StreamsGroupHeartbeatResponse.AcceptableRecoveryLag")?;
+    }
+    view::check_nullable_array::<StatusView<'a>>(r, ver, "StreamsGroupHeartbeatResponse.Status")?;
+    view::check_nullable_array::<StreamsGroupHeartbeatResponseTaskIdsView<'a>>(
+        r,
+        ver,
+        "StreamsGroupHeartbeatResponse.ActiveTasks",
+    )?;
+    view::check_nullable_array::<StreamsGroupHeartbeatResponseTaskIdsView<'a>>(
+        r,
+        ver,
+        "StreamsGroupHeartbeatResponse.StandbyTasks",
+    )?;
+    view::check_nullable_array::<StreamsGroupHeartbeatResponseTaskIdsView<'a>>(
+        r,
+        ver,
+        "StreamsGroupHeartbeatResponse.WarmupTasks",
+    )?;
+    if ver.version == 1 {
+        r.take(1, "StreamsGroupHeartbeatResponse.TopologyDescriptionRequired")?;
+    }
+    r.take(4, "StreamsGroupHeartbeatResponse.EndpointInformationEpoch")?;
+    w.each(
+        r,
+        ver,
+        true,
+        endpoint_to_partitions_entities,
+        "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint",
+    )?;
+    r.unknown_tagged_fields("StreamsGroupHeartbeatResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a EndpointToPartitions to `w` (see `crate::codec::entities`).
+fn endpoint_to_partitions_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    StreamsGroupHeartbeatResponseEndpointView::check(r, ver, "EndpointToPartitions.UserEndpoint")?;
+    w.each(r, ver, false, topic_partition_entities, "EndpointToPartitions.ActivePartitions")?;
+    w.each(r, ver, false, topic_partition_entities, "EndpointToPartitions.StandbyPartitions")?;
+    r.unknown_tagged_fields("EndpointToPartitions._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopicPartition to `w` (see `crate::codec::entities`).
+fn topic_partition_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "TopicPartition.Topic")?;
+    view::check_array::<i32>(r, ver, "TopicPartition.Partitions")?;
+    r.unknown_tagged_fields("TopicPartition._tagged_fields")?;
+    Ok(())
 }

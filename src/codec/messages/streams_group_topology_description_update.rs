@@ -606,6 +606,85 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
     }
 }
 
+// The entity walkers of StreamsGroupTopologyDescriptionUpdateRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a StreamsGroupTopologyDescriptionUpdateRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn streams_group_topology_description_update_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, true, false, "StreamsGroupTopologyDescriptionUpdateRequest.GroupId")?;
+    r.check_str(true, "StreamsGroupTopologyDescriptionUpdateRequest.MemberId")?;
+    r.take(4, "StreamsGroupTopologyDescriptionUpdateRequest.TopologyEpoch")?;
+    w.one(
+        r,
+        ver,
+        false,
+        topology_description_entities,
+        "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription",
+    )?;
+    r.unknown_tagged_fields("StreamsGroupTopologyDescriptionUpdateRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescription to `w` (see `crate::codec::entities`).
+fn topology_description_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, topology_description_subtopology_entities, "TopologyDescription.Subtopologies")?;
+    w.each(r, ver, false, topology_description_global_store_entities, "TopologyDescription.GlobalStores")?;
+    r.unknown_tagged_fields("TopologyDescription._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescriptionSubtopology to `w` (see `crate::codec::entities`).
+fn topology_description_subtopology_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "TopologyDescriptionSubtopology.SubtopologyId")?;
+    w.each(r, ver, false, topology_description_node_entities, "TopologyDescriptionSubtopology.Nodes")?;
+    r.unknown_tagged_fields("TopologyDescriptionSubtopology._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescriptionNode to `w` (see `crate::codec::entities`).
+fn topology_description_node_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "TopologyDescriptionNode.Name")?;
+    r.take(1, "TopologyDescriptionNode.NodeType")?;
+    w.texts(r, EntityKind::TopicName, true, false, "TopologyDescriptionNode.SourceTopics")?;
+    w.text(r, EntityKind::TopicName, true, true, "TopologyDescriptionNode.SinkTopic")?;
+    view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Stores")?;
+    view::check_array::<&'a str>(r, ver, "TopologyDescriptionNode.Successors")?;
+    r.unknown_tagged_fields("TopologyDescriptionNode._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TopologyDescriptionGlobalStore to `w` (see `crate::codec::entities`).
+fn topology_description_global_store_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.one(r, ver, false, topology_description_node_entities, "TopologyDescriptionGlobalStore.Source")?;
+    w.one(r, ver, false, topology_description_node_entities, "TopologyDescriptionGlobalStore.Processor")?;
+    r.unknown_tagged_fields("TopologyDescriptionGlobalStore._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports whether the broker stored the topology description.
 ///
 /// Versions 0; flexible from version 0. Decode it without allocating with [`StreamsGroupTopologyDescriptionUpdateResponseView`].
@@ -730,4 +809,26 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
         r.fast_no_tags()?;
         Some(at)
     }
+}
+
+// The entity walkers of StreamsGroupTopologyDescriptionUpdateResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a StreamsGroupTopologyDescriptionUpdateResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn streams_group_topology_description_update_response_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "StreamsGroupTopologyDescriptionUpdateResponse.ThrottleTimeMs")?;
+    r.take(2, "StreamsGroupTopologyDescriptionUpdateResponse.ErrorCode")?;
+    w.text(
+        r,
+        EntityKind::ErrorMessage,
+        true,
+        true,
+        "StreamsGroupTopologyDescriptionUpdateResponse.ErrorMessage",
+    )?;
+    r.unknown_tagged_fields("StreamsGroupTopologyDescriptionUpdateResponse._tagged_fields")?;
+    Ok(())
 }

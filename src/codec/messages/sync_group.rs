@@ -314,6 +314,34 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
     }
 }
 
+// The entity walkers of SyncGroupRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a SyncGroupRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn sync_group_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "SyncGroupRequest.GroupId")?;
+    r.take(4, "SyncGroupRequest.GenerationId")?;
+    r.check_str(ver.flexible, "SyncGroupRequest.MemberId")?;
+    if ver.version >= 3 {
+        r.check_nullable_str(ver.flexible, "SyncGroupRequest.GroupInstanceId")?;
+    }
+    if ver.version == 5 {
+        r.check_nullable_str(ver.flexible, "SyncGroupRequest.ProtocolType")?;
+    }
+    if ver.version == 5 {
+        r.check_nullable_str(ver.flexible, "SyncGroupRequest.ProtocolName")?;
+    }
+    view::check_array::<SyncGroupRequestAssignmentView<'a>>(r, ver, "SyncGroupRequest.Assignments")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("SyncGroupRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Returns the member's own assignment for the new generation.
 ///
 /// Versions 0-5; flexible from version 4. Decode it without allocating with [`SyncGroupResponseView`].

@@ -588,6 +588,59 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
     }
 }
 
+// The entity walkers of TxnOffsetCommitRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TxnOffsetCommitRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn txn_offset_commit_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TransactionalId, ver.flexible, false, "TxnOffsetCommitRequest.TransactionalId")?;
+    w.text(r, EntityKind::GroupId, ver.flexible, false, "TxnOffsetCommitRequest.GroupId")?;
+    r.take(8, "TxnOffsetCommitRequest.ProducerId")?;
+    r.take(2, "TxnOffsetCommitRequest.ProducerEpoch")?;
+    if ver.version >= 3 {
+        r.take(4, "TxnOffsetCommitRequest.GenerationIdOrMemberEpoch")?;
+    }
+    if ver.version >= 3 {
+        r.check_str(ver.flexible, "TxnOffsetCommitRequest.MemberId")?;
+    }
+    if ver.version >= 3 {
+        r.check_nullable_str(ver.flexible, "TxnOffsetCommitRequest.GroupInstanceId")?;
+    }
+    w.each(r, ver, false, txn_offset_commit_request_topic_entities, "TxnOffsetCommitRequest.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("TxnOffsetCommitRequest._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TxnOffsetCommitRequestTopic to `w` (see `crate::codec::entities`).
+fn txn_offset_commit_request_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 5 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "TxnOffsetCommitRequestTopic.Name")?;
+    }
+    if ver.version == 6 {
+        w.topic_id(r, "TxnOffsetCommitRequestTopic.TopicId")?;
+    }
+    view::check_array::<TxnOffsetCommitRequestPartitionView<'a>>(
+        r,
+        ver,
+        "TxnOffsetCommitRequestTopic.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("TxnOffsetCommitRequestTopic._tagged_fields")?;
+    }
+    Ok(())
+}
+
 /// Reports for every partition whether its offset was added to the transaction.
 ///
 /// Versions 0-6; flexible from version 3. Decode it without allocating with [`TxnOffsetCommitResponseView`].
@@ -937,4 +990,45 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponsePartitionView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of TxnOffsetCommitResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TxnOffsetCommitResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn txn_offset_commit_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "TxnOffsetCommitResponse.ThrottleTimeMs")?;
+    w.each(r, ver, false, txn_offset_commit_response_topic_entities, "TxnOffsetCommitResponse.Topics")?;
+    if ver.flexible {
+        r.unknown_tagged_fields("TxnOffsetCommitResponse._tagged_fields")?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a TxnOffsetCommitResponseTopic to `w` (see `crate::codec::entities`).
+fn txn_offset_commit_response_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    if ver.version <= 5 {
+        w.text(r, EntityKind::TopicName, ver.flexible, false, "TxnOffsetCommitResponseTopic.Name")?;
+    }
+    if ver.version == 6 {
+        w.topic_id(r, "TxnOffsetCommitResponseTopic.TopicId")?;
+    }
+    view::check_array::<TxnOffsetCommitResponsePartitionView<'a>>(
+        r,
+        ver,
+        "TxnOffsetCommitResponseTopic.Partitions",
+    )?;
+    if ver.flexible {
+        r.unknown_tagged_fields("TxnOffsetCommitResponseTopic._tagged_fields")?;
+    }
+    Ok(())
 }

@@ -202,3 +202,19 @@ impl<'a> UnregisterBrokerResponseView<'a> {
         Some(at)
     }
 }
+
+// The entity walkers of UnregisterBrokerResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a UnregisterBrokerResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn unregister_broker_response_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "UnregisterBrokerResponse.ThrottleTimeMs")?;
+    r.take(2, "UnregisterBrokerResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "UnregisterBrokerResponse.ErrorMessage")?;
+    r.unknown_tagged_fields("UnregisterBrokerResponse._tagged_fields")?;
+    Ok(())
+}

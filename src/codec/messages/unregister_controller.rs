@@ -210,3 +210,19 @@ impl<'a> UnregisterControllerResponseView<'a> {
         Some(at)
     }
 }
+
+// The entity walkers of UnregisterControllerResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a UnregisterControllerResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn unregister_controller_response_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "UnregisterControllerResponse.ThrottleTimeMs")?;
+    r.take(2, "UnregisterControllerResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "UnregisterControllerResponse.ErrorMessage")?;
+    r.unknown_tagged_fields("UnregisterControllerResponse._tagged_fields")?;
+    Ok(())
+}

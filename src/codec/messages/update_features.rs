@@ -569,3 +569,36 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
 }
+
+// The entity walkers of UpdateFeaturesResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a UpdateFeaturesResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn update_features_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "UpdateFeaturesResponse.ThrottleTimeMs")?;
+    r.take(2, "UpdateFeaturesResponse.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "UpdateFeaturesResponse.ErrorMessage")?;
+    if ver.version <= 1 {
+        w.each(r, ver, false, updatable_feature_result_entities, "UpdateFeaturesResponse.Results")?;
+    }
+    r.unknown_tagged_fields("UpdateFeaturesResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a UpdatableFeatureResult to `w` (see `crate::codec::entities`).
+fn updatable_feature_result_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "UpdatableFeatureResult.Feature")?;
+    r.take(2, "UpdatableFeatureResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "UpdatableFeatureResult.ErrorMessage")?;
+    r.unknown_tagged_fields("UpdatableFeatureResult._tagged_fields")?;
+    Ok(())
+}

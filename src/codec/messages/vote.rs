@@ -472,6 +472,37 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
     }
 }
 
+// The entity walkers of VoteRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a VoteRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn vote_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_nullable_str(true, "VoteRequest.ClusterId")?;
+    if ver.version >= 1 {
+        r.take(4, "VoteRequest.VoterId")?;
+    }
+    w.each(r, ver, false, vote_request_topic_data_entities, "VoteRequest.Topics")?;
+    r.unknown_tagged_fields("VoteRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a VoteRequestTopicData to `w` (see `crate::codec::entities`).
+fn vote_request_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "VoteRequestTopicData.TopicName")?;
+    view::check_array::<VoteRequestPartitionDataView<'a>>(r, ver, "VoteRequestTopicData.Partitions")?;
+    r.unknown_tagged_fields("VoteRequestTopicData._tagged_fields")?;
+    Ok(())
+}
+
 /// KRaft: a voter's answer to a vote request, saying whether it grants its vote and whom it
 /// knows as leader.
 ///
@@ -932,4 +963,32 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at, text }, p)
     }
+}
+
+// The entity walkers of VoteResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a VoteResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn vote_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(2, "VoteResponse.ErrorCode")?;
+    w.each(r, ver, false, vote_response_topic_data_entities, "VoteResponse.Topics")?;
+    r.unknown_tagged_fields("VoteResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a VoteResponseTopicData to `w` (see `crate::codec::entities`).
+fn vote_response_topic_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "VoteResponseTopicData.TopicName")?;
+    view::check_array::<VoteResponsePartitionDataView<'a>>(r, ver, "VoteResponseTopicData.Partitions")?;
+    r.unknown_tagged_fields("VoteResponseTopicData._tagged_fields")?;
+    Ok(())
 }

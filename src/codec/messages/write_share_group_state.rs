@@ -479,6 +479,34 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
     }
 }
 
+// The entity walkers of WriteShareGroupStateRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WriteShareGroupStateRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn write_share_group_state_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.check_str(true, "WriteShareGroupStateRequest.GroupId")?;
+    w.each(r, ver, false, write_state_data_entities, "WriteShareGroupStateRequest.Topics")?;
+    r.unknown_tagged_fields("WriteShareGroupStateRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WriteStateData to `w` (see `crate::codec::entities`).
+fn write_state_data_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "WriteStateData.TopicId")?;
+    view::check_array::<PartitionDataView<'a>>(r, ver, "WriteStateData.Partitions")?;
+    r.unknown_tagged_fields("WriteStateData._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports, for each share-partition, whether its state was written.
 ///
 /// Versions 0-1; flexible from version 0. Decode it without allocating with [`WriteShareGroupStateResponseView`].
@@ -753,4 +781,45 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
         p = src.skip_tagged(p);
         (Self { src: src.sub(pos, p), ver, at }, p)
     }
+}
+
+// The entity walkers of WriteShareGroupStateResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WriteShareGroupStateResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn write_share_group_state_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, write_state_result_entities, "WriteShareGroupStateResponse.Results")?;
+    r.unknown_tagged_fields("WriteShareGroupStateResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WriteStateResult to `w` (see `crate::codec::entities`).
+fn write_state_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.topic_id(r, "WriteStateResult.TopicId")?;
+    w.each(r, ver, false, partition_result_entities, "WriteStateResult.Partitions")?;
+    r.unknown_tagged_fields("WriteStateResult._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
+fn partition_result_entities<'a>(
+    r: &mut Reader<'a>,
+    _: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(4, "PartitionResult.Partition")?;
+    r.take(2, "PartitionResult.ErrorCode")?;
+    w.text(r, EntityKind::ErrorMessage, true, true, "PartitionResult.ErrorMessage")?;
+    r.unknown_tagged_fields("PartitionResult._tagged_fields")?;
+    Ok(())
 }

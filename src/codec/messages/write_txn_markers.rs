@@ -353,6 +353,52 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
     }
 }
 
+// The entity walkers of WriteTxnMarkersRequest (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WriteTxnMarkersRequest to `w` (see `crate::codec::entities`).
+pub(crate) fn write_txn_markers_request_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, writable_txn_marker_entities, "WriteTxnMarkersRequest.Markers")?;
+    r.unknown_tagged_fields("WriteTxnMarkersRequest._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WritableTxnMarker to `w` (see `crate::codec::entities`).
+fn writable_txn_marker_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(8, "WritableTxnMarker.ProducerId")?;
+    r.take(2, "WritableTxnMarker.ProducerEpoch")?;
+    r.take(1, "WritableTxnMarker.TransactionResult")?;
+    w.each(r, ver, false, writable_txn_marker_topic_entities, "WritableTxnMarker.Topics")?;
+    r.take(4, "WritableTxnMarker.CoordinatorEpoch")?;
+    if ver.version == 2 {
+        r.take(1, "WritableTxnMarker.TransactionVersion")?;
+    }
+    r.unknown_tagged_fields("WritableTxnMarker._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WritableTxnMarkerTopic to `w` (see `crate::codec::entities`).
+fn writable_txn_marker_topic_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "WritableTxnMarkerTopic.Name")?;
+    view::check_array::<i32>(r, ver, "WritableTxnMarkerTopic.PartitionIndexes")?;
+    r.unknown_tagged_fields("WritableTxnMarkerTopic._tagged_fields")?;
+    Ok(())
+}
+
 /// Reports for every partition whether its transaction marker was written.
 ///
 /// Versions 1-2; flexible from version 1. Decode it without allocating with [`WriteTxnMarkersResponseView`].
@@ -717,4 +763,48 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerPartitionResultView<'a> {
     fn whole(src: Src<'a>, ver: Ver) -> Self {
         Self { src: view::Fixed::whole(src), ver }
     }
+}
+
+// The entity walkers of WriteTxnMarkersResponse (see `crate::codec::entities`).
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WriteTxnMarkersResponse to `w` (see `crate::codec::entities`).
+pub(crate) fn write_txn_markers_response_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.each(r, ver, false, writable_txn_marker_result_entities, "WriteTxnMarkersResponse.Markers")?;
+    r.unknown_tagged_fields("WriteTxnMarkersResponse._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WritableTxnMarkerResult to `w` (see `crate::codec::entities`).
+fn writable_txn_marker_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    r.take(8, "WritableTxnMarkerResult.ProducerId")?;
+    w.each(r, ver, false, writable_txn_marker_topic_result_entities, "WritableTxnMarkerResult.Topics")?;
+    r.unknown_tagged_fields("WritableTxnMarkerResult._tagged_fields")?;
+    Ok(())
+}
+
+#[cfg(feature = "alloc")]
+/// Reports the entity fields of a WritableTxnMarkerTopicResult to `w` (see `crate::codec::entities`).
+fn writable_txn_marker_topic_result_entities<'a>(
+    r: &mut Reader<'a>,
+    ver: Ver,
+    w: &mut Walk<'a, '_>,
+) -> Result<(), DecodeError> {
+    w.text(r, EntityKind::TopicName, true, false, "WritableTxnMarkerTopicResult.Name")?;
+    view::check_array::<WritableTxnMarkerPartitionResultView<'a>>(
+        r,
+        ver,
+        "WritableTxnMarkerTopicResult.Partitions",
+    )?;
+    r.unknown_tagged_fields("WritableTxnMarkerTopicResult._tagged_fields")?;
+    Ok(())
 }

@@ -316,6 +316,12 @@ impl FnBuilder {
         self
     }
 
+    /// `pub(crate)`.
+    pub fn crate_public(mut self) -> Self {
+        self.vis = "pub(crate) ";
+        self
+    }
+
     pub fn param(mut self, name: &'static str, ty: &'static str) -> Self {
         self.params.push(Param::Named(name, ty));
         self

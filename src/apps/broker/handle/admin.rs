@@ -50,13 +50,15 @@ impl Handler<'_> {
         };
         let mut answers: Vec<(i16, Option<String>, Uuid, i32)> = Vec::new();
         match wanted {
+            // Every topic the principal may describe (the others are left out).
             None => self.shared.topics.with(|all| {
-                for t in all.values() {
+                for t in all.values().filter(|t| self.allowed(op::DESCRIBE, resource::TOPIC, &t.name)) {
                     answers.push((0, Some(t.name.clone()), t.id, t.partitions.len() as i32));
                 }
             }),
             Some(list) => {
                 for (name, id) in list {
+                    let by_id = name.is_none();
                     let name = match name {
                         Some(n) => n,
                         None => match self.shared.topics.name_of(id) {
@@ -69,6 +71,25 @@ impl Handler<'_> {
                     };
                     let found =
                         self.shared.topics.with(|all| all.get(&name).map(|t| (t.id, t.partitions.len())));
+                    // Asked for by name but not describable: refused, existing or not; a
+                    // topic to create needs CREATE on the cluster or the topic.
+                    let create = || {
+                        [(resource::CLUSTER, CLUSTER_NAME), (resource::TOPIC, name.as_str())]
+                            .iter()
+                            .any(|(rt, n)| self.allowed(op::CREATE, *rt, n))
+                    };
+                    // (Asked by id: the id is given back, not the name.)
+                    if !self.allowed(op::DESCRIBE, resource::TOPIC, &name)
+                        || (found.is_none() && auto && !create())
+                    {
+                        let code = ErrorCode::TopicAuthorizationFailed.to_i16();
+                        answers.push(if by_id {
+                            (code, None, id, 0)
+                        } else {
+                            (code, Some(name), Uuid::ZERO, 0)
+                        });
+                        continue;
+                    }
                     match found {
                         Some((id, n)) => answers.push((0, Some(name), id, n as i32)),
                         None if valid_topic_name(&name).is_err() => answers.push((
@@ -290,7 +311,18 @@ impl Handler<'_> {
         };
         let mut results = Vec::new();
         for (name, id) in wanted {
+            let by_id = name.is_none();
             let name = name.or_else(|| self.shared.topics.name_of(id));
+            if name.as_deref().is_some_and(|n| !self.allowed(op::DELETE, resource::TOPIC, n)) {
+                // As Kafka answers: the name only where the request gave it.
+                results.push(DeletableTopicResult {
+                    name: if by_id { None } else { name.map(Into::into) },
+                    topic_id: if v >= 6 { id } else { Uuid::ZERO },
+                    error_code: ErrorCode::TopicAuthorizationFailed.to_i16(),
+                    ..Default::default()
+                });
+                continue;
+            }
             let removed = name.as_ref().and_then(|n| self.shared.topics.with(|all| all.remove(n)));
             let (code, topic_id) = match &removed {
                 Some(t) => (ErrorCode::None, t.id),
@@ -336,6 +368,12 @@ impl Handler<'_> {
             let rf = if t.replication_factor() == -1 { 1 } else { t.replication_factor() };
             let assignments = t.assignments();
             let check = (|| -> Result<Vec<(String, String)>, (ErrorCode, String)> {
+                let may_create = [(resource::CLUSTER, CLUSTER_NAME), (resource::TOPIC, name)]
+                    .iter()
+                    .any(|&(rt, n)| self.allowed(op::CREATE, rt, n));
+                if !may_create {
+                    return Err((ErrorCode::TopicAuthorizationFailed, "Authorization failed.".into()));
+                }
                 valid_topic_name(name).map_err(|m| (ErrorCode::InvalidTopicException, m))?;
                 if !assignments.is_empty() {
                     if t.num_partitions() != -1 || t.replication_factor() != -1 {

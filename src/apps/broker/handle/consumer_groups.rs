@@ -197,7 +197,11 @@ impl Handler<'_> {
         };
         let group = c.group_id();
         use crate::apps::broker::kip848::CommitCheck;
-        let check = if self.coordinates(CoordinatorKind::Group, group) {
+        // Kafka's order: READ on the group (every partition refused), then READ on each
+        // topic, then the group coordinator's checks.
+        let check = if !self.allowed(op::READ, resource::GROUP, group) {
+            CommitCheck::Fail(ErrorCode::GroupAuthorizationFailed)
+        } else if self.coordinates(CoordinatorKind::Group, group) {
             self.shared.groups.check_offset_commit(
                 group,
                 c.generation_id_or_member_epoch(),
@@ -224,6 +228,8 @@ impl Handler<'_> {
                 };
                 let code = if let CommitCheck::Fail(code) = check {
                     code
+                } else if name.as_deref().is_some_and(|n| !self.allowed(op::READ, resource::TOPIC, n)) {
+                    ErrorCode::TopicAuthorizationFailed
                 } else if stale {
                     ErrorCode::StaleMemberEpoch
                 } else if let Some(name) =

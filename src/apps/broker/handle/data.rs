@@ -73,6 +73,16 @@ impl Handler<'_> {
                     let Some(name) = name.as_deref() else {
                         return Err(Rejected { code: ErrorCode::UnknownTopicId, message: String::new() });
                     };
+                    if let Some(id) = transactional_id
+                        && !self.allowed(op::WRITE, resource::TRANSACTIONAL_ID, id)
+                    {
+                        let code = ErrorCode::TransactionalIdAuthorizationFailed;
+                        return Err(Rejected { code, message: String::new() });
+                    }
+                    if !self.allowed(op::WRITE, resource::TOPIC, name) {
+                        let code = ErrorCode::TopicAuthorizationFailed;
+                        return Err(Rejected { code, message: String::new() });
+                    }
                     let Some((partition, settings)) = self.shared.topics.partition_with_settings(
                         name,
                         index,
@@ -289,6 +299,9 @@ impl Handler<'_> {
                 };
                 match self.shared.topics.partition(t.name(), index) {
                     _ if fault.is_some() => r.error_code = fault.map_or(0, |c| c.to_i16()),
+                    _ if !self.allowed(op::DESCRIBE, resource::TOPIC, t.name()) => {
+                        r.error_code = ErrorCode::TopicAuthorizationFailed.to_i16();
+                    }
                     None => r.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
                     Some(partition) => {
                         let log = partition.lock();

@@ -147,6 +147,11 @@ impl Handler<'_> {
                 } else {
                     Some(p.topic.as_str())
                 };
+                if name.is_some_and(|n| !self.allowed(op::READ, resource::TOPIC, n)) {
+                    errors = true;
+                    answers.push(PartAnswer::error(key, ErrorCode::TopicAuthorizationFailed));
+                    continue;
+                }
                 let partition = name.and_then(|n| self.shared.topics.partition(n, p.partition));
                 let Some(partition) = partition else {
                     errors = true;

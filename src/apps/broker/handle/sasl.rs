@@ -107,6 +107,9 @@ impl Handler<'_> {
             Session::Scram(x) => match x.step(a.auth_bytes(), &self.shared.scram) {
                 Ok(answer) => {
                     if x.complete() {
+                        if let Some(user) = &x.user {
+                            self.principal = std::format!("User:{user}");
+                        }
                         self.sasl = Session::Done;
                     }
                     let body =
@@ -124,7 +127,8 @@ impl Handler<'_> {
                 }
             },
             Session::Plain => {
-                let body = if self.shared.plain_ok(a.auth_bytes()) {
+                let body = if let Some(user) = self.shared.plain_user(a.auth_bytes()) {
+                    self.principal = std::format!("User:{user}");
                     SaslAuthenticateResponse::default()
                 } else {
                     failed(
@@ -151,6 +155,9 @@ impl Handler<'_> {
                     out.extend_from_slice(&len.to_be_bytes());
                     out.extend_from_slice(&answer);
                     if x.complete() {
+                        if let Some(user) = &x.user {
+                            self.principal = std::format!("User:{user}");
+                        }
                         self.sasl = Session::Done;
                     } else {
                         self.raw_sasl = true;
@@ -166,10 +173,11 @@ impl Handler<'_> {
                 }
             },
             _ => {
-                if !self.shared.plain_ok(token) {
+                let Some(user) = self.shared.plain_user(token) else {
                     self.sasl_failed = true;
                     return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
-                }
+                };
+                self.principal = std::format!("User:{user}");
                 out.extend_from_slice(&0i32.to_be_bytes());
                 Outcome::Continue
             }

@@ -4,6 +4,7 @@
 //! - [`vectored`]: the encoders around borrowed records, for the messages with `records`
 //!   fields (after the encoders);
 //! - [`view`]: the zero-copy views (its second half);
+//! - [`entities`]: the entity walkers (after the views) and their table (`entity_walker`);
 //! - [`reference`]: the reference decoder and the conversions from views (`src/codec/reference/<api>.rs`);
 //! - [`reflect`]: the schemas as data (`src/tools/reflect/schemas.rs`);
 //! - [`modules`]: the module lists (`src/codec/messages/mod.rs`, `src/codec/reference/mod.rs`).
@@ -15,6 +16,7 @@
 //! both ways.
 
 pub mod data;
+pub mod entities;
 pub mod layout;
 pub mod modules;
 pub mod reference;
@@ -26,6 +28,7 @@ use std::fmt::Write as _;
 
 use crate::code::{Block, Ver};
 use crate::schema::{Field, Message, Struct, Type, parse_int};
+use modules::cfg_line;
 use crate::versions::{self, Cond, Versions};
 
 pub fn snake(name: &str) -> String {
@@ -100,6 +103,7 @@ pub fn api_module(api: &str, msgs: &[&Message]) -> String {
         out.push_str(&data::emit(&cx));
         out.push_str(&vectored::emit(&cx));
         out.push_str(&view::emit(&cx));
+        out.push_str(&entities::emit(&cx));
     }
     out
 }

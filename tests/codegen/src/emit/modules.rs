@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::{Api, GENERATED_FROM_ALL, feature, q, snake};
 use crate::versions::Versions;
 
-fn cfg_line(api: &str) -> String {
+pub(super) fn cfg_line(api: &str) -> String {
     match feature(api) {
         Some(f) => format!("#[cfg(feature = {})]\n", q(&f)),
         None => String::new(),
@@ -112,6 +112,7 @@ pub fn messages(apis: &[Api]) -> String {
         o.push_str("    }\n");
     }
     o.push_str("}\n");
+    o.push_str(&super::entities::table(apis));
     o
 }
 

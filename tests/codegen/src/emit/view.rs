@@ -113,7 +113,7 @@ fn read(cx: &Ctx, f: &F, src: &str, off: &str, nullable_now: &Cond, ver: &Ver) -
 }
 
 /// The statement checking field `f` with reader `r`.
-fn check(cx: &Ctx, f: &F, r: &str, ver: &Ver) -> Stmt {
+pub(super) fn check(cx: &Ctx, f: &F, r: &str, ver: &Ver) -> Stmt {
     let p = q(&f.path);
     let nullable_now = if f.nullable { ver.cond(f.f.nullable, f.inline) } else { Cond::Never };
     // As in `read`, both forms use the same parts of the version.

@@ -1,0 +1,495 @@
+//! Rewriting entity strings by splicing: a frame copied once, with each renamed string
+//! written in its place, its length prefix written again (a compact prefix may change
+//! width), and the sizes of the tagged fields around it and the frame's size prefix
+//! adjusted. No value tree is built: the generated entity walkers (from the schemas'
+//! entity marks) find the fields, and everything between them is copied as it is.
+//!
+//! In Kafka's encoding arrays carry counts, not byte lengths, so nothing else in a body
+//! changes when a string changes length. [`splice_request`] has an example.
+
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::ApiKey;
+use crate::codec::dispatch;
+pub use crate::codec::entities::EntityKind;
+use crate::codec::entities::{self, EntityField, Found, WalkFn};
+use crate::codec::error::DecodeError;
+use crate::codec::frame::FrameError;
+use crate::codec::messages::entity_walker;
+use crate::codec::wire::MAX_STRING_LEN;
+
+/// What to write instead of an entity string (see [`splice_request`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Edit<'p> {
+    /// This text, then the old one (a prefix put on).
+    Prepend(&'p str),
+    /// The old text without its first `n` bytes (a prefix taken off); `n` must be at most
+    /// the text's length and at a character boundary.
+    DropFront(usize),
+    /// This text instead of the old one.
+    Replace(Cow<'p, str>),
+}
+
+impl Edit<'_> {
+    /// The new text's length, or `None` for a [`Edit::DropFront`] that does not fit `old`.
+    fn len(&self, old: &str) -> Option<usize> {
+        match self {
+            Edit::Prepend(p) => Some(p.len() + old.len()),
+            Edit::DropFront(n) => old.get(*n..).map(str::len),
+            Edit::Replace(s) => Some(s.len()),
+        }
+    }
+
+    fn write(&self, old: &str, out: &mut Vec<u8>) {
+        match self {
+            Edit::Prepend(p) => {
+                out.extend_from_slice(p.as_bytes());
+                out.extend_from_slice(old.as_bytes());
+            }
+            Edit::DropFront(n) => out.extend_from_slice(old.get(*n..).unwrap_or_default().as_bytes()),
+            Edit::Replace(s) => out.extend_from_slice(s.as_bytes()),
+        }
+    }
+}
+
+/// Why a frame could not be spliced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpliceError {
+    /// The frame does not parse (header or body).
+    Frame(FrameError),
+    /// The size prefix is not the frame's length (or the frame is shorter than a prefix).
+    Size {
+        /// The size it gives (-1: no prefix).
+        declared: i32,
+        /// The bytes after it.
+        actual: usize,
+    },
+    /// The body does not decode where the walk reads it.
+    Body(DecodeError),
+    /// A new string is longer than a string can be (32767 bytes).
+    TooLong {
+        /// The new string's length.
+        len: usize,
+    },
+    /// A [`Edit::DropFront`] longer than the text, or not at a character boundary.
+    BadEdit,
+    /// The mapping answered differently the second time it was asked about a field.
+    Inconsistent,
+}
+
+impl fmt::Display for SpliceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpliceError::Frame(e) => write!(f, "the frame does not parse: {e}"),
+            SpliceError::Size { declared, actual } => {
+                write!(f, "the size prefix says {declared} bytes, and {actual} follow it")
+            }
+            SpliceError::Body(e) => write!(f, "the body does not decode: {e}"),
+            SpliceError::TooLong { len } => {
+                write!(f, "a renamed string of {len} bytes is longer than a string can be ({MAX_STRING_LEN})")
+            }
+            SpliceError::BadEdit => f.write_str("an edit drops more than the text, or within a character"),
+            SpliceError::Inconsistent => f.write_str("the mapping answered differently for the same field"),
+        }
+    }
+}
+
+impl core::error::Error for SpliceError {}
+
+/// Splices the entity strings of a request frame: `map(kind, text)` says what to write
+/// instead of each string entity field ([`EntityKind`]; nulls and topic ids are not asked
+/// about), or `None` to keep it. `frame` starts with its 4-byte size prefix when `sized`,
+/// and the result then has one too. Returns `Ok(None)` when nothing changed (nothing was
+/// allocated), else the new frame, allocated once.
+///
+/// `map` is asked twice about each field, once to size the new frame and once to write
+/// it, and must answer the same both times. The frame is checked as the views check it
+/// first: a frame that does not parse is an error, never a panic.
+///
+/// ```
+/// use kwire::filter::{Edit, EntityKind, splice_request};
+/// use kwire::messages::{DeleteTopicsRequest, RequestBody};
+/// use kwire::Str;
+///
+/// let names = [Str::from("orders")];
+/// let request = DeleteTopicsRequest { topic_names: (&names[..]).into(), ..Default::default() };
+/// let mut frame = [0u8; 64];
+/// let n = kwire::dispatch::encode_request(&request, 3, 7, None, &mut frame)?;
+/// // The frame with its size prefix; topic names get a tenant's prefix.
+/// let new = splice_request(&frame[..n], true, |kind, _name| {
+///     (kind == EntityKind::TopicName).then_some(Edit::Prepend("tenant-a."))
+/// })?
+/// .expect("a name changed");
+/// assert_eq!(new.len(), n + 9);
+/// assert_eq!(i32::from_be_bytes(new[..4].try_into()?) as usize, new.len() - 4);
+/// let sent = kwire::dispatch::parse_request(&new[4..])?;
+/// let RequestBody::DeleteTopics(body) = RequestBody::from(sent.body) else { unreachable!() };
+/// assert_eq!(body.topic_names[0].as_ref(), "tenant-a.orders");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn splice_request<'p>(
+    frame: &[u8],
+    sized: bool,
+    mut map: impl FnMut(EntityKind, &str) -> Option<Edit<'p>>,
+) -> Result<Option<Vec<u8>>, SpliceError> {
+    let bare = bare(frame, sized)?;
+    let request = dispatch::parse_request(bare).map_err(SpliceError::Frame)?;
+    let (api, version) = (request.body.api_key(), request.header.api_version());
+    let header = request.header.as_bytes();
+    let body = &bare[header.len()..];
+    let Some(walker) = entity_walker(api, true) else { return Ok(None) };
+    splice_parts(Parts { sized, header, body, walker, api, version }, &mut map)
+}
+
+/// [`splice_request`] for a response frame to a request of `api` at `version` (responses do
+/// not say what they answer).
+pub fn splice_response<'p>(
+    frame: &[u8],
+    sized: bool,
+    api: ApiKey,
+    version: i16,
+    mut map: impl FnMut(EntityKind, &str) -> Option<Edit<'p>>,
+) -> Result<Option<Vec<u8>>, SpliceError> {
+    let bare = bare(frame, sized)?;
+    let response = dispatch::parse_response(bare, api, version).map_err(SpliceError::Frame)?;
+    let header = response.header.as_bytes();
+    let body = &bare[header.len()..];
+    let Some(walker) = entity_walker(api, false) else { return Ok(None) };
+    splice_parts(Parts { sized, header, body, walker, api, version }, &mut map)
+}
+
+/// The frame without its size prefix, which must be its length.
+fn bare(frame: &[u8], sized: bool) -> Result<&[u8], SpliceError> {
+    if !sized {
+        return Ok(frame);
+    }
+    match frame.split_first_chunk::<4>() {
+        Some((size, rest)) if i32::from_be_bytes(*size) as usize == rest.len() => Ok(rest),
+        Some((size, rest)) => {
+            Err(SpliceError::Size { declared: i32::from_be_bytes(*size), actual: rest.len() })
+        }
+        None => Err(SpliceError::Size { declared: -1, actual: frame.len() }),
+    }
+}
+
+/// What [`splice_parts`] splices: a checked body after a header that is copied as it is.
+pub(crate) struct Parts<'f> {
+    /// Whether the new frame starts with a size prefix.
+    pub sized: bool,
+    pub header: &'f [u8],
+    pub body: &'f [u8],
+    pub walker: WalkFn,
+    pub api: ApiKey,
+    pub version: i16,
+}
+
+/// The tagged-field sizes a splice changes, by where their varints start, in order: the
+/// first few in place, the rest (a body with many entities in tagged fields) in a vector.
+struct Sizes {
+    few: [Size; 8],
+    n: usize,
+    more: Vec<Size>,
+}
+
+/// One tagged field's size: its position, the old size, its varint's width, what its
+/// content grows by, and the size that holds it (if any).
+#[derive(Clone, Copy, Default)]
+struct Size {
+    at: usize,
+    old: u32,
+    width: usize,
+    grows: i64,
+    outer: Option<usize>,
+}
+
+impl Sizes {
+    fn len(&self) -> usize {
+        self.n + self.more.len()
+    }
+
+    fn get(&mut self, i: usize) -> Option<&mut Size> {
+        match i.checked_sub(self.few.len()) {
+            None => self.few[..self.n].get_mut(i),
+            Some(j) => self.more.get_mut(j),
+        }
+    }
+
+    /// The index of the size at `at`, added if new (positions come in ascending order).
+    fn index(&mut self, at: usize, outer: Option<usize>, body: &[u8]) -> Result<usize, SpliceError> {
+        let len = self.len();
+        if let Some(i) = len.checked_sub(1)
+            && self.get(i).is_some_and(|s| s.at == at)
+        {
+            return Ok(i);
+        }
+        for i in 0..len {
+            if self.get(i).is_some_and(|s| s.at == at) {
+                return Ok(i);
+            }
+        }
+        let mut r = crate::codec::wire::Reader::new(body.get(at..).unwrap_or_default());
+        let old = r.uvarint("tagged field size").map_err(SpliceError::Body)?;
+        let size = Size { at, old, width: r.pos(), grows: 0, outer };
+        match self.few.get_mut(self.n) {
+            Some(slot) if self.more.is_empty() => {
+                *slot = size;
+                self.n += 1;
+            }
+            _ => self.more.push(size),
+        }
+        Ok(len)
+    }
+}
+
+/// The bytes of an unsigned varint.
+fn varint_width(v: u32) -> usize {
+    match v {
+        0..0x80 => 1,
+        0x80..0x4000 => 2,
+        0x4000..0x20_0000 => 3,
+        0x20_0000..0x1000_0000 => 4,
+        _ => 5,
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A string field's new length prefix: its width, and the value written.
+fn prefix_width(compact: bool, len: usize) -> usize {
+    if compact { varint_width(len as u32 + 1) } else { 2 }
+}
+
+type Map<'m, 'p> = &'m mut dyn FnMut(EntityKind, &str) -> Option<Edit<'p>>;
+
+/// The edit of one field, with its new length, or `None` for a field kept.
+fn edit_of<'p>(field: &EntityField<'_>, map: Map<'_, 'p>) -> Result<Option<(Edit<'p>, usize)>, SpliceError> {
+    let Found::Text(old) = field.value else { return Ok(None) };
+    let Some(edit) = map(field.kind, old) else { return Ok(None) };
+    let len = edit.len(old).ok_or(SpliceError::BadEdit)?;
+    if len > MAX_STRING_LEN {
+        return Err(SpliceError::TooLong { len });
+    }
+    Ok(Some((edit, len)))
+}
+
+/// Splices a checked body after its header (see [`splice_request`]); offsets in the walk
+/// count from the body's start.
+pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Option<Vec<u8>>, SpliceError> {
+    let Parts { sized, header, body, walker, api, version } = parts;
+    // Pass 1: how much the body grows, and the tagged-field sizes that change.
+    let mut grows: i64 = 0;
+    let mut edits = 0usize;
+    let mut sizes = Sizes { few: [Size::default(); 8], n: 0, more: Vec::new() };
+    let mut failed: Option<SpliceError> = None;
+    let walked = entities::walk(walker, api, version, body, 0, &mut |field| {
+        if failed.is_some() {
+            return;
+        }
+        let (_, len) = match edit_of(field, map) {
+            Ok(Some(e)) => e,
+            Ok(None) => return,
+            Err(e) => return failed = Some(e),
+        };
+        let delta = (prefix_width(field.compact, len) + len) as i64 - (field.span.1 - field.span.0) as i64;
+        grows += delta;
+        edits += 1;
+        let mut outer = None;
+        for &at in field.tagged_sizes() {
+            match sizes.index(at, outer, body) {
+                Ok(i) => {
+                    if let Some(s) = sizes.get(i) {
+                        s.grows += delta;
+                    }
+                    outer = Some(i);
+                }
+                Err(e) => return failed = Some(e),
+            }
+        }
+    });
+    walked.map_err(SpliceError::Body)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if edits == 0 {
+        return Ok(None);
+    }
+    // Inner sizes last: a size whose varint changes width grows the sizes around it.
+    for i in (0..sizes.len()).rev() {
+        let Some(s) = sizes.get(i).map(|s| *s) else { continue };
+        let new = i64::from(s.old) + s.grows;
+        let new = u32::try_from(new).map_err(|_| SpliceError::TooLong { len: new.max(0) as usize })?;
+        let widen = varint_width(new) as i64 - s.width as i64;
+        grows += widen;
+        let mut outer = s.outer;
+        while let Some(o) = outer {
+            let Some(os) = sizes.get(o) else { break };
+            os.grows += widen;
+            outer = os.outer;
+        }
+    }
+    let body_len = usize::try_from(body.len() as i64 + grows).map_err(|_| SpliceError::Inconsistent)?;
+    let frame_len = header.len() + body_len;
+    let size = i32::try_from(frame_len).map_err(|_| SpliceError::TooLong { len: frame_len })?;
+    // Pass 2: the one copy.
+    let mut out = Vec::with_capacity(frame_len + if sized { 4 } else { 0 });
+    if sized {
+        out.extend_from_slice(&size.to_be_bytes());
+    }
+    out.extend_from_slice(header);
+    let mut copied = 0usize;
+    let mut next_size = 0usize;
+    let mut failed: Option<SpliceError> = None;
+    entities::walk(walker, api, version, body, 0, &mut |field| {
+        if failed.is_some() {
+            return;
+        }
+        let (edit, len) = match edit_of(field, map) {
+            Ok(Some(e)) => e,
+            Ok(None) => return,
+            Err(e) => return failed = Some(e),
+        };
+        let Found::Text(old) = field.value else { return };
+        // The tagged sizes before this field.
+        while let Some(s) = sizes.get(next_size).copied().filter(|s| s.at < field.span.0) {
+            out.extend_from_slice(body.get(copied..s.at).unwrap_or_default());
+            put_varint(&mut out, (i64::from(s.old) + s.grows) as u32);
+            copied = s.at + s.width;
+            next_size += 1;
+        }
+        out.extend_from_slice(body.get(copied..field.span.0).unwrap_or_default());
+        if field.compact {
+            put_varint(&mut out, len as u32 + 1);
+        } else {
+            out.extend_from_slice(&(len as i16).to_be_bytes());
+        }
+        edit.write(old, &mut out);
+        copied = field.span.1;
+    })
+    .map_err(SpliceError::Body)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    out.extend_from_slice(body.get(copied..).unwrap_or_default());
+    if next_size != sizes.len() || out.len() != frame_len + if sized { 4 } else { 0 } {
+        return Err(SpliceError::Inconsistent);
+    }
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::entities::Walk;
+    use crate::codec::types::Ver;
+    use crate::codec::wire::Reader;
+    use alloc::string::String;
+    use alloc::vec;
+
+    /// No schema has an entity in a known tagged field today, so the tagged-field sizes are
+    /// tested with a walker written here: a name, then a tagged field (tag 0) holding a
+    /// name and a tagged field of its own (tag 5) holding a nullable group id, then an
+    /// unknown tagged field (tag 7).
+    fn walker<'a>(r: &mut Reader<'a>, _: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
+        w.text(r, EntityKind::TopicName, true, false, "A")?;
+        let mut outer = |tag, value: &mut Reader<'a>, w: &mut Walk<'a, '_>| {
+            if tag != 0 {
+                return Ok(false);
+            }
+            w.text(value, EntityKind::TopicName, true, false, "B")?;
+            let mut inner = |_, v: &mut Reader<'a>, w: &mut Walk<'a, '_>| {
+                w.text(v, EntityKind::GroupId, true, true, "C")?;
+                Ok(true)
+            };
+            w.tagged(value, &mut inner, "inner")?;
+            Ok(true)
+        };
+        w.tagged(r, &mut outer, "outer")
+    }
+
+    fn compact(s: &str, out: &mut Vec<u8>) {
+        put_varint(out, s.len() as u32 + 1);
+        out.extend_from_slice(s.as_bytes());
+    }
+
+    fn tagged(tag: u32, content: &[u8], out: &mut Vec<u8>) {
+        put_varint(out, tag);
+        put_varint(out, content.len() as u32);
+        out.extend_from_slice(content);
+    }
+
+    /// The body with these three strings, every size written from them.
+    fn body(a: &str, b: &str, c: &str) -> Vec<u8> {
+        let mut inner = Vec::new();
+        compact(c, &mut inner);
+        let mut outer = Vec::new();
+        compact(b, &mut outer);
+        outer.push(1);
+        tagged(5, &inner, &mut outer);
+        let mut out = Vec::new();
+        compact(a, &mut out);
+        out.push(2);
+        tagged(0, &outer, &mut out);
+        tagged(7, b"raw", &mut out);
+        out
+    }
+
+    fn splice_body(input: &[u8], map: Map<'_, '_>) -> Result<Option<Vec<u8>>, SpliceError> {
+        let parts =
+            Parts { sized: true, header: b"head", body: input, walker, api: ApiKey::Fetch, version: 12 };
+        splice_parts(parts, map)
+    }
+
+    #[test]
+    fn tagged_sizes_grow_and_widen_inside_out() {
+        let (b, c) = ("b".repeat(125), "c".repeat(120));
+        let input = body("ab", &b, &c);
+        // Every name gets the prefix: the compact prefixes of B and C and both tagged sizes
+        // become a byte wider.
+        let got = splice_body(&input, &mut |_, _| Some(Edit::Prepend("tenant-a."))).unwrap().unwrap();
+        let want = body("tenant-a.ab", &alloc::format!("tenant-a.{b}"), &alloc::format!("tenant-a.{c}"));
+        assert_eq!(&got[..4], &((4 + want.len()) as i32).to_be_bytes());
+        assert_eq!(&got[4..8], b"head");
+        assert_eq!(&got[8..], &want[..]);
+        // And back: the prefixes come off, and the sizes narrow again.
+        let back = splice_body(&want, &mut |_, _| Some(Edit::DropFront(9))).unwrap().unwrap();
+        assert_eq!(&back[8..], &input[..]);
+        // Only the inner one.
+        let got = splice_body(&input, &mut |kind, _| {
+            (kind == EntityKind::GroupId).then_some(Edit::Replace(String::from("g").into()))
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(&got[8..], &body("ab", &b, "g")[..]);
+        // Nothing renamed: nothing written.
+        assert_eq!(splice_body(&input, &mut |_, _| None), Ok(None));
+    }
+
+    #[test]
+    fn fields_are_reported_with_their_prefixes_and_sizes() {
+        let input = body("ab", "b", "");
+        let mut seen = vec![];
+        crate::codec::entities::walk(walker, ApiKey::Fetch, 12, &input, 0, &mut |f| {
+            seen.push((f.kind, f.value, f.span, f.prefix, f.compact, f.nullable, f.tagged_sizes().to_vec()))
+        })
+        .unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0], (EntityKind::TopicName, Found::Text("ab"), (0, 3), 1, true, false, vec![]));
+        // The tagged section's count at 3, the tag at 4, its size at 5.
+        assert_eq!(seen[1], (EntityKind::TopicName, Found::Text("b"), (6, 8), 1, true, false, vec![5]));
+        assert_eq!(seen[2], (EntityKind::GroupId, Found::Text(""), (11, 12), 1, true, true, vec![5, 10]));
+        // A body cut short is an error.
+        for n in 0..input.len() - 1 {
+            assert!(splice_body(&input[..n], &mut |_, _| Some(Edit::Prepend("x"))).is_err(), "{n}");
+        }
+    }
+}
