@@ -1058,3 +1058,163 @@ fn the_text_log_names_topics_and_records_of_each_pair() {
     assert_eq!(fetch[3..].iter().position(|w| w.starts_with("resp=")), Some(0), "{fetch:?}");
     assert_eq!(fetch[5..7], ["records=3", "gzip"], "{fetch:?}");
 }
+
+/// Offsets of `audit.*` topics neither committed nor listed, and partition 1 of any other
+/// topic not listed: refused by name, the rest forwarded.
+struct AuditOffsets;
+
+impl kwire::filter::Filter for AuditOffsets {
+    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
+        matches!(api_key, ApiKey::OffsetCommit | ApiKey::ListOffsets)
+    }
+    fn on_request<'a>(&mut self, request: &dispatch::Request<'a>) -> kwire::filter::RequestAction<'a> {
+        use kwire::messages::RequestBodyView;
+        let mut refused = kwire::filter::Refusals::new();
+        match request.body {
+            RequestBodyView::OffsetCommit(c) => {
+                for (t, topic) in c.topics().iter().enumerate() {
+                    if topic.name().starts_with("audit.") {
+                        refused.topic(t, ErrorCode::TopicAuthorizationFailed, None);
+                    }
+                }
+            }
+            RequestBodyView::ListOffsets(l) => {
+                for (t, topic) in l.topics().iter().enumerate() {
+                    if topic.name().starts_with("audit.") {
+                        refused.topic(t, ErrorCode::TopicAuthorizationFailed, None);
+                        continue;
+                    }
+                    for (p, partition) in topic.partitions().iter().enumerate() {
+                        if partition.partition_index() == 1 {
+                            refused.partition(t, p, ErrorCode::PolicyViolation, None);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        kwire::filter::RequestAction::Refuse(refused)
+    }
+}
+
+/// OffsetCommit and ListOffsets answered in part through the proxy: the broker commits and
+/// lists only what the filter let through, and the client gets one answer per request with
+/// every entry in its order; a commit of refused topics only never reaches the broker.
+#[test]
+fn offset_commits_and_listings_are_answered_in_part() {
+    use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsTopic};
+    use kwire::messages::offset_commit::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+    use kwire::messages::{ListOffsetsRequest, OffsetCommitRequest};
+    use kwire::records::NewRecord;
+    let rt = runtime();
+    let broker = broker();
+    broker.create_topic("audit.logins", 1);
+    broker.create_topic("orders", 2);
+    let mut direct = kwire::client::Client::connect(broker.addr()).unwrap();
+    let records = [NewRecord::new(Some(b"k"), Some(b"v")), NewRecord::new(Some(b"k"), Some(b"w"))];
+    direct.produce("orders", 0, &records).unwrap();
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(|_: &Arc<ConnInfo>| {
+                    let mut chain = FilterChain::new();
+                    chain.push(AuditOffsets);
+                    chain
+                })
+                .start(),
+        )
+        .unwrap();
+    let mut c = connect(proxy.local_addr());
+    let commit = |topics: &[(&'static str, &[(i32, i64)])]| -> OffsetCommitRequest<'static> {
+        let topics: Vec<OffsetCommitRequestTopic<'static>> = topics
+            .iter()
+            .map(|&(name, partitions)| OffsetCommitRequestTopic {
+                name: name.into(),
+                partitions: partitions
+                    .iter()
+                    .map(|&(partition_index, committed_offset)| OffsetCommitRequestPartition {
+                        partition_index,
+                        committed_offset,
+                        ..Default::default()
+                    })
+                    .collect::<Vec<_>>()
+                    .into(),
+                ..Default::default()
+            })
+            .collect();
+        OffsetCommitRequest {
+            group_id: "g".into(),
+            generation_id_or_member_epoch: -1,
+            topics: topics.into(),
+            ..Default::default()
+        }
+    };
+    let committed = |frame: &[u8], correlation_id: i32| -> Vec<(String, Vec<(i32, i16)>)> {
+        let response = dispatch::parse_response(frame, ApiKey::OffsetCommit, 8).unwrap();
+        assert_eq!(response.header.correlation_id(), correlation_id);
+        let ResponseBodyView::OffsetCommit(body) = response.body else { panic!() };
+        body.topics()
+            .iter()
+            .map(|t| {
+                let parts = t.partitions().iter().map(|p| (p.partition_index(), p.error_code())).collect();
+                (t.name().to_string(), parts)
+            })
+            .collect()
+    };
+    let denied = ErrorCode::TopicAuthorizationFailed.to_i16();
+    send(&mut c, &commit(&[("audit.logins", &[(0, 5)]), ("orders", &[(0, 1), (1, 0)])]), 8, 1);
+    assert_eq!(
+        committed(&read_frame(&mut c).unwrap(), 1),
+        [("audit.logins".to_string(), vec![(0, denied)]), ("orders".to_string(), vec![(0, 0), (1, 0)])]
+    );
+    assert_eq!(direct.committed_offset("g", "orders", 0).unwrap(), Some(1));
+    assert_eq!(direct.committed_offset("g", "orders", 1).unwrap(), Some(0));
+    assert_eq!(
+        direct.committed_offset("g", "audit.logins", 0).unwrap(),
+        None,
+        "the refused commit must not land"
+    );
+    // Only refused topics: answered by the proxy, nothing committed.
+    send(&mut c, &commit(&[("audit.logins", &[(0, 7)])]), 8, 2);
+    assert_eq!(committed(&read_frame(&mut c).unwrap(), 2), [("audit.logins".to_string(), vec![(0, denied)])]);
+    assert_eq!(direct.committed_offset("g", "audit.logins", 0).unwrap(), None);
+    // ListOffsets: partition 1 and the audit topic refused, partition 0's end offset listed.
+    let latest =
+        |partition_index| ListOffsetsPartition { partition_index, timestamp: -1, ..Default::default() };
+    let orders = [latest(0), latest(1)];
+    let audit = [latest(0)];
+    let topics = [
+        ListOffsetsTopic { name: "orders".into(), partitions: (&orders).into(), ..Default::default() },
+        ListOffsetsTopic { name: "audit.logins".into(), partitions: (&audit).into(), ..Default::default() },
+    ];
+    send(
+        &mut c,
+        &ListOffsetsRequest { replica_id: -1, topics: (&topics).into(), ..Default::default() },
+        7,
+        3,
+    );
+    let frame = read_frame(&mut c).unwrap();
+    let response = dispatch::parse_response(&frame, ApiKey::ListOffsets, 7).unwrap();
+    assert_eq!(response.header.correlation_id(), 3);
+    let ResponseBodyView::ListOffsets(l) = response.body else { panic!() };
+    // (topic, [(partition, error, offset)]).
+    type Listed = Vec<(String, Vec<(i32, i16, i64)>)>;
+    let listed: Listed = l
+        .topics()
+        .iter()
+        .map(|t| {
+            let parts =
+                t.partitions().iter().map(|p| (p.partition_index(), p.error_code(), p.offset())).collect();
+            (t.name().to_string(), parts)
+        })
+        .collect();
+    let policy = ErrorCode::PolicyViolation.to_i16();
+    assert_eq!(
+        listed,
+        [
+            ("orders".to_string(), vec![(0, 0, 2), (1, policy, -1)]),
+            ("audit.logins".to_string(), vec![(0, denied, -1)])
+        ]
+    );
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}

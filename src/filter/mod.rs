@@ -138,8 +138,9 @@ pub enum RequestAction<'a> {
     Respond(ResponseBody<'a>),
     /// Refuse these entries (topics or partitions) with their errors, and forward the rest:
     /// the client gets one answer, the broker's with the refused entries merged in, in the
-    /// request's order; if every entry is refused, the chain answers without the broker. For
-    /// the APIs [`Refusals::supported`] lists; for others it closes the connection.
+    /// request's order; if every entry is refused, the chain answers without the broker
+    /// (but Fetch and Metadata). For the APIs and versions [`Refusals::supports`] lists; for
+    /// others it closes the connection.
     Refuse(Refusals),
     /// Do not forward it and do not answer (a request that expects an answer closes the
     /// connection instead).
@@ -379,6 +380,19 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
     }
 }
 
+/// The answer to a request of `key` at `version` with this response body (encoded at that
+/// version): the response header (the correlation id, and an empty tagged-field section
+/// in header version 1) and the body.
+fn answer_with(key: ApiKey, version: i16, correlation_id: i32, body: &[u8]) -> Verdict {
+    let mut out = Vec::with_capacity(5 + body.len());
+    out.extend_from_slice(&correlation_id.to_be_bytes());
+    if key.response_header_version(version) >= 1 {
+        out.push(0);
+    }
+    out.extend_from_slice(body);
+    Verdict::Respond(out)
+}
+
 fn unreadable_verdict(forward: bool, why: core::fmt::Arguments<'_>) -> Verdict {
     if forward {
         Verdict::Forward
@@ -519,21 +533,26 @@ impl FilterChain {
             };
             let action = match filter.on_request(&request) {
                 RequestAction::Refuse(refusals) if refusals.is_empty() => RequestAction::Pass,
-                RequestAction::Refuse(refusals) => match partial::split(&request.body, &refusals) {
-                    partial::Split::Forward(body, merge) => {
-                        if let Some(merge) = merge {
-                            merges.push((request.header.correlation_id(), index, merge));
+                RequestAction::Refuse(refusals) => {
+                    let body = &bytes[request.header.as_bytes().len()..];
+                    match partial::split(&request.body, version, body, &refusals) {
+                        partial::Split::Forward(body, merge) => {
+                            if let Some(merge) = merge {
+                                merges.push((request.header.correlation_id(), index, merge));
+                            }
+                            RequestAction::Rewrite(body)
                         }
-                        RequestAction::Rewrite(body)
+                        partial::Split::Answer(body) => RequestAction::Respond(body),
+                        partial::Split::ForwardBody(body, merge) => {
+                            merges.push((request.header.correlation_id(), index, merge));
+                            RequestAction::RewriteBody(body)
+                        }
+                        partial::Split::AnswerBody(body) => {
+                            return answer_with(key, version, request.header.correlation_id(), &body);
+                        }
+                        partial::Split::Unsupported(why) => return Verdict::Close(why),
                     }
-                    partial::Split::Answer(body) => RequestAction::Respond(body),
-                    partial::Split::Unsupported => {
-                        return Verdict::Close(alloc::format!(
-                            "a filter refused part of a {} request, which cannot be answered in part",
-                            key.name()
-                        ));
-                    }
-                },
+                }
                 action => action,
             };
             match request_step(bytes, &request, action) {
@@ -631,23 +650,23 @@ impl FilterChain {
             // filter sees the answer.
             if let Some(at) = self.merges.iter().position(|&(id, at, _)| id == correlation_id && at == index)
             {
-                // Answers come in order: older entries were answered otherwise.
-                self.merges.drain(..at);
-                let Some((_, _, pending)) = self.merges.pop_front() else { break };
-                let Some(body) = partial::merge(pending, &response.body) else {
-                    return Some(Verdict::Close(alloc::format!(
-                        "a {} answer to a request answered in part",
-                        api_key.name()
-                    )));
-                };
-                match encode_body(&body, read_at) {
-                    Ok(b) => *current = Some(splice(response.header.as_bytes(), &b)),
-                    Err(e) => {
-                        return Some(Verdict::Close(alloc::format!(
-                            "a partial {} answer merged: {e}",
-                            api_key.name()
-                        )));
+                // Answers come in order: entries of older requests were answered otherwise;
+                // those of this one at other filters' places stay for them.
+                let mut at = at;
+                let mut i = 0;
+                while i < at {
+                    if self.merges[i].0 == correlation_id {
+                        i += 1;
+                    } else {
+                        self.merges.remove(i);
+                        at -= 1;
                     }
+                }
+                let Some((_, _, pending)) = self.merges.remove(at) else { break };
+                let body = &bytes[response.header.as_bytes().len()..];
+                match partial::merge(pending, &response.body, read_at, body) {
+                    Ok(b) => *current = Some(splice(response.header.as_bytes(), &b)),
+                    Err(why) => return Some(Verdict::Close(why)),
                 }
                 if !filter.wants_response(api_key, version) {
                     continue;
@@ -705,6 +724,8 @@ impl FilterChain {
     }
 }
 
+#[cfg(feature = "reflect")]
+mod by_schema;
 mod deny;
 mod json;
 mod partial;

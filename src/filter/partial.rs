@@ -2,9 +2,40 @@
 //! [`super::RequestAction::Refuse`]); the chain forwards the rest, and merges the broker's
 //! answer with the refused entries into one answer, in the client's order.
 //!
-//! Each API with per-topic or per-partition entries needs its own split and merge; the
-//! APIs served are listed by [`Refusals::supported`]. A refusal for any other API closes
-//! the connection (fail closed), with the reason.
+//! Produce and Fetch have a typed split and merge of their own (here); every other API
+//! whose request and response pair per-topic or per-partition entries is split and merged
+//! from its schemas (`by_schema`, feature `reflect`). [`Refusals::supports`] says which APIs
+//! and versions can be answered in part; a refusal for any other closes the connection
+//! (fail closed), with the reason.
+//!
+//! # Indexes
+//!
+//! A refusal names a topic by its index in the request's topic array, and a partition by
+//! its index in that topic's partition array (an array of partition structs, or of
+//! partition indexes, as in OffsetFetch). Where topics sit in groups (OffsetFetch from
+//! version 8, by group; AddPartitionsToTxn from version 4, by transaction), topics are
+//! counted across the groups, in the request's order. Where an API has no partitions
+//! (CreateTopics, DeleteTopics, CreatePartitions, Metadata, DescribeTopicPartitions), a
+//! refusal of a topic's partition refuses the topic. A null topic list (every topic) has
+//! no entries to refuse.
+//!
+//! # Requests with every entry refused
+//!
+//! - are answered by the chain, without the broker, as a broker answers them: the refused
+//!   entries, and every other field at its schema default (no throttle time, no error at
+//!   the top);
+//! - except Fetch, which always goes to the broker, with nothing left to fetch: a fetch
+//!   session's epoch moves on with every request, and answering one without the broker
+//!   would put the client's session out of step with the broker's;
+//! - and Metadata from version 1, which goes to the broker with an empty topic list (which
+//!   asks for no topic): its answer carries the brokers, cluster id and controller that
+//!   clients need. Metadata version 0 (where an empty list asks for every topic) then
+//!   closes the connection;
+//! - a Produce request with `acks = 0` expects no answer: it is dropped.
+//!
+//! Groups (OffsetFetch from version 8, AddPartitionsToTxn from version 4) whose topics are
+//! all refused are left out of the forwarded request and answered by the chain, with no
+//! error of their own.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -30,6 +61,14 @@ use crate::codec::types::Uuid;
 /// topic's index in its topic array, and the partition's in that topic's partition array),
 /// each with an error code and, where the version carries one, a message. Everything not
 /// refused goes on to the broker.
+///
+/// Where topics sit in groups (OffsetFetch from version 8, AddPartitionsToTxn from version
+/// 4), topics are counted across the groups in the request's order. Where an API has no
+/// partitions (CreateTopics, DeleteTopics, CreatePartitions, Metadata,
+/// DescribeTopicPartitions), refusing a partition refuses its topic. A request with every
+/// entry refused is answered without the broker, but Fetch (always forwarded, for its
+/// fetch session) and Metadata from version 1 (forwarded with no topics, for the brokers
+/// and cluster id its answer carries; version 0, where no topics means all, closes).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Refusals {
     entries: Vec<Refusal>,
@@ -53,9 +92,32 @@ impl Refusals {
         Refusals::default()
     }
 
-    /// The APIs whose requests may be answered in part.
+    /// Whether some version of the API may be answered in part ([`Refusals::supports`]
+    /// says which).
     pub fn supported(api_key: ApiKey) -> bool {
-        matches!(api_key, ApiKey::Produce | ApiKey::Fetch)
+        let versions = api_key.request_versions();
+        (versions.min..=versions.max).any(|v| Refusals::supports(api_key, v))
+    }
+
+    /// Whether requests of this API and version may be answered in part: Produce and
+    /// Fetch; with the `reflect` feature, every API whose request and response pair
+    /// per-topic or per-partition entries with an error code for each (ListOffsets,
+    /// Metadata, OffsetCommit, OffsetFetch, CreateTopics, DeleteTopics, DeleteRecords,
+    /// OffsetForLeaderEpoch, AddPartitionsToTxn, TxnOffsetCommit, CreatePartitions,
+    /// ElectLeaders, AlterPartitionReassignments, OffsetDelete, DescribeProducers,
+    /// DescribeTopicPartitions), in every version kwire reads.
+    pub fn supports(api_key: ApiKey, version: i16) -> bool {
+        if !api_key.request_versions().contains(version) {
+            return false;
+        }
+        match api_key {
+            ApiKey::Produce => cfg!(feature = "api-produce"),
+            ApiKey::Fetch => cfg!(feature = "api-fetch"),
+            #[cfg(feature = "reflect")]
+            _ => super::by_schema::Layout::of(api_key, version).is_some(),
+            #[cfg(not(feature = "reflect"))]
+            _ => false,
+        }
     }
 
     /// Refuses every partition of the topic at index `topic` of the request.
@@ -116,6 +178,19 @@ impl Refusals {
     }
 }
 
+#[cfg(feature = "reflect")]
+impl super::by_schema::Refused for Refusals {
+    fn partition(&self, topic: usize, partition: usize) -> Option<super::by_schema::Why> {
+        self.find(topic, partition).map(|r| super::by_schema::Why(r.error.to_i16(), r.message.clone()))
+    }
+
+    fn topic(&self, topic: usize) -> Option<(super::by_schema::Why, bool)> {
+        let of_topic = || self.entries.iter().filter(move |r| r.topic == topic);
+        let r = of_topic().find(|r| r.partition.is_none()).or_else(|| of_topic().next())?;
+        Some((super::by_schema::Why(r.error.to_i16(), r.message.clone()), r.partition.is_none()))
+    }
+}
+
 /// What the chain does with a request a filter refused in part.
 // Made once per refusal and matched at once; boxing the body would cost an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -126,8 +201,13 @@ pub(super) enum Split<'a> {
     Forward(RequestBody<'a>, Option<Merge>),
     /// Everything was refused: answer with this body (nothing goes to the broker).
     Answer(ResponseBody<'a>),
-    /// The API cannot be answered in part.
-    Unsupported,
+    /// Forward this body (encoded at the request's version); merge the broker's answer
+    /// with `Merge`.
+    ForwardBody(Vec<u8>, Merge),
+    /// Everything was refused: answer with this body (encoded at the request's version).
+    AnswerBody(Vec<u8>),
+    /// The request cannot be answered in part, for this reason.
+    Unsupported(String),
 }
 
 /// What a partial answer's merge needs to keep until the broker answers.
@@ -139,6 +219,9 @@ pub(super) enum Merge {
     /// Fetch: the refused partitions' answers, by topic.
     #[cfg(feature = "api-fetch")]
     Fetch(Vec<FetchableTopicResponse<'static>>),
+    /// Any other API: what the schema-driven merge keeps.
+    #[cfg(feature = "reflect")]
+    Schema(alloc::boxed::Box<super::by_schema::Pending>),
 }
 
 /// A Produce request's topic: its name or id and each partition, answered by the broker
@@ -160,37 +243,69 @@ enum ProduceSlot {
     Refused(PartitionProduceResponse<'static>),
 }
 
-/// Splits a request: what goes to the broker, and what its answer is merged with.
-pub(super) fn split<'a>(body: &RequestBodyView<'a>, refusals: &Refusals) -> Split<'a> {
+/// Splits a request (`body`: its body view; `bytes`: the body's bytes, at `version`): what
+/// goes to the broker, and what its answer is merged with.
+pub(super) fn split<'a>(
+    body: &RequestBodyView<'a>,
+    version: i16,
+    bytes: &[u8],
+    refusals: &Refusals,
+) -> Split<'a> {
+    let api_key = body.api_key();
+    if !Refusals::supports(api_key, version) {
+        return Split::Unsupported(alloc::format!(
+            "a filter refused part of a {} v{version} request, which cannot be answered in part",
+            api_key.name()
+        ));
+    }
     match body {
         #[cfg(feature = "api-produce")]
         RequestBodyView::Produce(produce) => split_produce(produce, refusals),
         #[cfg(feature = "api-fetch")]
         RequestBodyView::Fetch(fetch) => split_fetch(fetch, refusals),
+        #[cfg(feature = "reflect")]
+        _ => match super::by_schema::split(api_key, version, bytes, refusals) {
+            Ok(super::by_schema::SchemaSplit::Forward(body, pending)) => {
+                Split::ForwardBody(body, Merge::Schema(pending))
+            }
+            Ok(super::by_schema::SchemaSplit::Answer(body)) => Split::AnswerBody(body),
+            Err(why) => Split::Unsupported(why),
+        },
+        #[cfg(not(feature = "reflect"))]
         _ => {
-            let _ = refusals;
-            Split::Unsupported
+            let _ = (bytes, refusals);
+            Split::Unsupported(alloc::format!("{} cannot be answered in part", api_key.name()))
         }
     }
 }
 
-/// Merges the broker's answer (a response body view of the same API) with the refused
-/// entries; `None` if the answer is not of the API.
-pub(super) fn merge<'a>(
+/// Merges the broker's answer (`response`, whose body's bytes are `bytes`, at `version`)
+/// with the refused entries: the merged body, encoded.
+pub(super) fn merge(
     merge: Merge,
-    response: &crate::codec::messages::ResponseBodyView<'a>,
-) -> Option<ResponseBody<'a>> {
+    response: &crate::codec::messages::ResponseBodyView<'_>,
+    version: i16,
+    bytes: &[u8],
+) -> Result<Vec<u8>, String> {
+    let _ = (version, bytes);
+    let name = response.api_key().name();
+    let encoded = |body: ResponseBody<'_>| {
+        super::encode_body(&body, version).map_err(|e| alloc::format!("a partial {name} answer merged: {e}"))
+    };
+    let _ = &encoded;
     match (merge, response) {
         #[cfg(feature = "api-produce")]
         (Merge::Produce(topics), crate::codec::messages::ResponseBodyView::Produce(view)) => {
-            Some(ResponseBody::Produce(merge_produce(topics, *view)))
+            encoded(ResponseBody::Produce(merge_produce(topics, *view)))
         }
         #[cfg(feature = "api-fetch")]
         (Merge::Fetch(refused), crate::codec::messages::ResponseBodyView::Fetch(view)) => {
-            Some(ResponseBody::Fetch(merge_fetch(refused, *view)))
+            encoded(ResponseBody::Fetch(merge_fetch(refused, *view)))
         }
+        #[cfg(feature = "reflect")]
+        (Merge::Schema(pending), _) => super::by_schema::merge(pending, bytes),
         #[allow(unreachable_patterns)]
-        _ => None,
+        _ => Err(alloc::format!("a {name} answer to a request answered in part")),
     }
 }
 
