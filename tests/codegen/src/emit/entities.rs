@@ -80,7 +80,9 @@ fn step(cx: &Ctx, f: &F, r: &str, ver: &Ver) -> Stmt {
         (Some(k), _) if array => {
             Stmt::line(format!("w.texts({r}, EntityKind::{k}, {}, {}, {p})?;", flex(), nullable()))
         }
-        (Some(k), _) => Stmt::line(format!("w.text({r}, EntityKind::{k}, {}, {}, {p})?;", flex(), nullable())),
+        (Some(k), _) => {
+            Stmt::line(format!("w.text({r}, EntityKind::{k}, {}, {}, {p})?;", flex(), nullable()))
+        }
         (None, Type::Struct(n)) if holds(m, m.find(n)) => {
             let how = if array { "each" } else { "one" };
             Stmt::line(format!("w.{how}({r}, {}, {}, {}, {p})?;", ver.value(), nullable(), fn_name(n)))
@@ -111,8 +113,7 @@ fn walker(cx: &Ctx, s: &Struct) -> String {
         body.under(&c, step(cx, &f, "r", ver));
     }
     if cx.has_tags(s) && cx.flex(s) != Some(false) {
-        let tagged: Vec<F> =
-            cx.tagged_fields(s).into_iter().filter(|f| holds_field(cx.msg, f.f)).collect();
+        let tagged: Vec<F> = cx.tagged_fields(s).into_iter().filter(|f| holds_field(cx.msg, f.f)).collect();
         let field = q(&format!("{}._tagged_fields", s.name));
         let call = if tagged.is_empty() {
             format!("r.unknown_tagged_fields({field})?;")

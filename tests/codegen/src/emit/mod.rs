@@ -28,8 +28,8 @@ use std::fmt::Write as _;
 
 use crate::code::{Block, Ver};
 use crate::schema::{Field, Message, Struct, Type, parse_int};
-use modules::cfg_line;
 use crate::versions::{self, Cond, Versions};
+use modules::cfg_line;
 
 pub fn snake(name: &str) -> String {
     let mut out = String::new();
