@@ -165,9 +165,9 @@ pub fn table(apis: &[Api]) -> String {
     for a in apis {
         for m in [a.request, a.response] {
             if holds(m, &m.structs[0]) {
-                write!(
+                writeln!(
                     o,
-                    "{}        (ApiKey::{}, {}) => Some({}::{}),\n",
+                    "{}        (ApiKey::{}, {}) => Some({}::{}),",
                     cfg_line(&a.name).replace('\n', "\n        "),
                     a.name,
                     m.is_request,
