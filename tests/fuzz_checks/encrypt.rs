@@ -47,14 +47,19 @@ fn encryption() -> &'static (Encryption, Encryption) {
 /// A record header, owned.
 type Header = (Vec<u8>, Option<Vec<u8>>);
 
-/// The records of decrypted batches: (value, headers), panicking on batches that do not
-/// read (what the proxy writes must read).
+/// The records a consumer gets of decrypted batches: (value, headers). Control batches are
+/// left out, as consumers leave them out: the proxy passes them as stored, so a data batch
+/// whose control bit an attacker set goes out with its envelopes (ciphertext, which no
+/// consumer shows).
 fn read(bytes: &[u8]) -> Vec<(Option<Vec<u8>>, Vec<Header>)> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     let mut batches = RecordBatches::new(bytes);
     for batch in &mut batches {
         let Ok(batch) = batch else { return out };
+        if batch.is_control() {
+            continue;
+        }
         let Ok(records) = batch.records_in_vec(&mut buf, 64 << 20) else { continue };
         for r in records.flatten() {
             let headers = r.headers().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
