@@ -47,7 +47,7 @@ fn scratch(name: &str, contents: &[u8]) -> PathBuf {
 /// Splits a tree line into name, type, value, offset and size, using the columns of
 /// the first line (its type is `message vN` and its range `[0x...`).
 fn tree_rows(tree: &str) -> Vec<[String; 5]> {
-    let mut lines = tree.lines();
+    let mut lines = tree.lines().filter(|l| !l.starts_with("# "));
     let first = lines.next().expect("a tree");
     let type_col = first.find("message").expect("message column");
     let range_col = first.find("[0x").expect("range column");
@@ -92,7 +92,8 @@ fn seed_trees_match_the_pages_line_for_line() {
             assert_eq!(g, e, "{name}: line {}\n{tree}", i + 1);
         }
         // Columns are aligned: every range starts in the same column.
-        let starts: Vec<usize> = tree.lines().map(|l| l.find("[0x").unwrap()).collect();
+        let starts: Vec<usize> =
+            tree.lines().filter(|l| !l.starts_with("# ")).map(|l| l.find("[0x").unwrap()).collect();
         assert!(starts.windows(2).all(|w| w[0] == w[1]), "{name}: ranges not aligned\n{tree}");
     }
 }
@@ -153,6 +154,43 @@ fn streams_of_frames_round_trip() {
     // The tree of a stream names each frame.
     let tree = ok(&["decode"], requests[..2].join("").as_bytes());
     assert!(tree.contains("# frame 1, input bytes 0..") && tree.contains("# frame 2, input bytes"), "{tree}");
+}
+
+/// The line before each frame's tree says what the frame is, in the words of a capture's
+/// pair lines: API, version, correlation id, client, size, the topics and records.
+#[test]
+fn each_tree_starts_with_a_summary_line() {
+    let produce = vectors().join("records/requests/kafkajs_gzip_1.hex");
+    let tree = ok(&["decode", produce.to_str().unwrap()], b"");
+    let first = tree.lines().next().unwrap();
+    assert!(first.starts_with("# Produce v"), "{first}");
+    assert!(first.contains(" corr=") && first.contains(" client=") && first.contains(" req="), "{first}");
+    assert!(first.contains(" topics=") && first.contains(" gzip"), "{first}");
+    assert!(first.contains(" records="), "{first}");
+    // The same line in the hex dump, and none in the machine formats.
+    let dump = ok(&["decode", "--format", "hex", produce.to_str().unwrap()], b"");
+    assert!(dump.lines().any(|l| l == first), "{dump}");
+    let json = ok(&["decode", "--format", "json", produce.to_str().unwrap()], b"");
+    assert!(!json.contains("# Produce"), "{json}");
+
+    // A response names its API, version and errors (ListOffsets v10's seed answer has none;
+    // an error code set in the frame shows by name).
+    let resp = read_hex(&vectors().join("seed/listoffsets_v10_response.hex"));
+    let args = ["decode", "--api-key", "ListOffsets", "--api-version", "10"];
+    let tree = ok(&args, resp.as_bytes());
+    let first = tree.lines().next().unwrap();
+    assert!(first.starts_with("# ListOffsets v10 response corr="), "{first}");
+    assert!(!first.contains("errors="), "{first}");
+    let code = ok(
+        &["decode", "--format", "json", "--api-key", "ListOffsets", "--api-version", "10"],
+        resp.as_bytes(),
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&code).unwrap();
+    v["body"]["topics"][0]["partitions"][0]["errorCode"] = 3.into();
+    let hex = ok(&["encode"], v.to_string().as_bytes());
+    let tree = ok(&args, hex.as_bytes());
+    let first = tree.lines().next().unwrap();
+    assert!(first.contains(" errors=UNKNOWN_TOPIC_OR_PARTITION"), "{first}");
 }
 
 #[test]
