@@ -193,6 +193,29 @@ fn each_tree_starts_with_a_summary_line() {
     assert!(first.contains(" errors=UNKNOWN_TOPIC_OR_PARTITION"), "{first}");
 }
 
+/// `--format json` names the API beside its key, and `kwire encode` holds the name to it.
+#[test]
+fn json_names_the_api_beside_its_key() {
+    let req = read_hex(&vectors().join("seed/listoffsets_v10_request.hex"));
+    let v: serde_json::Value = serde_json::from_str(&ok(&["decode", "-f", "json"], req.as_bytes())).unwrap();
+    assert_eq!(v["apiName"], "ListOffsets");
+    assert_eq!(v["header"]["requestApiKey"], 2);
+    let resp = read_hex(&vectors().join("seed/listoffsets_v10_response.hex"));
+    let args = ["decode", "-f", "json", "--compact", "--api-key", "2", "--api-version", "10"];
+    let line = ok(&args, resp.as_bytes());
+    assert!(line.starts_with(r#"{"apiKey":2,"apiName":"ListOffsets","apiVersion":10,"#), "{line}");
+    // Both round-trip; a name that disagrees with the key is refused, naming the field.
+    assert_eq!(ok(&["encode"], serde_json::to_string(&v).unwrap().as_bytes()).trim(), req);
+    assert_eq!(ok(&["encode"], line.as_bytes()).trim(), resp);
+    let mut wrong = v.clone();
+    wrong["apiName"] = "Fetch".into();
+    let (_, err) = fails(&["encode"], wrong.to_string().as_bytes());
+    assert!(err.contains("header.requestApiKey") || err.contains("apiName"), "{err}");
+    let wrong = line.replace("\"apiName\":\"ListOffsets\"", "\"apiName\":\"Fetch\"");
+    let (_, err) = fails(&["encode"], wrong.as_bytes());
+    assert!(err.contains("apiName: Fetch does not match"), "{err}");
+}
+
 #[test]
 fn input_layouts() {
     let seed = read_hex(&vectors().join("seed/apiversions_v4_request.hex"));
