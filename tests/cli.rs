@@ -669,12 +669,11 @@ fn serve_tls_scram_and_acl_flags() {
     for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
         roots.add(c.unwrap()).unwrap();
     }
-    let config =
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+    let config = rustls::ClientConfig::builder_with_provider(ring_provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let sock = std::net::TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
@@ -692,18 +691,17 @@ fn serve_tls_scram_and_acl_flags() {
     let offered: Vec<&str> = h.mechanisms().iter().collect();
     assert!(offered.contains(&"SCRAM-SHA-256") && offered.contains(&"SCRAM-SHA-512"), "{offered:?}");
     // A new connection for the admin calls (this one waits for a SASL token now).
-    let config =
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates({
-                let mut roots = rustls::RootCertStore::empty();
-                for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
-                    roots.add(c.unwrap()).unwrap();
-                }
-                roots
-            })
-            .with_no_client_auth();
+    let config = rustls::ClientConfig::builder_with_provider(ring_provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates({
+            let mut roots = rustls::RootCertStore::empty();
+            for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+                roots.add(c.unwrap()).unwrap();
+            }
+            roots
+        })
+        .with_no_client_auth();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let sock = std::net::TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
@@ -910,4 +908,11 @@ fn capture_records_tell_produced_from_fetched() {
             Err(_) => assert!(r.get("valueText").is_none(), "{r}"),
         }
     }
+}
+
+/// rustls over *ring*, as kwire's TLS endpoints use it (see `src/apps/tls_provider.rs` for
+/// why *ring*, whose provider rustls deprecates for its lack of post-quantum key exchange).
+fn ring_provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+    #[allow(deprecated)]
+    std::sync::Arc::new(rustls::crypto::ring::default_provider())
 }
