@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use super::Compression;
+use super::attributes::Compression;
 
 /// What was wrong with a batch, a record, or a compressed payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -289,7 +289,7 @@ fn fail(offset: usize, path: &str, message: String) -> Problem {
 fn frame_walk(frame: &[u8], kind: FrameKind, root: &mut Node, walked: &mut Explained) -> Result<(), Problem> {
     let mut framing =
         Node::new("Frame", "", 0, Region::Frame).about("the size prefix that frames the message");
-    let Some(prefix) = frame.first_chunk::<4>() else {
+    let Some(size) = crate::codec::frame::size_prefix(frame) else {
         root.children.push(framing.end(0));
         let kind = DecodeErrorKind::Truncated { needed: 4, available: frame.len() as u32 };
         return Err(Problem {
@@ -299,7 +299,6 @@ fn frame_walk(frame: &[u8], kind: FrameKind, root: &mut Node, walked: &mut Expla
             kind: Some(kind),
         });
     };
-    let size = i32::from_be_bytes(*prefix);
     framing.children.push(
         Node::new("size", "int32", 0, Region::Frame)
             .value(size.to_string())

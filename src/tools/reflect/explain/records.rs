@@ -8,6 +8,7 @@
 
 use crate::codec::records::legacy::{Entries, Entry, LegacyMessage, LegacyMessages};
 use crate::codec::records::{Attributes, Compression, ControlRecordType, Record, RecordBatch, TimestampType};
+use crate::codec::wire::varint;
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -305,17 +306,12 @@ fn records_node(b: &RecordBatch<'_>, p: Place) -> Node {
     node
 }
 
-/// Bytes of the varint at `pos` (at most 10).
+/// Bytes of the varint at `pos` (at most 10; to the end of `bytes` where none ends there).
 fn varint_len(bytes: &[u8], pos: usize) -> usize {
-    let mut n = 0;
-    while n < 10 {
-        let Some(&b) = bytes.get(pos + n) else { break };
-        n += 1;
-        if b & 0x80 == 0 {
-            break;
-        }
+    match varint::uvarlong(bytes, pos) {
+        Ok((_, end)) => end - pos,
+        Err(_) => bytes.len().saturating_sub(pos).min(varint::MAX_VARLONG_LEN),
     }
-    n
 }
 
 /// A byte string for the tree: quoted when it is printable UTF-8, else in hex; cut when long.
@@ -344,7 +340,7 @@ fn len_note(b: Option<&[u8]>) -> String {
 /// The node of one record and its length on the wire.
 fn record_node(r: &Record<'_>, i: usize, section: &[u8], pos: usize, p: Place) -> (Node, usize) {
     let len_bytes = varint_len(section, pos);
-    let body_len = r_len(section, pos, len_bytes);
+    let body_len = r_len(section, pos);
     let total = len_bytes + body_len;
     let summary = if r.is_control() {
         format!("offset {}, control", r.offset())
@@ -480,14 +476,9 @@ fn take(c: &mut usize, n: usize) -> usize {
     at
 }
 
-/// The record length at `pos` (zigzag varint of `n` bytes), as kwire accepted it.
-fn r_len(section: &[u8], pos: usize, n: usize) -> usize {
-    let mut v: u64 = 0;
-    for (k, b) in section.iter().skip(pos).take(n).enumerate() {
-        v |= u64::from(b & 0x7f) << (7 * k);
-    }
-    let v = (v as u32 >> 1) as i32 ^ -((v & 1) as i32);
-    usize::try_from(v).unwrap_or(0)
+/// The record length at `pos` (a zigzag varint), as kwire accepted it.
+fn r_len(section: &[u8], pos: usize) -> usize {
+    varint::varint(section, pos).map_or(0, |(v, _)| usize::try_from(v).unwrap_or(0))
 }
 
 /// The whole length of a legacy entry: offset, size, then the message.
