@@ -151,8 +151,9 @@ impl<'a> Rd<'a> {
         a.copy_from_slice(self.bytes(N)?);
         Ok(a)
     }
-    fn wire<T>(&mut self, read: fn(&[u8], usize) -> Result<(T, usize), VarintError>) -> Result<T, ErrorKind> {
-        match read(self.b, self.p) {
+    /// Moves past a varint the wire layer read at the current position.
+    fn wire<T>(&mut self, read: Result<(T, usize), VarintError>) -> Result<T, ErrorKind> {
+        match read {
             Ok((v, p)) => {
                 self.p = p;
                 Ok(v)
@@ -165,10 +166,10 @@ impl<'a> Rd<'a> {
         }
     }
     fn varint(&mut self) -> Result<i32, ErrorKind> {
-        self.wire(varint::varint)
+        self.wire(varint::varint(self.b, self.p))
     }
     fn varlong(&mut self) -> Result<i64, ErrorKind> {
-        self.wire(varint::varlong)
+        self.wire(varint::varlong(self.b, self.p))
     }
     fn nullable(&mut self) -> Result<Option<Vec<u8>>, ErrorKind> {
         match self.varint()? {

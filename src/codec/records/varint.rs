@@ -124,8 +124,7 @@ pub(crate) fn put_varlong(buf: &mut [u8], pos: &mut usize, v: i64) {
 }
 
 fn put_uvarlong(buf: &mut [u8], pos: &mut usize, u: u64) {
-    let (b, n) = varint::uvarlong_bytes(u);
-    put_bytes(buf, pos, &b[..n]);
+    *pos = varint::put_uvarlong(buf, *pos, u).unwrap_or(*pos + varint::uvarlong_len(u));
 }
 
 /// Writes bytes at `buf[*pos..]`; the caller has sized `buf`.

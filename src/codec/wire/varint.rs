@@ -182,6 +182,19 @@ pub(crate) const fn uvarlong_bytes(mut v: u64) -> ([u8; MAX_VARLONG_LEN], usize)
     (out, n + 1)
 }
 
+/// Writes the unsigned varlong `v` (or a varint: `u64::from` it) at `buf[pos..]`, a byte at a
+/// time; the position after it, or `None` when it does not fit (some bytes may be written).
+#[inline]
+pub(crate) fn put_uvarlong(buf: &mut [u8], mut pos: usize, mut v: u64) -> Option<usize> {
+    while v >= 0x80 {
+        *buf.get_mut(pos)? = (v as u8) | 0x80;
+        v >>= 7;
+        pos += 1;
+    }
+    *buf.get_mut(pos)? = v as u8;
+    Some(pos + 1)
+}
+
 /// Appends the unsigned varint `v`.
 #[cfg(feature = "alloc")]
 #[inline]
@@ -207,6 +220,10 @@ mod tests {
         for v in [0u64, 1, 0x7f, 0x80, 0x3fff, 0x4000, 0xffff_ffff, 1 << 35, u64::MAX] {
             let (b, n) = uvarlong_bytes(v);
             assert_eq!(n, uvarlong_len(v));
+            let mut put = [0u8; MAX_VARLONG_LEN];
+            assert_eq!(put_uvarlong(&mut put, 0, v), Some(n));
+            assert_eq!(put[..n], b[..n]);
+            assert_eq!(put_uvarlong(&mut put[..n - 1], 0, v), None, "one byte short");
             assert_eq!(uvarlong(&b[..n], 0), Ok((v, n)));
             if let Ok(v32) = u32::try_from(v) {
                 assert_eq!(n, uvarint_len(v32));

@@ -4,7 +4,7 @@ use crate::codec::error::EncodeError;
 use crate::codec::types::{RawTaggedField, Uuid};
 
 use super::MAX_STRING_LEN;
-use super::varint::{uvarint_len, uvarlong_bytes, zigzag32, zigzag64};
+use super::varint::{put_uvarlong, uvarint_len, zigzag32, zigzag64};
 
 /// Size of a string of `len` bytes with its prefix; checks the 32767-byte limit.
 #[inline]
@@ -277,14 +277,16 @@ impl<'b> Writer<'b> {
             self.byte(v as u8);
             return;
         }
-        let (b, n) = uvarlong_bytes(u64::from(v));
-        self.put(&b[..n]);
+        self.uvarlong(u64::from(v));
     }
 
     /// Writes an unsigned varlong.
+    #[inline]
     pub fn uvarlong(&mut self, v: u64) {
-        let (b, n) = uvarlong_bytes(v);
-        self.put(&b[..n]);
+        match put_uvarlong(self.buf, self.pos, v) {
+            Some(pos) => self.pos = pos,
+            None => self.ok = false,
+        }
     }
 
     /// Writes a zig-zag varint.
