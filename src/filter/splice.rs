@@ -16,7 +16,7 @@ use crate::codec::dispatch;
 pub use crate::codec::entities::EntityKind;
 use crate::codec::entities::{self, EntityField, Found, WalkFn};
 use crate::codec::error::DecodeError;
-use crate::codec::frame::FrameError;
+use crate::codec::frame::{FrameError, size_prefix};
 use crate::codec::messages::entity_walker;
 use crate::codec::wire::MAX_STRING_LEN;
 use crate::codec::wire::varint::{push_uvarint, uvarint_len};
@@ -168,12 +168,10 @@ fn bare(frame: &[u8], sized: bool) -> Result<&[u8], SpliceError> {
     if !sized {
         return Ok(frame);
     }
-    match frame.split_first_chunk::<4>() {
-        Some((size, rest)) if i32::from_be_bytes(*size) as usize == rest.len() => Ok(rest),
-        Some((size, rest)) => {
-            Err(SpliceError::Size { declared: i32::from_be_bytes(*size), actual: rest.len() })
-        }
-        None => Err(SpliceError::Size { declared: -1, actual: frame.len() }),
+    match (size_prefix(frame), frame.get(4..)) {
+        (Some(size), Some(rest)) if size as usize == rest.len() => Ok(rest),
+        (Some(declared), Some(rest)) => Err(SpliceError::Size { declared, actual: rest.len() }),
+        _ => Err(SpliceError::Size { declared: -1, actual: frame.len() }),
     }
 }
 

@@ -13,7 +13,7 @@
 #[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 
-use super::attributes::Compression;
+use super::Compression;
 use super::error::{Error, ErrorKind};
 
 #[cfg(any(feature = "gzip", feature = "zstd"))]

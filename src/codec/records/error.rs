@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use super::attributes::Compression;
+use super::Compression;
 
 /// What was wrong with a batch, a record, or a compressed payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

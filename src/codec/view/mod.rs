@@ -17,8 +17,9 @@ use crate::codec::wire::Reader;
 mod array;
 mod bytes;
 
-pub use array::*;
-pub use bytes::*;
+pub use array::{ArrayIter, ArrayView, Element, Layout};
+pub(crate) use array::{check_array, check_nullable_array, fast_array, fixed_end, private};
+pub use bytes::{Fixed, Src};
 
 /// Checks the front of `bytes` as a body at `ver` with `check`, which returns the offsets
 /// the body's view keeps. Returns the body's bytes (every byte must be valid), its version,
