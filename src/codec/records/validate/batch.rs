@@ -65,7 +65,7 @@ fn frame(rest: &[u8]) -> Result<Option<(usize, i8)>, ValidateError> {
 }
 
 /// Validates one Produce partition's `records` (its whole field) and assigns offsets in
-/// place; see the [module documentation](self).
+/// place; see the [module documentation](super).
 ///
 /// `scratch` receives a compressed batch's records while they are checked; its length is
 /// the inflate limit (an uncompressed batch does not touch it). `on_record_error` is called

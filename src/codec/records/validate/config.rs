@@ -9,7 +9,7 @@ pub enum TopicCompression {
     #[default]
     Producer,
     /// A fixed codec (`uncompressed` is [`Compression::None`]): a batch in another codec would
-    /// be rebuilt by Kafka ([`ValidateError::ConversionRequired`] here).
+    /// be rebuilt by Kafka ([`ValidateError::ConversionRequired`](super::ValidateError::ConversionRequired) here).
     Codec(Compression),
 }
 
@@ -86,7 +86,7 @@ impl ProducerInfo {
     }
 }
 
-/// The outcome of a successful [`validate_and_assign`].
+/// The outcome of a successful [`validate_and_assign`](super::validate_and_assign).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Validated {
     /// Offset of the first record (the configured base offset).

@@ -191,7 +191,7 @@ impl<'a> Reader<'a> {
         self.array(field).map(Uuid)
     }
 
-    /// Reads an unsigned varint of at most 32 bits (see [`super::varint`] for the overflow
+    /// Reads an unsigned varint of at most 32 bits (see `wire/varint.rs` for the overflow
     /// policy: at most five bytes; bits of the fifth beyond 32 are dropped, as in Kafka).
     #[inline]
     pub fn uvarint(&mut self, field: &'static str) -> Result<u32, DecodeError> {
