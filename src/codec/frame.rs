@@ -56,6 +56,35 @@ pub fn split_frame(buf: &[u8], max_size: usize) -> Result<FrameStatus<'_>, Frame
     }
 }
 
+/// The size a frame's prefix declares: the int32 at the front of `buf` (a stream buffer or
+/// a frame with its prefix), as sent (it may be negative; [`split_frame`] checks it).
+/// `None` before four bytes are there.
+#[inline]
+pub fn size_prefix(buf: &[u8]) -> Option<i32> {
+    buf.first_chunk::<4>().map(|b| i32::from_be_bytes(*b))
+}
+
+/// The API key a request frame (after its size prefix) starts with, as sent; `None` before
+/// two bytes are there.
+#[inline]
+pub fn request_api_key(frame: &[u8]) -> Option<i16> {
+    frame.first_chunk::<2>().map(|b| i16::from_be_bytes(*b))
+}
+
+/// The API key, API version and correlation id a request frame (after its size prefix)
+/// starts with, as sent; `None` before eight bytes are there.
+#[inline]
+pub fn request_ids(frame: &[u8]) -> Option<(i16, i16, i32)> {
+    peek_ids(frame).ok()
+}
+
+/// The correlation id a response frame (after its size prefix) starts with; `None` before
+/// four bytes are there.
+#[inline]
+pub fn response_correlation_id(frame: &[u8]) -> Option<i32> {
+    frame.first_chunk::<4>().map(|b| i32::from_be_bytes(*b))
+}
+
 /// Why a frame could not be split, parsed or dispatched: the one error type of framing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
