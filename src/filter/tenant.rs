@@ -1,11 +1,12 @@
 //! [`Tenant`]: one connection's tenant of a virtual cluster, from the schemas' entity marks.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::splice::{Edit, Parts, splice_parts};
+use super::tenant_admin::{self, Pending};
 use super::topic_names::Book;
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
@@ -76,15 +77,11 @@ pub(crate) fn refusal(api: ApiKey) -> Option<&'static str> {
         | AlterShareGroupOffsets
         | DeleteShareGroupOffsets
         | StreamsGroupTopologyDescriptionUpdate => None,
-        // Config and ACL resources, quotas, SCRAM credentials and the config resources'
-        // listing name entities in fields without marks.
-        DescribeConfigs
-        | AlterConfigs
-        | IncrementalAlterConfigs
-        | DescribeAcls
-        | CreateAcls
-        | DeleteAcls
-        | DescribeClientQuotas
+        // Config and ACL resources: rewritten and narrowed by `tenant_admin`.
+        DescribeConfigs | AlterConfigs | IncrementalAlterConfigs | DescribeAcls | CreateAcls | DeleteAcls => None,
+        // Quotas, SCRAM credentials and the config resources' listing name entities in
+        // fields without marks.
+        DescribeClientQuotas
         | AlterClientQuotas
         | DescribeUserScramCredentials
         | AlterUserScramCredentials
@@ -144,6 +141,9 @@ pub(crate) fn topic_id(field: &reflect::FieldSchema) -> bool {
     matches!(field.ty, FieldType::Uuid) && field.name == "TopicId"
 }
 
+/// The most config and ACL requests one connection has in flight.
+const MAX_IN_FLIGHT: usize = 1024;
+
 /// The most stand-in ids one connection keeps (see [`StandIns`]).
 const MAX_STAND_INS: usize = 4096;
 
@@ -187,7 +187,7 @@ impl StandIns {
 
 /// What a field's strings are to a tenant.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Names {
+pub(super) enum Names {
     /// Not entities of a tenant.
     Not,
     /// Topic names.
@@ -207,7 +207,7 @@ fn names(api: ApiKey, field: &reflect::FieldSchema) -> Names {
 /// Whether an entity's name passes as it is, both ways: empty (Kafka's "no group"), or a
 /// topic named `.` or `..`, which Kafka refuses (INVALID_TOPIC_EXCEPTION) and so never
 /// holds, whereas the prefix would make a valid name of it (`tenant-a..`).
-fn as_is(kind: Names, name: &str) -> bool {
+pub(super) fn as_is(kind: Names, name: &str) -> bool {
     name.is_empty() || (kind == Names::Topics && matches!(name, "." | ".."))
 }
 
@@ -297,6 +297,8 @@ pub struct Tenant {
     /// Per API key (by its `i16`), whether its requests and its responses name entities.
     requests: [bool; 128],
     responses: [bool; 128],
+    /// Config and ACL requests sent on, by correlation id, with what their answers need.
+    admin: VecDeque<(i32, Pending)>,
 }
 
 impl core::fmt::Debug for Tenant {
@@ -327,6 +329,7 @@ impl Tenant {
             stand_ins: StandIns::default(),
             requests: [false; 128],
             responses: [false; 128],
+            admin: VecDeque::new(),
         };
         for &api in ApiKey::ALL {
             if let Ok(i) = usize::try_from(api.to_i16())
@@ -365,7 +368,7 @@ fn prefix_of(source: &mut Source) -> Option<&str> {
 
 impl Filter for Tenant {
     fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
-        refusal(api_key).is_some() || Tenant::carries(&self.requests, api_key)
+        refusal(api_key).is_some() || tenant_admin::handles(api_key) || Tenant::carries(&self.requests, api_key)
     }
 
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
@@ -383,6 +386,20 @@ impl Filter for Tenant {
             ));
         };
         let (version, body) = (request.header.api_version(), request.body.as_bytes());
+        if tenant_admin::handles(api) {
+            if self.admin.len() >= MAX_IN_FLIGHT {
+                return RequestAction::Close(alloc::format!(
+                    "a tenant has more than {MAX_IN_FLIGHT} config and ACL requests in flight"
+                ));
+            }
+            return match tenant_admin::request(api, version, body, prefix) {
+                Ok((body, pending)) => {
+                    self.admin.push_back((request.header.correlation_id(), pending));
+                    RequestAction::RewriteBody(body)
+                }
+                Err(e) => RequestAction::Close(e),
+            };
+        }
         let header = request.header.as_bytes();
         match splice(Way::ToBroker, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
             Some(Ok(None)) => return RequestAction::Pass,
@@ -398,7 +415,7 @@ impl Filter for Tenant {
     }
 
     fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
-        Tenant::carries(&self.responses, api_key)
+        tenant_admin::handles(api_key) || Tenant::carries(&self.responses, api_key)
     }
 
     fn on_response<'a>(&mut self, exchange: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
@@ -411,6 +428,19 @@ impl Filter for Tenant {
             ));
         };
         let (version, body) = (exchange.api_version, response.body.as_bytes());
+        if tenant_admin::handles(api) {
+            // Answers come in the order of their requests.
+            let Some((id, pending)) = self.admin.pop_front() else {
+                return ResponseAction::Close(alloc::format!("a {} answer to no request", api.name()));
+            };
+            if id != exchange.correlation_id {
+                return ResponseAction::Close(alloc::format!("a {} answer out of order", api.name()));
+            }
+            return match tenant_admin::response(api, version, body, prefix, pending) {
+                Ok(body) => ResponseAction::RewriteBody(body),
+                Err(e) => ResponseAction::Close(e),
+            };
+        }
         let header = response.header.as_bytes();
         match splice(Way::ToClient, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
             Some(Ok(None)) => return ResponseAction::Pass,
@@ -711,7 +741,7 @@ fn unprefix(kind: Names, name: &mut String, prefix: &str, changed: &mut bool) ->
 /// Takes the prefix off the names in a broker's error message ("the length of
 /// 'tenant-a.orders' is ..."): every occurrence that starts a name, i.e. that does not
 /// follow a character Kafka allows in a topic name.
-fn unprefix_message(text: &mut String, prefix: &str, changed: &mut bool) {
+pub(super) fn unprefix_message(text: &mut String, prefix: &str, changed: &mut bool) {
     if !text.contains(prefix) {
         return;
     }
