@@ -1220,7 +1220,12 @@ fn offset_commits_and_listings_are_answered_in_part() {
 }
 
 /// One request through a connection and its answer's body, parsed.
-fn ask<'f>(c: &mut TcpStream, body: &impl AnyBody, version: i16, frame: &'f mut Vec<u8>) -> ResponseBodyView<'f> {
+fn ask<'f>(
+    c: &mut TcpStream,
+    body: &impl AnyBody,
+    version: i16,
+    frame: &'f mut Vec<u8>,
+) -> ResponseBodyView<'f> {
     send(c, body, version, 9);
     *frame = read_frame(c).unwrap();
     dispatch::parse_response(frame, body.api_key(), version).unwrap().body
@@ -1274,7 +1279,9 @@ fn set_retention(c: &mut TcpStream, topics: &[&str], value: &str) -> Vec<(String
         .collect();
     let request = IncrementalAlterConfigsRequest { resources: (&resources[..]).into(), ..Default::default() };
     let mut frame = Vec::new();
-    let ResponseBodyView::IncrementalAlterConfigs(view) = ask(c, &request, 1, &mut frame) else { unreachable!() };
+    let ResponseBodyView::IncrementalAlterConfigs(view) = ask(c, &request, 1, &mut frame) else {
+        unreachable!()
+    };
     view.responses().iter().map(|r| (r.resource_name().to_string(), r.error_code())).collect()
 }
 
@@ -1327,8 +1334,11 @@ fn describe_acls(c: &mut TcpStream, ty: i8, name: Option<&str>, pattern: i8) -> 
     (view.error_code(), found)
 }
 
+/// A binding as an answer names it: (resource type, name, pattern type).
+type Binding = (i8, String, i8);
+
 /// DeleteAcls v3: per filter, its error code and the bindings it deleted, sorted.
-fn delete_acls(c: &mut TcpStream, filters: &[(i8, Option<&str>, i8)]) -> Vec<(i16, Vec<(i8, String, i8)>)> {
+fn delete_acls(c: &mut TcpStream, filters: &[(i8, Option<&str>, i8)]) -> Vec<(i16, Vec<Binding>)> {
     use kwire::messages::delete_acls::DeleteAclsFilter;
     let filters: Vec<_> = filters
         .iter()
@@ -1382,7 +1392,10 @@ fn tenants_have_configs_and_acls_of_their_own() {
     let (any, matching, literal, prefixed) = (1i8, 2i8, 3i8, 4i8);
     let rt = runtime();
     let config = kwire::broker::Config {
-        authorizer: Some(kwire::broker::Authorizer { super_users: vec!["User:admin".into()], ..Default::default() }),
+        authorizer: Some(kwire::broker::Authorizer {
+            super_users: vec!["User:admin".into()],
+            ..Default::default()
+        }),
         // DescribeAcls needs DESCRIBE on the cluster; the proxies connect as ANONYMOUS.
         acls: vec![kwire::broker::Acl {
             resource_type: cluster,
@@ -1429,26 +1442,30 @@ fn tenants_have_configs_and_acls_of_their_own() {
         describe_retention(&mut a, &[(topic, "tenant-b.orders")]),
         [(topic, "tenant-b.orders".to_string(), unknown, None)]
     );
-    assert_eq!(set_retention(&mut a, &["tenant-b.orders", "orders"], "3000"), [
-        ("tenant-b.orders".to_string(), unknown),
-        ("orders".to_string(), 0)
-    ]);
-    assert_eq!(describe_retention(&mut direct, &[(topic, "tenant-b.orders"), (topic, "tenant-a.orders")]), [
-        (topic, "tenant-b.orders".to_string(), 0, Some("2000".to_string())),
-        (topic, "tenant-a.orders".to_string(), 0, Some("3000".to_string())),
-    ]);
+    assert_eq!(
+        set_retention(&mut a, &["tenant-b.orders", "orders"], "3000"),
+        [("tenant-b.orders".to_string(), unknown), ("orders".to_string(), 0)]
+    );
+    assert_eq!(
+        describe_retention(&mut direct, &[(topic, "tenant-b.orders"), (topic, "tenant-a.orders")]),
+        [
+            (topic, "tenant-b.orders".to_string(), 0, Some("2000".to_string())),
+            (topic, "tenant-a.orders".to_string(), 0, Some("3000".to_string())),
+        ]
+    );
     // Broker configs: refused per entry, in its place; the broker answers the rest.
     let refused = ErrorCode::ClusterAuthorizationFailed.to_i16();
-    assert_eq!(describe_retention(&mut a, &[(4, "1"), (topic, "orders")]), [
-        (4, "1".to_string(), refused, None),
-        own("3000")
-    ]);
+    assert_eq!(
+        describe_retention(&mut a, &[(4, "1"), (topic, "orders")]),
+        [(4, "1".to_string(), refused, None), own("3000")]
+    );
 
     // ACLs: nothing granted yet.
     assert!(!anonymous_reads(broker.addr(), "tenant-a.orders"));
-    assert_eq!(allow_anonymous_reads(&mut a, &[(topic, "orders", literal), (cluster, "kafka-cluster", literal)]), [
-        0, refused
-    ]);
+    assert_eq!(
+        allow_anonymous_reads(&mut a, &[(topic, "orders", literal), (cluster, "kafka-cluster", literal)]),
+        [0, refused]
+    );
     assert!(anonymous_reads(broker.addr(), "tenant-a.orders"), "A's ACL grants on the broker");
     assert!(!anonymous_reads(broker.addr(), "tenant-b.orders"), "and on A's topic only");
     assert_eq!(allow_anonymous_reads(&mut b, &[(topic, "*", literal), (group, "g", prefixed)]), [0, 0]);
@@ -1457,13 +1474,16 @@ fn tenants_have_configs_and_acls_of_their_own() {
     // On the broker: every binding in its tenant's prefix, B's `*` as PREFIXED.
     let (code, all) = describe_acls(&mut direct, any, None, any);
     assert_eq!(code, 0);
-    assert_eq!(all, [
-        (topic, "tenant-a.ord".to_string(), prefixed),
-        (topic, "tenant-a.orders".to_string(), literal),
-        (topic, "tenant-b.".to_string(), prefixed),
-        (group, "tenant-b.g".to_string(), prefixed),
-        (cluster, "kafka-cluster".to_string(), literal),
-    ]);
+    assert_eq!(
+        all,
+        [
+            (topic, "tenant-a.ord".to_string(), prefixed),
+            (topic, "tenant-a.orders".to_string(), literal),
+            (topic, "tenant-b.".to_string(), prefixed),
+            (group, "tenant-b.g".to_string(), prefixed),
+            (cluster, "kafka-cluster".to_string(), literal),
+        ]
+    );
     // Described through the proxy: each its own, as it made them.
     let mine_a = vec![(topic, "ord".to_string(), prefixed), (topic, "orders".to_string(), literal)];
     assert_eq!(describe_acls(&mut a, any, None, any), (0, mine_a.clone()));
@@ -1473,28 +1493,31 @@ fn tenants_have_configs_and_acls_of_their_own() {
         describe_acls(&mut b, any, None, any),
         (0, vec![(topic, "*".to_string(), literal), (group, "g".to_string(), prefixed)])
     );
-    assert_eq!(describe_acls(&mut b, topic, Some("orders"), matching), (0, vec![(topic, "*".to_string(), literal)]));
+    assert_eq!(
+        describe_acls(&mut b, topic, Some("orders"), matching),
+        (0, vec![(topic, "*".to_string(), literal)])
+    );
     assert_eq!(describe_acls(&mut a, cluster, None, any), (refused, vec![]));
 
     // Deleted through the proxy: a filter without a name is refused and deletes nothing;
     // A's MATCH deletes A's two and not B's `*`, which matches the broker-side name too.
     let invalid = ErrorCode::InvalidRequest.to_i16();
-    assert_eq!(delete_acls(&mut a, &[(any, None, any), (topic, Some("orders"), matching)]), [
-        (invalid, vec![]),
-        (0, mine_a)
-    ]);
+    assert_eq!(
+        delete_acls(&mut a, &[(any, None, any), (topic, Some("orders"), matching)]),
+        [(invalid, vec![]), (0, mine_a)]
+    );
     assert!(!anonymous_reads(broker.addr(), "tenant-a.orders"));
     assert!(anonymous_reads(broker.addr(), "tenant-b.orders"));
     assert_eq!(describe_acls(&mut direct, topic, None, any).1, [(topic, "tenant-b.".to_string(), prefixed)]);
-    assert_eq!(delete_acls(&mut b, &[(topic, Some("*"), literal), (cluster, Some("kafka-cluster"), literal)]), [
-        (0, vec![(topic, "*".to_string(), literal)]),
-        (refused, vec![])
-    ]);
+    assert_eq!(
+        delete_acls(&mut b, &[(topic, Some("*"), literal), (cluster, Some("kafka-cluster"), literal)]),
+        [(0, vec![(topic, "*".to_string(), literal)]), (refused, vec![])]
+    );
     assert!(!anonymous_reads(broker.addr(), "tenant-b.orders"));
-    assert_eq!(describe_acls(&mut direct, any, None, any).1, [
-        (group, "tenant-b.g".to_string(), prefixed),
-        (cluster, "kafka-cluster".to_string(), literal)
-    ]);
+    assert_eq!(
+        describe_acls(&mut direct, any, None, any).1,
+        [(group, "tenant-b.g".to_string(), prefixed), (cluster, "kafka-cluster".to_string(), literal)]
+    );
     rt.block_on(proxy_a.shutdown_within(Duration::from_secs(5)));
     rt.block_on(proxy_b.shutdown_within(Duration::from_secs(5)));
 }

@@ -828,7 +828,9 @@ fn admin_resources(key: ApiKey, version: i16, body: &[u8]) -> Vec<(i8, Option<St
         _ => Vec::new(),
     };
     match key {
-        ApiKey::CreateAcls => items("Creations").iter().map(|s| pair(s, "ResourceType", "ResourceName")).collect(),
+        ApiKey::CreateAcls => {
+            items("Creations").iter().map(|s| pair(s, "ResourceType", "ResourceName")).collect()
+        }
         ApiKey::DeleteAcls => {
             items("Filters").iter().map(|s| pair(s, "ResourceTypeFilter", "ResourceNameFilter")).collect()
         }
@@ -861,7 +863,11 @@ fn configs_and_acls_reach_the_broker_only_in_the_prefix() {
                     Verdict::Replace(new) => new,
                     // A name the prefix pushes past what a string holds.
                     Verdict::Close(why) => {
-                        assert!(why.contains("too long") || why.contains("long"), "{} v{version}: {why}", key.name());
+                        assert!(
+                            why.contains("too long") || why.contains("long"),
+                            "{} v{version}: {why}",
+                            key.name()
+                        );
                         continue;
                     }
                     other => panic!("{} v{version}: {other:?}", key.name()),
@@ -869,11 +875,17 @@ fn configs_and_acls_reach_the_broker_only_in_the_prefix() {
                 checked += 1;
                 for (ty, name) in admin_resources(key, version, &body_of(&sent, key, version, true)) {
                     let what = format!("{} v{version}: ({ty}, {name:?})", key.name());
-                    let configs = matches!(key, ApiKey::DescribeConfigs | ApiKey::AlterConfigs | ApiKey::IncrementalAlterConfigs);
+                    let configs = matches!(
+                        key,
+                        ApiKey::DescribeConfigs | ApiKey::AlterConfigs | ApiKey::IncrementalAlterConfigs
+                    );
                     if configs {
                         assert!(ty == 2 || ty == 32, "{what}");
                         let n = name.as_deref().unwrap();
-                        assert!(n.is_empty() || (ty == 2 && matches!(n, "." | "..")) || n.starts_with(PREFIX), "{what}");
+                        assert!(
+                            n.is_empty() || (ty == 2 && matches!(n, "." | "..")) || n.starts_with(PREFIX),
+                            "{what}"
+                        );
                     } else if key == ApiKey::DescribeAcls && name.is_none() {
                         assert!(matches!(ty, 1 | 2 | 3 | 5), "{what}");
                     } else {
@@ -901,10 +913,10 @@ fn group_configs_are_prefixed_and_client_metrics_refused() {
     let request = DescribeConfigsRequest { resources: (&resources[..]).into(), ..Default::default() };
     let mut chain = chain(Tenant::new(PREFIX));
     let Verdict::Replace(sent) = chain.on_request(&request_frame(&request, 4)) else { panic!("rewritten") };
-    assert_eq!(admin_resources(ApiKey::DescribeConfigs, 4, &body_of(&sent, ApiKey::DescribeConfigs, 4, true)), [(
-        32,
-        Some("tenant-a.g".to_string())
-    )]);
+    assert_eq!(
+        admin_resources(ApiKey::DescribeConfigs, 4, &body_of(&sent, ApiKey::DescribeConfigs, 4, true)),
+        [(32, Some("tenant-a.g".to_string()))]
+    );
     let result = |name: &'static str| DescribeConfigsResult {
         resource_type: 32,
         resource_name: name.into(),
@@ -913,18 +925,26 @@ fn group_configs_are_prefixed_and_client_metrics_refused() {
     };
     let results = [result("tenant-a.g"), result("tenant-b.g")];
     let response = DescribeConfigsResponse { results: (&results[..]).into(), ..Default::default() };
-    let Verdict::Replace(got) = chain.on_response(&response_frame(&response, 4), ApiKey::DescribeConfigs, 4) else {
+    let Verdict::Replace(got) = chain.on_response(&response_frame(&response, 4), ApiKey::DescribeConfigs, 4)
+    else {
         panic!("rewritten")
     };
     let view = DescribeConfigsResponseView::new(&got[4 + 1..], 4).unwrap();
     let got: Vec<_> = view
         .results()
         .iter()
-        .map(|r| (r.resource_type(), r.resource_name().to_string(), r.error_code(), r.error_message().map(str::to_string)))
+        .map(|r| {
+            (
+                r.resource_type(),
+                r.resource_name().to_string(),
+                r.error_code(),
+                r.error_message().map(str::to_string),
+            )
+        })
         .collect();
-    assert_eq!(got, [
-        (32, "g".to_string(), 0, Some("group g".to_string())),
-        (16, "m".to_string(), 31, got[1].3.clone()),
-    ]);
+    assert_eq!(
+        got,
+        [(32, "g".to_string(), 0, Some("group g".to_string())), (16, "m".to_string(), 31, got[1].3.clone()),]
+    );
     assert!(got[1].3.as_deref().is_some_and(|m| m.contains("client-metrics")), "{got:?}");
 }

@@ -19,7 +19,6 @@ use alloc::borrow::ToOwned;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::tenant::{Names, as_is, unprefix_message};
 use crate::ApiKey;
 use crate::tools::reflect::value::{Encoding, StructValue, Value};
 use crate::tools::reflect::{self, FieldType, MessageSchema, StructSchema};
@@ -57,18 +56,24 @@ const MAX_DELETE_FILTERS: usize = 4096;
 /// Whether [`request`] and [`response`] decide this API.
 pub(super) fn handles(api: ApiKey) -> bool {
     use ApiKey::*;
-    matches!(api, DescribeConfigs | AlterConfigs | IncrementalAlterConfigs | DescribeAcls | CreateAcls | DeleteAcls)
+    matches!(
+        api,
+        DescribeConfigs | AlterConfigs | IncrementalAlterConfigs | DescribeAcls | CreateAcls | DeleteAcls
+    )
 }
 
 /// An error code and message for an entry the proxy answers itself.
 #[derive(Clone, Debug)]
 pub(super) struct Why(i16, String);
 
+/// An entry refused by its position in the request, with the config resource it named.
+pub(super) type Refused = (usize, Why, Option<(i8, String)>);
+
 /// What the answer to a rewritten request needs.
 #[derive(Debug)]
 pub(super) enum Pending {
     /// Entries refused by position in the request, with the resource they named (configs).
-    Entries(Vec<(usize, Why, Option<(i8, String)>)>),
+    Entries(Vec<Refused>),
     /// DescribeAcls: the tenant's filter, or why it was refused.
     Describe(Result<AclFilter, Why>),
     /// DeleteAcls: per filter of the tenant's, the number of broker filters it became, or
@@ -147,7 +152,12 @@ fn arrays(api: ApiKey) -> (&'static str, &'static str) {
 
 /// Rewrites a request of an API [`handles`] decides: the body to send and what its answer
 /// needs. `Err` closes the connection (a body that does not decode or encode).
-pub(super) fn request(api: ApiKey, version: i16, body: &[u8], prefix: &str) -> Result<(Vec<u8>, Pending), String> {
+pub(super) fn request(
+    api: ApiKey,
+    version: i16,
+    body: &[u8],
+    prefix: &str,
+) -> Result<(Vec<u8>, Pending), String> {
     let schema = reflect::request_schema(api);
     let fail = |e: &dyn core::fmt::Display| alloc::format!("a tenant's {} request: {e}", api.name());
     let mut value = StructValue::decode_body(schema, version, body).map_err(|e| fail(&e))?;
@@ -176,8 +186,12 @@ pub(super) fn response(
     let fail = |e: &dyn core::fmt::Display| alloc::format!("a tenant's {} answer: {e}", api.name());
     let mut value = StructValue::decode_body(schema, version, body).map_err(|e| fail(&e))?;
     match pending {
-        Pending::Entries(refused) => entries_response(api, &mut value, prefix, refused).map_err(|e| fail(&e))?,
-        Pending::Describe(filter) => describe_acls_response(&mut value, prefix, filter).map_err(|e| fail(&e))?,
+        Pending::Entries(refused) => {
+            entries_response(api, &mut value, prefix, refused).map_err(|e| fail(&e))?
+        }
+        Pending::Describe(filter) => {
+            describe_acls_response(&mut value, prefix, filter).map_err(|e| fail(&e))?
+        }
         Pending::Delete(groups) => delete_acls_response(&mut value, prefix, groups).map_err(|e| fail(&e))?,
     }
     unprefix_messages(&mut value, prefix);
@@ -246,7 +260,7 @@ fn entries_response(
     api: ApiKey,
     value: &mut StructValue,
     prefix: &str,
-    refused: Vec<(usize, Why, Option<(i8, String)>)>,
+    refused: Vec<Refused>,
 ) -> Result<(), String> {
     let (_, name) = arrays(api);
     let schema = item_schema(value.schema, name).ok_or("no entries")?;
@@ -355,8 +369,10 @@ fn exact(pattern: i8, name: Option<&str>, prefix: &str) -> Result<Vec<(i8, Strin
                     alloc::format!("a MATCH filter's name is longer than {MAX_MATCH_NAME} bytes"),
                 ));
             }
-            let mut v: Vec<(i8, String)> =
-                [to_broker(LITERAL, n, prefix), to_broker(LITERAL, "*", prefix)].into_iter().flatten().collect();
+            let mut v: Vec<(i8, String)> = [to_broker(LITERAL, n, prefix), to_broker(LITERAL, "*", prefix)]
+                .into_iter()
+                .flatten()
+                .collect();
             for (k, c) in n.char_indices() {
                 v.extend(to_broker(PREFIXED, &n[..k + c.len_utf8()], prefix));
             }
@@ -377,9 +393,14 @@ fn create_acls_request(value: &mut StructValue, prefix: &str) -> Result<Pending,
         let pattern = int8(&c, "ResourcePatternType").unwrap_or(LITERAL);
         let name = string(&c, "ResourceName").ok_or("a creation without a resource name")?;
         let mapped = match acl_types(ty) {
-            Ok(_) if ty == ACL_ANY => Err(Why(INVALID_REQUEST, "a binding's resource type may not be ANY".to_owned())),
+            Ok(_) if ty == ACL_ANY => {
+                Err(Why(INVALID_REQUEST, "a binding's resource type may not be ANY".to_owned()))
+            }
             Ok(_) => to_broker(pattern, &name, prefix).ok_or_else(|| {
-                Why(INVALID_REQUEST, "a binding needs a resource name and a LITERAL or PREFIXED pattern".to_owned())
+                Why(
+                    INVALID_REQUEST,
+                    "a binding needs a resource name and a LITERAL or PREFIXED pattern".to_owned(),
+                )
             }),
             Err(why) => Err(why),
         };
@@ -432,7 +453,11 @@ fn describe_acls_request(value: &mut StructValue, prefix: &str) -> Pending {
     Pending::Describe(Ok(filter))
 }
 
-fn describe_acls_response(value: &mut StructValue, prefix: &str, filter: Result<AclFilter, Why>) -> Result<(), String> {
+fn describe_acls_response(
+    value: &mut StructValue,
+    prefix: &str,
+    filter: Result<AclFilter, Why>,
+) -> Result<(), String> {
     let resources = structs(take(value, "Resources")?)?;
     let filter = match filter {
         Ok(f) => f,
@@ -469,7 +494,10 @@ fn delete_acls_request(value: &mut StructValue, prefix: &str) -> Result<Pending,
         let filter = filter_of(&f)?;
         let expanded = acl_types(filter.resource_type).and_then(|types| {
             let patterns = exact(filter.pattern, filter.name.as_deref(), prefix)?;
-            Ok(types.iter().flat_map(|&t| patterns.iter().map(move |(p, n)| (t, *p, n.clone()))).collect::<Vec<_>>())
+            Ok(types
+                .iter()
+                .flat_map(|&t| patterns.iter().map(move |(p, n)| (t, *p, n.clone())))
+                .collect::<Vec<_>>())
         });
         match expanded {
             Ok(list) if sent.len() + list.len() <= MAX_DELETE_FILTERS => {
@@ -482,7 +510,9 @@ fn delete_acls_request(value: &mut StructValue, prefix: &str) -> Result<Pending,
             }
             Ok(_) => groups.push(Err(Why(
                 INVALID_REQUEST,
-                alloc::format!("a tenant's DeleteAcls request becomes more than {MAX_DELETE_FILTERS} filters"),
+                alloc::format!(
+                    "a tenant's DeleteAcls request becomes more than {MAX_DELETE_FILTERS} filters"
+                ),
             ))),
             Err(why) => groups.push(Err(why)),
         }
@@ -491,7 +521,11 @@ fn delete_acls_request(value: &mut StructValue, prefix: &str) -> Result<Pending,
     Ok(Pending::Delete(groups))
 }
 
-fn delete_acls_response(value: &mut StructValue, prefix: &str, groups: Vec<Result<usize, Why>>) -> Result<(), String> {
+fn delete_acls_response(
+    value: &mut StructValue,
+    prefix: &str,
+    groups: Vec<Result<usize, Why>>,
+) -> Result<(), String> {
     let schema = item_schema(value.schema, "FilterResults").ok_or("no filter results")?;
     let expected: usize = groups.iter().map(|g| *g.as_ref().unwrap_or(&0)).sum();
     let results = structs(take(value, "FilterResults")?)?;
@@ -538,6 +572,49 @@ fn delete_acls_response(value: &mut StructValue, prefix: &str, groups: Vec<Resul
     Ok(())
 }
 
+// ---- Names, shared with the tenant's other APIs ----
+
+/// What a field's strings are to a tenant.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Names {
+    /// Not entities of a tenant.
+    Not,
+    /// Topic names.
+    Topics,
+    /// Group or transactional ids.
+    Ids,
+}
+
+/// Whether an entity's name passes as it is, both ways: empty (Kafka's "no group"), or a
+/// topic named `.` or `..`, which Kafka refuses (INVALID_TOPIC_EXCEPTION) and so never
+/// holds, whereas the prefix would make a valid name of it (`tenant-a..`).
+pub(super) fn as_is(kind: Names, name: &str) -> bool {
+    name.is_empty() || (kind == Names::Topics && matches!(name, "." | ".."))
+}
+
+/// Takes the prefix off the names in a broker's error message ("the length of
+/// 'tenant-a.orders' is ..."): every occurrence that starts a name, i.e. that does not
+/// follow a character Kafka allows in a topic name.
+pub(super) fn unprefix_message(text: &mut String, prefix: &str, changed: &mut bool) {
+    if !text.contains(prefix) {
+        return;
+    }
+    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while let Some(c) = text.get(i..).and_then(|rest| rest.chars().next()) {
+        let starts_name = !text[..i].chars().next_back().is_some_and(name_char);
+        if starts_name && text[i..].starts_with(prefix) {
+            i += prefix.len();
+            *changed = true;
+            continue;
+        }
+        out.push(c);
+        i += c.len_utf8();
+    }
+    *text = out;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,14 +651,17 @@ mod tests {
     /// cluster's), exactly the tenant's bindings its filter matches.
     #[test]
     fn delete_filters_match_exactly_the_tenants_bindings() {
-        let mut broker: Vec<(i8, String)> = universe().iter().map(|(p, n)| to_broker(*p, n, P).unwrap()).collect();
+        let mut broker: Vec<(i8, String)> =
+            universe().iter().map(|(p, n)| to_broker(*p, n, P).unwrap()).collect();
         broker.extend([(LITERAL, "*".to_owned()), (PREFIXED, "t".to_owned()), (LITERAL, "tb.a".to_owned())]);
         broker.extend([(PREFIXED, "tb.".to_owned()), (LITERAL, "ta.*".to_owned())]);
         for fp in [PATTERN_ANY, PATTERN_MATCH, LITERAL, PREFIXED] {
             for fname in ["a", "ab", "abc", "abd", "b", "*", "a*", "", "zz"] {
                 let want: Vec<(i8, String)> = broker
                     .iter()
-                    .filter(|(p, n)| to_tenant(*p, n, P).is_some_and(|(tp, tn)| matches(fp, Some(fname), tp, &tn)))
+                    .filter(|(p, n)| {
+                        to_tenant(*p, n, P).is_some_and(|(tp, tn)| matches(fp, Some(fname), tp, &tn))
+                    })
                     .cloned()
                     .collect();
                 let filters = exact(fp, Some(fname), P).unwrap();
