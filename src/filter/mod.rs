@@ -733,6 +733,8 @@ mod rewrite;
 mod splice;
 #[cfg(feature = "reflect")]
 mod tenant;
+#[cfg(feature = "reflect")]
+mod tenant_admin;
 mod topic_names;
 #[cfg(feature = "api-produce")]
 mod validate;
