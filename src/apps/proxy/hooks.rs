@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::session::{Admitted, AuthNote, Pairing, RequestHead};
+use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 
 /// What a proxy knows of one client connection, for its filters and hooks. What
 /// authentication tells (mechanism, principal) is filled in as the connection authenticates.

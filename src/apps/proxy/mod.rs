@@ -80,6 +80,7 @@ pub mod encrypt;
 mod hooks;
 mod io;
 mod listeners;
+mod notes;
 mod runtime;
 mod session;
 mod tenants;
@@ -93,9 +94,8 @@ use std::time::Duration;
 
 pub use audit::{AuditLog, timestamp};
 pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
-pub use session::{
-    Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,
-};
+pub use notes::{Admitted, AuthNote, Pairing, RequestHead};
+pub use session::{Action, Answer, Answered, FromBroker, FromClient, Session};
 pub use tenants::{TenantError, TenantLineError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog, TrafficTag};

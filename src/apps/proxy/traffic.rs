@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use super::audit::{AuditLog, json_str, timestamp};
 use super::hooks::{ConnInfo, Event, Hooks};
-use super::session::{Admitted, AuthNote, Pairing, RequestHead};
+use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::filter::TopicNames;
 use crate::session::conn::metrics::{Metrics, Undecoded};
 use crate::session::secrets::{self, Redaction};
