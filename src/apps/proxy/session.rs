@@ -5,7 +5,8 @@
 //! SaslHandshake v0 token phase ([`RawSasl`]), observes authentication (mechanism, user and
 //! the broker's verdict, into [`ConnInfo`]), runs the connection's [`FilterChain`] (address
 //! rewriting and ApiVersions clamping included), and orders the answers that filters give
-//! themselves among the broker's. Each frame's header is read once.
+//! themselves among the broker's. Each frame is read once ([`ParsedRequest`], [`ParsedResponse`]), by all of
+//! these.
 
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
@@ -16,11 +17,10 @@ use std::time::Instant;
 use super::ConnInfo;
 use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::ApiKey;
-use crate::codec::dispatch;
-use crate::codec::frame::{RequestHeaderView, ResponseHeaderView};
+use crate::codec::frame::ResponseHeaderView;
 use crate::codec::messages::{RequestBodyView, ResponseBodyView};
-use crate::filter::{FilterChain, Verdict};
-use crate::session::conn::{ConnError, InFlight};
+use crate::filter::{FilterChain, ParsedRequest, ParsedResponse, TopicNames, Verdict};
+use crate::session::conn::{ConnError, InFlight, expects_response};
 use crate::session::secrets::RawSasl;
 
 /// What to do with a frame.
@@ -165,7 +165,9 @@ impl<T> Session<T> {
             let auth = self.user_from(frame);
             return FromClient { head: RequestHead::Token, action: Action::Forward, auth };
         }
-        let peek = match RequestHeaderView::peek(frame) {
+        // The frame's one parse: its header now, its body when a reader asks (the SASL
+        // notes, the filters, the acks of a Produce a filter read).
+        let mut parsed = match ParsedRequest::new(frame) {
             Ok(p) => p,
             Err(e) => {
                 // What the chain does with a request no filter can read.
@@ -176,10 +178,11 @@ impl<T> Session<T> {
                 return FromClient { head: RequestHead::Bad(e.to_string()), action, auth: None };
             }
         };
+        let peek = *parsed.head();
         let auth = if peek.api_key == ApiKey::SaslHandshake.to_i16()
             || peek.api_key == ApiKey::SaslAuthenticate.to_i16()
         {
-            self.sasl_request(frame, peek.api_version)
+            self.sasl_request(&mut parsed)
         } else {
             None
         };
@@ -192,10 +195,15 @@ impl<T> Session<T> {
             }
             (None, _) => None,
         };
-        let verdict = self.filters.on_request(frame);
+        let verdict = self.filters.on_parsed_request(&mut parsed);
         let expects = match &verdict {
             // A request that gets no answer (Produce with acks=0) is never entered.
-            Verdict::Forward => crate::session::conn::frame_expects_response(frame).unwrap_or(true),
+            Verdict::Forward => match parsed.parsed() {
+                Some(Ok(request)) => expects_response(&request.body),
+                _ if peek.api_key != ApiKey::Produce.to_i16() => true,
+                // A Produce request no one read: its acks alone.
+                _ => crate::session::conn::frame_expects_response(frame).unwrap_or(true),
+            },
             Verdict::Replace(new) => crate::session::conn::frame_expects_response(new).unwrap_or(true),
             Verdict::Drop => false,
             Verdict::Respond(_) | Verdict::Close(_) => true,
@@ -301,8 +309,9 @@ impl<T> Session<T> {
 
     /// What a SaslHandshake or SaslAuthenticate request says of authentication; a v0
     /// handshake also starts the raw token phase.
-    fn sasl_request(&mut self, frame: &[u8], api_version: i16) -> Option<AuthNote> {
-        let request = dispatch::parse_request(frame).ok()?;
+    fn sasl_request(&mut self, parsed: &mut ParsedRequest<'_>) -> Option<AuthNote> {
+        let api_version = parsed.head().api_version;
+        let request = parsed.request().ok()?;
         match request.body {
             RequestBodyView::SaslHandshake(v) => {
                 let mechanism = v.mechanism().to_string();
@@ -396,8 +405,17 @@ impl<T> Session<T> {
                 return unpaired(format!("correlation id {correlation_id} was answered by a filter"));
             }
         };
-        let auth = self.sasl_response(frame, p.api_key, p.api_version);
-        let verdict = self.filters.on_response(frame, p.api_key, p.api_version);
+        // The frame's one parse, made when a reader asks: the SASL notes, the book of topic
+        // names, the filters.
+        let mut parsed = ParsedResponse::new(frame, p.api_key, p.api_version);
+        let auth = self.sasl_response(&mut parsed);
+        if TopicNames::learns_from(p.api_key)
+            && let Some((response, _)) = parsed.response()
+        {
+            // The proxy's book, shared by its connections and their filters.
+            self.info.topic_names().learn_from(&response);
+        }
+        let verdict = self.filters.on_parsed_response(&mut parsed);
         let (action, rewritten) = match verdict {
             Verdict::Replace(new) => (Action::Replace(new), true),
             Verdict::Close(why) => (Action::Close(why), false),
@@ -409,22 +427,23 @@ impl<T> Session<T> {
     }
 
     /// What a SaslHandshake or SaslAuthenticate response says of authentication.
-    fn sasl_response(&mut self, frame: &[u8], api_key: ApiKey, version: i16) -> Option<AuthNote> {
-        match api_key {
+    fn sasl_response(&mut self, parsed: &mut ParsedResponse<'_>) -> Option<AuthNote> {
+        let version = parsed.api_version();
+        match parsed.api_key() {
             ApiKey::SaslHandshake => {
-                let error = match dispatch::parse_response(frame, api_key, version) {
-                    Ok(r) => match r.body {
+                let error = match parsed.response() {
+                    Some((r, _)) => match r.body {
                         ResponseBodyView::SaslHandshake(v) => v.error_code(),
                         _ => -1,
                     },
-                    Err(_) => -1,
+                    None => -1,
                 };
                 if version == 0 {
                     self.sasl.on_handshake_response(error);
                 }
                 (error != 0).then_some(AuthNote::Refused(error))
             }
-            ApiKey::SaslAuthenticate => match dispatch::parse_response(frame, api_key, version).ok()?.body {
+            ApiKey::SaslAuthenticate => match parsed.response()?.0.body {
                 ResponseBodyView::SaslAuthenticate(v) => {
                     // SCRAM takes two rounds: the server's last message (`v=...`) ends it.
                     let scram = self.auth.mechanism.as_deref().is_some_and(|m| m.starts_with("SCRAM"));

@@ -20,7 +20,6 @@ use std::time::{Duration, SystemTime};
 use super::audit::{AuditLog, json_str, timestamp};
 use super::hooks::{ConnInfo, Event, Hooks};
 use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
-use crate::filter::TopicNames;
 use crate::session::conn::metrics::{Metrics, Undecoded};
 use crate::session::secrets::{self, Redaction};
 use crate::tools::reflect::explain::{About, FrameKind, about_request, about_response, explain_frame};
@@ -640,12 +639,8 @@ impl Hooks for TrafficLog {
         let errors =
             if self.text() && self.quiet { Vec::new() } else { inspect::errors(frame, key, info.version) };
         if self.pair_lines() {
-            if TopicNames::learns_from(e.api_key)
-                && let Ok(response) = crate::codec::dispatch::parse_response(frame, e.api_key, e.api_version)
-            {
-                // The book a filter chain may fill too: ids in later requests get names.
-                conn.topic_names().learn_from(&response);
-            }
+            // Ids in this answer and later ones are named from the proxy's book, which the
+            // session filled from this answer before the hooks see it.
             let asked = e.request.tag.about.as_deref().unwrap_or("");
             let answered = about_words(about_response(frame, e.api_key, e.api_version), conn);
             let mut line = format!(

@@ -320,7 +320,8 @@ pub(super) fn violation(e: &crate::codec::frame::FrameError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::task::Context;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
 
     /// A writer that takes at most `step` bytes a call, with or without vectored writes.
     struct Trickle {
