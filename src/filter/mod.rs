@@ -614,12 +614,11 @@ impl FilterChain {
         {
             return verdict;
         }
-        if api_key == ApiKey::ApiVersions {
-            if let Some(new) =
+        if api_key == ApiKey::ApiVersions
+            && let Some(new) =
                 read_current(parsed, &current).and_then(|(response, read_at)| self.clamp(&response, read_at))
-            {
-                current = Some(new);
-            }
+        {
+            current = Some(new);
         }
         current.map_or(Verdict::Forward, Verdict::Replace)
     }
