@@ -236,6 +236,27 @@ impl RequestHeaderPeek<'_> {
     }
 }
 
+/// [`crate::conn::expects_response`] for a request frame (after its size prefix) that need not be
+/// parsed whole, for any API key: for Produce, reads the header and the two fields before
+/// `acks` with the checked reader (works without the `api-produce` feature); for anything
+/// else, `true` without reading more than the API key.
+pub fn frame_expects_response(frame: &[u8]) -> Result<bool, DecodeError> {
+    let peek = RequestHeaderView::peek(frame)?;
+    if peek.api_key != crate::ApiKey::Produce.to_i16() {
+        return Ok(true);
+    }
+    let key = crate::ApiKey::Produce;
+    let (_, at) = RequestHeaderView::parse(frame, key.request_header_version(peek.api_version))?;
+    let body = frame.get(at..).unwrap_or_default();
+    let flexible = key.flexible_versions().contains(peek.api_version);
+    let mut r = Reader::new(body);
+    if peek.api_version >= 3 {
+        r.nullable_str_bytes(flexible, "ProduceRequest.TransactionalId").map_err(|e| e.shifted(at))?;
+    }
+    let acks = r.i16("ProduceRequest.Acks").map_err(|e| e.shifted(at))?;
+    Ok(acks != 0)
+}
+
 /// A view of a response header (v0 or v1).
 #[derive(Clone, Copy, Debug)]
 pub struct ResponseHeaderView<'a> {

@@ -24,6 +24,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::apps::tls_provider::tls_provider as provider;
 use crate::filter::{BrokerNames, NameTarget};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -312,10 +313,6 @@ fn roots(path: &Path, what: &str) -> Result<Arc<RootCertStore>, TlsError> {
         roots.add(cert).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
     }
     Ok(Arc::new(roots))
-}
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Accepts any broker certificate (`--upstream-insecure-skip-verify`); the handshake's

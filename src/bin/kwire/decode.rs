@@ -308,11 +308,17 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
         if let Some(note) = &decoded.note {
             eprintln!("kwire: note: frame {n}: {note}");
         }
-        if many && !matches!(args.format, Format::Json | Format::Records) {
-            if i > 0 {
-                text.push('\n');
+        if !matches!(args.format, Format::Json | Format::Records) {
+            let summary = crate::summary::frame_line(&bytes, kind);
+            if many {
+                if i > 0 {
+                    text.push('\n');
+                }
+                let end = f.start + f.bytes.len();
+                text.push_str(&format!("# frame {n}, input bytes {}..{end}: {summary}\n", f.start));
+            } else {
+                text.push_str(&format!("# {summary}\n"));
             }
-            text.push_str(&format!("# frame {n}, input bytes {}..{}\n", f.start, f.start + f.bytes.len()));
         }
         match args.format {
             Format::Tree => {

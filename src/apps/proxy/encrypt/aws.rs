@@ -521,7 +521,7 @@ fn client_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, AwsConfigE
     if roots.is_empty() {
         return Err(AwsConfigError(format!("CA file {}: no usable certificate", path.display())));
     }
-    let config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let config = ClientConfig::builder_with_provider(crate::apps::tls_provider::tls_provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| AwsConfigError(format!("TLS: {e}")))?
         .with_root_certificates(roots)

@@ -225,15 +225,24 @@ impl Explained {
     }
 
     /// The frame as Kafka's JSON form (what `kwire encode` reads back):
-    /// `{"header": ..., "body": ...}`, objects in schema order, with `apiKey` and
-    /// `apiVersion` first for a response (which does not say what it answers). What was
-    /// read of a malformed frame is there; the rest is left out.
+    /// `{"apiName": ..., "header": ..., "body": ...}`, objects in schema order. `apiName` is
+    /// the API's name beside the key (kwire's addition; `kwire encode` checks that the two
+    /// agree). A response (which does not say what it answers) starts with `apiKey`,
+    /// `apiName` and `apiVersion`. What was read of a malformed frame is there; the rest is
+    /// left out.
     pub fn to_json(&self) -> serde_json::Value {
         use super::json::to_json;
         let mut top = serde_json::Map::new();
-        if let (FrameKind::Response(..), Some((key, version))) = (self.kind, self.api) {
-            top.insert("apiKey".into(), key.to_i16().into());
-            top.insert("apiVersion".into(), version.into());
+        match (self.kind, self.api) {
+            (FrameKind::Response(..), Some((key, version))) => {
+                top.insert("apiKey".into(), key.to_i16().into());
+                top.insert("apiName".into(), key.name().into());
+                top.insert("apiVersion".into(), version.into());
+            }
+            (FrameKind::Request, Some((key, _))) => {
+                top.insert("apiName".into(), key.name().into());
+            }
+            _ => {}
         }
         if let Some((value, encoding)) = &self.header {
             top.insert("header".into(), to_json(value, *encoding));
