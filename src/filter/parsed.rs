@@ -90,6 +90,12 @@ impl<'a> ParsedResponse<'a> {
         self.api_version
     }
 
+    /// The parse, if someone asked for it already (without parsing): `Some(None)` if it
+    /// does not parse.
+    pub fn parsed(&self) -> Option<Option<(Response<'a>, i16)>> {
+        self.response
+    }
+
     /// The response and the version its body was read at: the request's, or, for an
     /// ApiVersions error answer, version 0, as Kafka's clients read it. Parsed the first
     /// time it is asked for and kept; `None` if it does not parse.

@@ -17,7 +17,7 @@ use std::time::Instant;
 use super::ConnInfo;
 use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::ApiKey;
-use crate::codec::frame::ResponseHeaderView;
+use crate::codec::frame::{FrameError, ResponseHeaderView};
 use crate::codec::messages::{RequestBodyView, ResponseBodyView};
 use crate::filter::{FilterChain, ParsedRequest, ParsedResponse, TopicNames, Verdict};
 use crate::session::conn::{ConnError, InFlight, expects_response};
@@ -47,6 +47,10 @@ pub struct FromClient {
     pub action: Action,
     /// What the frame said of authentication.
     pub auth: Option<AuthNote>,
+    /// What the session's one parse of the frame found, when something read its body (a
+    /// filter, the SASL notes) and the frame goes on as it came: whether it decodes, and why
+    /// not; `None` otherwise (a reader parses it then).
+    pub read: Option<Result<(), FrameError>>,
 }
 
 /// What a response frame answers.
@@ -74,6 +78,10 @@ pub struct FromBroker<T> {
     pub auth: Option<AuthNote>,
     /// The broker answered out of order (a correlation id other than the oldest's).
     pub out_of_order: Option<i32>,
+    /// The version the session's one parse of the frame read its body at, when something
+    /// read it (a filter, the SASL notes, the book of topic names), it decoded, and the
+    /// frame goes on as it came; `None` otherwise (a reader parses it then).
+    pub read_at: Option<i16>,
 }
 
 /// An answer given by a filter, due to the client now: the response frame (without its size
@@ -163,7 +171,7 @@ impl<T> Session<T> {
     ) -> FromClient {
         if self.sasl.client_token() {
             let auth = self.user_from(frame);
-            return FromClient { head: RequestHead::Token, action: Action::Forward, auth };
+            return FromClient { head: RequestHead::Token, action: Action::Forward, auth, read: None };
         }
         // The frame's one parse: its header now, its body when a reader asks (the SASL
         // notes, the filters, the acks of a Produce a filter read).
@@ -175,7 +183,7 @@ impl<T> Session<T> {
                     Verdict::Forward => Action::Forward,
                     _ => Action::Close(format!("refused: a request whose header does not decode: {e}")),
                 };
-                return FromClient { head: RequestHead::Bad(e.to_string()), action, auth: None };
+                return FromClient { head: RequestHead::Bad(e.to_string()), action, auth: None, read: None };
             }
         };
         let peek = *parsed.head();
@@ -246,7 +254,12 @@ impl<T> Session<T> {
             Verdict::Drop => Action::Hold,
             Verdict::Close(why) => Action::Close(why),
         };
-        FromClient { head, action, auth }
+        // The parse describes the frame as sent unless a filter replaced it.
+        let read = match action {
+            Action::Replace(_) => None,
+            _ => parsed.parsed().map(|r| r.map(|_| ())),
+        };
+        FromClient { head, action, auth, read }
     }
 
     /// Queues a filter's answer: due now if nothing is awaited before it, else entered to
@@ -358,13 +371,20 @@ impl<T> Session<T> {
         // sends Kafka requests again.
         if self.sasl.server_token(frame.len()) {
             let auth = (!self.sasl.client_token()).then(|| self.verdict(0));
-            return FromBroker { answer: Answer::Token, action: Action::Forward, auth, out_of_order: None };
+            return FromBroker {
+                answer: Answer::Token,
+                action: Action::Forward,
+                auth,
+                out_of_order: None,
+                read_at: None,
+            };
         }
         let unpaired = |why: String| FromBroker {
             answer: Answer::Unpaired(why),
             action: Action::Forward,
             auth: None,
             out_of_order: None,
+            read_at: None,
         };
         let correlation_id = match ResponseHeaderView::parse(frame, 0) {
             Ok((h, _)) => h.correlation_id(),
@@ -398,6 +418,7 @@ impl<T> Session<T> {
                     action: Action::Hold,
                     auth: None,
                     out_of_order,
+                    read_at: None,
                 };
             }
             // A filter's answer is never awaited from the broker: its id came back twice.
@@ -423,7 +444,11 @@ impl<T> Session<T> {
         };
         self.release_answers();
         let exchange = Pairing { api_key: p.api_key, api_version: p.api_version, correlation_id, request };
-        FromBroker { answer: Answer::Paired(exchange, rewritten), action, auth, out_of_order }
+        let read_at = match action {
+            Action::Forward => parsed.parsed().flatten().map(|(_, at)| at),
+            _ => None,
+        };
+        FromBroker { answer: Answer::Paired(exchange, rewritten), action, auth, out_of_order, read_at }
     }
 
     /// What a SaslHandshake or SaslAuthenticate response says of authentication.
@@ -612,6 +637,36 @@ mod tests {
         // Kafka requests again after it.
         let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 0);
         assert!(matches!(got.head, RequestHead::Request { api_key: 3, .. }));
+    }
+
+    /// Reads every frame and passes it.
+    struct Observe;
+    impl Filter for Observe {}
+
+    #[test]
+    fn the_one_parse_is_handed_on_with_the_frame() {
+        let now = Instant::now();
+        // No reader of a Metadata request's body: nothing parses it, and the hooks parse it.
+        let mut s = session(FilterChain::new());
+        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 1), now, |_| 0);
+        assert_eq!((got.action, got.read), (Action::Forward, None));
+        // A Metadata answer feeds the book of topic names: parsed once, and said so.
+        let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 1));
+        assert_eq!((got.action, got.read_at), (Action::Forward, Some(12)));
+        // A filter that reads the request: its parse is handed on.
+        let mut chain = FilterChain::new();
+        chain.push(Observe);
+        let mut s = session(chain);
+        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 0);
+        assert_eq!((got.action, got.read), (Action::Forward, Some(Ok(()))));
+        // A body that does not decode: the parse's error is handed on (the chain forwards
+        // nothing it cannot read, so the connection closes).
+        let mut bad = request(&MetadataRequest::default(), 12, 3);
+        bad.push(0xff);
+        bad.truncate(bad.len() - 2);
+        let got = s.on_client_frame(&bad, now, |_| 0);
+        assert!(matches!(got.read, Some(Err(_))), "{got:?}");
+        assert!(matches!(got.action, Action::Close(_)));
     }
 
     #[test]

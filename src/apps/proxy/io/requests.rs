@@ -121,7 +121,7 @@ impl<H: Hooks> Side for Requests<'_, H> {
                     None => metrics.unknown_request(frame.len() + 4),
                 }
                 let Some(tag) = meta.tag else { return };
-                hooks.request(&info, frame, head, &tag);
+                hooks.request_read(&info, frame, head, &tag, meta.from.read);
                 if !expects {
                     let sent = super::super::notes::Admitted {
                         client_id: client_id.clone(),

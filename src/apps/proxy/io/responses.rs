@@ -96,7 +96,7 @@ impl<H: Hooks> Side for Responses<'_, H> {
             Answer::Paired(exchange, rewritten) => {
                 let latency = done.saturating_duration_since(exchange.request.at);
                 metrics.response(exchange.api_key, frame.len() + 4, latency);
-                hooks.response(&info, frame, exchange, rewritten, latency);
+                hooks.response_read(&info, frame, exchange, rewritten, latency, from.read_at);
             }
         }
     }
