@@ -607,9 +607,12 @@ async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     s.flush().await.map_err(|e| format!("write error: {e}"))?;
     let mut size = [0u8; 4];
     s.read_exact(&mut size).await.map_err(|e| format!("read error: {e}"))?;
-    let size = i32::from_be_bytes(size);
-    let size =
-        usize::try_from(size).ok().filter(|n| *n <= max_frame).ok_or(format!("bad response size {size}"))?;
+    // The size prefix alone: a frame of `needed` more bytes (none for an empty frame).
+    let size = match crate::codec::frame::split_frame(&size, max_frame) {
+        Ok(crate::codec::frame::FrameStatus::Incomplete { needed }) => needed,
+        Ok(crate::codec::frame::FrameStatus::Complete { .. }) => 0,
+        Err(e) => return Err(format!("bad response size: {e}")),
+    };
     let mut frame = vec![0u8; size];
     s.read_exact(&mut frame).await.map_err(|e| format!("read error: {e}"))?;
     Ok(frame)
