@@ -9,7 +9,7 @@ use crate::ApiKey;
 use crate::codec::error_code::ErrorCode;
 use crate::session::conn::ConnError;
 
-/// Why a [`Client`] call failed.
+/// Why a [`Client`](super::Client) call failed.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {

@@ -73,7 +73,7 @@ pub struct ListedOffset {
 
 impl Client {
     /// Creates a topic of `partitions` partitions (the broker's default replication
-    /// factor, no configs), then waits (up to [`Config::timeout`]) until Metadata names a
+    /// factor, no configs), then waits (up to [`Config::timeout`](super::Config::timeout)) until Metadata names a
     /// leader for each partition, so that a produce right after it finds one. A topic that
     /// exists is an [`Error::Kafka`] of TOPIC_ALREADY_EXISTS.
     pub fn create_topic(&mut self, name: &str, partitions: i32) -> Result<(), Error> {
@@ -157,8 +157,8 @@ impl Client {
     }
 
     /// Produces `records` to a partition as one batch (compressed with
-    /// [`Config::compression`], timestamps now unless a record has its own), with
-    /// [`Config::acks`]; returns the offset the broker gave the first record (-1 with
+    /// [`Config::compression`](super::Config::compression), timestamps now unless a record has its own), with
+    /// [`Config::acks`](super::Config::acks); returns the offset the broker gave the first record (-1 with
     /// acks 0, which gets no answer).
     pub fn produce(&mut self, topic: &str, partition: i32, records: &[NewRecord<'_>]) -> Result<i64, Error> {
         let mut builder = BatchBuilder::new(0, now_ms(), records);
@@ -169,7 +169,7 @@ impl Client {
     }
 
     /// Produces record batches already encoded (the `records` field of one Produce
-    /// partition, sent as they are) with [`Config::acks`]; returns the base offset as
+    /// partition, sent as they are) with [`Config::acks`](super::Config::acks); returns the base offset as
     /// [`Client::produce`] does.
     pub fn produce_batches(&mut self, topic: &str, partition: i32, batches: &[u8]) -> Result<i64, Error> {
         use crate::codec::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
@@ -206,7 +206,7 @@ impl Client {
     }
 
     /// Fetches the records of a partition from `offset` (read_uncommitted, with the
-    /// [`Config`]'s fetch sizes and wait): what one Fetch returns, decoded (decompressed
+    /// [`Config`](super::Config)'s fetch sizes and wait): what one Fetch returns, decoded (decompressed
     /// too) and owned. Records before `offset` in the first batch are left out; an empty
     /// list means nothing at `offset` yet. An offset outside the log is an
     /// [`Error::Kafka`] of OFFSET_OUT_OF_RANGE.
