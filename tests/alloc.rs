@@ -255,3 +255,43 @@ fn a_renamed_frame_allocates_once() {
     assert!(spliced.unwrap().is_some());
     assert_eq!(n, 1, "splice_response");
 }
+
+/// A response whose broker addresses are rewritten (`RewriteAddresses`) is spliced: one
+/// allocation, the new frame, besides the route's own strings (here made beforehand).
+#[test]
+fn a_rewritten_address_frame_allocates_once() {
+    use kwire::filter::{Filter, RewriteAddresses};
+    use kwire::messages::{MetadataResponse, metadata::MetadataResponseBroker};
+    let brokers: Vec<_> = (0..5)
+        .map(|i| MetadataResponseBroker {
+            node_id: i,
+            host: format!("b{i}.internal").into(),
+            port: 9092,
+            ..Default::default()
+        })
+        .collect();
+    let body = MetadataResponse { brokers: (&brokers[..]).into(), ..Default::default() };
+    let mut frame = vec![0u8; dispatch::response_len(&body, 12).unwrap()];
+    dispatch::encode_response(&body, 12, 5, &mut frame).unwrap();
+    let response = dispatch::parse_response(&frame[4..], ApiKey::Metadata, 12).unwrap();
+    let exchange = kwire::filter::Exchange { api_key: ApiKey::Metadata, api_version: 12, correlation_id: 5 };
+    let mut hosts: Vec<String> = (0..5).map(|i| format!("proxy-{i}.example")).collect();
+    let mut filter = RewriteAddresses::new(move |_: &str, port: i32| hosts.pop().map(|h| (h, port + 10000)));
+    let (n, action) = common::counting::allocations(|| filter.on_response(&exchange, &response));
+    let kwire::filter::ResponseAction::RewriteFrame(new) = action else { panic!("not spliced") };
+    assert_eq!(n, 1, "RewriteAddresses");
+    let parsed = dispatch::parse_response(&new, ApiKey::Metadata, 12).unwrap();
+    let ResponseBodyView::Metadata(v) = parsed.body else { unreachable!() };
+    let got: Vec<_> = v.brokers().iter().map(|b| (b.host().to_string(), b.port())).collect();
+    assert_eq!(got[0], ("proxy-4.example".to_string(), 19092));
+    assert_eq!(got.len(), 5);
+    // Nothing routed anew: nothing allocated.
+    let mut same = RewriteAddresses::new(|_: &str, _: i32| None);
+    assert_eq!(
+        allocations(|| assert!(matches!(
+            same.on_response(&exchange, &response),
+            kwire::filter::ResponseAction::Pass
+        ))),
+        0
+    );
+}
