@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::apps::broker::kip848::{CgHeartbeat, TopicsView};
+use crate::apps::broker::consumer_heartbeat::CgHeartbeat;
+use crate::apps::broker::kip848::TopicsView;
 
 impl Handler<'_> {
     pub(super) fn consumer_group_heartbeat(
