@@ -176,7 +176,8 @@ def machine(meta, crit):
     except OSError:
         pass
     try:
-        rustc = subprocess.run(["rustc", "-V"], capture_output=True, text=True, check=True).stdout.strip()
+        rustc = version_only(subprocess.run(["rustc", "-V"], capture_output=True, text=True,
+                                            check=True).stdout)
     except (OSError, subprocess.CalledProcessError):
         rustc = "unknown"
     rows = [
@@ -188,24 +189,25 @@ def machine(meta, crit):
     channel = krabka_toolchain()
     if channel and has_krabka(crit):
         try:
-            krustc = subprocess.run(["rustc", f"+{channel}", "-V"], capture_output=True, text=True,
-                                    check=True).stdout.strip()
+            krustc = version_only(subprocess.run(["rustc", f"+{channel}", "-V"], capture_output=True,
+                                                 text=True, check=True).stdout)
         except (OSError, subprocess.CalledProcessError):
             krustc = f"{channel} (rust-toolchain.toml)"
         rows.append(("compiler (krabka-protocol bench, benches/krabka)", krustc))
     elif meta.get("krabka"):
         rows.append(("krabka-protocol bench (benches/krabka)", meta["krabka"]))
     if meta.get("peers"):
-        rows.append(("odradek-protocol and nisshi-sans-io bench (benches/peers)", meta["peers"]))
-    for key, label in [
-        ("date", "run at (UTC)"),
-        ("load_before", "load average before (1/5/15 min)"),
-        ("load_after", "load average after"),
-        ("command", "command"),
-    ]:
-        if meta.get(key):
-            rows.append((label, f"`{meta[key]}`" if key == "command" else meta[key]))
+        rows.append(("odradek-protocol and nisshi-sans-io bench (benches/peers)", version_only(meta["peers"])))
+    if meta.get("command"):
+        rows.append(("command", f"`{meta['command']}`"))
     return rows
+
+
+def version_only(text):
+    """`rustc 1.95.0 (59807616e 2026-04-14)` without its commit and date: the docs keep no
+    commit ids or dates (the run's time and load are in target/bench-meta.json and printed
+    at the end of the run)."""
+    return re.sub(r" \([0-9a-f]{7,} \d{4}-\d{2}-\d{2}\)", "", text.strip())
 
 
 def fmt_ns(ns):
@@ -480,10 +482,9 @@ def readme_block(crit, meta):
             fmt_ratio(ratio(crit, name, "kwire_encode", "krabka_encode")),
         ]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-    when = meta.get("date", "unknown date")
     lines += [
         "",
-        f"Times per frame on one shared 2-core machine ({when}; `bash benches/run.sh`); each figure",
+        "Times per frame on one shared 2-core machine (`bash benches/run.sh`); each figure",
         "is the peer's time ÷ kwire's (above 1: kwire is faster). `docs/benchmarks.md` has every",
         "operation, instruction counts and what the misses of the targets come from.",
     ]

@@ -91,3 +91,5 @@ cat >target/bench-meta.json <<EOF
  "load_after": "$load_after", "alloc_test": "$alloc", "krabka": "$krabka", "peers": "$peers"}
 EOF
 python3 benches/report.py
+# The run's conditions stay out of the docs (they keep no dates or loads): said here.
+echo "benches/run.sh: started $started; load average before $load_before, after $load_after (target/bench-meta.json)" >&2

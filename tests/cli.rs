@@ -47,7 +47,7 @@ fn scratch(name: &str, contents: &[u8]) -> PathBuf {
 /// Splits a tree line into name, type, value, offset and size, using the columns of
 /// the first line (its type is `message vN` and its range `[0x...`).
 fn tree_rows(tree: &str) -> Vec<[String; 5]> {
-    let mut lines = tree.lines();
+    let mut lines = tree.lines().filter(|l| !l.starts_with("# "));
     let first = lines.next().expect("a tree");
     let type_col = first.find("message").expect("message column");
     let range_col = first.find("[0x").expect("range column");
@@ -92,7 +92,8 @@ fn seed_trees_match_the_pages_line_for_line() {
             assert_eq!(g, e, "{name}: line {}\n{tree}", i + 1);
         }
         // Columns are aligned: every range starts in the same column.
-        let starts: Vec<usize> = tree.lines().map(|l| l.find("[0x").unwrap()).collect();
+        let starts: Vec<usize> =
+            tree.lines().filter(|l| !l.starts_with("# ")).map(|l| l.find("[0x").unwrap()).collect();
         assert!(starts.windows(2).all(|w| w[0] == w[1]), "{name}: ranges not aligned\n{tree}");
     }
 }
@@ -153,6 +154,66 @@ fn streams_of_frames_round_trip() {
     // The tree of a stream names each frame.
     let tree = ok(&["decode"], requests[..2].join("").as_bytes());
     assert!(tree.contains("# frame 1, input bytes 0..") && tree.contains("# frame 2, input bytes"), "{tree}");
+}
+
+/// The line before each frame's tree says what the frame is, in the words of a capture's
+/// pair lines: API, version, correlation id, client, size, the topics and records.
+#[test]
+fn each_tree_starts_with_a_summary_line() {
+    let produce = vectors().join("records/requests/kafkajs_gzip_1.hex");
+    let tree = ok(&["decode", produce.to_str().unwrap()], b"");
+    let first = tree.lines().next().unwrap();
+    assert!(first.starts_with("# Produce v"), "{first}");
+    assert!(first.contains(" corr=") && first.contains(" client=") && first.contains(" req="), "{first}");
+    assert!(first.contains(" topics=") && first.contains(" gzip"), "{first}");
+    assert!(first.contains(" records="), "{first}");
+    // The same line in the hex dump, and none in the machine formats.
+    let dump = ok(&["decode", "--format", "hex", produce.to_str().unwrap()], b"");
+    assert!(dump.lines().any(|l| l == first), "{dump}");
+    let json = ok(&["decode", "--format", "json", produce.to_str().unwrap()], b"");
+    assert!(!json.contains("# Produce"), "{json}");
+
+    // A response names its API, version and errors (ListOffsets v10's seed answer has none;
+    // an error code set in the frame shows by name).
+    let resp = read_hex(&vectors().join("seed/listoffsets_v10_response.hex"));
+    let args = ["decode", "--api-key", "ListOffsets", "--api-version", "10"];
+    let tree = ok(&args, resp.as_bytes());
+    let first = tree.lines().next().unwrap();
+    assert!(first.starts_with("# ListOffsets v10 response corr="), "{first}");
+    assert!(!first.contains("errors="), "{first}");
+    let code = ok(
+        &["decode", "--format", "json", "--api-key", "ListOffsets", "--api-version", "10"],
+        resp.as_bytes(),
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&code).unwrap();
+    v["body"]["topics"][0]["partitions"][0]["errorCode"] = 3.into();
+    let hex = ok(&["encode"], v.to_string().as_bytes());
+    let tree = ok(&args, hex.as_bytes());
+    let first = tree.lines().next().unwrap();
+    assert!(first.contains(" errors=UNKNOWN_TOPIC_OR_PARTITION"), "{first}");
+}
+
+/// `--format json` names the API beside its key, and `kwire encode` holds the name to it.
+#[test]
+fn json_names_the_api_beside_its_key() {
+    let req = read_hex(&vectors().join("seed/listoffsets_v10_request.hex"));
+    let v: serde_json::Value = serde_json::from_str(&ok(&["decode", "-f", "json"], req.as_bytes())).unwrap();
+    assert_eq!(v["apiName"], "ListOffsets");
+    assert_eq!(v["header"]["requestApiKey"], 2);
+    let resp = read_hex(&vectors().join("seed/listoffsets_v10_response.hex"));
+    let args = ["decode", "-f", "json", "--compact", "--api-key", "2", "--api-version", "10"];
+    let line = ok(&args, resp.as_bytes());
+    assert!(line.starts_with(r#"{"apiKey":2,"apiName":"ListOffsets","apiVersion":10,"#), "{line}");
+    // Both round-trip; a name that disagrees with the key is refused, naming the field.
+    assert_eq!(ok(&["encode"], serde_json::to_string(&v).unwrap().as_bytes()).trim(), req);
+    assert_eq!(ok(&["encode"], line.as_bytes()).trim(), resp);
+    let mut wrong = v.clone();
+    wrong["apiName"] = "Fetch".into();
+    let (_, err) = fails(&["encode"], wrong.to_string().as_bytes());
+    assert!(err.contains("header.requestApiKey") || err.contains("apiName"), "{err}");
+    let wrong = line.replace("\"apiName\":\"ListOffsets\"", "\"apiName\":\"Fetch\"");
+    let (_, err) = fails(&["encode"], wrong.as_bytes());
+    assert!(err.contains("apiName: Fetch does not match"), "{err}");
 }
 
 #[test]
@@ -608,12 +669,11 @@ fn serve_tls_scram_and_acl_flags() {
     for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
         roots.add(c.unwrap()).unwrap();
     }
-    let config =
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+    let config = rustls::ClientConfig::builder_with_provider(ring_provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let sock = std::net::TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
@@ -631,18 +691,17 @@ fn serve_tls_scram_and_acl_flags() {
     let offered: Vec<&str> = h.mechanisms().iter().collect();
     assert!(offered.contains(&"SCRAM-SHA-256") && offered.contains(&"SCRAM-SHA-512"), "{offered:?}");
     // A new connection for the admin calls (this one waits for a SASL token now).
-    let config =
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates({
-                let mut roots = rustls::RootCertStore::empty();
-                for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
-                    roots.add(c.unwrap()).unwrap();
-                }
-                roots
-            })
-            .with_no_client_auth();
+    let config = rustls::ClientConfig::builder_with_provider(ring_provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates({
+            let mut roots = rustls::RootCertStore::empty();
+            for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+                roots.add(c.unwrap()).unwrap();
+            }
+            roots
+        })
+        .with_no_client_auth();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let sock = std::net::TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
@@ -849,4 +908,11 @@ fn capture_records_tell_produced_from_fetched() {
             Err(_) => assert!(r.get("valueText").is_none(), "{r}"),
         }
     }
+}
+
+/// rustls over *ring*, as kwire's TLS endpoints use it (see `src/apps/tls_provider.rs` for
+/// why *ring*, whose provider rustls deprecates for its lack of post-quantum key exchange).
+fn ring_provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+    #[allow(deprecated)]
+    std::sync::Arc::new(rustls::crypto::ring::default_provider())
 }

@@ -296,7 +296,7 @@ enum Hostile {
     MinusTwo,
     /// A varint of six bytes.
     LongVarint,
-    /// A five-byte varint whose last byte carries bits beyond 32.
+    /// A five-byte varint whose last byte carries bits beyond 32 (dropped, as in Kafka).
     OverflowVarint,
     /// Tagged sections only: one field of 2^32 - 1 bytes.
     HugeTagSize,
@@ -395,9 +395,18 @@ impl Builder {
                 out.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
                 K::VarintTooLong
             }
-            (_, Hostile::OverflowVarint) => {
+            // Its bits beyond 32 are dropped, as Kafka drops them: it reads as 2^32 - 1.
+            (Pos::Section, Hostile::OverflowVarint) => {
                 out.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x1f]);
-                K::VarintOverflow
+                K::ArrayTooLong(u32::MAX)
+            }
+            (Pos::Array, Hostile::OverflowVarint) => {
+                out.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x1f]);
+                K::ArrayTooLong(u32::MAX - 1)
+            }
+            (Pos::Str, Hostile::OverflowVarint) => {
+                out.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x1f]);
+                K::StringTooLong(u32::MAX - 1)
             }
             (Pos::Section, Hostile::Max) => {
                 uvarint(out, i32::MAX as u32);

@@ -1218,3 +1218,306 @@ fn offset_commits_and_listings_are_answered_in_part() {
     );
     rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
 }
+
+/// One request through a connection and its answer's body, parsed.
+fn ask<'f>(
+    c: &mut TcpStream,
+    body: &impl AnyBody,
+    version: i16,
+    frame: &'f mut Vec<u8>,
+) -> ResponseBodyView<'f> {
+    send(c, body, version, 9);
+    *frame = read_frame(c).unwrap();
+    dispatch::parse_response(frame, body.api_key(), version).unwrap().body
+}
+
+/// A tenant's configs: (type, name, error code, value of `retention.ms` if given), by
+/// DescribeConfigs v4.
+fn describe_retention(c: &mut TcpStream, resources: &[(i8, &str)]) -> Vec<(i8, String, i16, Option<String>)> {
+    use kwire::messages::DescribeConfigsRequest;
+    use kwire::messages::describe_configs::DescribeConfigsResource;
+    let keys = [kwire::Str::from("retention.ms")];
+    let resources: Vec<_> = resources
+        .iter()
+        .map(|&(ty, name)| DescribeConfigsResource {
+            resource_type: ty,
+            resource_name: name.into(),
+            configuration_keys: Some((&keys[..]).into()),
+            ..Default::default()
+        })
+        .collect();
+    let request = DescribeConfigsRequest { resources: (&resources[..]).into(), ..Default::default() };
+    let mut frame = Vec::new();
+    let ResponseBodyView::DescribeConfigs(view) = ask(c, &request, 4, &mut frame) else { unreachable!() };
+    view.results()
+        .iter()
+        .map(|r| {
+            let value = r.configs().iter().find(|e| e.name() == "retention.ms").and_then(|e| e.value());
+            (r.resource_type(), r.resource_name().to_string(), r.error_code(), value.map(str::to_string))
+        })
+        .collect()
+}
+
+/// IncrementalAlterConfigs v1 setting `retention.ms` on topics: (name, error code) per entry.
+fn set_retention(c: &mut TcpStream, topics: &[&str], value: &str) -> Vec<(String, i16)> {
+    use kwire::messages::IncrementalAlterConfigsRequest;
+    use kwire::messages::incremental_alter_configs::{AlterConfigsResource, AlterableConfig};
+    let config = [AlterableConfig {
+        name: "retention.ms".into(),
+        config_operation: 0,
+        value: Some(value.into()),
+        ..Default::default()
+    }];
+    let resources: Vec<_> = topics
+        .iter()
+        .map(|&t| AlterConfigsResource {
+            resource_type: 2,
+            resource_name: t.into(),
+            configs: (&config[..]).into(),
+            ..Default::default()
+        })
+        .collect();
+    let request = IncrementalAlterConfigsRequest { resources: (&resources[..]).into(), ..Default::default() };
+    let mut frame = Vec::new();
+    let ResponseBodyView::IncrementalAlterConfigs(view) = ask(c, &request, 1, &mut frame) else {
+        unreachable!()
+    };
+    view.responses().iter().map(|r| (r.resource_name().to_string(), r.error_code())).collect()
+}
+
+/// A binding: (resource type, name, pattern type).
+type Pattern<'a> = (i8, &'a str, i8);
+
+/// CreateAcls v3 of ALLOW READ bindings for `User:ANONYMOUS`: the error code per creation.
+fn allow_anonymous_reads(c: &mut TcpStream, patterns: &[Pattern<'_>]) -> Vec<i16> {
+    use kwire::messages::CreateAclsRequest;
+    use kwire::messages::create_acls::AclCreation;
+    let creations: Vec<_> = patterns
+        .iter()
+        .map(|&(ty, name, pattern)| AclCreation {
+            resource_type: ty,
+            resource_name: name.into(),
+            resource_pattern_type: pattern,
+            principal: "User:ANONYMOUS".into(),
+            host: "*".into(),
+            operation: 3,
+            permission_type: 3,
+            ..Default::default()
+        })
+        .collect();
+    let request = CreateAclsRequest { creations: (&creations[..]).into(), ..Default::default() };
+    let mut frame = Vec::new();
+    let ResponseBodyView::CreateAcls(view) = ask(c, &request, 3, &mut frame) else { unreachable!() };
+    view.results().iter().map(|r| r.error_code()).collect()
+}
+
+/// DescribeAcls v3: the error code and the bindings (type, name, pattern), sorted.
+fn describe_acls(c: &mut TcpStream, ty: i8, name: Option<&str>, pattern: i8) -> (i16, Vec<(i8, String, i8)>) {
+    let request = kwire::messages::DescribeAclsRequest {
+        resource_type_filter: ty,
+        resource_name_filter: name.map(Into::into),
+        pattern_type_filter: pattern,
+        principal_filter: None,
+        host_filter: None,
+        operation: 1,
+        permission_type: 1,
+        ..Default::default()
+    };
+    let mut frame = Vec::new();
+    let ResponseBodyView::DescribeAcls(view) = ask(c, &request, 3, &mut frame) else { unreachable!() };
+    let mut found: Vec<_> = view
+        .resources()
+        .iter()
+        .map(|r| (r.resource_type(), r.resource_name().to_string(), r.pattern_type()))
+        .collect();
+    found.sort();
+    (view.error_code(), found)
+}
+
+/// A binding as an answer names it: (resource type, name, pattern type).
+type Binding = (i8, String, i8);
+
+/// DeleteAcls v3: per filter, its error code and the bindings it deleted, sorted.
+fn delete_acls(c: &mut TcpStream, filters: &[(i8, Option<&str>, i8)]) -> Vec<(i16, Vec<Binding>)> {
+    use kwire::messages::delete_acls::DeleteAclsFilter;
+    let filters: Vec<_> = filters
+        .iter()
+        .map(|&(ty, name, pattern)| DeleteAclsFilter {
+            resource_type_filter: ty,
+            resource_name_filter: name.map(Into::into),
+            pattern_type_filter: pattern,
+            principal_filter: None,
+            host_filter: None,
+            operation: 1,
+            permission_type: 1,
+            ..Default::default()
+        })
+        .collect();
+    let request = kwire::messages::DeleteAclsRequest { filters: (&filters[..]).into(), ..Default::default() };
+    let mut frame = Vec::new();
+    let ResponseBodyView::DeleteAcls(view) = ask(c, &request, 3, &mut frame) else { unreachable!() };
+    view.filter_results()
+        .iter()
+        .map(|r| {
+            let mut deleted: Vec<_> = r
+                .matching_acls()
+                .iter()
+                .map(|a| (a.resource_type(), a.resource_name().to_string(), a.pattern_type()))
+                .collect();
+            deleted.sort();
+            (r.error_code(), deleted)
+        })
+        .collect()
+}
+
+/// Whether `User:ANONYMOUS`, straight to the broker, may read a topic.
+fn anonymous_reads(broker: SocketAddr, topic: &str) -> bool {
+    let mut client = kwire::client::Client::connect(broker).unwrap();
+    match client.fetch(topic, 0, 0) {
+        Ok(_) => true,
+        Err(e) if e.error_code() == Some(ErrorCode::TopicAuthorizationFailed) => false,
+        Err(e) => panic!("fetch {topic}: {e}"),
+    }
+}
+
+/// Two tenants, each through its own proxy, in front of a broker with an authorizer: each
+/// reads and changes its own topic's configs and not the other's (which it reaches only as
+/// a topic that does not exist); broker configs are refused per entry. ACLs a tenant
+/// creates land in its prefix and really grant on the broker (to `User:ANONYMOUS`, no super
+/// user); describe and delete see only the tenant's own bindings, a tenant's `*` is a
+/// PREFIXED binding on its prefix, and a filter the proxy cannot narrow is refused.
+#[test]
+fn tenants_have_configs_and_acls_of_their_own() {
+    let (topic, group, cluster) = (2i8, 3i8, 4i8);
+    let (any, matching, literal, prefixed) = (1i8, 2i8, 3i8, 4i8);
+    let rt = runtime();
+    let config = kwire::broker::Config {
+        authorizer: Some(kwire::broker::Authorizer {
+            super_users: vec!["User:admin".into()],
+            ..Default::default()
+        }),
+        // DescribeAcls needs DESCRIBE on the cluster; the proxies connect as ANONYMOUS.
+        acls: vec![kwire::broker::Acl {
+            resource_type: cluster,
+            resource_name: "kafka-cluster".into(),
+            pattern_type: literal,
+            principal: "User:ANONYMOUS".into(),
+            host: "*".into(),
+            operation: 8,
+            permission_type: 3,
+        }],
+        ..Default::default()
+    };
+    let broker = kwire::broker::Broker::start(config).unwrap();
+    broker.create_topic("tenant-a.orders", 1);
+    broker.create_topic("tenant-b.orders", 1);
+    let proxy_for = |prefix: &str| {
+        let mut tenants = kwire::proxy::Tenants::new();
+        tenants.default_tenant(prefix).unwrap();
+        let tenants = Arc::new(tenants);
+        rt.block_on(
+            Proxy::builder(any_port(), [broker.addr().to_string()])
+                .filters(move |conn| {
+                    let mut chain = FilterChain::new();
+                    chain.push(tenants.filter(conn));
+                    chain
+                })
+                .start(),
+        )
+        .unwrap()
+    };
+    let (proxy_a, proxy_b) = (proxy_for("tenant-a."), proxy_for("tenant-b."));
+    let (mut a, mut b) = (connect(proxy_a.local_addr()), connect(proxy_b.local_addr()));
+    let mut direct = connect(broker.addr());
+
+    // Configs: each its own.
+    assert_eq!(set_retention(&mut a, &["orders"], "1000"), [("orders".to_string(), 0)]);
+    assert_eq!(set_retention(&mut b, &["orders"], "2000"), [("orders".to_string(), 0)]);
+    let own = |v: &str| (topic, "orders".to_string(), 0, Some(v.to_string()));
+    assert_eq!(describe_retention(&mut a, &[(topic, "orders")]), [own("1000")]);
+    assert_eq!(describe_retention(&mut b, &[(topic, "orders")]), [own("2000")]);
+    // The other's, by its broker-side name: a topic that does not exist, and left alone.
+    let unknown = ErrorCode::UnknownTopicOrPartition.to_i16();
+    assert_eq!(
+        describe_retention(&mut a, &[(topic, "tenant-b.orders")]),
+        [(topic, "tenant-b.orders".to_string(), unknown, None)]
+    );
+    assert_eq!(
+        set_retention(&mut a, &["tenant-b.orders", "orders"], "3000"),
+        [("tenant-b.orders".to_string(), unknown), ("orders".to_string(), 0)]
+    );
+    assert_eq!(
+        describe_retention(&mut direct, &[(topic, "tenant-b.orders"), (topic, "tenant-a.orders")]),
+        [
+            (topic, "tenant-b.orders".to_string(), 0, Some("2000".to_string())),
+            (topic, "tenant-a.orders".to_string(), 0, Some("3000".to_string())),
+        ]
+    );
+    // Broker configs: refused per entry, in its place; the broker answers the rest.
+    let refused = ErrorCode::ClusterAuthorizationFailed.to_i16();
+    assert_eq!(
+        describe_retention(&mut a, &[(4, "1"), (topic, "orders")]),
+        [(4, "1".to_string(), refused, None), own("3000")]
+    );
+
+    // ACLs: nothing granted yet.
+    assert!(!anonymous_reads(broker.addr(), "tenant-a.orders"));
+    assert_eq!(
+        allow_anonymous_reads(&mut a, &[(topic, "orders", literal), (cluster, "kafka-cluster", literal)]),
+        [0, refused]
+    );
+    assert!(anonymous_reads(broker.addr(), "tenant-a.orders"), "A's ACL grants on the broker");
+    assert!(!anonymous_reads(broker.addr(), "tenant-b.orders"), "and on A's topic only");
+    assert_eq!(allow_anonymous_reads(&mut b, &[(topic, "*", literal), (group, "g", prefixed)]), [0, 0]);
+    assert!(anonymous_reads(broker.addr(), "tenant-b.orders"), "B's `*` grants on B's topics");
+    assert_eq!(allow_anonymous_reads(&mut a, &[(topic, "ord", prefixed)]), [0]);
+    // On the broker: every binding in its tenant's prefix, B's `*` as PREFIXED.
+    let (code, all) = describe_acls(&mut direct, any, None, any);
+    assert_eq!(code, 0);
+    assert_eq!(
+        all,
+        [
+            (topic, "tenant-a.ord".to_string(), prefixed),
+            (topic, "tenant-a.orders".to_string(), literal),
+            (topic, "tenant-b.".to_string(), prefixed),
+            (group, "tenant-b.g".to_string(), prefixed),
+            (cluster, "kafka-cluster".to_string(), literal),
+        ]
+    );
+    // Described through the proxy: each its own, as it made them.
+    let mine_a = vec![(topic, "ord".to_string(), prefixed), (topic, "orders".to_string(), literal)];
+    assert_eq!(describe_acls(&mut a, any, None, any), (0, mine_a.clone()));
+    assert_eq!(describe_acls(&mut a, topic, Some("orders"), matching), (0, mine_a.clone()));
+    assert_eq!(describe_acls(&mut a, topic, Some("orders"), literal), (0, vec![mine_a[1].clone()]));
+    assert_eq!(
+        describe_acls(&mut b, any, None, any),
+        (0, vec![(topic, "*".to_string(), literal), (group, "g".to_string(), prefixed)])
+    );
+    assert_eq!(
+        describe_acls(&mut b, topic, Some("orders"), matching),
+        (0, vec![(topic, "*".to_string(), literal)])
+    );
+    assert_eq!(describe_acls(&mut a, cluster, None, any), (refused, vec![]));
+
+    // Deleted through the proxy: a filter without a name is refused and deletes nothing;
+    // A's MATCH deletes A's two and not B's `*`, which matches the broker-side name too.
+    let invalid = ErrorCode::InvalidRequest.to_i16();
+    assert_eq!(
+        delete_acls(&mut a, &[(any, None, any), (topic, Some("orders"), matching)]),
+        [(invalid, vec![]), (0, mine_a)]
+    );
+    assert!(!anonymous_reads(broker.addr(), "tenant-a.orders"));
+    assert!(anonymous_reads(broker.addr(), "tenant-b.orders"));
+    assert_eq!(describe_acls(&mut direct, topic, None, any).1, [(topic, "tenant-b.".to_string(), prefixed)]);
+    assert_eq!(
+        delete_acls(&mut b, &[(topic, Some("*"), literal), (cluster, Some("kafka-cluster"), literal)]),
+        [(0, vec![(topic, "*".to_string(), literal)]), (refused, vec![])]
+    );
+    assert!(!anonymous_reads(broker.addr(), "tenant-b.orders"));
+    assert_eq!(
+        describe_acls(&mut direct, any, None, any).1,
+        [(group, "tenant-b.g".to_string(), prefixed), (cluster, "kafka-cluster".to_string(), literal)]
+    );
+    rt.block_on(proxy_a.shutdown_within(Duration::from_secs(5)));
+    rt.block_on(proxy_b.shutdown_within(Duration::from_secs(5)));
+}

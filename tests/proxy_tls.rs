@@ -134,7 +134,9 @@ fn chain(file: &str) -> Vec<CertificateDer<'static>> {
     CertificateDer::pem_file_iter(file).unwrap().map(Result::unwrap).collect()
 }
 
+/// rustls over *ring*, as kwire's TLS endpoints use it (see `src/apps/tls_provider.rs`).
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    #[allow(deprecated)]
     Arc::new(rustls::crypto::ring::default_provider())
 }
 

@@ -28,6 +28,16 @@ use kwire::{AnyBody, ApiKey, Str};
 
 const PREFIX: &str = "tenant-a.";
 
+/// The config and ACL APIs, whose resources carry no entity marks.
+const ADMIN: [ApiKey; 6] = [
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
+];
+
 fn chain(tenant: Tenant) -> FilterChain {
     let mut chain = FilterChain::new();
     chain.push(tenant);
@@ -140,6 +150,9 @@ fn every_request_gets_its_entities_prefixed_and_nothing_else() {
     for &key in ApiKey::ALL {
         if key == ApiKey::FindCoordinator {
             continue; // keys without marks: find_coordinator_keys_by_version
+        }
+        if ADMIN.contains(&key) {
+            continue; // resources without marks: configs_and_acls_*
         }
         let schema = reflect::request_schema(key);
         for _ in 0..60 {
@@ -311,8 +324,8 @@ fn find_coordinator_keys_by_version() {
 
 #[test]
 fn refused_apis_and_unknown_tenants() {
-    let request = DescribeConfigsRequest::default();
-    assert!(matches!(chain(Tenant::new(PREFIX)).on_request(&request_frame(&request, 4)), Verdict::Close(_)));
+    let request = DescribeClientQuotasRequest::default();
+    assert!(matches!(chain(Tenant::new(PREFIX)).on_request(&request_frame(&request, 1)), Verdict::Close(_)));
     // ApiVersions answers leave the refused APIs out.
     let keys = [
         ApiVersion {
@@ -322,9 +335,9 @@ fn refused_apis_and_unknown_tenants() {
             ..Default::default()
         },
         ApiVersion {
-            api_key: ApiKey::DescribeConfigs.to_i16(),
+            api_key: ApiKey::DescribeClientQuotas.to_i16(),
             min_version: 0,
-            max_version: 4,
+            max_version: 1,
             ..Default::default()
         },
     ];
@@ -771,7 +784,7 @@ fn apis_not_opened_to_tenants_are_refused_and_left_out() {
     let listed: Vec<ApiKey> = view.api_keys().iter().filter_map(|k| ApiKey::from_i16(k.api_key())).collect();
     for refused in [
         ApiKey::ListConfigResources,
-        ApiKey::DescribeConfigs,
+        ApiKey::DescribeClientQuotas,
         ApiKey::WriteTxnMarkers,
         ApiKey::Vote,
         ApiKey::ReadShareGroupState,
@@ -784,7 +797,154 @@ fn apis_not_opened_to_tenants_are_refused_and_left_out() {
     {
         assert!(listed.contains(&open), "{open:?} not offered to a tenant");
     }
+    for open in ADMIN {
+        assert!(listed.contains(&open), "{open:?} not offered to a tenant");
+    }
     // Between the two lists, every API kwire knows: none is left undecided (the filter's
     // exhaustive match makes an undecided API a compile error).
     assert!(listed.len() > 40 && listed.len() < ApiKey::ALL.len(), "{}", listed.len());
+}
+
+/// The (resource type, name) of each resource, creation or filter a config or ACL request
+/// body names.
+fn admin_resources(key: ApiKey, version: i16, body: &[u8]) -> Vec<(i8, Option<String>)> {
+    let v = StructValue::decode_body(reflect::request_schema(key), version, body).unwrap();
+    let pair = |s: &StructValue, ty: &str, name: &str| {
+        let Some(Value::Int8(t)) = s.get(ty) else { panic!("{} v{version}: no {ty}", key.name()) };
+        let name = match s.get(name) {
+            Some(Value::String(n)) => Some(n.clone()),
+            _ => None,
+        };
+        (*t, name)
+    };
+    let items = |field: &str| match v.get(field) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Value::Struct(s) => s.clone(),
+                _ => panic!("not a struct"),
+            })
+            .collect::<Vec<_>>(),
+        _ => Vec::new(),
+    };
+    match key {
+        ApiKey::CreateAcls => {
+            items("Creations").iter().map(|s| pair(s, "ResourceType", "ResourceName")).collect()
+        }
+        ApiKey::DeleteAcls => {
+            items("Filters").iter().map(|s| pair(s, "ResourceTypeFilter", "ResourceNameFilter")).collect()
+        }
+        ApiKey::DescribeAcls => vec![pair(&v, "ResourceTypeFilter", "ResourceNameFilter")],
+        _ => items("Resources").iter().map(|s| pair(s, "ResourceType", "ResourceName")).collect(),
+    }
+}
+
+/// Arbitrary config and ACL requests, every version: what reaches the broker names only
+/// the tenant's resources. Config resources are TOPIC or GROUP ones, prefixed (but the
+/// names that pass as they are); ACL bindings and DeleteAcls filters are on TOPIC, GROUP or
+/// TRANSACTIONAL_ID resources named in the prefix; DescribeAcls' one filter too, or it has
+/// no name (its answer is narrowed instead: `tests/proxy_lib.rs`).
+#[test]
+fn configs_and_acls_reach_the_broker_only_in_the_prefix() {
+    let mut rng = XorShift(0x7e4a_0044);
+    let (mut checked, mut named) = (0, 0);
+    for key in ADMIN {
+        for _ in 0..150 {
+            let data = rng.bytes(1024);
+            let Ok(value) = RequestBody::arbitrary_for(key, &mut Unstructured::new(&data)) else { continue };
+            for version in key.request_versions().min..=key.request_versions().max {
+                let value = value
+                    .as_version(kwire::types::Ver::new(version, key.flexible_versions().contains(version)));
+                if value.encoded_len(version).is_err() {
+                    continue;
+                }
+                let frame = request_frame(&value, version);
+                let sent = match chain(Tenant::new(PREFIX)).on_request(&frame) {
+                    Verdict::Replace(new) => new,
+                    // A name the prefix pushes past what a string holds.
+                    Verdict::Close(why) => {
+                        assert!(
+                            why.contains("too long") || why.contains("long"),
+                            "{} v{version}: {why}",
+                            key.name()
+                        );
+                        continue;
+                    }
+                    other => panic!("{} v{version}: {other:?}", key.name()),
+                };
+                checked += 1;
+                for (ty, name) in admin_resources(key, version, &body_of(&sent, key, version, true)) {
+                    let what = format!("{} v{version}: ({ty}, {name:?})", key.name());
+                    let configs = matches!(
+                        key,
+                        ApiKey::DescribeConfigs | ApiKey::AlterConfigs | ApiKey::IncrementalAlterConfigs
+                    );
+                    if configs {
+                        assert!(ty == 2 || ty == 32, "{what}");
+                        let n = name.as_deref().unwrap();
+                        assert!(
+                            n.is_empty() || (ty == 2 && matches!(n, "." | "..")) || n.starts_with(PREFIX),
+                            "{what}"
+                        );
+                    } else if key == ApiKey::DescribeAcls && name.is_none() {
+                        assert!(matches!(ty, 1 | 2 | 3 | 5), "{what}");
+                    } else {
+                        assert!(matches!(ty, 2 | 3 | 5), "{what}");
+                        assert!(name.as_deref().unwrap().starts_with(PREFIX), "{what}");
+                    }
+                    named += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 300 && named > 100, "{checked} requests, {named} resources");
+}
+
+/// DescribeConfigs through one tenant: a GROUP resource gets the prefix, CLIENT_METRICS is
+/// refused in its place; the answer loses the prefix, and an entry the broker adds that is
+/// not the tenant's is left out.
+#[test]
+fn group_configs_are_prefixed_and_client_metrics_refused() {
+    use kwire::messages::describe_configs::{DescribeConfigsResource, DescribeConfigsResult};
+    let resources = [
+        DescribeConfigsResource { resource_type: 32, resource_name: "g".into(), ..Default::default() },
+        DescribeConfigsResource { resource_type: 16, resource_name: "m".into(), ..Default::default() },
+    ];
+    let request = DescribeConfigsRequest { resources: (&resources[..]).into(), ..Default::default() };
+    let mut chain = chain(Tenant::new(PREFIX));
+    let Verdict::Replace(sent) = chain.on_request(&request_frame(&request, 4)) else { panic!("rewritten") };
+    assert_eq!(
+        admin_resources(ApiKey::DescribeConfigs, 4, &body_of(&sent, ApiKey::DescribeConfigs, 4, true)),
+        [(32, Some("tenant-a.g".to_string()))]
+    );
+    let result = |name: &'static str| DescribeConfigsResult {
+        resource_type: 32,
+        resource_name: name.into(),
+        error_message: Some(format!("group {name}").into()),
+        ..Default::default()
+    };
+    let results = [result("tenant-a.g"), result("tenant-b.g")];
+    let response = DescribeConfigsResponse { results: (&results[..]).into(), ..Default::default() };
+    let Verdict::Replace(got) = chain.on_response(&response_frame(&response, 4), ApiKey::DescribeConfigs, 4)
+    else {
+        panic!("rewritten")
+    };
+    let view = DescribeConfigsResponseView::new(&got[4 + 1..], 4).unwrap();
+    let got: Vec<_> = view
+        .results()
+        .iter()
+        .map(|r| {
+            (
+                r.resource_type(),
+                r.resource_name().to_string(),
+                r.error_code(),
+                r.error_message().map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(32, "g".to_string(), 0, Some("group g".to_string())), (16, "m".to_string(), 31, got[1].3.clone()),]
+    );
+    assert!(got[1].3.as_deref().is_some_and(|m| m.contains("client-metrics")), "{got:?}");
 }

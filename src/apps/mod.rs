@@ -15,3 +15,5 @@ pub mod capture;
 pub mod client;
 #[cfg(feature = "proxy")]
 pub mod proxy;
+#[cfg(any(feature = "broker-tls", feature = "proxy"))]
+mod tls_provider;

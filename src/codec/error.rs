@@ -22,7 +22,9 @@ pub enum DecodeErrorKind {
     },
     /// An unsigned varint used more than five bytes (ten for a varlong).
     VarintTooLong,
-    /// A varint's value does not fit its type (the last byte carries too many bits).
+    /// A varint's value does not fit its type. Not returned by this crate's readers: a last
+    /// byte's bits beyond the type are dropped, as Apache Kafka drops them (the overflow
+    /// policy of the wire layer); kept so that code matching on it still builds.
     VarintOverflow,
     /// A length or count prefix was negative (other than the null marker -1).
     InvalidLength(i32),

@@ -56,6 +56,35 @@ pub fn split_frame(buf: &[u8], max_size: usize) -> Result<FrameStatus<'_>, Frame
     }
 }
 
+/// The size a frame's prefix declares: the int32 at the front of `buf` (a stream buffer or
+/// a frame with its prefix), as sent (it may be negative; [`split_frame`] checks it).
+/// `None` before four bytes are there.
+#[inline]
+pub fn size_prefix(buf: &[u8]) -> Option<i32> {
+    buf.first_chunk::<4>().map(|b| i32::from_be_bytes(*b))
+}
+
+/// The API key a request frame (after its size prefix) starts with, as sent; `None` before
+/// two bytes are there.
+#[inline]
+pub fn request_api_key(frame: &[u8]) -> Option<i16> {
+    frame.first_chunk::<2>().map(|b| i16::from_be_bytes(*b))
+}
+
+/// The API key, API version and correlation id a request frame (after its size prefix)
+/// starts with, as sent; `None` before eight bytes are there.
+#[inline]
+pub fn request_ids(frame: &[u8]) -> Option<(i16, i16, i32)> {
+    peek_ids(frame).ok()
+}
+
+/// The correlation id a response frame (after its size prefix) starts with; `None` before
+/// four bytes are there.
+#[inline]
+pub fn response_correlation_id(frame: &[u8]) -> Option<i32> {
+    frame.first_chunk::<4>().map(|b| i32::from_be_bytes(*b))
+}
+
 /// Why a frame could not be split, parsed or dispatched: the one error type of framing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -234,6 +263,27 @@ impl RequestHeaderPeek<'_> {
     pub const fn key(&self) -> Option<crate::ApiKey> {
         crate::ApiKey::from_i16(self.api_key)
     }
+}
+
+/// [`crate::conn::expects_response`] for a request frame (after its size prefix) that need not be
+/// parsed whole, for any API key: for Produce, reads the header and the two fields before
+/// `acks` with the checked reader (works without the `api-produce` feature); for anything
+/// else, `true` without reading more than the API key.
+pub fn frame_expects_response(frame: &[u8]) -> Result<bool, DecodeError> {
+    let peek = RequestHeaderView::peek(frame)?;
+    if peek.api_key != crate::ApiKey::Produce.to_i16() {
+        return Ok(true);
+    }
+    let key = crate::ApiKey::Produce;
+    let (_, at) = RequestHeaderView::parse(frame, key.request_header_version(peek.api_version))?;
+    let body = frame.get(at..).unwrap_or_default();
+    let flexible = key.flexible_versions().contains(peek.api_version);
+    let mut r = Reader::new(body);
+    if peek.api_version >= 3 {
+        r.nullable_str_bytes(flexible, "ProduceRequest.TransactionalId").map_err(|e| e.shifted(at))?;
+    }
+    let acks = r.i16("ProduceRequest.Acks").map_err(|e| e.shifted(at))?;
+    Ok(acks != 0)
 }
 
 /// A view of a response header (v0 or v1).

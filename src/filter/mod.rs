@@ -93,10 +93,11 @@ use core::fmt::Write as _;
 use crate::ApiKey;
 use crate::codec::dispatch::{self, Request, Response};
 use crate::codec::encode::AnyBody;
-use crate::codec::frame::{RequestHeader, RequestHeaderView};
+use crate::codec::frame::RequestHeader;
 use crate::codec::messages::{RequestBody, ResponseBody, ResponseBodyView};
 use crate::codec::types::{List, RawTaggedField, Versions};
 use crate::session::conn::expects_response;
+use parsed::read_response;
 
 /// What a response answers: the request's API, the version the response is read at (the
 /// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),
@@ -393,6 +394,17 @@ fn answer_with(key: ApiKey, version: i16, correlation_id: i32, body: &[u8]) -> V
     Verdict::Respond(out)
 }
 
+/// The response as the filters so far left it: the caller's parse, until one rewrote it.
+fn read_current<'f: 'b, 'b>(
+    parsed: &mut ParsedResponse<'f>,
+    current: &'b Option<Vec<u8>>,
+) -> Option<(Response<'b>, i16)> {
+    match current.as_deref() {
+        None => parsed.response(),
+        Some(new) => read_response(new, parsed.api_key(), parsed.api_version()),
+    }
+}
+
 fn unreadable_verdict(forward: bool, why: core::fmt::Arguments<'_>) -> Verdict {
     if forward {
         Verdict::Forward
@@ -400,18 +412,6 @@ fn unreadable_verdict(forward: bool, why: core::fmt::Arguments<'_>) -> Verdict {
         let mut s = String::from("refused: ");
         let _ = s.write_fmt(why);
         Verdict::Close(s)
-    }
-}
-
-/// Reads a response as Kafka's clients do: at the request's version, or, for an
-/// ApiVersions error answer, at version 0. Returns the response and its version.
-fn read_response(frame: &[u8], key: ApiKey, version: i16) -> Option<(Response<'_>, i16)> {
-    match dispatch::parse_response(frame, key, version) {
-        Ok(r) => Some((r, version)),
-        Err(_) if key == ApiKey::ApiVersions && version > 0 => {
-            dispatch::parse_response(frame, key, 0).ok().map(|r| (r, 0))
-        }
-        Err(_) => None,
     }
 }
 
@@ -484,9 +484,18 @@ impl FilterChain {
     /// requests unread ([`FilterChain::forwards_unreadable`]). ApiVersions requests of any
     /// version are answered, as Kafka answers them.
     pub fn on_request(&mut self, frame: &[u8]) -> Verdict {
-        let Ok(peek) = RequestHeaderView::peek(frame) else {
-            return self.unreadable(format_args!("a request whose header does not decode"));
-        };
+        match ParsedRequest::new(frame) {
+            Ok(mut parsed) => self.on_parsed_request(&mut parsed),
+            Err(_) => self.unreadable(format_args!("a request whose header does not decode")),
+        }
+    }
+
+    /// [`FilterChain::on_request`] for a request already read by its caller: the chain
+    /// reads the body through `parsed` (parsing it if no one did yet), so that the caller
+    /// and the chain parse the frame once between them.
+    pub fn on_parsed_request(&mut self, parsed: &mut ParsedRequest<'_>) -> Verdict {
+        let frame = parsed.frame();
+        let peek = *parsed.head();
         let (raw_key, version) = (peek.api_key, peek.api_version);
         let Some(key) = ApiKey::from_i16(raw_key) else {
             return self
@@ -504,7 +513,7 @@ impl FilterChain {
         }
         if !self.wants_request(key, version) {
             if !self.forwards_unreadable()
-                && let Err(e) = dispatch::parse_request_prefix(frame)
+                && let Err(e) = parsed.request()
             {
                 return self.unreadable(format_args!(
                     "a {} v{version} request that does not decode: {e}",
@@ -521,7 +530,12 @@ impl FilterChain {
                 continue;
             }
             let bytes = current.as_deref().unwrap_or(frame);
-            let (request, _) = match dispatch::parse_request_prefix(bytes) {
+            // The caller's parse of the frame as it came; a frame a filter rewrote is new.
+            let request = match current.as_deref() {
+                None => parsed.request(),
+                Some(new) => dispatch::parse_request_prefix(new).map(|(r, _)| r),
+            };
+            let request = match request {
                 Ok(r) => r,
                 // Only the original frame can fail here: a rewritten one was encoded by kwire.
                 Err(e) => {
@@ -580,30 +594,39 @@ impl FilterChain {
     /// Runs a response frame (without its size prefix) that answers a request of
     /// `api_key` at `version` through the filters, last to first.
     pub fn on_response(&mut self, frame: &[u8], api_key: ApiKey, version: i16) -> Verdict {
+        self.on_parsed_response(&mut ParsedResponse::new(frame, api_key, version))
+    }
+
+    /// [`FilterChain::on_response`] for a response already read by its caller: the chain
+    /// reads the body through `parsed` (parsing it if no one did yet), so that the caller
+    /// and the chain parse the frame once between them.
+    pub fn on_parsed_response(&mut self, parsed: &mut ParsedResponse<'_>) -> Verdict {
+        let (api_key, version) = (parsed.api_key(), parsed.api_version());
         if let Some(book) = &self.topic_names
             && TopicNames::learns_from(api_key)
-            && let Ok(response) = dispatch::parse_response(frame, api_key, version)
+            && let Some((response, _)) = parsed.response()
         {
             book.learn_from(&response);
         }
         let mut current: Option<Vec<u8>> = None;
         if self.wants_response(api_key, version)
-            && let Some(verdict) = self.filter_response(frame, api_key, version, &mut current)
+            && let Some(verdict) = self.filter_response(parsed, &mut current)
         {
             return verdict;
         }
         if api_key == ApiKey::ApiVersions
-            && let Some(new) = self.clamp(current.as_deref().unwrap_or(frame), version)
+            && let Some(new) =
+                read_current(parsed, &current).and_then(|(response, read_at)| self.clamp(&response, read_at))
         {
             current = Some(new);
         }
         current.map_or(Verdict::Forward, Verdict::Replace)
     }
 
-    /// An ApiVersions response (as the filters left it) with every API cut to what the
-    /// broker serves, kwire reads and every filter handles; `None` if nothing changes.
-    fn clamp(&mut self, frame: &[u8], version: i16) -> Option<Vec<u8>> {
-        let (response, read_at) = read_response(frame, ApiKey::ApiVersions, version)?;
+    /// An ApiVersions response (as the filters left it, read at `read_at`) with every API
+    /// cut to what the broker serves, kwire reads and every filter handles; `None` if
+    /// nothing changes.
+    fn clamp(&mut self, response: &Response<'_>, read_at: i16) -> Option<Vec<u8>> {
         // Irrefutable in a build whose only API is ApiVersions.
         #[allow(irrefutable_let_patterns)]
         let ResponseBodyView::ApiVersions(view) = response.body else { return None };
@@ -633,18 +656,17 @@ impl FilterChain {
     /// ends it (a close).
     fn filter_response(
         &mut self,
-        frame: &[u8],
-        api_key: ApiKey,
-        version: i16,
+        parsed: &mut ParsedResponse<'_>,
         current: &mut Option<Vec<u8>>,
     ) -> Option<Verdict> {
+        let (frame, api_key, version) = (parsed.frame(), parsed.api_key(), parsed.api_version());
         for (index, filter) in self.filters.iter_mut().enumerate().rev() {
             let merge = self.merges.front().is_some_and(|&(_, at, _)| at == index);
             if !merge && !filter.wants_response(api_key, version) {
                 continue;
             }
             let bytes = current.as_deref().unwrap_or(frame);
-            let Some((response, read_at)) = read_response(bytes, api_key, version) else { break };
+            let Some((response, read_at)) = read_current(parsed, current) else { break };
             let correlation_id = response.header.correlation_id();
             // A partial answer of this filter's: the refused entries merged in, before the
             // filter sees the answer.
@@ -672,8 +694,7 @@ impl FilterChain {
                     continue;
                 }
             }
-            let bytes = current.as_deref().unwrap_or(frame);
-            let Some((response, read_at)) = read_response(bytes, api_key, version) else { break };
+            let Some((response, read_at)) = read_current(parsed, current) else { break };
             let exchange = Exchange { api_key, api_version: read_at, correlation_id };
             match filter.on_response(&exchange, &response) {
                 ResponseAction::Pass => {}
@@ -728,11 +749,14 @@ impl FilterChain {
 mod by_schema;
 mod deny;
 mod json;
+mod parsed;
 mod partial;
 mod rewrite;
 mod splice;
 #[cfg(feature = "reflect")]
 mod tenant;
+#[cfg(feature = "reflect")]
+mod tenant_admin;
 mod topic_names;
 #[cfg(feature = "api-produce")]
 mod validate;
@@ -740,6 +764,7 @@ mod versions;
 
 pub use deny::DenyApis;
 pub use json::{JsonError, JsonErrorKind, MAX_JSON_DEPTH, check_json};
+pub use parsed::{ParsedRequest, ParsedResponse};
 pub use partial::Refusals;
 pub use rewrite::{
     BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route,

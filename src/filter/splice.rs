@@ -16,9 +16,10 @@ use crate::codec::dispatch;
 pub use crate::codec::entities::EntityKind;
 use crate::codec::entities::{self, EntityField, Found, WalkFn};
 use crate::codec::error::DecodeError;
-use crate::codec::frame::FrameError;
+use crate::codec::frame::{FrameError, size_prefix};
 use crate::codec::messages::entity_walker;
 use crate::codec::wire::MAX_STRING_LEN;
+use crate::codec::wire::varint::{push_uvarint, uvarint_len};
 
 /// What to write instead of an entity string (see [`splice_request`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,12 +168,10 @@ fn bare(frame: &[u8], sized: bool) -> Result<&[u8], SpliceError> {
     if !sized {
         return Ok(frame);
     }
-    match frame.split_first_chunk::<4>() {
-        Some((size, rest)) if i32::from_be_bytes(*size) as usize == rest.len() => Ok(rest),
-        Some((size, rest)) => {
-            Err(SpliceError::Size { declared: i32::from_be_bytes(*size), actual: rest.len() })
-        }
-        None => Err(SpliceError::Size { declared: -1, actual: frame.len() }),
+    match (size_prefix(frame), frame.get(4..)) {
+        (Some(size), Some(rest)) if size as usize == rest.len() => Ok(rest),
+        (Some(declared), Some(rest)) => Err(SpliceError::Size { declared, actual: rest.len() }),
+        _ => Err(SpliceError::Size { declared: -1, actual: frame.len() }),
     }
 }
 
@@ -245,28 +244,9 @@ impl Sizes {
     }
 }
 
-/// The bytes of an unsigned varint.
-fn varint_width(v: u32) -> usize {
-    match v {
-        0..0x80 => 1,
-        0x80..0x4000 => 2,
-        0x4000..0x20_0000 => 3,
-        0x20_0000..0x1000_0000 => 4,
-        _ => 5,
-    }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 /// A string field's new length prefix: its width, and the value written.
 fn prefix_width(compact: bool, len: usize) -> usize {
-    if compact { varint_width(len as u32 + 1) } else { 2 }
+    if compact { uvarint_len(len as u32 + 1) } else { 2 }
 }
 
 type Map<'m, 'p> = &'m mut dyn FnMut(EntityKind, &str) -> Option<Edit<'p>>;
@@ -328,7 +308,7 @@ pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Opt
         let Some(s) = sizes.get(i).map(|s| *s) else { continue };
         let new = i64::from(s.old) + s.grows;
         let new = u32::try_from(new).map_err(|_| SpliceError::TooLong { len: new.max(0) as usize })?;
-        let widen = varint_width(new) as i64 - s.width as i64;
+        let widen = uvarint_len(new) as i64 - s.width as i64;
         grows += widen;
         let mut outer = s.outer;
         while let Some(o) = outer {
@@ -362,13 +342,13 @@ pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Opt
         // The tagged sizes before this field.
         while let Some(s) = sizes.get(next_size).copied().filter(|s| s.at < field.span.0) {
             out.extend_from_slice(body.get(copied..s.at).unwrap_or_default());
-            put_varint(&mut out, (i64::from(s.old) + s.grows) as u32);
+            push_uvarint(&mut out, (i64::from(s.old) + s.grows) as u32);
             copied = s.at + s.width;
             next_size += 1;
         }
         out.extend_from_slice(body.get(copied..field.span.0).unwrap_or_default());
         if field.compact {
-            put_varint(&mut out, len as u32 + 1);
+            push_uvarint(&mut out, len as u32 + 1);
         } else {
             out.extend_from_slice(&(len as i16).to_be_bytes());
         }
@@ -417,13 +397,13 @@ mod tests {
     }
 
     fn compact(s: &str, out: &mut Vec<u8>) {
-        put_varint(out, s.len() as u32 + 1);
+        push_uvarint(out, s.len() as u32 + 1);
         out.extend_from_slice(s.as_bytes());
     }
 
     fn tagged(tag: u32, content: &[u8], out: &mut Vec<u8>) {
-        put_varint(out, tag);
-        put_varint(out, content.len() as u32);
+        push_uvarint(out, tag);
+        push_uvarint(out, content.len() as u32);
         out.extend_from_slice(content);
     }
 

@@ -1,11 +1,12 @@
 //! [`Tenant`]: one connection's tenant of a virtual cluster, from the schemas' entity marks.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::splice::{Edit, Parts, splice_parts};
+use super::tenant_admin::{self, Names, Pending, as_is, unprefix_message};
 use super::topic_names::Book;
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
@@ -76,15 +77,13 @@ pub(crate) fn refusal(api: ApiKey) -> Option<&'static str> {
         | AlterShareGroupOffsets
         | DeleteShareGroupOffsets
         | StreamsGroupTopologyDescriptionUpdate => None,
-        // Config and ACL resources, quotas, SCRAM credentials and the config resources'
-        // listing name entities in fields without marks.
-        DescribeConfigs
-        | AlterConfigs
-        | IncrementalAlterConfigs
-        | DescribeAcls
-        | CreateAcls
-        | DeleteAcls
-        | DescribeClientQuotas
+        // Config and ACL resources: rewritten and narrowed by `tenant_admin`.
+        DescribeConfigs | AlterConfigs | IncrementalAlterConfigs | DescribeAcls | CreateAcls | DeleteAcls => {
+            None
+        }
+        // Quotas, SCRAM credentials and the config resources' listing name entities in
+        // fields without marks.
+        DescribeClientQuotas
         | AlterClientQuotas
         | DescribeUserScramCredentials
         | AlterUserScramCredentials
@@ -144,6 +143,9 @@ pub(crate) fn topic_id(field: &reflect::FieldSchema) -> bool {
     matches!(field.ty, FieldType::Uuid) && field.name == "TopicId"
 }
 
+/// The most config and ACL requests one connection has in flight.
+const MAX_IN_FLIGHT: usize = 1024;
+
 /// The most stand-in ids one connection keeps (see [`StandIns`]).
 const MAX_STAND_INS: usize = 4096;
 
@@ -185,30 +187,12 @@ impl StandIns {
     }
 }
 
-/// What a field's strings are to a tenant.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Names {
-    /// Not entities of a tenant.
-    Not,
-    /// Topic names.
-    Topics,
-    /// Group or transactional ids.
-    Ids,
-}
-
 fn names(api: ApiKey, field: &reflect::FieldSchema) -> Names {
     match owned_entity(api, field) {
         false => Names::Not,
         true if field.entity == Some(Entity::TopicName) => Names::Topics,
         true => Names::Ids,
     }
-}
-
-/// Whether an entity's name passes as it is, both ways: empty (Kafka's "no group"), or a
-/// topic named `.` or `..`, which Kafka refuses (INVALID_TOPIC_EXCEPTION) and so never
-/// holds, whereas the prefix would make a valid name of it (`tenant-a..`).
-fn as_is(kind: Names, name: &str) -> bool {
-    name.is_empty() || (kind == Names::Topics && matches!(name, "." | ".."))
 }
 
 /// Whether a message has any field [`owned_entity`] accepts, at any depth.
@@ -247,11 +231,15 @@ enum Source {
 /// The tenant is chosen per connection by the caller: from the SNI name when it is known at
 /// once ([`Tenant::new`]), or from the authenticated principal once SASL has named it
 /// ([`Tenant::when_known`]); until then, a request that names entities closes the
-/// connection. APIs whose requests name entities in unmarked fields (configs, ACLs, quotas,
-/// SCRAM credentials, delegation tokens) or that act on the whole cluster (reassignments,
-/// leader elections, features) are refused as [`super::DenyApis`] refuses them, and left out
-/// of ApiVersions answers, and a request kwire cannot read (an API or version it does not
-/// know) closes the connection rather than pass unprefixed.
+/// connection. Config and ACL resources name entities beside a resource type, without
+/// marks: TOPIC and GROUP configs, and ACL bindings on topics, groups and transactional ids,
+/// are mapped into the prefix, and the other resource types refused per entry (filters of
+/// DescribeAcls and DeleteAcls match only the tenant's bindings). APIs whose requests name
+/// entities in other unmarked fields (quotas, SCRAM credentials, delegation tokens) or that
+/// act on the whole cluster (reassignments, leader elections, features) are refused as
+/// [`super::DenyApis`] refuses them, and left out of ApiVersions answers, and a request kwire
+/// cannot read (an API or version it does not know) closes the connection rather than pass
+/// unprefixed.
 ///
 /// Topic ids are the broker's, shared by every tenant, so the filter keeps a book of the
 /// ids it has seen with their names (every answer that names a topic and its id: Metadata,
@@ -297,6 +285,8 @@ pub struct Tenant {
     /// Per API key (by its `i16`), whether its requests and its responses name entities.
     requests: [bool; 128],
     responses: [bool; 128],
+    /// Config and ACL requests sent on, by correlation id, with what their answers need.
+    admin: VecDeque<(i32, Pending)>,
 }
 
 impl core::fmt::Debug for Tenant {
@@ -327,6 +317,7 @@ impl Tenant {
             stand_ins: StandIns::default(),
             requests: [false; 128],
             responses: [false; 128],
+            admin: VecDeque::new(),
         };
         for &api in ApiKey::ALL {
             if let Ok(i) = usize::try_from(api.to_i16())
@@ -365,7 +356,9 @@ fn prefix_of(source: &mut Source) -> Option<&str> {
 
 impl Filter for Tenant {
     fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
-        refusal(api_key).is_some() || Tenant::carries(&self.requests, api_key)
+        refusal(api_key).is_some()
+            || tenant_admin::handles(api_key)
+            || Tenant::carries(&self.requests, api_key)
     }
 
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
@@ -383,6 +376,20 @@ impl Filter for Tenant {
             ));
         };
         let (version, body) = (request.header.api_version(), request.body.as_bytes());
+        if tenant_admin::handles(api) {
+            if self.admin.len() >= MAX_IN_FLIGHT {
+                return RequestAction::Close(alloc::format!(
+                    "a tenant has more than {MAX_IN_FLIGHT} config and ACL requests in flight"
+                ));
+            }
+            return match tenant_admin::request(api, version, body, prefix) {
+                Ok((body, pending)) => {
+                    self.admin.push_back((request.header.correlation_id(), pending));
+                    RequestAction::RewriteBody(body)
+                }
+                Err(e) => RequestAction::Close(e),
+            };
+        }
         let header = request.header.as_bytes();
         match splice(Way::ToBroker, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
             Some(Ok(None)) => return RequestAction::Pass,
@@ -398,7 +405,7 @@ impl Filter for Tenant {
     }
 
     fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
-        Tenant::carries(&self.responses, api_key)
+        tenant_admin::handles(api_key) || Tenant::carries(&self.responses, api_key)
     }
 
     fn on_response<'a>(&mut self, exchange: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
@@ -411,6 +418,19 @@ impl Filter for Tenant {
             ));
         };
         let (version, body) = (exchange.api_version, response.body.as_bytes());
+        if tenant_admin::handles(api) {
+            // Answers come in the order of their requests.
+            let Some((id, pending)) = self.admin.pop_front() else {
+                return ResponseAction::Close(alloc::format!("a {} answer to no request", api.name()));
+            };
+            if id != exchange.correlation_id {
+                return ResponseAction::Close(alloc::format!("a {} answer out of order", api.name()));
+            }
+            return match tenant_admin::response(api, version, body, prefix, pending) {
+                Ok(body) => ResponseAction::RewriteBody(body),
+                Err(e) => ResponseAction::Close(e),
+            };
+        }
         let header = response.header.as_bytes();
         match splice(Way::ToClient, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
             Some(Ok(None)) => return ResponseAction::Pass,
@@ -706,27 +726,4 @@ fn unprefix(kind: Names, name: &mut String, prefix: &str, changed: &mut bool) ->
         return true;
     }
     false
-}
-
-/// Takes the prefix off the names in a broker's error message ("the length of
-/// 'tenant-a.orders' is ..."): every occurrence that starts a name, i.e. that does not
-/// follow a character Kafka allows in a topic name.
-fn unprefix_message(text: &mut String, prefix: &str, changed: &mut bool) {
-    if !text.contains(prefix) {
-        return;
-    }
-    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while let Some(c) = text.get(i..).and_then(|rest| rest.chars().next()) {
-        let starts_name = !text[..i].chars().next_back().is_some_and(name_char);
-        if starts_name && text[i..].starts_with(prefix) {
-            i += prefix.len();
-            *changed = true;
-            continue;
-        }
-        out.push(c);
-        i += c.len_utf8();
-    }
-    *text = out;
 }

@@ -40,7 +40,7 @@ impl TlsConfig {
             return Err(invalid("certificate chain", "no certificate in the PEM"));
         }
         let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| invalid("private key", e))?;
-        let config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        let config = ServerConfig::builder_with_provider(crate::apps::tls_provider::tls_provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| invalid("TLS", e))?
             .with_no_client_auth()

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::hooks::{ConnInfo, Event, Hooks};
-use super::session::{AuthNote, Pairing, RequestHead};
+use super::notes::{AuthNote, Pairing, RequestHead};
 use crate::tools::reflect::walk::{Field, Scalar, Visitor};
 use crate::tools::reflect::{self, StructSchema};
 use crate::{ApiKey, ErrorCode};

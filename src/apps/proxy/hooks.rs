@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::session::{Admitted, AuthNote, Pairing, RequestHead};
+use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 
 /// What a proxy knows of one client connection, for its filters and hooks. What
 /// authentication tells (mechanism, principal) is filled in as the connection authenticates.
@@ -156,6 +156,22 @@ pub trait Hooks: Send + Sync + 'static {
         let _ = (conn, frame, head, tag);
     }
 
+    /// [`Hooks::request`], with what the proxy's one parse of the frame found, when it
+    /// parsed it (`None` when nothing read the body, or a filter replaced the frame): a
+    /// hook that reads the frame need not parse it again to learn whether it decodes. By
+    /// default, [`Hooks::request`].
+    fn request_read(
+        &self,
+        conn: &ConnInfo,
+        frame: &[u8],
+        head: &RequestHead,
+        tag: &Self::Tag,
+        read: Option<Result<(), crate::codec::frame::FrameError>>,
+    ) {
+        let _ = read;
+        self.request(conn, frame, head, tag);
+    }
+
     /// A response frame (as sent to the client, without its size prefix) was sent: what it
     /// answers, whether it was rewritten, and how long after its request.
     fn response(
@@ -167,6 +183,23 @@ pub trait Hooks: Send + Sync + 'static {
         latency: Duration,
     ) {
         let _ = (conn, frame, exchange, rewritten, latency);
+    }
+
+    /// [`Hooks::response`], with the version the proxy's one parse of the frame read its
+    /// body at, when it parsed it and it decoded (`None` otherwise, or when a filter
+    /// replaced the frame): a hook that reads the frame need not parse it again to learn
+    /// that. By default, [`Hooks::response`].
+    fn response_read(
+        &self,
+        conn: &ConnInfo,
+        frame: &[u8],
+        exchange: Pairing<Self::Tag>,
+        rewritten: bool,
+        latency: Duration,
+        read_at: Option<i16>,
+    ) {
+        let _ = read_at;
+        self.response(conn, frame, exchange, rewritten, latency);
     }
 
     /// A request that expects no answer was sent (Produce with acks=0, a dropped request),

@@ -1,6 +1,6 @@
 //! The accept side of a proxy: the bootstrap listener, and the listeners the runtime opens
 //! for brokers as responses name them, each served by an accept loop that starts a
-//! connection's task (`io.rs`) per client.
+//! connection's task (`io/`) per client.
 //!
 //! Past the connection limit every listener closes, so that clients are refused by the
 //! kernel rather than accepted and dropped, and opens again on the same address once a

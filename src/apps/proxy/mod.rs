@@ -80,6 +80,7 @@ pub mod encrypt;
 mod hooks;
 mod io;
 mod listeners;
+mod notes;
 mod runtime;
 mod session;
 mod tenants;
@@ -93,9 +94,8 @@ use std::time::Duration;
 
 pub use audit::{AuditLog, timestamp};
 pub use hooks::{ConnInfo, Event, Hooks, NoHooks};
-pub use session::{
-    Action, Admitted, Answer, Answered, AuthNote, FromBroker, FromClient, Pairing, RequestHead, Session,
-};
+pub use notes::{Admitted, AuthNote, Pairing, RequestHead};
+pub use session::{Action, Answer, Answered, FromBroker, FromClient, Session};
 pub use tenants::{TenantError, TenantLineError, Tenants};
 pub use tls::{ServerTls, TlsError, UpstreamTls};
 pub use traffic::{LogFormat, RecordAs, Recorder, TrafficLog, TrafficTag};
@@ -248,9 +248,9 @@ impl<H: Hooks> ProxyBuilder<H> {
     /// Each client connection's filters, made when it is set up (after TLS), from what is
     /// known of it. Address rewriting is added after them (nearest the broker).
     ///
-    /// With filters, the proxy keeps the names of topic ids for them: each chain fills the
-    /// proxy's [`TopicNames`] book ([`ConnInfo::topic_names`]) from the answers that pair
-    /// names with ids, and before a request that names an id the book does not know goes
+    /// The proxy keeps the names of topic ids for its filters and its log: each connection
+    /// fills the proxy's [`TopicNames`] book ([`ConnInfo::topic_names`]) from the answers
+    /// that pair names with ids, before its filters see them. With filters, before a request that names an id the book does not know goes
     /// on, the proxy asks the broker its name (Metadata by id, on the connection's own
     /// broker connection). So a filter that judges topics by name resolves every topic of
     /// every version ([`TopicNames::resolve`]); an id the broker does not know stays

@@ -110,9 +110,8 @@ impl<H: Hooks> Runtime<H> {
         if let Some(engine) = &self.encryption {
             chain.push(super::encrypt::RefuseUnencrypted::new(engine.clone(), conn.id));
         }
-        if self.look_up_ids {
-            chain.learn_topic_names(self.topic_names.clone());
-        }
+        // The session fills the proxy's book of topic names (`conn.topic_names`, the same
+        // book) from its one parse of each answer, before the chain sees it.
         if let Some(sni) = &self.tls.sni {
             // One port for every broker, each by its name (SNI); what the responses say of
             // the brokers' own addresses is where those names' connections go.

@@ -5,7 +5,8 @@
 //! SaslHandshake v0 token phase ([`RawSasl`]), observes authentication (mechanism, user and
 //! the broker's verdict, into [`ConnInfo`]), runs the connection's [`FilterChain`] (address
 //! rewriting and ApiVersions clamping included), and orders the answers that filters give
-//! themselves among the broker's. Each frame's header is read once.
+//! themselves among the broker's. Each frame is read once ([`ParsedRequest`], [`ParsedResponse`]), by all of
+//! these.
 
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
@@ -14,49 +15,13 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::ConnInfo;
+use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::ApiKey;
-use crate::codec::dispatch;
-use crate::codec::frame::{RequestHeaderView, ResponseHeaderView};
+use crate::codec::frame::{FrameError, ResponseHeaderView};
 use crate::codec::messages::{RequestBodyView, ResponseBodyView};
-use crate::filter::{FilterChain, Verdict};
-use crate::session::conn::{ConnError, InFlight};
+use crate::filter::{FilterChain, ParsedRequest, ParsedResponse, TopicNames, Verdict};
+use crate::session::conn::{ConnError, InFlight, expects_response};
 use crate::session::secrets::RawSasl;
-
-/// What a request frame is, as read once from its header.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RequestHead {
-    /// A Kafka request.
-    Request {
-        /// The API key as sent (a raw value: kwire may not know it).
-        api_key: i16,
-        /// The API version as sent.
-        api_version: i16,
-        /// The correlation id.
-        correlation_id: i32,
-        /// The client id, shared with the connection's earlier requests while it stays the same.
-        client_id: Option<Arc<str>>,
-        /// Whether an answer is expected (not Produce with acks=0, not dropped).
-        expects: bool,
-    },
-    /// A raw SASL token of the SaslHandshake v0 phase (no Kafka header; never decoded).
-    Token,
-    /// A frame whose request header does not parse, with the reason.
-    Bad(String),
-}
-
-/// What the session learned of the connection's authentication from one frame.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AuthNote {
-    /// The client named its SASL mechanism (SaslHandshake).
-    Mechanism(String),
-    /// The client's SASL exchange named this user (PLAIN and SCRAM; never a secret).
-    User(String),
-    /// The broker accepted the authentication: the connection's principal is known.
-    Accepted,
-    /// The broker refused it, with this error code.
-    Refused(i16),
-}
 
 /// What to do with a frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,32 +47,10 @@ pub struct FromClient {
     pub action: Action,
     /// What the frame said of authentication.
     pub auth: Option<AuthNote>,
-}
-
-/// A request that was sent on (or answered by a filter), as kept until its answer.
-#[derive(Debug)]
-pub struct Admitted<T> {
-    /// The client id.
-    pub client_id: Option<Arc<str>>,
-    /// When it was admitted.
-    pub at: Instant,
-    /// The request frame's size, prefix included.
-    pub size: usize,
-    /// What the caller keeps with it.
-    pub tag: T,
-}
-
-/// What a response answers.
-#[derive(Debug)]
-pub struct Pairing<T> {
-    /// The request's API.
-    pub api_key: ApiKey,
-    /// The request's version.
-    pub api_version: i16,
-    /// The correlation id.
-    pub correlation_id: i32,
-    /// The request.
-    pub request: Admitted<T>,
+    /// What the session's one parse of the frame found, when something read its body (a
+    /// filter, the SASL notes) and the frame goes on as it came: whether it decodes, and why
+    /// not; `None` otherwise (a reader parses it then).
+    pub read: Option<Result<(), FrameError>>,
 }
 
 /// What a response frame answers.
@@ -135,6 +78,10 @@ pub struct FromBroker<T> {
     pub auth: Option<AuthNote>,
     /// The broker answered out of order (a correlation id other than the oldest's).
     pub out_of_order: Option<i32>,
+    /// The version the session's one parse of the frame read its body at, when something
+    /// read it (a filter, the SASL notes, the book of topic names), it decoded, and the
+    /// frame goes on as it came; `None` otherwise (a reader parses it then).
+    pub read_at: Option<i16>,
 }
 
 /// An answer given by a filter, due to the client now: the response frame (without its size
@@ -224,9 +171,11 @@ impl<T> Session<T> {
     ) -> FromClient {
         if self.sasl.client_token() {
             let auth = self.user_from(frame);
-            return FromClient { head: RequestHead::Token, action: Action::Forward, auth };
+            return FromClient { head: RequestHead::Token, action: Action::Forward, auth, read: None };
         }
-        let peek = match RequestHeaderView::peek(frame) {
+        // The frame's one parse: its header now, its body when a reader asks (the SASL
+        // notes, the filters, the acks of a Produce a filter read).
+        let mut parsed = match ParsedRequest::new(frame) {
             Ok(p) => p,
             Err(e) => {
                 // What the chain does with a request no filter can read.
@@ -234,13 +183,14 @@ impl<T> Session<T> {
                     Verdict::Forward => Action::Forward,
                     _ => Action::Close(format!("refused: a request whose header does not decode: {e}")),
                 };
-                return FromClient { head: RequestHead::Bad(e.to_string()), action, auth: None };
+                return FromClient { head: RequestHead::Bad(e.to_string()), action, auth: None, read: None };
             }
         };
+        let peek = *parsed.head();
         let auth = if peek.api_key == ApiKey::SaslHandshake.to_i16()
             || peek.api_key == ApiKey::SaslAuthenticate.to_i16()
         {
-            self.sasl_request(frame, peek.api_version)
+            self.sasl_request(&mut parsed)
         } else {
             None
         };
@@ -253,10 +203,15 @@ impl<T> Session<T> {
             }
             (None, _) => None,
         };
-        let verdict = self.filters.on_request(frame);
+        let verdict = self.filters.on_parsed_request(&mut parsed);
         let expects = match &verdict {
             // A request that gets no answer (Produce with acks=0) is never entered.
-            Verdict::Forward => crate::session::conn::frame_expects_response(frame).unwrap_or(true),
+            Verdict::Forward => match parsed.parsed() {
+                Some(Ok(request)) => expects_response(&request.body),
+                _ if peek.api_key != ApiKey::Produce.to_i16() => true,
+                // A Produce request no one read: its acks alone.
+                _ => crate::session::conn::frame_expects_response(frame).unwrap_or(true),
+            },
             Verdict::Replace(new) => crate::session::conn::frame_expects_response(new).unwrap_or(true),
             Verdict::Drop => false,
             Verdict::Respond(_) | Verdict::Close(_) => true,
@@ -299,7 +254,12 @@ impl<T> Session<T> {
             Verdict::Drop => Action::Hold,
             Verdict::Close(why) => Action::Close(why),
         };
-        FromClient { head, action, auth }
+        // The parse describes the frame as sent unless a filter replaced it.
+        let read = match action {
+            Action::Replace(_) => None,
+            _ => parsed.parsed().map(|r| r.map(|_| ())),
+        };
+        FromClient { head, action, auth, read }
     }
 
     /// Queues a filter's answer: due now if nothing is awaited before it, else entered to
@@ -362,8 +322,9 @@ impl<T> Session<T> {
 
     /// What a SaslHandshake or SaslAuthenticate request says of authentication; a v0
     /// handshake also starts the raw token phase.
-    fn sasl_request(&mut self, frame: &[u8], api_version: i16) -> Option<AuthNote> {
-        let request = dispatch::parse_request(frame).ok()?;
+    fn sasl_request(&mut self, parsed: &mut ParsedRequest<'_>) -> Option<AuthNote> {
+        let api_version = parsed.head().api_version;
+        let request = parsed.request().ok()?;
         match request.body {
             RequestBodyView::SaslHandshake(v) => {
                 let mechanism = v.mechanism().to_string();
@@ -410,13 +371,20 @@ impl<T> Session<T> {
         // sends Kafka requests again.
         if self.sasl.server_token(frame.len()) {
             let auth = (!self.sasl.client_token()).then(|| self.verdict(0));
-            return FromBroker { answer: Answer::Token, action: Action::Forward, auth, out_of_order: None };
+            return FromBroker {
+                answer: Answer::Token,
+                action: Action::Forward,
+                auth,
+                out_of_order: None,
+                read_at: None,
+            };
         }
         let unpaired = |why: String| FromBroker {
             answer: Answer::Unpaired(why),
             action: Action::Forward,
             auth: None,
             out_of_order: None,
+            read_at: None,
         };
         let correlation_id = match ResponseHeaderView::parse(frame, 0) {
             Ok((h, _)) => h.correlation_id(),
@@ -450,6 +418,7 @@ impl<T> Session<T> {
                     action: Action::Hold,
                     auth: None,
                     out_of_order,
+                    read_at: None,
                 };
             }
             // A filter's answer is never awaited from the broker: its id came back twice.
@@ -457,8 +426,17 @@ impl<T> Session<T> {
                 return unpaired(format!("correlation id {correlation_id} was answered by a filter"));
             }
         };
-        let auth = self.sasl_response(frame, p.api_key, p.api_version);
-        let verdict = self.filters.on_response(frame, p.api_key, p.api_version);
+        // The frame's one parse, made when a reader asks: the SASL notes, the book of topic
+        // names, the filters.
+        let mut parsed = ParsedResponse::new(frame, p.api_key, p.api_version);
+        let auth = self.sasl_response(&mut parsed);
+        if TopicNames::learns_from(p.api_key)
+            && let Some((response, _)) = parsed.response()
+        {
+            // The proxy's book, shared by its connections and their filters.
+            self.info.topic_names().learn_from(&response);
+        }
+        let verdict = self.filters.on_parsed_response(&mut parsed);
         let (action, rewritten) = match verdict {
             Verdict::Replace(new) => (Action::Replace(new), true),
             Verdict::Close(why) => (Action::Close(why), false),
@@ -466,26 +444,31 @@ impl<T> Session<T> {
         };
         self.release_answers();
         let exchange = Pairing { api_key: p.api_key, api_version: p.api_version, correlation_id, request };
-        FromBroker { answer: Answer::Paired(exchange, rewritten), action, auth, out_of_order }
+        let read_at = match action {
+            Action::Forward => parsed.parsed().flatten().map(|(_, at)| at),
+            _ => None,
+        };
+        FromBroker { answer: Answer::Paired(exchange, rewritten), action, auth, out_of_order, read_at }
     }
 
     /// What a SaslHandshake or SaslAuthenticate response says of authentication.
-    fn sasl_response(&mut self, frame: &[u8], api_key: ApiKey, version: i16) -> Option<AuthNote> {
-        match api_key {
+    fn sasl_response(&mut self, parsed: &mut ParsedResponse<'_>) -> Option<AuthNote> {
+        let version = parsed.api_version();
+        match parsed.api_key() {
             ApiKey::SaslHandshake => {
-                let error = match dispatch::parse_response(frame, api_key, version) {
-                    Ok(r) => match r.body {
+                let error = match parsed.response() {
+                    Some((r, _)) => match r.body {
                         ResponseBodyView::SaslHandshake(v) => v.error_code(),
                         _ => -1,
                     },
-                    Err(_) => -1,
+                    None => -1,
                 };
                 if version == 0 {
                     self.sasl.on_handshake_response(error);
                 }
                 (error != 0).then_some(AuthNote::Refused(error))
             }
-            ApiKey::SaslAuthenticate => match dispatch::parse_response(frame, api_key, version).ok()?.body {
+            ApiKey::SaslAuthenticate => match parsed.response()?.0.body {
                 ResponseBodyView::SaslAuthenticate(v) => {
                     // SCRAM takes two rounds: the server's last message (`v=...`) ends it.
                     let scram = self.auth.mechanism.as_deref().is_some_and(|m| m.starts_with("SCRAM"));
@@ -654,6 +637,36 @@ mod tests {
         // Kafka requests again after it.
         let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 0);
         assert!(matches!(got.head, RequestHead::Request { api_key: 3, .. }));
+    }
+
+    /// Reads every frame and passes it.
+    struct Observe;
+    impl Filter for Observe {}
+
+    #[test]
+    fn the_one_parse_is_handed_on_with_the_frame() {
+        let now = Instant::now();
+        // No reader of a Metadata request's body: nothing parses it, and the hooks parse it.
+        let mut s = session(FilterChain::new());
+        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 1), now, |_| 0);
+        assert_eq!((got.action, got.read), (Action::Forward, None));
+        // A Metadata answer feeds the book of topic names: parsed once, and said so.
+        let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 1));
+        assert_eq!((got.action, got.read_at), (Action::Forward, Some(12)));
+        // A filter that reads the request: its parse is handed on.
+        let mut chain = FilterChain::new();
+        chain.push(Observe);
+        let mut s = session(chain);
+        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 0);
+        assert_eq!((got.action, got.read), (Action::Forward, Some(Ok(()))));
+        // A body that does not decode: the parse's error is handed on (the chain forwards
+        // nothing it cannot read, so the connection closes).
+        let mut bad = request(&MetadataRequest::default(), 12, 3);
+        bad.push(0xff);
+        bad.truncate(bad.len() - 2);
+        let got = s.on_client_frame(&bad, now, |_| 0);
+        assert!(matches!(got.read, Some(Err(_))), "{got:?}");
+        assert!(matches!(got.action, Action::Close(_)));
     }
 
     #[test]

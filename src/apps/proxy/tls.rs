@@ -24,6 +24,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::apps::tls_provider::tls_provider as provider;
 use crate::filter::{BrokerNames, NameTarget};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -312,10 +313,6 @@ fn roots(path: &Path, what: &str) -> Result<Arc<RootCertStore>, TlsError> {
         roots.add(cert).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
     }
     Ok(Arc::new(roots))
-}
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Accepts any broker certificate (`--upstream-insecure-skip-verify`); the handshake's
@@ -610,9 +607,12 @@ async fn exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     s.flush().await.map_err(|e| format!("write error: {e}"))?;
     let mut size = [0u8; 4];
     s.read_exact(&mut size).await.map_err(|e| format!("read error: {e}"))?;
-    let size = i32::from_be_bytes(size);
-    let size =
-        usize::try_from(size).ok().filter(|n| *n <= max_frame).ok_or(format!("bad response size {size}"))?;
+    // The size prefix alone: a frame of `needed` more bytes (none for an empty frame).
+    let size = match crate::codec::frame::split_frame(&size, max_frame) {
+        Ok(crate::codec::frame::FrameStatus::Incomplete { needed }) => needed,
+        Ok(crate::codec::frame::FrameStatus::Complete { .. }) => 0,
+        Err(e) => return Err(format!("bad response size: {e}")),
+    };
     let mut frame = vec![0u8; size];
     s.read_exact(&mut frame).await.map_err(|e| format!("read error: {e}"))?;
     Ok(frame)

@@ -19,8 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use super::audit::{AuditLog, json_str, timestamp};
 use super::hooks::{ConnInfo, Event, Hooks};
-use super::session::{Admitted, AuthNote, Pairing, RequestHead};
-use crate::filter::TopicNames;
+use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::session::conn::metrics::{Metrics, Undecoded};
 use crate::session::secrets::{self, Redaction};
 use crate::tools::reflect::explain::{About, FrameKind, about_request, about_response, explain_frame};
@@ -611,9 +610,24 @@ impl Hooks for TrafficLog {
     }
 
     fn request(&self, conn: &ConnInfo, frame: &[u8], head: &RequestHead, tag: &Tag) {
+        self.request_read(conn, frame, head, tag, None);
+    }
+
+    fn request_read(
+        &self,
+        conn: &ConnInfo,
+        frame: &[u8],
+        head: &RequestHead,
+        tag: &Tag,
+        read: Option<Result<(), crate::codec::frame::FrameError>>,
+    ) {
         let RequestHead::Request { .. } = head else { return };
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
-        let decoded = inspect::request(frame);
+        // The proxy's parse when it made one, else the log's own.
+        let decoded = match read {
+            Some(read) => inspect::decoded(read),
+            None => inspect::request(frame),
+        };
         let roundtrip = (self.verify && decoded == Decoded::Ok).then(|| inspect::roundtrip_request(frame));
         if let (Some(r), Some(name)) = (&self.recorder, &tag.name) {
             let _ = r.save("requests", name, &with_prefix(frame), RecordAs::Request);
@@ -622,6 +636,18 @@ impl Hooks for TrafficLog {
     }
 
     fn response(&self, conn: &ConnInfo, frame: &[u8], e: Pairing<Tag>, rewritten: bool, latency: Duration) {
+        self.response_read(conn, frame, e, rewritten, latency, None);
+    }
+
+    fn response_read(
+        &self,
+        conn: &ConnInfo,
+        frame: &[u8],
+        e: Pairing<Tag>,
+        rewritten: bool,
+        latency: Duration,
+        read_at: Option<i16>,
+    ) {
         if let Some(audit) = &self.audit {
             audit.answer(conn, e.api_key, e.api_version, frame);
         }
@@ -630,7 +656,11 @@ impl Hooks for TrafficLog {
             self.stats.rewritten.fetch_add(1, Ordering::Relaxed);
         }
         let key = e.api_key.to_i16();
-        let info = inspect::response(frame, key, e.api_version);
+        // The proxy's parse when it made one (it decoded), else the log's own.
+        let info = match read_at {
+            Some(version) => inspect::ResponseInfo { decoded: Decoded::Ok, version },
+            None => inspect::response(frame, key, e.api_version),
+        };
         let what = RecordAs::Response { api_key: key, api_version: info.version };
         if let (Some(r), Some(name)) = (&self.recorder, &e.request.tag.name) {
             let _ = r.save("responses", name, &with_prefix(frame), what);
@@ -640,12 +670,8 @@ impl Hooks for TrafficLog {
         let errors =
             if self.text() && self.quiet { Vec::new() } else { inspect::errors(frame, key, info.version) };
         if self.pair_lines() {
-            if TopicNames::learns_from(e.api_key)
-                && let Ok(response) = crate::codec::dispatch::parse_response(frame, e.api_key, e.api_version)
-            {
-                // The book a filter chain may fill too: ids in later requests get names.
-                conn.topic_names().learn_from(&response);
-            }
+            // Ids in this answer and later ones are named from the proxy's book, which the
+            // session filled from this answer before the hooks see it.
             let asked = e.request.tag.about.as_deref().unwrap_or("");
             let answered = about_words(about_response(frame, e.api_key, e.api_version), conn);
             let mut line = format!(

@@ -15,6 +15,7 @@ use kwire::reflect::explain::{self, FrameKind as Kind};
 use serde_json::{Value, json};
 
 use crate::decode::{Args, Format, decode_frame, masked};
+use crate::summary::{about, api_name, error_name, errors};
 use kwire::proxy::{RecordAs, Recorder};
 use kwire::reflect::inspect;
 
@@ -46,14 +47,6 @@ fn kind_of(f: &Frame) -> Option<Kind> {
 }
 
 /// An API's name, `api<N>` for a key kwire does not know.
-fn api_name(api_key: i16) -> String {
-    ApiKey::from_i16(api_key).map_or_else(|| format!("api{api_key}"), |k| k.name().to_owned())
-}
-
-fn error_name(code: i16) -> String {
-    kwire::ErrorCode::from_i16(code).map_or_else(|| code.to_string(), |e| e.name().to_owned())
-}
-
 /// Reads a capture from `input` and prints it as `args` say.
 pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     if args.request.is_some() || args.api_key.is_some() {
@@ -401,24 +394,11 @@ fn pair_line(
                         topic_names.learn_from(&response);
                     }
                 }
-                let info = inspect::response(&f.bytes[4..], key, v);
-                let errors = inspect::errors(&f.bytes[4..], key, info.version);
-                if !errors.is_empty() {
-                    let names: Vec<String> = errors.iter().map(|&c| error_name(c)).collect();
-                    line.push_str(&format!(" errors={}", names.join(",")));
-                }
+                errors(&mut line, &f.bytes[4..], key, v);
             }
             trouble(&mut line);
             Some(format!("{line}\n"))
         }
-    }
-}
-
-/// Appends what a frame is about (` topics=orders records=3 gzip`), if anything.
-fn about(line: &mut String, about: explain::About) {
-    if !about.is_empty() {
-        line.push(' ');
-        line.push_str(&about.to_string());
     }
 }
 

@@ -140,7 +140,7 @@ pub(crate) fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>
     let mut copy = frame.to_vec();
     let (redaction, api, direction) = match kind {
         Kind::Request => {
-            let key = inner.get(..2).and_then(|b| ApiKey::from_i16(i16::from_be_bytes([b[0], b[1]])));
+            let key = kwire::frame::request_api_key(inner).and_then(ApiKey::from_i16);
             (secrets::mask_request(inner, &mut copy[4..]), key, Direction::Request)
         }
         Kind::Response(key, version) => {
@@ -159,8 +159,7 @@ pub(crate) fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>
             // Keep the header, which holds no secret, so that the output still says what
             // the frame is.
             let header = match (kind, api) {
-                (Kind::Request, Some(key)) => inner.get(2..4).and_then(|v| {
-                    let version = i16::from_be_bytes([v[0], v[1]]);
+                (Kind::Request, Some(key)) => kwire::frame::request_ids(inner).and_then(|(_, version, _)| {
                     kwire::frame::RequestHeaderView::parse(inner, key.request_header_version(version))
                         .ok()
                         .map(|(_, at)| at)
@@ -194,10 +193,11 @@ fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String
     let mut out = Vec::new();
     for (i, f) in input::split_frames(&bytes).iter().enumerate() {
         let at = |what: String| format!("{}: request frame {}: {what}", path.display(), i + 1);
-        let head = f.bytes.get(4..12).ok_or_else(|| at("too short to hold a request header".into()))?;
-        let key = i16::from_be_bytes([head[0], head[1]]);
-        let version = i16::from_be_bytes([head[2], head[3]]);
-        let correlation = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        let (key, version, correlation) = f
+            .bytes
+            .get(4..)
+            .and_then(kwire::frame::request_ids)
+            .ok_or_else(|| at("too short to hold a request header".into()))?;
         let api = ApiKey::from_i16(key)
             .ok_or_else(|| at(format!("API key {key} is not supported; {}", supported_list())))?;
         out.push((api, version, correlation));
@@ -282,7 +282,7 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
             (Some(list), _, _) => {
                 let (key, version, correlation) =
                     list.get(i).or(list.first()).copied().ok_or("no request")?;
-                let got = f.bytes.get(4..8).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                let got = f.bytes.get(4..).and_then(kwire::frame::response_correlation_id);
                 if list.len() > 1 && got.is_some_and(|c| c != correlation) {
                     eprintln!(
                         "kwire: warning: frame {n}: correlation id {} differs from that of request {n} ({correlation})",
@@ -308,11 +308,17 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
         if let Some(note) = &decoded.note {
             eprintln!("kwire: note: frame {n}: {note}");
         }
-        if many && !matches!(args.format, Format::Json | Format::Records) {
-            if i > 0 {
-                text.push('\n');
+        if !matches!(args.format, Format::Json | Format::Records) {
+            let summary = crate::summary::frame_line(&bytes, kind);
+            if many {
+                if i > 0 {
+                    text.push('\n');
+                }
+                let end = f.start + f.bytes.len();
+                text.push_str(&format!("# frame {n}, input bytes {}..{end}: {summary}\n", f.start));
+            } else {
+                text.push_str(&format!("# {summary}\n"));
             }
-            text.push_str(&format!("# frame {n}, input bytes {}..{}\n", f.start, f.start + f.bytes.len()));
         }
         match args.format {
             Format::Tree => {

@@ -76,8 +76,8 @@ pub fn split_frames(input: &[u8]) -> Vec<FrameSlice<'_>> {
     let mut pos = 0;
     while pos < input.len() {
         let rest = &input[pos..];
-        let end = match rest.first_chunk::<4>() {
-            Some(prefix) => match usize::try_from(i32::from_be_bytes(*prefix)) {
+        let end = match kwire::frame::size_prefix(rest) {
+            Some(size) => match usize::try_from(size) {
                 Ok(size) => size.saturating_add(4).min(rest.len()),
                 Err(_) => rest.len(),
             },

@@ -8,6 +8,7 @@ mod encode;
 mod input;
 mod proxy;
 mod serve;
+mod summary;
 mod versions;
 
 use clap::{CommandFactory, Parser, Subcommand};

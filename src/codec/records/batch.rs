@@ -1,5 +1,6 @@
-//! RecordBatch v2: the header, typed attributes, and iteration over a `records` field.
+//! RecordBatch v2: the header, reading its attributes, and iteration over a `records` field.
 
+use super::attributes::{Attributes, Compression, TimestampType};
 use super::error::{Error, ErrorKind, sat32};
 use super::record::{BatchContext, Records};
 use super::{BATCH_HEADER_LEN, LOG_OVERHEAD, MIN_RECORD_LEN, compression, crc};
@@ -78,20 +79,8 @@ fn field<const N: usize>(h: &[u8; BATCH_HEADER_LEN], at: usize) -> [u8; N] {
     h.get(at..).and_then(<[u8]>::first_chunk).copied().unwrap_or([0; N])
 }
 
-/// A batch's compression codec (attribute bits 0-2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Compression {
-    /// 0: not compressed.
-    None,
-    /// 1: gzip.
-    Gzip,
-    /// 2: snappy (xerial framing or raw).
-    Snappy,
-    /// 3: LZ4 frame.
-    Lz4,
-    /// 4: zstd.
-    Zstd,
-}
+// The attribute types are in `attributes.rs` (a leaf); what reads a codec id, with the
+// records error it fails with, is here.
 
 impl Compression {
     /// The codec with attribute value `id` (0-4).
@@ -105,86 +94,12 @@ impl Compression {
             other => return Err(ErrorKind::UnknownCompression(other)),
         })
     }
-
-    /// The attribute value of this codec.
-    pub const fn id(self) -> u8 {
-        self as u8
-    }
 }
-
-/// How a batch's timestamps were set (attribute bit 3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TimestampType {
-    /// Set by the producer.
-    CreateTime,
-    /// Set by the broker when it appended the batch: every record's timestamp is the
-    /// batch's `max_timestamp`.
-    LogAppendTime,
-}
-
-/// A batch's attributes field, typed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Attributes(pub i16);
 
 impl Attributes {
-    /// Bits 0-2: the compression codec id.
-    pub const CODEC_MASK: i16 = 0x07;
-    /// Bit 3: log-append time.
-    pub const TIMESTAMP_TYPE: i16 = 0x08;
-    /// Bit 4: part of a transaction.
-    pub const TRANSACTIONAL: i16 = 0x10;
-    /// Bit 5: a control batch.
-    pub const CONTROL: i16 = 0x20;
-    /// Bit 6: `base_timestamp` holds the delete horizon (compacted tombstones).
-    pub const DELETE_HORIZON: i16 = 0x40;
-
     /// The compression codec (an error for ids 5-7).
     pub const fn compression(self) -> Result<Compression, ErrorKind> {
         Compression::from_id((self.0 & Self::CODEC_MASK) as u8)
-    }
-
-    /// The timestamp type.
-    pub const fn timestamp_type(self) -> TimestampType {
-        if self.0 & Self::TIMESTAMP_TYPE != 0 {
-            TimestampType::LogAppendTime
-        } else {
-            TimestampType::CreateTime
-        }
-    }
-
-    /// Whether the batch is part of a transaction.
-    pub const fn is_transactional(self) -> bool {
-        self.0 & Self::TRANSACTIONAL != 0
-    }
-
-    /// Whether the batch holds control records (transaction markers, KRaft records).
-    pub const fn is_control(self) -> bool {
-        self.0 & Self::CONTROL != 0
-    }
-
-    /// Whether `base_timestamp` is the delete horizon.
-    pub const fn has_delete_horizon(self) -> bool {
-        self.0 & Self::DELETE_HORIZON != 0
-    }
-
-    /// Attributes for `compression`, `timestamp_type` and the three flags.
-    pub const fn new(
-        compression: Compression,
-        timestamp_type: TimestampType,
-        transactional: bool,
-        control: bool,
-    ) -> Self {
-        let mut v = compression as i16;
-        if matches!(timestamp_type, TimestampType::LogAppendTime) {
-            v |= Self::TIMESTAMP_TYPE;
-        }
-        if transactional {
-            v |= Self::TRANSACTIONAL;
-        }
-        if control {
-            v |= Self::CONTROL;
-        }
-        Attributes(v)
     }
 }
 

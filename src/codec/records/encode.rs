@@ -3,7 +3,8 @@
 #[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 
-use super::batch::{Attributes, CRC_START, Compression, TimestampType};
+use super::attributes::{Attributes, Compression, TimestampType};
+use super::batch::CRC_START;
 use super::error::{Error, ErrorKind, sat32};
 use super::varint::{put_bytes, put_varint, put_varlong, varint_len, varlong_len};
 use super::{BATCH_HEADER_LEN, LOG_OVERHEAD, crc};

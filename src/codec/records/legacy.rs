@@ -13,7 +13,8 @@
 //! [`LegacyMessage::inner_in`] decompresses a wrapper into the caller's buffer and
 //! iterates its messages with absolute offsets.
 
-use super::batch::{Compression, MAGIC_OFFSET, TimestampType, entry_frame};
+use super::attributes::{Compression, TimestampType};
+use super::batch::{MAGIC_OFFSET, entry_frame};
 use super::compression::{self, Sink};
 use super::error::{Error, ErrorKind, sat32};
 use super::{LOG_OVERHEAD, crc};

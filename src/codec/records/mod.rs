@@ -43,6 +43,7 @@
 //! # Ok::<(), kwire::records::Error>(())
 //! ```
 
+mod attributes;
 mod batch;
 pub mod compression;
 mod control;
@@ -58,7 +59,8 @@ mod varint;
 #[cfg(feature = "lz4")]
 mod xxh32;
 
-pub use batch::{Attributes, BatchHeader, Compression, RecordBatch, RecordBatches, TimestampType};
+pub use attributes::{Attributes, Compression, TimestampType};
+pub use batch::{BatchHeader, RecordBatch, RecordBatches};
 pub use control::{ControlRecord, ControlRecordType, EndTxnMarker};
 pub use encode::{BatchBuilder, NewHeader, NewRecord};
 pub use error::{Error, ErrorKind};

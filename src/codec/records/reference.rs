@@ -10,10 +10,12 @@
 
 use alloc::vec::Vec;
 
-use super::batch::{Attributes, Compression, RecordBatch, TimestampType};
+use super::attributes::{Attributes, Compression, TimestampType};
+use super::batch::RecordBatch;
 use super::error::{Error, ErrorKind};
 use super::record::Record;
 use super::{compression, crc};
+use crate::codec::wire::varint::{self, VarintError};
 
 /// An owned record header.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -149,24 +151,25 @@ impl<'a> Rd<'a> {
         a.copy_from_slice(self.bytes(N)?);
         Ok(a)
     }
-    fn unsigned(&mut self, max_bytes: u32) -> Result<u64, ErrorKind> {
-        let mut v = 0u64;
-        for i in 0..max_bytes {
-            let b = self.bytes(1)?[0];
-            v |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
+    /// Moves past a varint the wire layer read at the current position.
+    fn wire<T>(&mut self, read: Result<(T, usize), VarintError>) -> Result<T, ErrorKind> {
+        match read {
+            Ok((v, p)) => {
+                self.p = p;
+                Ok(v)
+            }
+            Err(VarintError::TooLong) => Err(ErrorKind::VarintTooLong),
+            Err(VarintError::Truncated) => {
+                self.p = self.b.len();
+                Err(ErrorKind::Truncated { needed: 1, available: 0 })
             }
         }
-        Err(ErrorKind::VarintTooLong)
     }
     fn varint(&mut self) -> Result<i32, ErrorKind> {
-        let u = self.unsigned(5)? as u32;
-        Ok((u >> 1) as i32 ^ -((u & 1) as i32))
+        self.wire(varint::varint(self.b, self.p))
     }
     fn varlong(&mut self) -> Result<i64, ErrorKind> {
-        let u = self.unsigned(10)?;
-        Ok((u >> 1) as i64 ^ -((u & 1) as i64))
+        self.wire(varint::varlong(self.b, self.p))
     }
     fn nullable(&mut self) -> Result<Option<Vec<u8>>, ErrorKind> {
         match self.varint()? {

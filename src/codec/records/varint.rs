@@ -1,6 +1,9 @@
-//! A bounds-checked cursor with Kafka's zig-zag varints, for record bodies.
+//! A bounds-checked cursor over record bodies; its varints are the wire layer's
+//! ([`crate::codec::wire::varint`]).
 
 use super::error::{ErrorKind, sat32};
+use crate::codec::wire::varint::{self, VarintError};
+pub(crate) use crate::codec::wire::varint::{varint_len, varlong_len};
 
 /// A cursor over a byte slice. Errors carry no offset: callers add [`Cursor::pos`].
 #[derive(Clone, Copy, Debug)]
@@ -46,52 +49,43 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// An unsigned varint of at most 5 bytes. As in Kafka's `ByteUtils.readVarint`, bits
-    /// of the fifth byte beyond 32 are dropped; a sixth byte is an error.
+    /// An unsigned varint (the one rule: [`crate::codec::wire::varint`]). A failed read
+    /// leaves the cursor where it stopped: at the end for a truncated varint, after five
+    /// bytes for one too long.
     #[inline]
     pub(crate) fn uvarint(&mut self) -> Result<u32, ErrorKind> {
-        // Fast path: one byte.
-        if let Some(&b) = self.buf.get(self.pos)
-            && b < 0x80
-        {
-            self.pos += 1;
-            return Ok(u32::from(b));
-        }
-        let mut value: u32 = 0;
-        let mut shift = 0u32;
-        loop {
-            let b = self.u8()?;
-            value |= u32::from(b & 0x7f).wrapping_shl(shift);
-            if b < 0x80 {
-                return Ok(value);
+        match varint::uvarint(self.buf, self.pos) {
+            Ok((v, pos)) => {
+                self.pos = pos;
+                Ok(v)
             }
-            shift += 7;
-            if shift > 28 {
-                return Err(ErrorKind::VarintTooLong);
-            }
+            Err(e) => Err(self.fail(e, varint::MAX_VARINT_LEN)),
         }
     }
 
-    /// An unsigned varlong of at most 10 bytes.
+    /// An unsigned varlong (at most 10 bytes).
     #[inline]
     pub(crate) fn uvarlong(&mut self) -> Result<u64, ErrorKind> {
-        if let Some(&b) = self.buf.get(self.pos)
-            && b < 0x80
-        {
-            self.pos += 1;
-            return Ok(u64::from(b));
-        }
-        let mut value: u64 = 0;
-        let mut shift = 0u32;
-        loop {
-            let b = self.u8()?;
-            value |= u64::from(b & 0x7f).wrapping_shl(shift);
-            if b < 0x80 {
-                return Ok(value);
+        match varint::uvarlong(self.buf, self.pos) {
+            Ok((v, pos)) => {
+                self.pos = pos;
+                Ok(v)
             }
-            shift += 7;
-            if shift > 63 {
-                return Err(ErrorKind::VarintTooLong);
+            Err(e) => Err(self.fail(e, varint::MAX_VARLONG_LEN)),
+        }
+    }
+
+    /// A failed varint of at most `max` bytes as this cursor reports it.
+    #[cold]
+    fn fail(&mut self, e: VarintError, max: usize) -> ErrorKind {
+        match e {
+            VarintError::Truncated => {
+                self.pos = self.buf.len();
+                self.truncated(1)
+            }
+            VarintError::TooLong => {
+                self.pos += max;
+                ErrorKind::VarintTooLong
             }
         }
     }
@@ -99,15 +93,13 @@ impl<'a> Cursor<'a> {
     /// A zig-zag varint.
     #[inline]
     pub(crate) fn varint(&mut self) -> Result<i32, ErrorKind> {
-        let v = self.uvarint()?;
-        Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+        self.uvarint().map(varint::unzigzag32)
     }
 
     /// A zig-zag varlong.
     #[inline]
     pub(crate) fn varlong(&mut self) -> Result<i64, ErrorKind> {
-        let v = self.uvarlong()?;
-        Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+        self.uvarlong().map(varint::unzigzag64)
     }
 
     /// A varint length: `None` for -1, an error below -1, else the slice.
@@ -121,55 +113,18 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Bytes a zig-zag varint takes.
-pub(crate) const fn varint_len(v: i32) -> usize {
-    uvarint_len(((v << 1) ^ (v >> 31)) as u32)
-}
-
-/// Bytes a zig-zag varlong takes.
-pub(crate) const fn varlong_len(v: i64) -> usize {
-    let mut u = ((v << 1) ^ (v >> 63)) as u64;
-    let mut n = 1;
-    while u >= 0x80 {
-        u >>= 7;
-        n += 1;
-    }
-    n
-}
-
-/// Bytes an unsigned varint takes.
-pub(crate) const fn uvarint_len(mut u: u32) -> usize {
-    let mut n = 1;
-    while u >= 0x80 {
-        u >>= 7;
-        n += 1;
-    }
-    n
-}
-
 /// Writes a zig-zag varint at `buf[*pos..]`; the caller has sized `buf`.
 pub(crate) fn put_varint(buf: &mut [u8], pos: &mut usize, v: i32) {
-    put_uvarlong(buf, pos, u64::from(((v << 1) ^ (v >> 31)) as u32));
+    put_uvarlong(buf, pos, u64::from(varint::zigzag32(v)));
 }
 
 /// Writes a zig-zag varlong at `buf[*pos..]`; the caller has sized `buf`.
 pub(crate) fn put_varlong(buf: &mut [u8], pos: &mut usize, v: i64) {
-    put_uvarlong(buf, pos, ((v << 1) ^ (v >> 63)) as u64);
+    put_uvarlong(buf, pos, varint::zigzag64(v));
 }
 
-fn put_uvarlong(buf: &mut [u8], pos: &mut usize, mut u: u64) {
-    loop {
-        let byte = (u & 0x7f) as u8;
-        u >>= 7;
-        let out = if u == 0 { byte } else { byte | 0x80 };
-        if let Some(slot) = buf.get_mut(*pos) {
-            *slot = out;
-        }
-        *pos += 1;
-        if u == 0 {
-            return;
-        }
-    }
+fn put_uvarlong(buf: &mut [u8], pos: &mut usize, u: u64) {
+    *pos = varint::put_uvarlong(buf, *pos, u).unwrap_or(*pos + varint::uvarlong_len(u));
 }
 
 /// Writes bytes at `buf[*pos..]`; the caller has sized `buf`.

@@ -29,11 +29,14 @@ pub const MAX_STRING_LEN: usize = 0x7fff;
 mod read;
 mod tagged;
 mod utf8;
+pub(crate) mod varint;
 mod write;
 
 #[doc(hidden)]
 pub use read::{Reader, utf8};
 pub use tagged::{TaggedIter, TaggedSection};
 pub(crate) use utf8::str_from;
+#[doc(hidden)]
+pub use varint::{uvarint_len, uvarlong_len, varint_len, varlong_len};
 #[doc(hidden)]
 pub use write::*;

@@ -1,7 +1,6 @@
 //! Tagged-field sections.
 
-use super::Reader;
-use crate::codec::error::DecodeError;
+use super::varint::uvarint;
 
 /// The raw fields of a tagged-field section, after the framing was checked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,18 +74,20 @@ impl<'a> TaggedIter<'a> {
     fn next_field(&mut self) -> Option<(u32, &'a [u8])> {
         while self.left > 0 {
             self.left -= 1;
-            // The section was checked when it was read, so these cannot fail; stop if they do.
-            let mut r = Reader::new(self.rest);
-            let parsed = (|| {
-                let tag = r.uvarint("")?;
-                let size = r.uvarint("")? as usize;
-                Ok::<_, DecodeError>((tag, r.take(size, "")?))
-            })();
-            self.rest = self.rest.get(r.pos()..).unwrap_or_default();
-            match parsed {
-                Ok((tag, bytes)) if !self.known.contains(&tag) => return Some((tag, bytes)),
-                Ok(_) => {}
-                Err(_) => self.left = 0,
+            // The section was checked when it was read, so this cannot fail; stop if it does.
+            let field = uvarint(self.rest, 0).ok().and_then(|(tag, p)| {
+                let (size, p) = uvarint(self.rest, p).ok()?;
+                let end = p.checked_add(size as usize)?;
+                Some((tag, self.rest.get(p..end)?, end))
+            });
+            match field {
+                Some((tag, bytes, end)) => {
+                    self.rest = self.rest.get(end..).unwrap_or_default();
+                    if !self.known.contains(&tag) {
+                        return Some((tag, bytes));
+                    }
+                }
+                None => self.left = 0,
             }
         }
         None

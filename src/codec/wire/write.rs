@@ -4,35 +4,7 @@ use crate::codec::error::EncodeError;
 use crate::codec::types::{RawTaggedField, Uuid};
 
 use super::MAX_STRING_LEN;
-
-/// Bytes an unsigned varint of `v` takes.
-#[inline]
-pub const fn uvarint_len(v: u32) -> usize {
-    match v {
-        0..=0x7f => 1,
-        0x80..=0x3fff => 2,
-        0x4000..=0x1f_ffff => 3,
-        0x20_0000..=0x0fff_ffff => 4,
-        _ => 5,
-    }
-}
-
-/// Bytes an unsigned varlong of `v` takes.
-#[inline]
-pub const fn uvarlong_len(v: u64) -> usize {
-    let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
-}
-
-/// Bytes a zig-zag varint of `v` takes.
-pub const fn varint_len(v: i32) -> usize {
-    uvarint_len(((v << 1) ^ (v >> 31)) as u32)
-}
-
-/// Bytes a zig-zag varlong of `v` takes.
-pub const fn varlong_len(v: i64) -> usize {
-    uvarlong_len(((v << 1) ^ (v >> 63)) as u64)
-}
+use super::varint::{put_uvarlong, uvarint_len, zigzag32, zigzag64};
 
 /// Size of a string of `len` bytes with its prefix; checks the 32767-byte limit.
 #[inline]
@@ -300,35 +272,31 @@ impl<'b> Writer<'b> {
 
     /// Writes an unsigned varint.
     #[inline]
-    pub fn uvarint(&mut self, mut v: u32) {
+    pub fn uvarint(&mut self, v: u32) {
         if v < 0x80 {
             self.byte(v as u8);
             return;
         }
-        while v >= 0x80 {
-            self.byte((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.byte(v as u8);
+        self.uvarlong(u64::from(v));
     }
 
     /// Writes an unsigned varlong.
-    pub fn uvarlong(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.put(&[(v as u8) | 0x80]);
-            v >>= 7;
+    #[inline]
+    pub fn uvarlong(&mut self, v: u64) {
+        match put_uvarlong(self.buf, self.pos, v) {
+            Some(pos) => self.pos = pos,
+            None => self.ok = false,
         }
-        self.put(&[v as u8]);
     }
 
     /// Writes a zig-zag varint.
     pub fn varint(&mut self, v: i32) {
-        self.uvarint(((v << 1) ^ (v >> 31)) as u32);
+        self.uvarint(zigzag32(v));
     }
 
     /// Writes a zig-zag varlong.
     pub fn varlong(&mut self, v: i64) {
-        self.uvarlong(((v << 1) ^ (v >> 63)) as u64);
+        self.uvarlong(zigzag64(v));
     }
 
     /// Writes a length prefix (`None` = null) in the compact or classic form; `wide`

@@ -306,6 +306,6 @@ impl FrameBuf {
 /// The size of a frame with its prefix, from a valid prefix (not negative, at most
 /// `max_frame` after the prefix).
 fn frame_len(prefix: [u8; 4], max_frame: usize) -> Option<usize> {
-    let size = usize::try_from(i32::from_be_bytes(prefix)).ok()?;
+    let size = usize::try_from(frame::size_prefix(&prefix)?).ok()?;
     (size <= max_frame).then_some(size + 4)
 }

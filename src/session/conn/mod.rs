@@ -66,13 +66,15 @@ pub use frame_buf::{DEFAULT_BASE_CAPACITY, FrameBuf};
 pub use in_flight::{DEFAULT_MAX_IN_FLIGHT, InFlight, Pending};
 pub use server::{Received, ReplyTo, ServerConn, ServerRequest};
 
+/// Re-exported from [`crate::codec::frame`], where frames are read.
+pub use crate::codec::frame::frame_expects_response;
+
 use core::fmt;
 
 use crate::ApiKey;
 use crate::codec::error::{DecodeError, EncodeError};
-use crate::codec::frame::{FrameError, RequestHeaderView};
+use crate::codec::frame::FrameError;
 use crate::codec::messages::RequestBodyView;
-use crate::codec::wire::Reader;
 
 /// Why a connection's state machine refused input or a call: the one error type of `conn`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,25 +178,4 @@ pub fn expects_response(body: &RequestBodyView<'_>) -> bool {
         RequestBodyView::Produce(p) => p.acks() != 0,
         _ => true,
     }
-}
-
-/// [`expects_response`] for a request frame (after its size prefix) that need not be
-/// parsed whole, for any API key: for Produce, reads the header and the two fields before
-/// `acks` with the checked reader (works without the `api-produce` feature); for anything
-/// else, `true` without reading more than the API key.
-pub fn frame_expects_response(frame: &[u8]) -> Result<bool, DecodeError> {
-    let peek = RequestHeaderView::peek(frame)?;
-    if peek.api_key != ApiKey::Produce.to_i16() {
-        return Ok(true);
-    }
-    let key = ApiKey::Produce;
-    let (_, at) = RequestHeaderView::parse(frame, key.request_header_version(peek.api_version))?;
-    let body = frame.get(at..).unwrap_or_default();
-    let flexible = key.flexible_versions().contains(peek.api_version);
-    let mut r = Reader::new(body);
-    if peek.api_version >= 3 {
-        r.nullable_str_bytes(flexible, "ProduceRequest.TransactionalId").map_err(|e| e.shifted(at))?;
-    }
-    let acks = r.i16("ProduceRequest.Acks").map_err(|e| e.shifted(at))?;
-    Ok(acks != 0)
 }

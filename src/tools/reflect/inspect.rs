@@ -63,8 +63,14 @@ pub struct ResponseInfo {
 /// Reads a request frame with kwire's views. Bytes after the body are ignored, as Apache
 /// Kafka's broker ignores them (librdkafka sends some).
 pub fn request(frame: &[u8]) -> Decoded {
-    match dispatch::parse_request_prefix(frame) {
-        Ok(_) => Decoded::Ok,
+    decoded(dispatch::parse_request_prefix(frame).map(|_| ()))
+}
+
+/// What a parse of a request frame ([`crate::dispatch::parse_request_prefix`]) that was
+/// made already says: [`request`] without parsing again.
+pub fn decoded(read: Result<(), FrameError>) -> Decoded {
+    match read {
+        Ok(()) => Decoded::Ok,
         Err(FrameError::Decode(e)) => Decoded::Malformed(e.to_string()),
         Err(e) => Decoded::Unknown(format!("kwire: {e}")),
     }

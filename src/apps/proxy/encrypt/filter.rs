@@ -17,6 +17,7 @@ use super::kms::{Kms, KmsError};
 use crate::codec::dispatch::{self, Request};
 use crate::codec::messages::{FetchResponse, ProduceRequest, RequestBodyView, ResponseBodyView};
 use crate::codec::types::{List, Versions};
+use crate::codec::wire::varint::push_varlong;
 use crate::filter::{DEFAULT_DECOMPRESSION_LIMIT, Filter, Refusals, RequestAction};
 use crate::proxy::{ConnInfo, Decision, Upstream, WaitingFilter, WaitingResponses};
 use crate::records::{Compression, Header, Record, RecordBatch, RecordBatches};
@@ -338,20 +339,11 @@ struct OutRecord<'r> {
     record: Record<'r>,
 }
 
-fn put_varint(out: &mut Vec<u8>, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    while z >= 0x80 {
-        out.push((z as u8) | 0x80);
-        z >>= 7;
-    }
-    out.push(z as u8);
-}
-
 fn put_nullable(out: &mut Vec<u8>, b: Option<&[u8]>) {
     match b {
-        None => put_varint(out, -1),
+        None => push_varlong(out, -1),
         Some(b) => {
-            put_varint(out, b.len() as i64);
+            push_varlong(out, b.len() as i64);
             out.extend_from_slice(b);
         }
     }
@@ -362,8 +354,8 @@ fn write_record(raw: &mut Vec<u8>, out: &OutRecord<'_>, scratch: &mut Vec<u8>) {
     let r = &out.record;
     scratch.clear();
     scratch.push(r.attributes() as u8);
-    put_varint(scratch, r.timestamp_delta());
-    put_varint(scratch, i64::from(r.offset_delta()));
+    push_varlong(scratch, r.timestamp_delta());
+    push_varlong(scratch, i64::from(r.offset_delta()));
     put_nullable(scratch, r.key());
     if out.keep_value {
         put_nullable(scratch, r.value());
@@ -371,21 +363,21 @@ fn write_record(raw: &mut Vec<u8>, out: &OutRecord<'_>, scratch: &mut Vec<u8>) {
         put_nullable(scratch, out.value.as_deref());
     }
     if out.keep_headers {
-        put_varint(scratch, i64::from(r.header_count()));
+        push_varlong(scratch, i64::from(r.header_count()));
         for h in r.headers() {
-            put_varint(scratch, h.key.len() as i64);
+            push_varlong(scratch, h.key.len() as i64);
             scratch.extend_from_slice(h.key);
             put_nullable(scratch, h.value);
         }
     } else {
-        put_varint(scratch, out.headers.len() as i64);
+        push_varlong(scratch, out.headers.len() as i64);
         for (k, v) in &out.headers {
-            put_varint(scratch, k.len() as i64);
+            push_varlong(scratch, k.len() as i64);
             scratch.extend_from_slice(k);
             put_nullable(scratch, v.as_deref());
         }
     }
-    put_varint(raw, scratch.len() as i64);
+    push_varlong(raw, scratch.len() as i64);
     raw.extend_from_slice(scratch);
 }
 

@@ -7,7 +7,7 @@
 //! | file | what |
 //! |---|---|
 //! | `kms.rs` | [`Kms`], what encryption needs of a key management service; [`MemoryKms`] for tests and demos |
-//! | `aws.rs` | `AwsKms` (feature `encrypt-aws`): the AWS KMS API |
+//! | `aws/` | `AwsKms` (feature `encrypt-aws`): the AWS KMS API (`mod.rs` the calls and answers, `config.rs` the settings, `http.rs` the bounded HTTP/1.1 exchange) |
 //! | `format.rs` | the stored form of an encrypted record ([`format`]): the envelope, its associated data, the sealed plaintext, the total parser |
 //! | `dek.rs` | data keys: the current one per KEK (leases of nonces, rotation by count and age), the cache of unwrapped ones ([`KeyPolicy`]) |
 //! | `filter.rs` | the rules ([`EncryptRule`]), [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the Produce and Fetch sides |

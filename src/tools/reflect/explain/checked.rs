@@ -44,10 +44,8 @@ pub fn explain_checked(frame: &[u8], kind: FrameKind) -> Checked {
             return Checked { explained: at_v0, problem: None, note: Some(note) };
         }
     }
-    let whole = frame.len() >= 4 && {
-        let declared = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
-        usize::try_from(declared).is_ok_and(|d| d + 4 == frame.len())
-    };
+    let whole = crate::codec::frame::size_prefix(frame)
+        .is_some_and(|declared| usize::try_from(declared).is_ok_and(|d| d + 4 == frame.len()));
     let typed = whole.then(|| typed_check(frame, kind));
     let problem = match (&explained.problem, typed) {
         (None, None | Some(Ok(()))) => None,

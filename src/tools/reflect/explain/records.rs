@@ -1,6 +1,6 @@
 //! Record batches inside `records` fields (Produce requests, Fetch, ShareFetch and
 //! FetchSnapshot responses) in the tree: a node for every batch (or legacy message), its
-//! header fields and its records; and the records as lines.
+//! header fields and its records (the records as lines are `record_lines.rs`).
 //!
 //! Values come from kwire's record views, which check everything; the byte positions of
 //! the fields inside a record are found by skipping the varints of a record that the
@@ -8,17 +8,15 @@
 
 use crate::codec::records::legacy::{Entries, Entry, LegacyMessage, LegacyMessages};
 use crate::codec::records::{Attributes, Compression, ControlRecordType, Record, RecordBatch, TimestampType};
+use crate::codec::wire::varint;
 
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use serde_json::{Map, Value as J};
-
-use super::{Explained, Node, Region, Role, bytes_preview};
+use super::{Node, Region, Role, bytes_preview};
 use crate::tools::reflect::Value;
-use crate::tools::reflect::json::{base64, scalar_json, uuid_string};
 
 /// The most bytes one compressed batch (or legacy wrapper) may decompress to.
 pub const DECOMPRESS_LIMIT: usize = 64 << 20;
@@ -305,17 +303,12 @@ fn records_node(b: &RecordBatch<'_>, p: Place) -> Node {
     node
 }
 
-/// Bytes of the varint at `pos` (at most 10).
+/// Bytes of the varint at `pos` (at most 10; to the end of `bytes` where none ends there).
 fn varint_len(bytes: &[u8], pos: usize) -> usize {
-    let mut n = 0;
-    while n < 10 {
-        let Some(&b) = bytes.get(pos + n) else { break };
-        n += 1;
-        if b & 0x80 == 0 {
-            break;
-        }
+    match varint::uvarlong(bytes, pos) {
+        Ok((_, end)) => end - pos,
+        Err(_) => bytes.len().saturating_sub(pos).min(varint::MAX_VARLONG_LEN),
     }
-    n
 }
 
 /// A byte string for the tree: quoted when it is printable UTF-8, else in hex; cut when long.
@@ -344,7 +337,7 @@ fn len_note(b: Option<&[u8]>) -> String {
 /// The node of one record and its length on the wire.
 fn record_node(r: &Record<'_>, i: usize, section: &[u8], pos: usize, p: Place) -> (Node, usize) {
     let len_bytes = varint_len(section, pos);
-    let body_len = r_len(section, pos, len_bytes);
+    let body_len = r_len(section, pos);
     let total = len_bytes + body_len;
     let summary = if r.is_control() {
         format!("offset {}, control", r.offset())
@@ -480,23 +473,18 @@ fn take(c: &mut usize, n: usize) -> usize {
     at
 }
 
-/// The record length at `pos` (zigzag varint of `n` bytes), as kwire accepted it.
-fn r_len(section: &[u8], pos: usize, n: usize) -> usize {
-    let mut v: u64 = 0;
-    for (k, b) in section.iter().skip(pos).take(n).enumerate() {
-        v |= u64::from(b & 0x7f) << (7 * k);
-    }
-    let v = (v as u32 >> 1) as i32 ^ -((v & 1) as i32);
-    usize::try_from(v).unwrap_or(0)
+/// The record length at `pos` (a zigzag varint), as kwire accepted it.
+fn r_len(section: &[u8], pos: usize) -> usize {
+    varint::varint(section, pos).map_or(0, |(v, _)| usize::try_from(v).unwrap_or(0))
 }
 
 /// The whole length of a legacy entry: offset, size, then the message.
-fn legacy_len(m: &LegacyMessage<'_>) -> usize {
+pub(super) fn legacy_len(m: &LegacyMessage<'_>) -> usize {
     let ts = if m.magic() == 1 { 8 } else { 0 };
     12 + 4 + 1 + 1 + ts + 4 + m.key().map_or(0, <[u8]>::len) + 4 + m.value().map_or(0, <[u8]>::len)
 }
 
-fn legacy_codec(m: &LegacyMessage<'_>) -> Option<Compression> {
+pub(super) fn legacy_codec(m: &LegacyMessage<'_>) -> Option<Compression> {
     m.compression().ok().filter(|c| *c != Compression::None)
 }
 
@@ -598,207 +586,6 @@ fn legacy_inner_nodes(messages: LegacyMessages<'_>, p: Place) -> Vec<Node> {
         }
     }
     out
-}
-
-// ---------------------------------------------------------------------------------------
-// `--format records`.
-
-/// What Kafka reports as the timestamp of a record that has none (magic 0).
-const NO_TIMESTAMP: i64 = -1;
-
-/// One record, as `kwire decode --format records` prints it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordLine {
-    /// The topic: its name, or its id where the version carries only an id.
-    pub topic: J,
-    /// The partition index.
-    pub partition: J,
-    /// Absolute offset.
-    pub offset: i64,
-    /// Absolute timestamp (none for magic-0 messages, printed as Kafka's `NO_TIMESTAMP`, -1).
-    pub timestamp: Option<i64>,
-    /// The key.
-    pub key: Option<Vec<u8>>,
-    /// The value.
-    pub value: Option<Vec<u8>>,
-    /// The headers, in wire order.
-    pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-}
-
-impl RecordLine {
-    /// The JSON object, on one line.
-    pub fn to_json(&self) -> J {
-        let bytes = |b: &Option<Vec<u8>>| b.as_ref().map_or(J::Null, |b| J::String(base64(b)));
-        let mut m = Map::new();
-        m.insert("topic".into(), self.topic.clone());
-        m.insert("partition".into(), self.partition.clone());
-        m.insert("offset".into(), J::from(self.offset));
-        m.insert("timestamp".into(), J::from(self.timestamp.unwrap_or(NO_TIMESTAMP)));
-        m.insert("key".into(), bytes(&self.key));
-        text(&mut m, "keyText", &self.key);
-        m.insert("value".into(), bytes(&self.value));
-        text(&mut m, "valueText", &self.value);
-        let headers = self
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                let mut h = Map::new();
-                h.insert("key".into(), J::String(String::from_utf8_lossy(k).into_owned()));
-                h.insert("value".into(), bytes(v));
-                text(&mut h, "valueText", v);
-                J::Object(h)
-            })
-            .collect();
-        m.insert("headers".into(), J::Array(headers));
-        J::Object(m)
-    }
-}
-
-/// Beside a byte field's exact form (base64), its text when it is valid UTF-8.
-fn text(m: &mut Map<String, J>, key: &str, b: &Option<Vec<u8>>) {
-    if let Some(t) = b.as_deref().and_then(|b| core::str::from_utf8(b).ok()) {
-        m.insert(key.into(), J::String(t.into()));
-    }
-}
-
-/// The records of every `records` field of a frame, in wire order, as [`record_lines`]
-/// finds them.
-#[derive(Clone, Debug, Default)]
-pub struct RecordLines {
-    /// The records read, control records left out (as consumers do).
-    pub lines: Vec<RecordLine>,
-    /// Things worth saying that are not errors (a field ending in a partial batch, which
-    /// is skipped as consumers skip it).
-    pub notes: Vec<String>,
-    /// The first problem: the records before it are in `lines`.
-    pub error: Option<String>,
-}
-
-/// The records of every `records` field of an explained frame, in wire order. Control
-/// records are left out (as consumers do). Stops at the first problem: the records read
-/// before it come back with the error.
-pub fn record_lines(explained: &Explained) -> RecordLines {
-    let mut out = RecordLines::default();
-    let mut ancestors = Vec::new();
-    if let Some(body) = explained.body_node() {
-        out.error = visit(body, &mut ancestors, &mut out.lines, &mut out.notes).err();
-    }
-    out
-}
-
-fn visit<'n>(
-    node: &'n Node,
-    ancestors: &mut Vec<&'n Node>,
-    out: &mut Vec<RecordLine>,
-    notes: &mut Vec<String>,
-) -> Result<(), String> {
-    if node.ty == "records"
-        && let Role::Leaf(Value::Records(bytes)) = &node.role
-    {
-        let (topic, partition) = whereabouts(ancestors);
-        let place = format!("topic {topic}, partition {partition}");
-        return field_records(bytes, &topic, &partition, out)
-            .map(|partial| {
-                if partial {
-                    notes.push(format!("{place}: the records end in a partial batch, which is skipped"));
-                }
-            })
-            .map_err(|e| format!("{place}: {e}"));
-    }
-    ancestors.push(node);
-    for child in &node.children {
-        visit(child, ancestors, out, notes)?;
-    }
-    ancestors.pop();
-    Ok(())
-}
-
-/// The topic and partition of a `records` field, from the structs that hold it: the
-/// partition index in the nearest struct, the topic name (or id) further up.
-fn whereabouts(ancestors: &[&Node]) -> (J, J) {
-    let leaf = |n: &Node, keys: &[&str]| -> Option<Value> {
-        n.children.iter().find_map(|c| match (&c.key, &c.role) {
-            (Some(k), Role::Leaf(s)) if keys.contains(&k.as_str()) => Some(s.clone()),
-            _ => None,
-        })
-    };
-    let partition = ancestors
-        .iter()
-        .rev()
-        .find_map(|n| leaf(n, &["partitionIndex", "index", "partition"]))
-        .map_or(J::Null, |s| scalar_json(&s));
-    let topic = ancestors
-        .iter()
-        .rev()
-        .find_map(|n| match leaf(n, &["topic", "name", "topicName"]) {
-            Some(Value::String(s)) => Some(J::String(s)),
-            _ => match leaf(n, &["topicId"]) {
-                Some(Value::Uuid(u)) => Some(J::String(uuid_string(&u))),
-                _ => None,
-            },
-        })
-        .unwrap_or(J::Null);
-    (topic, partition)
-}
-
-/// Reads the records of one field into `out`; returns whether it ended in a partial batch.
-fn field_records(bytes: &[u8], topic: &J, partition: &J, out: &mut Vec<RecordLine>) -> Result<bool, String> {
-    let line = |offset, timestamp, key: Option<&[u8]>, value: Option<&[u8]>, headers| RecordLine {
-        topic: topic.clone(),
-        partition: partition.clone(),
-        offset,
-        timestamp,
-        key: key.map(<[u8]>::to_vec),
-        value: value.map(<[u8]>::to_vec),
-        headers,
-    };
-    let mut entries = Entries::new(bytes);
-    let mut scratch = Vec::new();
-    let mut pos = 0;
-    for entry in entries.by_ref() {
-        match entry.map_err(|e| e.to_string())? {
-            Entry::Batch(b) => {
-                let records = b
-                    .records_in_vec(&mut scratch, DECOMPRESS_LIMIT)
-                    .map_err(|e| format!("batch at byte {pos} of the field: {}", e.kind()))?;
-                for (i, r) in records.enumerate() {
-                    let r = r.map_err(|e| format!("batch at byte {pos} of the field, record {i}: {e}"))?;
-                    if r.is_control() {
-                        continue;
-                    }
-                    let headers =
-                        r.headers().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
-                    out.push(line(r.offset(), Some(r.timestamp()), r.key(), r.value(), headers));
-                }
-                pos += b.bytes().len();
-            }
-            Entry::Legacy(m) => {
-                m.verify_crc()
-                    .map_err(|e| format!("legacy message at byte {pos} of the field: {}", e.kind()))?;
-                if legacy_codec(&m).is_some() {
-                    let inner = m
-                        .inner_in_vec(&mut scratch, DECOMPRESS_LIMIT)
-                        .map_err(|e| format!("legacy message at byte {pos} of the field: {}", e.kind()))?;
-                    for (i, im) in inner.enumerate() {
-                        let im = im.map_err(|e| {
-                            format!("legacy message at byte {pos} of the field, inner message {i}: {e}")
-                        })?;
-                        im.verify_crc().map_err(|e| {
-                            format!(
-                                "legacy message at byte {pos} of the field, inner message {i}: {}",
-                                e.kind()
-                            )
-                        })?;
-                        out.push(line(im.offset(), im.timestamp(), im.key(), im.value(), Vec::new()));
-                    }
-                } else {
-                    out.push(line(m.offset(), m.timestamp(), m.key(), m.value(), Vec::new()));
-                }
-                pos += legacy_len(&m);
-            }
-        }
-    }
-    Ok(entries.partial())
 }
 
 // ---------------------------------------------------------------------------------------

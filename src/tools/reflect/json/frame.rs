@@ -67,7 +67,8 @@ fn header_object<'j>(header: &'j Json, allowed: &[&str]) -> Result<&'j Map<Strin
 
 /// Reads one frame from its JSON document: `{"header": .., "body": ..}` with, for a
 /// response, `"apiKey"` and `"apiVersion"` naming the request it answers (a response's
-/// header does not say). `api_key` and `api_version` say it from outside the document
+/// header does not say), and optionally `"apiName"`, the API's name, which must name the
+/// same API as the key. `api_key` and `api_version` say it from outside the document
 /// instead; given both ways, they must agree. A request's header says its own API and
 /// version, and anything given beside it must agree with it.
 ///
@@ -84,11 +85,12 @@ pub fn frame_from_json(
         at("", format!("expected an object with \"header\" and \"body\", found {}", describe(doc)))
     })?;
     if let Some(extra) =
-        top.keys().find(|k| !["header", "body", "apiKey", "apiVersion"].contains(&k.as_str()))
+        top.keys().find(|k| !["header", "body", "apiKey", "apiName", "apiVersion"].contains(&k.as_str()))
     {
         return Err(at(
             extra,
-            "unknown key; a frame has \"header\", \"body\" and, for responses, \"apiKey\" and \"apiVersion\"",
+            "unknown key; a frame has \"header\", \"body\", optionally \"apiName\" and, for responses, \"apiKey\" \
+             and \"apiVersion\"",
         ));
     }
     let header = top.get("header").ok_or_else(|| at("header", "missing"))?;
@@ -99,6 +101,19 @@ pub fn frame_from_json(
             Some(ApiKey::from_name(s).ok_or_else(|| at("apiKey", format!("no API is named {s:?}")))?)
         }
         Some(v) => Some(known_key(int16(v, "apiKey")?, "apiKey")?),
+    };
+    // `"apiName"`, which `kwire decode` writes beside the key, must name the same API.
+    let doc_key = match top.get("apiName") {
+        None => doc_key,
+        Some(Json::String(s)) => {
+            let named =
+                ApiKey::from_name(s).ok_or_else(|| at("apiName", format!("no API is named {s:?}")))?;
+            if doc_key.is_some_and(|k| k != named) {
+                return Err(at("apiName", format!("{s} does not match \"apiKey\"")));
+            }
+            Some(named)
+        }
+        Some(v) => return Err(at("apiName", format!("expected the API's name, found {}", describe(v)))),
     };
     let doc_version = top.get("apiVersion").map(|v| int16(v, "apiVersion")).transpose()?;
     let request = header.get("requestApiKey").is_some();
