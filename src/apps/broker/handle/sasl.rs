@@ -255,6 +255,25 @@ impl Handler<'_> {
         use crate::codec::messages::alter_user_scram_credentials::{
             AlterUserScramCredentialsResponse, AlterUserScramCredentialsResult,
         };
+        if !self.allowed(op::ALTER, resource::CLUSTER, CLUSTER_NAME) {
+            // Every user named, sorted, each CLUSTER_AUTHORIZATION_FAILED; nothing changes.
+            let mut names: Vec<&str> = a.deletions().iter().map(|d| d.name()).collect();
+            names.extend(a.upsertions().iter().map(|u| u.name()));
+            names.sort_unstable();
+            names.dedup();
+            let results: Vec<AlterUserScramCredentialsResult<'_>> = names
+                .iter()
+                .map(|&name| AlterUserScramCredentialsResult {
+                    user: name.into(),
+                    error_code: ErrorCode::ClusterAuthorizationFailed.to_i16(),
+                    error_message: Some(CLUSTER_REFUSED.into()),
+                    ..Default::default()
+                })
+                .collect();
+            let body = AlterUserScramCredentialsResponse { results: results.into(), ..Default::default() };
+            ServerConn::encode_response(reply, &body, out)?;
+            return Ok(());
+        }
         let creds = &self.shared.scram;
         // Every user the request names, in order, and the first error of each.
         let mut users: Vec<(String, Option<(ErrorCode, &'static str)>)> = Vec::new();
