@@ -761,19 +761,13 @@ impl Groups {
 /// The topics of a consumer protocol subscription (`ConsumerProtocolSubscription`: a
 /// version, then an array of topic names, in the classic encoding up to version 3).
 fn subscription_topics(metadata: &[u8]) -> Option<Vec<String>> {
-    let mut at = 2;
-    let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
-        let b = metadata.get(*at..at.checked_add(n)?)?;
-        *at += n;
-        Some(b)
-    };
-    let count = i32::from_be_bytes(take(&mut at, 4)?.try_into().ok()?);
+    let mut r = crate::codec::wire::Reader::new(metadata);
+    r.i16("ConsumerProtocolSubscription.Version").ok()?;
+    let count = r.i32("ConsumerProtocolSubscription.Topics").ok()?;
     let count = usize::try_from(count).ok()?;
     let mut topics = Vec::with_capacity(count.min(metadata.len() / 2));
     for _ in 0..count {
-        let len = i16::from_be_bytes(take(&mut at, 2)?.try_into().ok()?);
-        let name = take(&mut at, usize::try_from(len).ok()?)?;
-        topics.push(String::from_utf8(name.to_vec()).ok()?);
+        topics.push(String::from(r.str(false, "ConsumerProtocolSubscription.Topics").ok()?));
     }
     Some(topics)
 }

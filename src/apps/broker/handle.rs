@@ -457,15 +457,12 @@ pub(crate) fn error_response(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) 
     let len = body.encoded_len(encoding).map_err(|_| {
         ConnError::Encode(crate::codec::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })
     })?;
-    let flexible_header = reply.api_key.response_header_version(reply.api_version) >= 1;
-    let header_len = 4 + usize::from(flexible_header);
-    let size = i32::try_from(header_len + len).unwrap_or(i32::MAX);
+    let header_version = reply.api_key.response_header_version(reply.api_version);
+    let (head, head_len) =
+        crate::codec::frame::encode_response_head(reply.correlation_id, header_version, len)
+            .map_err(ConnError::Encode)?;
     let at = out.len();
-    out.extend_from_slice(&size.to_be_bytes());
-    out.extend_from_slice(&reply.correlation_id.to_be_bytes());
-    if flexible_header {
-        out.push(0);
-    }
+    out.extend_from_slice(&head[..head_len]);
     let start = out.len();
     out.resize(start + len, 0);
     if body.encode(encoding, &mut out[start..]).is_err() {
