@@ -433,6 +433,7 @@ mod addresses {
         response: &Response<'a>,
         f: &mut dyn FnMut(Item<'a>) -> Result<(), Failure>,
     ) -> Result<(), Failure> {
+        #[allow(unused_macros)] // some feature sets carry no such list
         macro_rules! list {
             ($list:expr, $id:ident) => {
                 for e in $list.iter() {
@@ -440,6 +441,7 @@ mod addresses {
                 }
             };
         }
+        #[allow(unused_macros)] // without Produce and Fetch
         macro_rules! tagged {
             ($list:expr) => {{
                 let list = $list;
