@@ -1054,3 +1054,553 @@ fn acls_are_enforced_for_each_principal() {
     assert_eq!(error, 0);
     assert_eq!(metadata_all(&mut admin).len(), 2);
 }
+
+/// Sends a request and binds its parsed response body (the variant named) for `$then`.
+macro_rules! ask {
+    ($c:expr, $req:expr, $api:ident, $v:expr, |$r:ident| $then:expr) => {{
+        let frame = $c.call(&$req, $v);
+        let ResponseBodyView::$api($r) = dispatch::parse_response(&frame, ApiKey::$api, $v).unwrap().body
+        else {
+            panic!(stringify!($api))
+        };
+        $then
+    }};
+}
+
+/// The admin, group, offset and transaction APIs' checks, each asked by a principal that
+/// is refused and by one that an ACL allows: the error in each entry or at the top as
+/// Kafka gives it, what is left out of listings, and authorized-operations fields computed
+/// from the bindings.
+#[test]
+fn acls_guard_the_admin_group_and_transaction_apis() {
+    use kwire::ErrorCode;
+    use kwire::broker::{Acl, Authorizer};
+    use kwire::messages as m;
+    let (topic, group, cluster, txn) = (2, 3, 4, 5);
+    let literal = 3;
+    let allow = |rt: i8, name: &str, principal: &str, op: i8| Acl {
+        resource_type: rt,
+        resource_name: name.into(),
+        pattern_type: literal,
+        principal: principal.into(),
+        host: "*".into(),
+        operation: op,
+        permission_type: 3,
+    };
+    // READ 3, WRITE 4, DELETE 6, ALTER 7, DESCRIBE 8, ALTER_CONFIGS 11.
+    let mut acls = Vec::new();
+    for op in [3, 4, 6, 7, 8, 11] {
+        acls.push(allow(topic, "t", "User:alice", op));
+    }
+    acls.push(allow(group, "g", "User:alice", 3));
+    acls.push(allow(group, "g", "User:alice", 6));
+    acls.push(allow(txn, "tx", "User:alice", 4));
+    for op in [7, 8, 11] {
+        acls.push(allow(cluster, "kafka-cluster", "User:bob", op));
+    }
+    let config = Config {
+        plain_users: vec![
+            ("alice".into(), "pw-a".into()),
+            ("bob".into(), "pw-b".into()),
+            ("admin".into(), "pw-c".into()),
+        ],
+        authorizer: Some(Authorizer { super_users: vec!["User:admin".into()], ..Default::default() }),
+        acls,
+        ..Config::default()
+    };
+    let broker = Broker::start(config).unwrap();
+    assert!(broker.create_topic("t", 1) && broker.create_topic("secret", 1));
+    let login = |user: &str, pw: &str| {
+        let mut c = Conn::open(broker.addr());
+        plain_login(&mut c, user, pw);
+        c
+    };
+    let (mut anon, mut alice, mut bob, mut admin) =
+        (Conn::open(broker.addr()), login("alice", "pw-a"), login("bob", "pw-b"), login("admin", "pw-c"));
+    let code = |e: ErrorCode| e.to_i16();
+    let (topic_refused, group_refused, cluster_refused, txn_refused) = (
+        code(ErrorCode::TopicAuthorizationFailed),
+        code(ErrorCode::GroupAuthorizationFailed),
+        code(ErrorCode::ClusterAuthorizationFailed),
+        code(ErrorCode::TransactionalIdAuthorizationFailed),
+    );
+
+    // Offsets committed (by the super user) in groups g and other, on t and secret.
+    for g in ["g", "other"] {
+        let req = m::OffsetCommitRequest {
+            group_id: g.into(),
+            generation_id_or_member_epoch: -1,
+            member_id: "".into(),
+            topics: ["t", "secret"]
+                .iter()
+                .map(|&name| m::offset_commit::OffsetCommitRequestTopic {
+                    name: name.into(),
+                    partitions: vec![m::offset_commit::OffsetCommitRequestPartition {
+                        partition_index: 0,
+                        committed_offset: 0,
+                        ..Default::default()
+                    }]
+                    .into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        ask!(admin, req, OffsetCommit, 8, |r| for t in r.topics() {
+            assert!(t.partitions().iter().all(|p| p.error_code() == 0));
+        });
+    }
+
+    // OffsetFetch v8: DESCRIBE on the group, then on each topic; every topic: filtered.
+    let offset_fetch = |c: &mut Conn, g: &str, topics: Option<&[&str]>| {
+        let req = m::OffsetFetchRequest {
+            groups: vec![m::offset_fetch::OffsetFetchRequestGroup {
+                group_id: g.into(),
+                topics: topics.map(|ts| {
+                    ts.iter()
+                        .map(|&name| m::offset_fetch::OffsetFetchRequestTopics {
+                            name: name.into(),
+                            partition_indexes: vec![0].into(),
+                            ..Default::default()
+                        })
+                        .collect()
+                }),
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        };
+        ask!(c, req, OffsetFetch, 8, |r| {
+            let g = r.groups().iter().next().unwrap();
+            let topics: Vec<(String, i16)> = g
+                .topics()
+                .iter()
+                .map(|t| (t.name().to_string(), t.partitions().iter().next().unwrap().error_code()))
+                .collect();
+            (g.error_code(), topics)
+        })
+    };
+    assert_eq!(offset_fetch(&mut anon, "g", None), (group_refused, vec![]));
+    assert_eq!(offset_fetch(&mut alice, "other", None), (group_refused, vec![]));
+    assert_eq!(offset_fetch(&mut alice, "g", None), (0, vec![("t".to_string(), 0)]), "secret left out");
+    assert_eq!(
+        offset_fetch(&mut alice, "g", Some(&["secret", "t"])),
+        (0, vec![("t".to_string(), 0), ("secret".to_string(), topic_refused)])
+    );
+    assert_eq!(offset_fetch(&mut admin, "g", None).1.len(), 2);
+    // v5: the group refused at the top.
+    let req = m::OffsetFetchRequest { group_id: "g".into(), topics: None, ..Default::default() };
+    assert_eq!(ask!(anon, req, OffsetFetch, 5, |r| r.error_code()), group_refused);
+    assert_eq!(ask!(alice, req, OffsetFetch, 5, |r| r.error_code()), 0);
+
+    // TxnOffsetCommit: WRITE on the id, READ on the group, READ on each topic.
+    let txn_commit = |c: &mut Conn, id: &str, g: &str| {
+        let req = m::TxnOffsetCommitRequest {
+            transactional_id: id.into(),
+            group_id: g.into(),
+            producer_id: 1,
+            producer_epoch: 0,
+            generation_id_or_member_epoch: -1,
+            member_id: "".into(),
+            topics: ["t", "secret"]
+                .iter()
+                .map(|&name| m::txn_offset_commit::TxnOffsetCommitRequestTopic {
+                    name: name.into(),
+                    partitions: vec![m::txn_offset_commit::TxnOffsetCommitRequestPartition {
+                        partition_index: 0,
+                        committed_offset: 1,
+                        ..Default::default()
+                    }]
+                    .into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        ask!(c, req, TxnOffsetCommit, 3, |r| r
+            .topics()
+            .iter()
+            .map(|t| t.partitions().iter().next().unwrap().error_code())
+            .collect::<Vec<_>>())
+    };
+    assert_eq!(txn_commit(&mut anon, "tx", "g"), [txn_refused, txn_refused]);
+    assert_eq!(txn_commit(&mut alice, "tx", "other"), [group_refused, group_refused]);
+    let codes = txn_commit(&mut alice, "tx", "g");
+    assert_eq!(codes[1], topic_refused);
+    assert!(![0, topic_refused, group_refused, txn_refused].contains(&codes[0]), "{codes:?}: no transaction");
+
+    // AddPartitionsToTxn v3: WRITE on the id, then each topic (the rest not attempted).
+    let add = |c: &mut Conn, topics: &[&str]| {
+        let req = m::AddPartitionsToTxnRequest {
+            v3_and_below_transactional_id: "tx".into(),
+            v3_and_below_producer_id: 1,
+            v3_and_below_producer_epoch: 0,
+            v3_and_below_topics: topics
+                .iter()
+                .map(|&name| m::add_partitions_to_txn::AddPartitionsToTxnTopic {
+                    name: name.into(),
+                    partitions: vec![0].into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        ask!(c, req, AddPartitionsToTxn, 3, |r| r
+            .results_by_topic_v3_and_below()
+            .iter()
+            .map(|t| t.results_by_partition().iter().next().unwrap().partition_error_code())
+            .collect::<Vec<_>>())
+    };
+    assert_eq!(add(&mut anon, &["t"]), [txn_refused]);
+    assert_eq!(add(&mut alice, &["t", "secret"]), [code(ErrorCode::OperationNotAttempted), topic_refused]);
+    assert!(![0, topic_refused, txn_refused].contains(&add(&mut alice, &["t"])[0]), "allowed, no producer");
+
+    // FindCoordinator v4: DESCRIBE on each key.
+    let find = |c: &mut Conn, key_type: i8, keys: &[&str]| {
+        let req = m::FindCoordinatorRequest {
+            key_type,
+            coordinator_keys: keys.iter().map(|&k| k.into()).collect(),
+            ..Default::default()
+        };
+        ask!(c, req, FindCoordinator, 4, |r| r
+            .coordinators()
+            .iter()
+            .map(|k| k.error_code())
+            .collect::<Vec<_>>())
+    };
+    assert_eq!(find(&mut alice, 0, &["g", "other"]), [0, group_refused]);
+    assert_eq!(find(&mut anon, 0, &["g"]), [group_refused]);
+    assert_eq!(find(&mut alice, 1, &["tx"]), [0]);
+    assert_eq!(find(&mut anon, 1, &["tx"]), [txn_refused]);
+
+    // DescribeGroups v5: DESCRIBE on each group (refused first), its operations from the
+    // bindings: READ, DELETE and the DESCRIBE they imply.
+    let req = m::DescribeGroupsRequest {
+        groups: vec!["g".into(), "other".into()].into(),
+        include_authorized_operations: true,
+        ..Default::default()
+    };
+    let described = ask!(alice, req, DescribeGroups, 5, |r| r
+        .groups()
+        .iter()
+        .map(|g| (g.group_id().to_string(), g.error_code(), g.authorized_operations()))
+        .collect::<Vec<_>>());
+    assert_eq!(
+        described,
+        [
+            ("other".to_string(), group_refused, i32::MIN),
+            ("g".to_string(), 0, (1 << 3) | (1 << 6) | (1 << 8))
+        ]
+    );
+    assert_eq!(
+        ask!(admin, req, DescribeGroups, 5, |r| r.groups().iter().filter(|g| g.error_code() == 0).count()),
+        2
+    );
+
+    // ListGroups: with DESCRIBE on the cluster every group, else those described.
+    let list = |c: &mut Conn| {
+        let mut ids = ask!(c, m::ListGroupsRequest::default(), ListGroups, 4, |r| r
+            .groups()
+            .iter()
+            .map(|g| g.group_id().to_string())
+            .collect::<Vec<_>>());
+        ids.sort();
+        ids
+    };
+    assert_eq!(list(&mut anon), Vec::<String>::new());
+    assert_eq!(list(&mut alice), ["g"]);
+    assert_eq!(list(&mut bob), ["g", "other"]);
+
+    // CreateAcls and DeleteAcls: ALTER on the cluster, each entry refused.
+    let create = m::CreateAclsRequest {
+        creations: vec![m::create_acls::AclCreation {
+            resource_type: topic,
+            resource_name: "x".into(),
+            resource_pattern_type: literal,
+            principal: "User:carol".into(),
+            host: "*".into(),
+            operation: 3,
+            permission_type: 3,
+            ..Default::default()
+        }]
+        .into(),
+        ..Default::default()
+    };
+    let created = |c: &mut Conn| {
+        ask!(c, create, CreateAcls, 3, |r| r.results().iter().map(|x| x.error_code()).collect::<Vec<_>>())
+    };
+    assert_eq!(created(&mut anon), [cluster_refused]);
+    assert_eq!(created(&mut bob), [0]);
+    let delete = m::DeleteAclsRequest {
+        filters: vec![m::delete_acls::DeleteAclsFilter {
+            resource_type_filter: topic,
+            resource_name_filter: Some("x".into()),
+            pattern_type_filter: literal,
+            principal_filter: None,
+            host_filter: None,
+            operation: 1,
+            permission_type: 1,
+            ..Default::default()
+        }]
+        .into(),
+        ..Default::default()
+    };
+    let deleted = |c: &mut Conn| {
+        ask!(c, delete, DeleteAcls, 3, |r| r
+            .filter_results()
+            .iter()
+            .map(|x| (x.error_code(), x.matching_acls().iter().count()))
+            .collect::<Vec<_>>())
+    };
+    assert_eq!(deleted(&mut anon), [(cluster_refused, 0)]);
+    assert_eq!(deleted(&mut bob), [(0, 1)]);
+
+    // DescribeConfigs and IncrementalAlterConfigs: per resource, on the topic or the
+    // cluster (ALTER_CONFIGS implies DESCRIBE_CONFIGS).
+    let describe_configs = |c: &mut Conn, resource_type: i8, name: &str| {
+        let req = m::DescribeConfigsRequest {
+            resources: vec![m::describe_configs::DescribeConfigsResource {
+                resource_type,
+                resource_name: name.into(),
+                configuration_keys: None,
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        };
+        ask!(c, req, DescribeConfigs, 4, |r| r.results().iter().next().unwrap().error_code())
+    };
+    assert_eq!(describe_configs(&mut anon, 2, "t"), topic_refused);
+    assert_eq!(describe_configs(&mut alice, 2, "t"), 0);
+    assert_eq!(describe_configs(&mut alice, 4, ""), cluster_refused);
+    assert_eq!(describe_configs(&mut bob, 4, ""), 0);
+    let alter = |c: &mut Conn, resource_type: i8, name: &str| {
+        let req = m::IncrementalAlterConfigsRequest {
+            resources: vec![m::incremental_alter_configs::AlterConfigsResource {
+                resource_type,
+                resource_name: name.into(),
+                configs: vec![m::incremental_alter_configs::AlterableConfig {
+                    name: "retention.ms".into(),
+                    config_operation: 0,
+                    value: Some("1000".into()),
+                    ..Default::default()
+                }]
+                .into(),
+                ..Default::default()
+            }]
+            .into(),
+            validate_only: true,
+            ..Default::default()
+        };
+        ask!(c, req, IncrementalAlterConfigs, 1, |r| r.responses().iter().next().unwrap().error_code())
+    };
+    assert_eq!(alter(&mut anon, 2, "t"), topic_refused);
+    assert_eq!(alter(&mut alice, 2, "t"), 0);
+    assert_eq!(alter(&mut alice, 4, ""), cluster_refused);
+
+    // CreatePartitions (ALTER) and DeleteRecords (DELETE) on each topic.
+    let grow = |c: &mut Conn| {
+        let req = m::CreatePartitionsRequest {
+            topics: vec![m::create_partitions::CreatePartitionsTopic {
+                name: "t".into(),
+                count: 2,
+                assignments: None,
+                ..Default::default()
+            }]
+            .into(),
+            validate_only: true,
+            ..Default::default()
+        };
+        ask!(c, req, CreatePartitions, 3, |r| r.results().iter().next().unwrap().error_code())
+    };
+    assert_eq!(grow(&mut anon), topic_refused);
+    assert_eq!(grow(&mut alice), 0);
+    let delete_records = |c: &mut Conn| {
+        let req = m::DeleteRecordsRequest {
+            topics: vec![m::delete_records::DeleteRecordsTopic {
+                name: "t".into(),
+                partitions: vec![m::delete_records::DeleteRecordsPartition {
+                    partition_index: 0,
+                    offset: 0,
+                    ..Default::default()
+                }]
+                .into(),
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        };
+        ask!(c, req, DeleteRecords, 2, |r| r
+            .topics()
+            .iter()
+            .next()
+            .unwrap()
+            .partitions()
+            .iter()
+            .next()
+            .unwrap()
+            .error_code())
+    };
+    assert_eq!(delete_records(&mut anon), topic_refused);
+    assert_eq!(delete_records(&mut alice), 0);
+
+    // DescribeProducers (READ) and OffsetForLeaderEpoch (DESCRIBE) on each topic.
+    let producers = |c: &mut Conn| {
+        let req = m::DescribeProducersRequest {
+            topics: vec![m::describe_producers::TopicRequest {
+                name: "t".into(),
+                partition_indexes: vec![0].into(),
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        };
+        ask!(c, req, DescribeProducers, 0, |r| r
+            .topics()
+            .iter()
+            .next()
+            .unwrap()
+            .partitions()
+            .iter()
+            .next()
+            .unwrap()
+            .error_code())
+    };
+    assert_eq!(producers(&mut anon), topic_refused);
+    assert_eq!(producers(&mut alice), 0);
+    let epochs = |c: &mut Conn| {
+        let req = m::OffsetForLeaderEpochRequest {
+            replica_id: -1,
+            topics: vec![m::offset_for_leader_epoch::OffsetForLeaderTopic {
+                topic: "t".into(),
+                partitions: vec![m::offset_for_leader_epoch::OffsetForLeaderPartition {
+                    partition: 0,
+                    current_leader_epoch: -1,
+                    leader_epoch: 0,
+                    ..Default::default()
+                }]
+                .into(),
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        };
+        ask!(c, req, OffsetForLeaderEpoch, 4, |r| r
+            .topics()
+            .iter()
+            .next()
+            .unwrap()
+            .partitions()
+            .iter()
+            .next()
+            .unwrap()
+            .error_code())
+    };
+    assert_eq!(epochs(&mut anon), topic_refused);
+    assert_eq!(epochs(&mut alice), 0);
+
+    // ElectLeaders and DescribeLogDirs: ALTER and DESCRIBE on the cluster.
+    let elect = m::ElectLeadersRequest {
+        election_type: 0,
+        topic_partitions: Some(
+            vec![m::elect_leaders::TopicPartitions {
+                topic: "t".into(),
+                partitions: vec![0].into(),
+                ..Default::default()
+            }]
+            .into(),
+        ),
+        ..Default::default()
+    };
+    let elected = |c: &mut Conn| {
+        ask!(c, elect, ElectLeaders, 2, |r| (
+            r.error_code(),
+            r.replica_election_results()
+                .iter()
+                .next()
+                .unwrap()
+                .partition_result()
+                .iter()
+                .next()
+                .unwrap()
+                .error_code()
+        ))
+    };
+    assert_eq!(elected(&mut anon), (cluster_refused, cluster_refused));
+    assert_eq!(elected(&mut bob), (0, code(ErrorCode::ElectionNotNeeded)));
+    let log_dirs = |c: &mut Conn| {
+        ask!(c, m::DescribeLogDirsRequest { topics: None, ..Default::default() }, DescribeLogDirs, 4, |r| (
+            r.error_code(),
+            r.results().iter().count()
+        ))
+    };
+    assert_eq!(log_dirs(&mut anon), (cluster_refused, 0));
+    assert_eq!(log_dirs(&mut bob), (0, 1));
+
+    // DescribeCluster and Metadata v10: the operations the bindings allow, 0 without
+    // DESCRIBE on the cluster; the topic's from its bindings.
+    let cluster_ops = |c: &mut Conn| {
+        let req = m::DescribeClusterRequest {
+            include_cluster_authorized_operations: true,
+            endpoint_type: 1,
+            ..Default::default()
+        };
+        ask!(c, req, DescribeCluster, 1, |r| r.cluster_authorized_operations())
+    };
+    let bob_ops = (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+    assert_eq!(cluster_ops(&mut alice), 0);
+    assert_eq!(cluster_ops(&mut bob), bob_ops);
+    let metadata_ops = |c: &mut Conn| {
+        let req = m::MetadataRequest {
+            topics: Some(
+                vec![m::metadata::MetadataRequestTopic { name: Some("t".into()), ..Default::default() }]
+                    .into(),
+            ),
+            include_cluster_authorized_operations: true,
+            include_topic_authorized_operations: true,
+            ..Default::default()
+        };
+        ask!(c, req, Metadata, 10, |r| (
+            r.cluster_authorized_operations(),
+            r.topics().iter().next().unwrap().topic_authorized_operations()
+        ))
+    };
+    // READ, WRITE, DELETE, ALTER, DESCRIBE, ALTER_CONFIGS and the DESCRIBE_CONFIGS it implies.
+    let alice_ops = (1 << 3) | (1 << 4) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+    assert_eq!(metadata_ops(&mut alice), (0, alice_ops));
+    assert_eq!(metadata_ops(&mut bob), (bob_ops, i32::MIN), "t refused to bob");
+
+    // Idempotent InitProducerId: IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+    let init = |c: &mut Conn| {
+        let req = m::InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        };
+        ask!(c, req, InitProducerId, 4, |r| r.error_code())
+    };
+    assert_eq!(init(&mut anon), cluster_refused);
+    assert_eq!(init(&mut alice), 0);
+
+    // DescribeTransactions: DESCRIBE on each id.
+    let describe_txn = |c: &mut Conn| {
+        let req = m::DescribeTransactionsRequest {
+            transactional_ids: vec!["tx".into()].into(),
+            ..Default::default()
+        };
+        ask!(c, req, DescribeTransactions, 0, |r| r.transaction_states().iter().next().unwrap().error_code())
+    };
+    assert_eq!(describe_txn(&mut anon), txn_refused);
+    assert_ne!(describe_txn(&mut alice), txn_refused);
+
+    // DeleteGroups: DELETE on each group.
+    let delete_groups = |c: &mut Conn, g: &str| {
+        let req = m::DeleteGroupsRequest { groups_names: vec![g.into()].into(), ..Default::default() };
+        ask!(c, req, DeleteGroups, 2, |r| r.results().iter().next().unwrap().error_code())
+    };
+    assert_eq!(delete_groups(&mut alice, "other"), group_refused);
+    assert_eq!(delete_groups(&mut alice, "g"), 0);
+    assert_eq!(list(&mut bob), ["other"]);
+}

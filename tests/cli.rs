@@ -520,6 +520,46 @@ fn proxy_refuses_a_wrong_validation_rule_at_start_up() {
     }
 }
 
+/// `kwire::client` against the `kwire serve` process: a topic created, records produced with
+/// gzip and fetched back at the offsets the broker gave, offsets listed, a group's offset
+/// committed and read back.
+#[test]
+#[cfg(feature = "client")]
+fn the_client_works_against_kwire_serve() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    use kwire::client::{Client, Config, OffsetSpec};
+    use kwire::records::{Compression, NewRecord};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kwire serve runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let addr: std::net::SocketAddr =
+        first.split("listening on ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
+
+    let config = Config { compression: Compression::Gzip, ..Config::default() };
+    let mut client = Client::connect_with(addr, config).expect("connect to kwire serve");
+    client.create_topic("orders", 2).unwrap();
+    let records = [NewRecord::new(Some(b"k1"), Some(b"one")), NewRecord::new(None, Some(b"two"))];
+    assert_eq!(client.produce("orders", 1, &records).unwrap(), 0);
+    assert_eq!(client.produce("orders", 1, &[NewRecord::new(None, Some(b"three"))]).unwrap(), 2);
+    let fetched = client.fetch_to_end("orders", 1, 0).unwrap();
+    let got: Vec<(i64, &[u8])> =
+        fetched.records.iter().map(|r| (r.offset, r.value.as_deref().unwrap())).collect();
+    assert_eq!(got, [(0, &b"one"[..]), (1, b"two"), (2, b"three")]);
+    assert_eq!(client.list_offset("orders", 1, OffsetSpec::Latest).unwrap().offset, 3);
+    client.commit_offset("billing", "orders", 1, 3).unwrap();
+    assert_eq!(client.committed_offset("billing", "orders", 1).unwrap(), Some(3));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// `kwire serve`'s fault flags, on the wire: `--throttle` sets `throttle_time_ms` in every
 /// answer of its API, `--fail API=ERROR:N` fails the first N requests with that error and
 /// then serves, `--drop API:N` closes the connection of the first N without an answer; and

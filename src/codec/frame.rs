@@ -100,6 +100,31 @@ pub fn response_correlation_id(frame: &[u8]) -> Option<i32> {
     frame.first_chunk::<4>().map(|b| i32::from_be_bytes(*b))
 }
 
+/// The size prefix of a frame of `len` bytes after it, for code that writes the rest
+/// itself (a SASL token after a SaslHandshake v0, which travels framed but headerless).
+/// Fails when `len` does not fit the int32.
+#[inline]
+pub fn encode_size_prefix(len: usize) -> Result<[u8; 4], EncodeError> {
+    i32::try_from(len).map(i32::to_be_bytes).map_err(|_| EncodeError::TooLong { field: "Frame.size" })
+}
+
+/// The size prefix and the response header (version `header_version`, no tagged fields)
+/// of a response whose body of `body_len` bytes the caller writes itself: the first `len`
+/// bytes of the array, as `(bytes, len)`. Fails when the frame does not fit the int32 size.
+pub fn encode_response_head(
+    correlation_id: i32,
+    header_version: i16,
+    body_len: usize,
+) -> Result<([u8; 9], usize), EncodeError> {
+    let header_len = if header_version >= 1 { 5 } else { 4 };
+    let size = body_len.checked_add(header_len).ok_or(EncodeError::TooLong { field: "Frame.size" })?;
+    let mut head = [0u8; 9];
+    head[..4].copy_from_slice(&encode_size_prefix(size)?);
+    head[4..8].copy_from_slice(&correlation_id.to_be_bytes());
+    // Header v1's tagged-field count is the 0 already there.
+    Ok((head, 4 + header_len))
+}
+
 /// Why a frame could not be split, parsed or dispatched: the one error type of framing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use std::vec::Vec;
 
 use super::cluster::CoordinatorKind;
+use super::host::Host;
 use super::kip848::{CommitCheck, ConsumerGroup};
 use super::lock::lock;
-use super::state::Shared;
 use crate::codec::error_code::ErrorCode;
 
 /// A group's state, as Kafka names it.
@@ -293,9 +293,9 @@ impl Groups {
     }
 
     /// Expires sessions and handed-out member ids, completes rebalances whose time is up.
-    pub fn tick(&self, shared: &Shared) {
+    pub fn tick(&self, shared: &dyn Host) {
         let now = Instant::now();
-        let delay = shared.config.initial_rebalance_delay;
+        let delay = shared.config().initial_rebalance_delay;
         let mut changed = false;
         let mut g = self.lock();
         for (name, group) in g.iter_mut() {
@@ -323,12 +323,12 @@ impl Groups {
     }
 
     /// JoinGroup: blocks until the join barrier opens for this member.
-    pub fn join(&self, shared: &Shared, req: Join<'_>) -> JoinResult {
+    pub fn join(&self, shared: &dyn Host, req: Join<'_>) -> JoinResult {
         let now = Instant::now();
         // The coordinator when the request came: if the group moves (its node stopped),
         // a waiting member is told NOT_COORDINATOR, as Kafka's unloaded group tells it.
         let home = shared.coordinator(CoordinatorKind::Group, req.group_id);
-        let (min, max) = shared.config.session_timeout_range;
+        let (min, max) = shared.config().session_timeout_range;
         if req.group_id.is_empty() {
             return JoinResult::error(ErrorCode::InvalidGroupId, req.member_id);
         }
@@ -341,7 +341,7 @@ impl Groups {
         if req.protocol_type.is_empty() || req.protocols.is_empty() {
             return JoinResult::error(ErrorCode::InconsistentGroupProtocol, req.member_id);
         }
-        let delay = shared.config.initial_rebalance_delay;
+        let delay = shared.config().initial_rebalance_delay;
         let mut g = self.lock();
         let group = g.entry(req.group_id.into()).or_insert_with(|| Group::new(now));
         // A consumer group with members does not take classic members here (Kafka 4 can
@@ -454,7 +454,7 @@ impl Groups {
     #[allow(clippy::too_many_arguments)]
     pub fn sync(
         &self,
-        shared: &Shared,
+        shared: &dyn Host,
         group_id: &str,
         generation: i32,
         member_id: &str,
@@ -545,7 +545,7 @@ impl Groups {
     /// LeaveGroup for one member (by id, or by instance id when the id is empty).
     pub fn leave(
         &self,
-        shared: &Shared,
+        shared: &dyn Host,
         group_id: &str,
         member_id: &str,
         instance_id: Option<&str>,
@@ -568,7 +568,7 @@ impl Groups {
         if !group.members.contains_key(&id) {
             return ErrorCode::UnknownMemberId;
         }
-        group.remove_member(&id, now, shared.config.initial_rebalance_delay);
+        group.remove_member(&id, now, shared.config().initial_rebalance_delay);
         self.cv.notify_all();
         ErrorCode::None
     }
@@ -761,19 +761,13 @@ impl Groups {
 /// The topics of a consumer protocol subscription (`ConsumerProtocolSubscription`: a
 /// version, then an array of topic names, in the classic encoding up to version 3).
 fn subscription_topics(metadata: &[u8]) -> Option<Vec<String>> {
-    let mut at = 2;
-    let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
-        let b = metadata.get(*at..at.checked_add(n)?)?;
-        *at += n;
-        Some(b)
-    };
-    let count = i32::from_be_bytes(take(&mut at, 4)?.try_into().ok()?);
+    let mut r = crate::codec::wire::Reader::new(metadata);
+    r.i16("ConsumerProtocolSubscription.Version").ok()?;
+    let count = r.i32("ConsumerProtocolSubscription.Topics").ok()?;
     let count = usize::try_from(count).ok()?;
     let mut topics = Vec::with_capacity(count.min(metadata.len() / 2));
     for _ in 0..count {
-        let len = i16::from_be_bytes(take(&mut at, 2)?.try_into().ok()?);
-        let name = take(&mut at, usize::try_from(len).ok()?)?;
-        topics.push(String::from_utf8(name.to_vec()).ok()?);
+        topics.push(String::from(r.str(false, "ConsumerProtocolSubscription.Topics").ok()?));
     }
     Some(topics)
 }

@@ -60,6 +60,9 @@ pub(crate) const TOPIC_CONFIGS: &[(&str, &str, i8)] = &[
     ("unclean.leader.election.enable", "false", 1),
 ];
 
+/// The message of a CLUSTER_AUTHORIZATION_FAILED given per entry.
+pub(crate) const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
+
 /// What a handled request asks of the connection.
 pub(crate) enum Outcome {
     /// Go on (the answer, if any, is in the output).
@@ -85,11 +88,6 @@ pub(crate) struct Handler<'s> {
     scratch: Vec<u8>,
 }
 
-/// Every operation on topics and the cluster (READ through IDEMPOTENT_WRITE bits), for
-/// authorized-operations fields: nothing is refused here.
-const TOPIC_OPERATIONS: i32 = 0b1101_1111_1000;
-const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
-
 impl<'s> Handler<'s> {
     pub fn new(shared: &'s Shared, peer: &str, node: usize) -> Self {
         let host = peer.rsplit_once(':').map_or(peer, |(h, _)| h).to_string();
@@ -111,6 +109,26 @@ impl<'s> Handler<'s> {
         let Some(az) = &self.shared.config.authorizer else { return true };
         let host = self.client_host.trim_start_matches('/');
         self.shared.acls.authorize(az, &self.principal, host, operation, resource_type, name)
+    }
+
+    /// An authorized-operations field, as Kafka computes it: the bit of each operation the
+    /// resource type supports ([`super::acl::supported_operations`]) that the principal
+    /// may do on the resource (all of them without an authorizer).
+    fn authorized_operations(&self, resource_type: i8, name: &str) -> i32 {
+        super::acl::supported_operations(resource_type)
+            .iter()
+            .filter(|&&o| self.allowed(o, resource_type, name))
+            .fold(0, |bits, &o| bits | (1 << o))
+    }
+
+    /// The cluster's authorized-operations field (Metadata v8-10, DescribeCluster) when
+    /// asked for: 0 without DESCRIBE on the cluster, as in Kafka.
+    fn cluster_operations(&self) -> i32 {
+        if self.allowed(op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME) {
+            self.authorized_operations(resource::CLUSTER, CLUSTER_NAME)
+        } else {
+            0
+        }
     }
 
     /// Whether this node coordinates a group or a transactional id.
@@ -187,8 +205,10 @@ impl<'s> Handler<'s> {
     /// top-level error code (Kafka checks these before anything else): READ on the group
     /// of the classic and KIP-848 group APIs, DELETE on OffsetDelete's, DESCRIBE on
     /// FindCoordinator's key (v0-3), WRITE on the transactional id of InitProducerId,
-    /// AddOffsetsToTxn (and READ on its group) and EndTxn, DESCRIBE on the cluster for
-    /// DescribeAcls. The per-topic checks are in the APIs' handlers.
+    /// AddOffsetsToTxn (and READ on its group) and EndTxn, IDEMPOTENT_WRITE on the cluster
+    /// (or WRITE on some topic) for InitProducerId without one, DESCRIBE on OffsetFetch's
+    /// group (v2-7), DESCRIBE on the cluster for DescribeAcls, DescribeLogDirs (v3+) and
+    /// DescribeUserScramCredentials. The per-entry checks are in the APIs' handlers.
     fn refused(&self, body: &RequestBodyView<'_>, v: i16) -> Option<ErrorCode> {
         use ErrorCode::{
             ClusterAuthorizationFailed, GroupAuthorizationFailed, TransactionalIdAuthorizationFailed,
@@ -196,6 +216,9 @@ impl<'s> Handler<'s> {
         self.shared.config.authorizer.as_ref()?;
         let group = |operation, id: &str| {
             (!self.allowed(operation, resource::GROUP, id)).then_some(GroupAuthorizationFailed)
+        };
+        let cluster = |operation| {
+            (!self.allowed(operation, resource::CLUSTER, CLUSTER_NAME)).then_some(ClusterAuthorizationFailed)
         };
         let txn = |id: &str| {
             (!self.allowed(op::WRITE, resource::TRANSACTIONAL_ID, id))
@@ -214,15 +237,35 @@ impl<'s> Handler<'s> {
                     .then_some(TransactionalIdAuthorizationFailed),
                 _ => None,
             },
-            RequestBodyView::InitProducerId(r) => r.transactional_id().and_then(txn),
+            RequestBodyView::InitProducerId(r) => match r.transactional_id() {
+                Some(id) => txn(id),
+                // Idempotent: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+                None => {
+                    let az = self.shared.config.authorizer.as_ref()?;
+                    let host = self.client_host.trim_start_matches('/');
+                    let any_topic = || {
+                        self.shared.acls.authorize_by_resource_type(
+                            az,
+                            &self.principal,
+                            host,
+                            op::WRITE,
+                            resource::TOPIC,
+                        )
+                    };
+                    (!self.allowed(op::IDEMPOTENT_WRITE, resource::CLUSTER, CLUSTER_NAME) && !any_topic())
+                        .then_some(ClusterAuthorizationFailed)
+                }
+            },
+            RequestBodyView::OffsetFetch(r) if (2..=7).contains(&v) => group(op::DESCRIBE, r.group_id()),
+            // Versions 4+ come from brokers.
+            RequestBodyView::AddPartitionsToTxn(_) if v >= 4 => cluster(op::CLUSTER_ACTION),
+            RequestBodyView::DescribeLogDirs(_) if v >= 3 => cluster(op::DESCRIBE),
+            RequestBodyView::DescribeUserScramCredentials(_) => cluster(op::DESCRIBE),
             RequestBodyView::AddOffsetsToTxn(r) => {
                 txn(r.transactional_id()).or_else(|| group(op::READ, r.group_id()))
             }
             RequestBodyView::EndTxn(r) => txn(r.transactional_id()),
-            RequestBodyView::DescribeAcls(_) => {
-                (!self.allowed(op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME))
-                    .then_some(ClusterAuthorizationFailed)
-            }
+            RequestBodyView::DescribeAcls(_) => cluster(op::DESCRIBE),
             _ => None,
         }
     }
@@ -414,15 +457,12 @@ pub(crate) fn error_response(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) 
     let len = body.encoded_len(encoding).map_err(|_| {
         ConnError::Encode(crate::codec::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })
     })?;
-    let flexible_header = reply.api_key.response_header_version(reply.api_version) >= 1;
-    let header_len = 4 + usize::from(flexible_header);
-    let size = i32::try_from(header_len + len).unwrap_or(i32::MAX);
+    let header_version = reply.api_key.response_header_version(reply.api_version);
+    let (head, head_len) =
+        crate::codec::frame::encode_response_head(reply.correlation_id, header_version, len)
+            .map_err(ConnError::Encode)?;
     let at = out.len();
-    out.extend_from_slice(&size.to_be_bytes());
-    out.extend_from_slice(&reply.correlation_id.to_be_bytes());
-    if flexible_header {
-        out.push(0);
-    }
+    out.extend_from_slice(&head[..head_len]);
     let start = out.len();
     out.resize(start + len, 0);
     if body.encode(encoding, &mut out[start..]).is_err() {

@@ -107,10 +107,12 @@
 mod acl;
 mod cluster;
 mod conn;
+mod consumer_heartbeat;
 mod fetch_sessions;
 mod groups;
 mod handle;
 mod hooks;
+mod host;
 mod kip848;
 mod lock;
 mod log;
@@ -371,8 +373,8 @@ impl Broker {
             let shared = shared.clone();
             std::thread::Builder::new().name("kwire-broker-timers".into()).spawn(move || {
                 while !shared.stopping() {
-                    shared.groups.tick(&shared);
-                    shared.txns.abort_timed_out(&shared);
+                    shared.groups.tick(&*shared);
+                    shared.txns.abort_timed_out(&*shared);
                     std::thread::sleep(Duration::from_millis(100));
                 }
             })?

@@ -417,3 +417,48 @@ impl Shared {
         }
     }
 }
+
+impl super::host::Host for Shared {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+    fn log(&self, line: core::fmt::Arguments<'_>) {
+        Shared::log(self, line);
+    }
+    fn coordinator(&self, kind: CoordinatorKind, key: &str) -> usize {
+        Shared::coordinator(self, kind, key)
+    }
+    fn new_uuid(&self, salt: &str, n: i64) -> Uuid {
+        Shared::new_uuid(self, salt, n)
+    }
+    fn new_producer_id(&self) -> i64 {
+        Shared::new_producer_id(self)
+    }
+    fn stopping(&self) -> bool {
+        Shared::stopping(self)
+    }
+    fn topics(&self) -> Vec<(String, Uuid, usize)> {
+        self.topics.with(|t| t.values().map(|t| (t.name.clone(), t.id, t.partitions.len())).collect())
+    }
+    fn write_marker(
+        &self,
+        topic: &str,
+        partition: i32,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+        now: i64,
+    ) {
+        if let Some(p) = self.topics.partition(topic, partition) {
+            p.lock().write_marker(producer_id, epoch, commit, now);
+        }
+    }
+    fn store_offset(&self, group: &str, topic: &str, partition: i32, offset: (i64, i32, Option<String>)) {
+        let (offset, leader_epoch, metadata) = offset;
+        let c = super::groups::Committed { offset, leader_epoch, metadata };
+        self.groups.store_offset(group, topic, partition, c);
+    }
+    fn appended(&self) {
+        Shared::appended(self);
+    }
+}

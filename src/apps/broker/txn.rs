@@ -16,8 +16,8 @@ use std::time::Instant;
 use std::vec::Vec;
 
 use super::groups::Committed;
+use super::host::Host;
 use super::lock::lock;
-use super::state::Shared;
 use crate::codec::error_code::ErrorCode;
 
 /// A transaction's state, as Kafka names it (DescribeTransactions, ListTransactions).
@@ -103,7 +103,7 @@ impl Txns {
     /// versions).
     pub fn init(
         &self,
-        shared: &Shared,
+        shared: &dyn Host,
         id: &str,
         timeout_ms: i32,
         expected: Option<(i64, i16)>,
@@ -111,7 +111,7 @@ impl Txns {
         if id.is_empty() {
             return Err(ErrorCode::InvalidRequest);
         }
-        let max = shared.config.transaction_max_timeout.as_millis();
+        let max = shared.config().transaction_max_timeout.as_millis();
         if timeout_ms <= 0 || u128::from(timeout_ms.unsigned_abs()) > max {
             return Err(ErrorCode::InvalidTransactionTimeout);
         }
@@ -243,7 +243,7 @@ impl Txns {
     /// EndTxn.
     pub fn end(
         &self,
-        shared: &Shared,
+        shared: &dyn Host,
         id: &str,
         producer_id: i64,
         epoch: i16,
@@ -266,7 +266,7 @@ impl Txns {
 
     /// Aborts the open transactions older than their timeout, fencing their producers
     /// (the epoch is bumped, as Kafka's `abortTimedOutTransactions` does).
-    pub fn abort_timed_out(&self, shared: &Shared) {
+    pub fn abort_timed_out(&self, shared: &dyn Host) {
         let now = Instant::now();
         let mut all = self.lock();
         for (id, txn) in all.iter_mut() {
@@ -296,17 +296,15 @@ impl Txns {
 
 /// Ends `txn`'s open transaction: a marker (at its current epoch) in each of its
 /// partitions, its group offsets committed or dropped.
-fn finish(shared: &Shared, id: &str, txn: &mut Txn, commit: bool) {
+fn finish(shared: &dyn Host, id: &str, txn: &mut Txn, commit: bool) {
     let now = now_ms();
     for (topic, p) in &txn.partitions {
-        if let Some(partition) = shared.topics.partition(topic, *p) {
-            partition.lock().write_marker(txn.producer_id, txn.producer_epoch, commit, now);
-        }
+        shared.write_marker(topic, *p, txn.producer_id, txn.producer_epoch, commit, now);
     }
     let offsets = core::mem::take(&mut txn.pending_offsets);
     if commit {
         for (group, topic, p, c) in offsets {
-            shared.groups.store_offset(&group, &topic, p, c);
+            shared.store_offset(&group, &topic, p, (c.offset, c.leader_epoch, c.metadata));
         }
     }
     shared.log(format_args!(

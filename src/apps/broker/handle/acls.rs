@@ -1,5 +1,6 @@
 //! The ACL APIs: CreateAcls, DescribeAcls and DeleteAcls over the stored bindings
-//! (`super::super::acl`; stored and described, not enforced).
+//! (`super::super::acl`). CreateAcls and DeleteAcls need ALTER on the cluster, else each
+//! entry is CLUSTER_AUTHORIZATION_FAILED, as Kafka answers.
 
 use super::*;
 use crate::apps::broker::acl::{Binding, Filter};
@@ -13,7 +14,12 @@ impl Handler<'_> {
     ) -> Result<(), ConnError> {
         use crate::codec::messages::create_acls::{AclCreationResult, CreateAclsResponse};
         let mut answers: Vec<Option<(ErrorCode, String)>> = Vec::new();
+        let authorized = self.allowed(op::ALTER, resource::CLUSTER, CLUSTER_NAME);
         for a in c.creations() {
+            if !authorized {
+                answers.push(Some((ErrorCode::ClusterAuthorizationFailed, CLUSTER_REFUSED.into())));
+                continue;
+            }
             let b = Binding {
                 resource_type: a.resource_type(),
                 resource_name: a.resource_name().into(),
@@ -122,8 +128,13 @@ impl Handler<'_> {
         use crate::codec::messages::delete_acls::{
             DeleteAclsFilterResult, DeleteAclsMatchingAcl, DeleteAclsResponse,
         };
-        let mut answers: Vec<Result<Vec<Binding>, String>> = Vec::new();
+        let mut answers: Vec<Result<Vec<Binding>, (ErrorCode, String)>> = Vec::new();
+        let authorized = self.allowed(op::ALTER, resource::CLUSTER, CLUSTER_NAME);
         for f in d.filters() {
+            if !authorized {
+                answers.push(Err((ErrorCode::ClusterAuthorizationFailed, CLUSTER_REFUSED.into())));
+                continue;
+            }
             let filter = Filter {
                 resource_type: f.resource_type_filter(),
                 resource_name: f.resource_name_filter(),
@@ -134,15 +145,15 @@ impl Handler<'_> {
                 permission_type: f.permission_type(),
             };
             answers.push(match filter.invalid() {
-                Some(m) => Err(m),
+                Some(m) => Err((ErrorCode::InvalidRequest, m)),
                 None => Ok(self.shared.acls.delete(&filter)),
             });
         }
         let results: Vec<DeleteAclsFilterResult<'_>> = answers
             .iter()
             .map(|a| match a {
-                Err(m) => DeleteAclsFilterResult {
-                    error_code: ErrorCode::InvalidRequest.to_i16(),
+                Err((code, m)) => DeleteAclsFilterResult {
+                    error_code: code.to_i16(),
                     error_message: Some(m.as_str().into()),
                     ..Default::default()
                 },

@@ -132,10 +132,11 @@ impl Handler<'_> {
                 }
             }
         }
-        let topic_ops =
-            if v >= 8 && m.include_topic_authorized_operations() { TOPIC_OPERATIONS } else { i32::MIN };
+        // Each described topic's authorized operations, when asked for (not those refused or
+        // unknown by id, as in Kafka).
+        let topic_ops = v >= 8 && m.include_topic_authorized_operations();
         let cluster_ops = if (8..=10).contains(&v) && m.include_cluster_authorized_operations() {
-            CLUSTER_OPERATIONS
+            self.cluster_operations()
         } else {
             i32::MIN
         };
@@ -161,28 +162,36 @@ impl Handler<'_> {
         let topics: Vec<MetadataResponseTopic<'_>> = answers
             .into_iter()
             .zip(&leaders)
-            .map(|((error_code, name, topic_id, n), leaders)| MetadataResponseTopic {
-                error_code,
-                name: name.map(Into::into),
-                topic_id: if v >= 10 { topic_id } else { Uuid::ZERO },
-                is_internal: false,
-                partitions: (0..n)
-                    .map(|i| {
-                        let (leader, epoch) = leaders.get(i as usize).copied().unwrap_or((node, 0));
-                        MetadataResponsePartition {
-                            error_code: 0,
-                            partition_index: i,
-                            leader_id: leader,
-                            leader_epoch: if v >= 7 { epoch } else { -1 },
-                            replica_nodes: std::vec![leader].into(),
-                            isr_nodes: std::vec![leader].into(),
-                            offline_replicas: List::Borrowed(&[]),
-                            ..Default::default()
-                        }
-                    })
-                    .collect(),
-                topic_authorized_operations: topic_ops,
-                ..Default::default()
+            .map(|((error_code, name, topic_id, n), leaders)| {
+                let ops = match name.as_deref() {
+                    Some(n) if topic_ops && error_code != ErrorCode::TopicAuthorizationFailed.to_i16() => {
+                        self.authorized_operations(resource::TOPIC, n)
+                    }
+                    _ => i32::MIN,
+                };
+                MetadataResponseTopic {
+                    error_code,
+                    name: name.map(Into::into),
+                    topic_id: if v >= 10 { topic_id } else { Uuid::ZERO },
+                    is_internal: false,
+                    partitions: (0..n)
+                        .map(|i| {
+                            let (leader, epoch) = leaders.get(i as usize).copied().unwrap_or((node, 0));
+                            MetadataResponsePartition {
+                                error_code: 0,
+                                partition_index: i,
+                                leader_id: leader,
+                                leader_epoch: if v >= 7 { epoch } else { -1 },
+                                replica_nodes: std::vec![leader].into(),
+                                isr_nodes: std::vec![leader].into(),
+                                offline_replicas: List::Borrowed(&[]),
+                                ..Default::default()
+                            }
+                        })
+                        .collect(),
+                    topic_authorized_operations: ops,
+                    ..Default::default()
+                }
             })
             .collect();
         let live = self.shared.cluster.live();
@@ -238,7 +247,8 @@ impl Handler<'_> {
                 ..Default::default()
             })
             .collect();
-        let ops = if d.include_cluster_authorized_operations() { CLUSTER_OPERATIONS } else { i32::MIN };
+        let ops =
+            if d.include_cluster_authorized_operations() { self.cluster_operations() } else { i32::MIN };
         let body = DescribeClusterResponse {
             endpoint_type: if v >= 1 { d.endpoint_type() } else { 1 },
             cluster_id: self.shared.config.cluster_id.as_str().into(),
@@ -262,8 +272,10 @@ impl Handler<'_> {
         };
         let mut results = Vec::new();
         for t in c.topics() {
+            let authorized = self.allowed(op::ALTER, resource::TOPIC, t.name());
             let (code, message) =
                 self.shared.topics.with(|all| match all.get_mut(t.name()) {
+                    _ if !authorized => (ErrorCode::TopicAuthorizationFailed, None),
                     None => (ErrorCode::UnknownTopicOrPartition, None),
                     Some(topic) if (t.count() as usize) <= topic.partitions.len() || t.count() > 100_000 => (
                         ErrorCode::InvalidPartitions,

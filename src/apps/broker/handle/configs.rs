@@ -95,6 +95,21 @@ fn duplicated(all: &[(i8, &str)], i: usize) -> bool {
 }
 
 impl Handler<'_> {
+    /// The authorizer's refusal of `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
+    /// config resource, as Kafka checks it: on the cluster for a broker, broker logger or
+    /// client-metrics resource, on the topic or group for theirs.
+    fn config_refused(&self, resource_type: i8, name: &str, operation: i8) -> Option<(ErrorCode, String)> {
+        let (rt, name, code, message) = match resource_type {
+            TOPIC => (resource::TOPIC, name, ErrorCode::TopicAuthorizationFailed, "Topic"),
+            BROKER | 8 | 16 => {
+                (resource::CLUSTER, CLUSTER_NAME, ErrorCode::ClusterAuthorizationFailed, "Cluster")
+            }
+            32 => (resource::GROUP, name, ErrorCode::GroupAuthorizationFailed, "Group"),
+            _ => return None,
+        };
+        (!self.allowed(operation, rt, name)).then(|| (code, std::format!("{message} authorization failed.")))
+    }
+
     /// Replaces a topic's configs (unless `validate_only`).
     fn set_topic_configs(
         &self,
@@ -141,8 +156,11 @@ impl Handler<'_> {
             resources.iter().map(|r| (r.resource_type(), r.resource_name())).collect();
         let mut answers = Vec::new();
         for (i, r) in resources.iter().enumerate() {
+            let refused = self.config_refused(r.resource_type(), r.resource_name(), op::ALTER_CONFIGS);
             let answer: Answer = if duplicated(&keys, i) {
                 Err((ErrorCode::InvalidRequest, "Each resource must appear at most once.".into()))
+            } else if let Some(refused) = refused {
+                Err(refused)
             } else if r.resource_type() != TOPIC {
                 Self::not_alterable(r.resource_type())
             } else {
@@ -203,8 +221,11 @@ impl Handler<'_> {
         for (i, r) in resources.iter().enumerate() {
             let ops: Vec<(&str, i8, Option<&str>)> =
                 r.configs().iter().map(|c| (c.name(), c.config_operation(), c.value())).collect();
+            let refused = self.config_refused(r.resource_type(), r.resource_name(), op::ALTER_CONFIGS);
             let answer: Answer = if duplicated(&keys, i) {
                 Err((ErrorCode::InvalidRequest, "Each resource must appear at most once.".into()))
+            } else if let Some(refused) = refused {
+                Err(refused)
             } else if ops.iter().enumerate().any(|(i, o)| ops[..i].iter().any(|p| p.0 == o.0)) {
                 Err((ErrorCode::InvalidRequest, "Error due to duplicate config keys".into()))
             } else if let Some(o) = ops.iter().find(|o| !(SET..=SUBTRACT).contains(&o.1)) {
@@ -314,42 +335,49 @@ impl Handler<'_> {
             let keys: Option<Vec<&str>> = r.configuration_keys().map(|k| k.iter().collect());
             let wanted = |name: &str| keys.as_ref().is_none_or(|k| k.is_empty() || k.contains(&name));
             let name = r.resource_name();
-            let (code, message, entries): (ErrorCode, Option<String>, Vec<Entry>) = match r.resource_type() {
-                2 => match self.shared.topics.with(|all| all.get(name).map(|t| t.configs.clone())) {
-                    None => (
-                        ErrorCode::UnknownTopicOrPartition,
-                        Some(std::format!("Topic {name} does not exist")),
-                        Vec::new(),
-                    ),
-                    Some(set) => (
+            let refused = self.config_refused(r.resource_type(), name, op::DESCRIBE_CONFIGS);
+            let (code, message, entries): (ErrorCode, Option<String>, Vec<Entry>) =
+                match (refused, r.resource_type()) {
+                    (Some((code, message)), _) => (code, Some(message), Vec::new()),
+                    (None, 2) => {
+                        match self.shared.topics.with(|all| all.get(name).map(|t| t.configs.clone())) {
+                            None => (
+                                ErrorCode::UnknownTopicOrPartition,
+                                Some(std::format!("Topic {name} does not exist")),
+                                Vec::new(),
+                            ),
+                            Some(set) => (
+                                ErrorCode::None,
+                                None,
+                                TOPIC_CONFIGS
+                                    .iter()
+                                    .filter(|(n, _, _)| wanted(n))
+                                    .map(|&(n, default, ty)| match set.iter().find(|(k, _)| k == n) {
+                                        Some((_, value)) => (n.to_string(), value.clone(), 1, ty),
+                                        None => (n.to_string(), default.to_string(), 5, ty),
+                                    })
+                                    .collect(),
+                            ),
+                        }
+                    }
+                    (None, 4) if name.is_empty() || name == node_id.to_string() => (
                         ErrorCode::None,
                         None,
-                        TOPIC_CONFIGS
+                        broker_configs
                             .iter()
                             .filter(|(n, _, _)| wanted(n))
-                            .map(|&(n, default, ty)| match set.iter().find(|(k, _)| k == n) {
-                                Some((_, value)) => (n.to_string(), value.clone(), 1, ty),
-                                None => (n.to_string(), default.to_string(), 5, ty),
-                            })
+                            .map(|(n, value, ty)| (n.to_string(), value.clone(), 4, *ty))
                             .collect(),
                     ),
-                },
-                4 if name.is_empty() || name == node_id.to_string() => (
-                    ErrorCode::None,
-                    None,
-                    broker_configs
-                        .iter()
-                        .filter(|(n, _, _)| wanted(n))
-                        .map(|(n, value, ty)| (n.to_string(), value.clone(), 4, *ty))
-                        .collect(),
-                ),
-                4 => (ErrorCode::InvalidRequest, Some(std::format!("unknown broker {name}")), Vec::new()),
-                other => (
-                    ErrorCode::InvalidRequest,
-                    Some(std::format!("resource type {other} is not described by this broker")),
-                    Vec::new(),
-                ),
-            };
+                    (None, 4) => {
+                        (ErrorCode::InvalidRequest, Some(std::format!("unknown broker {name}")), Vec::new())
+                    }
+                    (None, other) => (
+                        ErrorCode::InvalidRequest,
+                        Some(std::format!("resource type {other} is not described by this broker")),
+                        Vec::new(),
+                    ),
+                };
             results.push((code, message, r.resource_type(), name.to_string(), entries));
         }
         let results: Vec<DescribeConfigsResult<'_>> = results

@@ -27,6 +27,24 @@ impl Handler<'_> {
                 .coordinator_keys()
                 .iter()
                 .map(|key| {
+                    // DESCRIBE on each group or transactional id.
+                    let refused = match kind {
+                        _ if bad_type => None,
+                        Group => (!self.allowed(op::DESCRIBE, resource::GROUP, key))
+                            .then_some(ErrorCode::GroupAuthorizationFailed),
+                        Transaction => (!self.allowed(op::DESCRIBE, resource::TRANSACTIONAL_ID, key))
+                            .then_some(ErrorCode::TransactionalIdAuthorizationFailed),
+                    };
+                    if let Some(code) = refused {
+                        return Coordinator {
+                            key: key.into(),
+                            node_id: -1,
+                            host: "".into(),
+                            port: -1,
+                            error_code: code.to_i16(),
+                            ..Default::default()
+                        };
+                    }
                     let (node, host, port) = self.endpoint(self.shared.coordinator(kind, key));
                     Coordinator {
                         key: key.into(),
@@ -285,11 +303,14 @@ impl Handler<'_> {
         let states: Vec<&str> = if v >= 4 { l.states_filter().iter().collect() } else { Vec::new() };
         let types: Vec<&str> = if v >= 5 { l.types_filter().iter().collect() } else { Vec::new() };
         // (id, protocol type, state, type)
+        // With DESCRIBE on the cluster, every group; else those the principal may describe.
+        let every = self.allowed(op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME);
         let listed: Vec<(String, String, &'static str, &'static str)> = {
             let g = self.shared.groups.lock();
             // Each node lists the groups it coordinates, as Kafka's brokers do.
             g.iter()
                 .filter(|(id, _)| self.coordinates(CoordinatorKind::Group, id))
+                .filter(|(id, _)| every || self.allowed(op::DESCRIBE, resource::GROUP, id))
                 .map(|(id, g)| match g.consumer.as_deref() {
                     Some(cg) => (id.clone(), "consumer".into(), cg.state_name(), "consumer"),
                     None => {
@@ -326,7 +347,9 @@ impl Handler<'_> {
             .groups_names()
             .iter()
             .map(|name| {
-                let code = if self.coordinates(CoordinatorKind::Group, name) {
+                let code = if !self.allowed(op::DELETE, resource::GROUP, name) {
+                    ErrorCode::GroupAuthorizationFailed
+                } else if self.coordinates(CoordinatorKind::Group, name) {
                     self.shared.groups.delete(name)
                 } else {
                     ErrorCode::NotCoordinator
@@ -397,10 +420,20 @@ impl Handler<'_> {
         use crate::codec::messages::describe_groups::{
             DescribeGroupsResponse, DescribedGroup, DescribedGroupMember,
         };
-        let ops = if v >= 3 && d.include_authorized_operations() { 0b1_0001_1000 } else { i32::MIN };
+        let with_ops = v >= 3 && d.include_authorized_operations();
         let g = self.shared.groups.lock();
         let mut groups = Vec::new();
         for id in d.groups() {
+            if !self.allowed(op::DESCRIBE, resource::GROUP, id) {
+                groups.push(DescribedGroup {
+                    error_code: ErrorCode::GroupAuthorizationFailed.to_i16(),
+                    group_id: id.into(),
+                    ..Default::default()
+                });
+                continue;
+            }
+            // Kafka fills in the operations of the groups answered without an error.
+            let ops = if with_ops { self.authorized_operations(resource::GROUP, id) } else { i32::MIN };
             if !self.coordinates(CoordinatorKind::Group, id) {
                 groups.push(DescribedGroup {
                     error_code: ErrorCode::NotCoordinator.to_i16(),
@@ -462,6 +495,12 @@ impl Handler<'_> {
                 ..Default::default()
             });
         }
+        // Only the groups answered without an error carry their operations, as in Kafka.
+        for group in groups.iter_mut().filter(|g| g.error_code != 0) {
+            group.authorized_operations = i32::MIN;
+        }
+        // The refused groups first, as Kafka answers them before asking its coordinator.
+        groups.sort_by_key(|g| g.error_code != ErrorCode::GroupAuthorizationFailed.to_i16());
         let body = DescribeGroupsResponse { groups: groups.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
@@ -522,13 +561,69 @@ impl Handler<'_> {
                     .collect(),
             }
         };
+        // DESCRIBE on each topic: the topics asked for that are refused are answered
+        // TOPIC_AUTHORIZATION_FAILED after the others; asked for every topic, the refused
+        // ones are left out.
+        let described = |name: &Option<String>| {
+            name.as_deref().is_none_or(|n| self.allowed(op::DESCRIBE, resource::TOPIC, n))
+        };
+        type Answered = Vec<(String, Uuid, Parts)>;
+        let split = |wanted: Option<Vec<Wanted>>| -> (Option<Vec<Wanted>>, Answered) {
+            let Some(list) = wanted else { return (None, Vec::new()) };
+            let (asked, refused): (Vec<Wanted>, Vec<Wanted>) =
+                list.into_iter().partition(|w| described(&w.0));
+            let code = ErrorCode::TopicAuthorizationFailed.to_i16();
+            let refused = refused
+                .into_iter()
+                .map(|(name, id, parts)| {
+                    let parts = parts.into_iter().map(|p| (p, -1, -1, Some(String::new()), code)).collect();
+                    (name.unwrap_or_default(), id, parts)
+                })
+                .collect();
+            (Some(asked), refused)
+        };
+        let fetch = |group: &str, wanted: Option<Vec<Wanted>>| -> Answered {
+            let every = wanted.is_none();
+            let (wanted, refused) = split(wanted);
+            let mut found = lookup(group, wanted);
+            if every {
+                found.retain(|t| self.allowed(op::DESCRIBE, resource::TOPIC, &t.0));
+            }
+            found.extend(refused);
+            found
+        };
         if v < 8 {
-            let wanted = f.topics().map(|ts| {
+            let wanted: Option<Vec<Wanted>> = f.topics().map(|ts| {
                 ts.iter()
                     .map(|t| (Some(t.name().to_string()), Uuid::ZERO, t.partition_indexes().iter().collect()))
                     .collect()
             });
-            let mut found = lookup(f.group_id(), wanted);
+            // v0-1 have no top-level error: a refused group is answered in each partition
+            // (v2-7 are refused at the top, in `handle`).
+            if !self.allowed(op::DESCRIBE, resource::GROUP, f.group_id()) {
+                let code = ErrorCode::GroupAuthorizationFailed.to_i16();
+                let topics: Vec<OffsetFetchResponseTopic<'_>> = wanted
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|(name, _, parts)| OffsetFetchResponseTopic {
+                        name: name.as_deref().unwrap_or_default().to_string().into(),
+                        partitions: parts
+                            .iter()
+                            .map(|&p| OffsetFetchResponsePartition {
+                                partition_index: p,
+                                committed_offset: -1,
+                                error_code: code,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect();
+                let body = OffsetFetchResponse { topics: topics.into(), ..Default::default() };
+                ServerConn::encode_response(reply, &body, out)?;
+                return Ok(());
+            }
+            let mut found = fetch(f.group_id(), wanted);
             if v >= 7 && f.require_stable() {
                 self.unstable(f.group_id(), &mut found);
             }
@@ -580,8 +675,10 @@ impl Handler<'_> {
                     })
                     .collect()
             });
-            // A consumer group checks the member and its epoch (v9+).
-            let code = if !self.coordinates(CoordinatorKind::Group, g.group_id()) {
+            // DESCRIBE on the group; a consumer group checks the member and its epoch (v9+).
+            let code = if !self.allowed(op::DESCRIBE, resource::GROUP, g.group_id()) {
+                ErrorCode::GroupAuthorizationFailed
+            } else if !self.coordinates(CoordinatorKind::Group, g.group_id()) {
                 ErrorCode::NotCoordinator
             } else if v >= 9 {
                 let all = self.shared.groups.lock();
@@ -595,7 +692,7 @@ impl Handler<'_> {
                 groups.push((g.group_id().to_string(), Vec::new(), code));
                 continue;
             }
-            let mut found = lookup(g.group_id(), wanted);
+            let mut found = fetch(g.group_id(), wanted);
             if f.require_stable() {
                 self.unstable(g.group_id(), &mut found);
             }
@@ -642,7 +739,7 @@ impl Handler<'_> {
         }
         for (topic, _, parts) in found.iter_mut() {
             for p in parts.iter_mut() {
-                if pending.contains(&(topic.clone(), p.0)) {
+                if p.4 == 0 && pending.contains(&(topic.clone(), p.0)) {
                     *p = (p.0, -1, -1, None, ErrorCode::UnstableOffsetCommit.to_i16());
                 }
             }

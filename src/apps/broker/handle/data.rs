@@ -363,13 +363,17 @@ impl Handler<'_> {
             .flat_map(|t| t.partitions().iter().map(move |p| (t.topic(), p.partition())))
             .collect();
         let mut faults = self.shared.hooks.partition_faults(ApiKey::OffsetForLeaderEpoch, &asked).into_iter();
+        // CLUSTER_ACTION on the cluster (a replica), else DESCRIBE on each topic.
+        let replica = self.allowed(op::CLUSTER_ACTION, resource::CLUSTER, CLUSTER_NAME);
         let mut topics = Vec::new();
         for t in r.topics() {
+            let refused = !replica && !self.allowed(op::DESCRIBE, resource::TOPIC, t.topic());
             let mut parts = Vec::new();
             for p in t.partitions() {
                 let mut e = EpochEndOffset { partition: p.partition(), ..Default::default() };
                 let fault = faults.next().flatten();
                 match self.shared.topics.partition(t.topic(), p.partition()) {
+                    _ if refused => e.error_code = ErrorCode::TopicAuthorizationFailed.to_i16(),
                     _ if fault.is_some() => e.error_code = fault.map_or(0, |c| c.to_i16()),
                     None => e.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
                     Some(partition) => {

@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::apps::broker::kip848::{CgHeartbeat, TopicsView};
+use crate::apps::broker::consumer_heartbeat::CgHeartbeat;
+use crate::apps::broker::kip848::TopicsView;
 
 impl Handler<'_> {
     pub(super) fn consumer_group_heartbeat(
@@ -79,7 +80,7 @@ impl Handler<'_> {
             Assignment, ConsumerGroupDescribeResponse, DescribedGroup, Member, TopicPartitions,
         };
         let v = reply.api_version;
-        let ops = if d.include_authorized_operations() { 0b1_0001_1000 } else { i32::MIN };
+        let with_ops = d.include_authorized_operations();
         let topics = TopicsView::of(self.shared);
         let assignment = |parts: &mut dyn Iterator<Item = (Uuid, i32)>| -> Assignment<'static> {
             let mut by_topic: std::collections::BTreeMap<Uuid, Vec<i32>> = Default::default();
@@ -102,6 +103,16 @@ impl Handler<'_> {
         let g = self.shared.groups.lock();
         let mut groups = Vec::new();
         for id in d.group_ids() {
+            if !self.allowed(op::DESCRIBE, resource::GROUP, id) {
+                groups.push(DescribedGroup {
+                    group_id: id.into(),
+                    error_code: ErrorCode::GroupAuthorizationFailed.to_i16(),
+                    authorized_operations: i32::MIN,
+                    ..Default::default()
+                });
+                continue;
+            }
+            let ops = if with_ops { self.authorized_operations(resource::GROUP, id) } else { i32::MIN };
             if !self.coordinates(CoordinatorKind::Group, id) {
                 groups.push(DescribedGroup {
                     group_id: id.into(),
@@ -168,6 +179,12 @@ impl Handler<'_> {
             });
         }
         drop(g);
+        // Only the groups answered without an error carry their operations, as in Kafka.
+        for group in groups.iter_mut().filter(|g| g.error_code != 0) {
+            group.authorized_operations = i32::MIN;
+        }
+        // The refused groups first, as Kafka answers them before asking its coordinator.
+        groups.sort_by_key(|g| g.error_code != ErrorCode::GroupAuthorizationFailed.to_i16());
         let body = ConsumerGroupDescribeResponse { groups: groups.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())

@@ -19,6 +19,8 @@ impl Handler<'_> {
         // (topic, [(partition, bytes)]): every partition, or those asked for that exist.
         let wanted: Option<Vec<(&str, Vec<i32>)>> =
             d.topics().map(|t| t.iter().map(|t| (t.topic(), t.partitions().iter().collect())).collect());
+        // Without DESCRIBE on the cluster: no directories (v3+ refuse the request in `handle`).
+        let authorized = self.allowed(op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME);
         let mut found: Vec<(String, Vec<(i32, i64)>)> = Vec::new();
         self.shared.topics.with(|all| {
             let size = |t: &super::super::state::Topic, i: usize| -> Option<(i32, i64)> {
@@ -71,7 +73,8 @@ impl Handler<'_> {
             topics: topics.into(),
             ..Default::default()
         }];
-        let body = DescribeLogDirsResponse { results: (&results).into(), ..Default::default() };
+        let results = if authorized { &results[..] } else { &[] };
+        let body = DescribeLogDirsResponse { results: results.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
@@ -87,6 +90,7 @@ impl Handler<'_> {
         };
         let mut topics = Vec::new();
         for t in d.topics() {
+            let authorized = self.allowed(op::DELETE, resource::TOPIC, t.name());
             let deletable = self.shared.topics.with(|all| {
                 all.get(t.name()).map(|topic| {
                     topic
@@ -100,6 +104,7 @@ impl Handler<'_> {
             for p in t.partitions() {
                 let index = p.partition_index();
                 let (code, low_watermark) = match self.shared.topics.partition(t.name(), index) {
+                    _ if !authorized => (ErrorCode::TopicAuthorizationFailed, -1),
                     None => (ErrorCode::UnknownTopicOrPartition, -1),
                     Some(_) if deletable == Some(false) => (ErrorCode::PolicyViolation, -1),
                     Some(partition) => {
@@ -144,10 +149,17 @@ impl Handler<'_> {
         };
         let mut topics = Vec::new();
         for t in d.topics() {
+            let authorized = self.allowed(op::READ, resource::TOPIC, t.name());
             let mut parts = Vec::new();
             for index in t.partition_indexes() {
                 let found = self.shared.topics.partition(t.name(), index).map(|p| p.lock().producers());
                 parts.push(match found {
+                    _ if !authorized => PartitionResponse {
+                        partition_index: index,
+                        error_code: ErrorCode::TopicAuthorizationFailed.to_i16(),
+                        error_message: Some("Topic authorization failed.".into()),
+                        ..Default::default()
+                    },
                     None => PartitionResponse {
                         partition_index: index,
                         error_code: ErrorCode::UnknownTopicOrPartition.to_i16(),
@@ -195,6 +207,37 @@ impl Handler<'_> {
         let v = reply.api_version;
         // 0 preferred, 1 unclean (v1+; v0 elects the preferred leader).
         let election_type = if v >= 1 { e.election_type() } else { 0 };
+        if !self.allowed(op::ALTER, resource::CLUSTER, CLUSTER_NAME) {
+            // Kafka's answer to a refused request: the error at the top and for each
+            // partition named.
+            let code = ErrorCode::ClusterAuthorizationFailed.to_i16();
+            let results: Vec<ReplicaElectionResult<'_>> = e
+                .topic_partitions()
+                .into_iter()
+                .flatten()
+                .map(|t| ReplicaElectionResult {
+                    topic: t.topic().into(),
+                    partition_result: t
+                        .partitions()
+                        .iter()
+                        .map(|p| PartitionResult {
+                            partition_id: p,
+                            error_code: code,
+                            error_message: Some(CLUSTER_REFUSED.into()),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect();
+            let body = ElectLeadersResponse {
+                error_code: code,
+                replica_election_results: results.into(),
+                ..Default::default()
+            };
+            ServerConn::encode_response(reply, &body, out)?;
+            return Ok(());
+        }
         if !(0..=1).contains(&election_type) {
             let body =
                 ElectLeadersResponse { error_code: ErrorCode::InvalidRequest.to_i16(), ..Default::default() };

@@ -151,8 +151,11 @@ impl Handler<'_> {
             #[cfg(feature = "broker-scram")]
             Session::Scram(x) => match x.step(token, &self.shared.scram) {
                 Ok(answer) => {
-                    let len = i32::try_from(answer.len()).unwrap_or(i32::MAX);
-                    out.extend_from_slice(&len.to_be_bytes());
+                    // A SCRAM message is a few hundred bytes: its size always fits.
+                    let Ok(prefix) = crate::codec::frame::encode_size_prefix(answer.len()) else {
+                        return Outcome::Close("a SCRAM answer too long to frame".into());
+                    };
+                    out.extend_from_slice(&prefix);
                     out.extend_from_slice(&answer);
                     if x.complete() {
                         if let Some(user) = &x.user {
@@ -178,7 +181,8 @@ impl Handler<'_> {
                     return Outcome::Close("SASL/PLAIN authentication failed (v0 handshake)".into());
                 };
                 self.principal = std::format!("User:{user}");
-                out.extend_from_slice(&0i32.to_be_bytes());
+                // The empty frame that accepts a PLAIN token.
+                out.extend_from_slice(&[0; 4]);
                 Outcome::Continue
             }
         }
@@ -255,6 +259,25 @@ impl Handler<'_> {
         use crate::codec::messages::alter_user_scram_credentials::{
             AlterUserScramCredentialsResponse, AlterUserScramCredentialsResult,
         };
+        if !self.allowed(op::ALTER, resource::CLUSTER, CLUSTER_NAME) {
+            // Every user named, sorted, each CLUSTER_AUTHORIZATION_FAILED; nothing changes.
+            let mut names: Vec<&str> = a.deletions().iter().map(|d| d.name()).collect();
+            names.extend(a.upsertions().iter().map(|u| u.name()));
+            names.sort_unstable();
+            names.dedup();
+            let results: Vec<AlterUserScramCredentialsResult<'_>> = names
+                .iter()
+                .map(|&name| AlterUserScramCredentialsResult {
+                    user: name.into(),
+                    error_code: ErrorCode::ClusterAuthorizationFailed.to_i16(),
+                    error_message: Some(CLUSTER_REFUSED.into()),
+                    ..Default::default()
+                })
+                .collect();
+            let body = AlterUserScramCredentialsResponse { results: results.into(), ..Default::default() };
+            ServerConn::encode_response(reply, &body, out)?;
+            return Ok(());
+        }
         let creds = &self.shared.scram;
         // Every user the request names, in order, and the first error of each.
         let mut users: Vec<(String, Option<(ErrorCode, &'static str)>)> = Vec::new();

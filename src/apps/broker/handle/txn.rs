@@ -64,8 +64,12 @@ impl Handler<'_> {
     }
 
     /// Adds (or, when `verify_only`, checks) partitions of one transaction: per partition,
-    /// its error. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION and the others
-    /// OPERATION_NOT_ATTEMPTED, nothing added, as from Kafka.
+    /// its error. A client's request (`authorize`, v0-3) needs WRITE on the transactional
+    /// id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each
+    /// topic. Partitions of refused topics get TOPIC_AUTHORIZATION_FAILED, unknown ones
+    /// UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, nothing added,
+    /// as from Kafka.
+    #[allow(clippy::too_many_arguments)]
     fn add_partitions(
         &self,
         id: &str,
@@ -74,20 +78,25 @@ impl Handler<'_> {
         verify_only: bool,
         parts: &[(String, i32, bool)],
         version: i16,
+        authorize: bool,
     ) -> Vec<ErrorCode> {
-        if parts.iter().any(|p| !p.2) {
-            return parts
-                .iter()
-                .map(
-                    |p| {
-                        if p.2 {
-                            ErrorCode::OperationNotAttempted
-                        } else {
-                            ErrorCode::UnknownTopicOrPartition
-                        }
-                    },
-                )
-                .collect();
+        if authorize && !self.allowed(op::WRITE, resource::TRANSACTIONAL_ID, id) {
+            return std::vec![ErrorCode::TransactionalIdAuthorizationFailed; parts.len()];
+        }
+        let failed: Vec<Option<ErrorCode>> = parts
+            .iter()
+            .map(|(topic, _, exists)| {
+                if authorize && !self.allowed(op::WRITE, resource::TOPIC, topic) {
+                    Some(ErrorCode::TopicAuthorizationFailed)
+                } else if !exists {
+                    Some(ErrorCode::UnknownTopicOrPartition)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        if failed.iter().any(Option::is_some) {
+            return failed.into_iter().map(|f| f.unwrap_or(ErrorCode::OperationNotAttempted)).collect();
         }
         if !self.coordinates(CoordinatorKind::Transaction, id) {
             return std::vec![ErrorCode::NotCoordinator; parts.len()];
@@ -141,6 +150,7 @@ impl Handler<'_> {
                 false,
                 &parts,
                 v,
+                true,
             );
             results.push((String::new(), group(&parts, &codes)));
         } else {
@@ -156,6 +166,7 @@ impl Handler<'_> {
                     t.verify_only(),
                     &parts,
                     v,
+                    false,
                 );
                 results.push((t.transactional_id().to_string(), group(&parts, &codes)));
             }
@@ -242,7 +253,13 @@ impl Handler<'_> {
         let group = c.group_id();
         // The group-level checks: the transaction has this group (AddOffsetsToTxn), then
         // the member and generation when the client sent them (v3+).
-        let check = if !self.coordinates(CoordinatorKind::Group, group) {
+        // WRITE on the transactional id, READ on the group, then READ on each topic: the
+        // authorizer's refusals come first, as in Kafka.
+        let check = if !self.allowed(op::WRITE, resource::TRANSACTIONAL_ID, c.transactional_id()) {
+            ErrorCode::TransactionalIdAuthorizationFailed
+        } else if !self.allowed(op::READ, resource::GROUP, group) {
+            ErrorCode::GroupAuthorizationFailed
+        } else if !self.coordinates(CoordinatorKind::Group, group) {
             ErrorCode::NotCoordinator
         } else {
             let mut all = self.shared.txns.lock();
@@ -254,6 +271,10 @@ impl Handler<'_> {
                 Ok(_) => ErrorCode::None,
             }
         };
+        let refused = matches!(
+            check,
+            ErrorCode::TransactionalIdAuthorizationFailed | ErrorCode::GroupAuthorizationFailed
+        );
         let check = if check != ErrorCode::None {
             check
         } else if group.is_empty() {
@@ -266,10 +287,13 @@ impl Handler<'_> {
         let mut answers: Vec<(&str, Vec<(i32, ErrorCode)>)> = Vec::new();
         let mut pending = Vec::new();
         for t in c.topics() {
+            let topic_refused = !refused && !self.allowed(op::READ, resource::TOPIC, t.name());
             let mut parts = Vec::new();
             for p in t.partitions() {
                 let i = p.partition_index();
-                let code = if check != ErrorCode::None {
+                let code = if topic_refused {
+                    ErrorCode::TopicAuthorizationFailed
+                } else if check != ErrorCode::None {
                     check
                 } else if self.shared.topics.partition(t.name(), i).is_none() {
                     ErrorCode::UnknownTopicOrPartition
@@ -373,6 +397,11 @@ impl Handler<'_> {
         let mut states = Vec::new();
         for id in d.transactional_ids() {
             let state = match all.get(id) {
+                _ if !self.allowed(op::DESCRIBE, resource::TRANSACTIONAL_ID, id) => TransactionState {
+                    error_code: ErrorCode::TransactionalIdAuthorizationFailed.to_i16(),
+                    transactional_id: id.into(),
+                    ..Default::default()
+                },
                 _ if id.is_empty() => TransactionState {
                     error_code: ErrorCode::InvalidRequest.to_i16(),
                     transactional_id: id.into(),
@@ -390,7 +419,10 @@ impl Handler<'_> {
                 },
                 Some(t) => {
                     let mut grouped: Vec<(&str, Vec<i32>)> = Vec::new();
-                    for (name, p) in &t.partitions {
+                    // Only the topics the principal may describe.
+                    for (name, p) in
+                        t.partitions.iter().filter(|(n, _)| self.allowed(op::DESCRIBE, resource::TOPIC, n))
+                    {
                         match grouped.last_mut() {
                             Some(last) if last.0 == name.as_str() => last.1.push(*p),
                             _ => grouped.push((name.as_str(), std::vec![*p])),
@@ -473,6 +505,8 @@ impl Handler<'_> {
                     && matcher(id)
                     // Each node lists the transactional ids it coordinates, as Kafka's do.
                     && self.coordinates(CoordinatorKind::Transaction, id)
+                    // Only the ids the principal may describe.
+                    && self.allowed(op::DESCRIBE, resource::TRANSACTIONAL_ID, id)
             })
             .map(|(id, t)| (id.clone(), t.producer_id, t.state.name()))
             .collect();
