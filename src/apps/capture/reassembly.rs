@@ -25,7 +25,7 @@
 //!   an acknowledgment before the segment it acknowledges, but not that long before); or
 //!   the stream ends (the connection ended at a limit, or the capture ends). Bytes cut by
 //!   the snaplen are missing from the segment that was cut: a gap in place.
-//! - **Waiting for the other side** (in `kafka.rs`): the peer's segments that acknowledge
+//! - **Waiting for the other side** (in `kafka/conn.rs`): the peer's segments that acknowledge
 //!   bytes not yet shown wait with them, so that a response is never read before the
 //!   request it answers; a connection is over when both FINs (or a RST) are in and no byte
 //!   before them is missing.
