@@ -1396,16 +1396,26 @@ fn tenants_have_configs_and_acls_of_their_own() {
             super_users: vec!["User:admin".into()],
             ..Default::default()
         }),
-        // DescribeAcls needs DESCRIBE on the cluster; the proxies connect as ANONYMOUS.
-        acls: vec![kwire::broker::Acl {
-            resource_type: cluster,
-            resource_name: "kafka-cluster".into(),
-            pattern_type: literal,
+        // The proxies connect as ANONYMOUS. DescribeAcls needs DESCRIBE on the cluster,
+        // CreateAcls and DeleteAcls ALTER on it, and the config APIs ALTER_CONFIGS (which
+        // implies DESCRIBE_CONFIGS) on the topics: both tenants' prefixes, so that only the
+        // proxy keeps them apart.
+        acls: [
+            (cluster, "kafka-cluster", literal, 8),
+            (cluster, "kafka-cluster", literal, 7),
+            (topic, "tenant-", prefixed, 11),
+        ]
+        .into_iter()
+        .map(|(resource_type, name, pattern_type, operation)| kwire::broker::Acl {
+            resource_type,
+            resource_name: name.into(),
+            pattern_type,
             principal: "User:ANONYMOUS".into(),
             host: "*".into(),
-            operation: 8,
+            operation,
             permission_type: 3,
-        }],
+        })
+        .collect(),
         ..Default::default()
     };
     let broker = kwire::broker::Broker::start(config).unwrap();
@@ -1477,6 +1487,7 @@ fn tenants_have_configs_and_acls_of_their_own() {
     assert_eq!(
         all,
         [
+            (topic, "tenant-".to_string(), prefixed),
             (topic, "tenant-a.ord".to_string(), prefixed),
             (topic, "tenant-a.orders".to_string(), literal),
             (topic, "tenant-b.".to_string(), prefixed),
@@ -1508,7 +1519,10 @@ fn tenants_have_configs_and_acls_of_their_own() {
     );
     assert!(!anonymous_reads(broker.addr(), "tenant-a.orders"));
     assert!(anonymous_reads(broker.addr(), "tenant-b.orders"));
-    assert_eq!(describe_acls(&mut direct, topic, None, any).1, [(topic, "tenant-b.".to_string(), prefixed)]);
+    assert_eq!(
+        describe_acls(&mut direct, topic, None, any).1,
+        [(topic, "tenant-".to_string(), prefixed), (topic, "tenant-b.".to_string(), prefixed)]
+    );
     assert_eq!(
         delete_acls(&mut b, &[(topic, Some("*"), literal), (cluster, Some("kafka-cluster"), literal)]),
         [(0, vec![(topic, "*".to_string(), literal)]), (refused, vec![])]
@@ -1516,7 +1530,11 @@ fn tenants_have_configs_and_acls_of_their_own() {
     assert!(!anonymous_reads(broker.addr(), "tenant-b.orders"));
     assert_eq!(
         describe_acls(&mut direct, any, None, any).1,
-        [(group, "tenant-b.g".to_string(), prefixed), (cluster, "kafka-cluster".to_string(), literal)]
+        [
+            (topic, "tenant-".to_string(), prefixed),
+            (group, "tenant-b.g".to_string(), prefixed),
+            (cluster, "kafka-cluster".to_string(), literal)
+        ]
     );
     rt.block_on(proxy_a.shutdown_within(Duration::from_secs(5)));
     rt.block_on(proxy_b.shutdown_within(Duration::from_secs(5)));
