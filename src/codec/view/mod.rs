@@ -18,7 +18,10 @@ mod array;
 mod bytes;
 
 pub use array::{ArrayIter, ArrayView, Element, Layout};
-pub(crate) use array::{check_array, check_nullable_array, fast_array, fixed_end, private};
+pub(crate) use array::{check_array, fast_array, fixed_end, private};
+// Only the messages of some APIs have a nullable array: builds without them do not use it.
+#[allow(unused_imports)]
+pub(crate) use array::check_nullable_array;
 pub use bytes::{Fixed, Src};
 
 /// Checks the front of `bytes` as a body at `ver` with `check`, which returns the offsets
