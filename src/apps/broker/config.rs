@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use std::vec::Vec;
 
-use super::{Acl, Authorizer};
 #[cfg(feature = "broker-scram")]
 use super::ScramUser;
 #[cfg(feature = "broker-tls")]
 use super::TlsConfig;
+use super::{Acl, Authorizer};
 use crate::ApiKey;
 
 /// A line the broker logs: connections always, every request when [`Config::verbose`].

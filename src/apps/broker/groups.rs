@@ -575,7 +575,6 @@ impl Groups {
         self.cv.notify_all();
         ErrorCode::None
     }
-
 }
 
 fn uuid_text(b: &[u8; 16]) -> String {

@@ -137,7 +137,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use std::vec::Vec;
 
-use std::string::{String, ToString};
+use std::string::ToString;
 
 pub use acl::{Acl, Authorizer};
 pub use config::{Config, Logger};

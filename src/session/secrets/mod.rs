@@ -59,7 +59,9 @@ mod sasl;
 mod table;
 
 pub use sasl::{Mechanism, RawSasl, sasl_user};
-pub use table::{SECRET_FIELDS, SecretField, When, fields, is_sensitive_config_name, lookup, may_carry_secrets};
+pub use table::{
+    SECRET_FIELDS, SecretField, When, fields, is_sensitive_config_name, lookup, may_carry_secrets,
+};
 
 /// The byte that replaces secret bytes: `*`, which keeps a masked string valid UTF-8.
 pub const MASK: u8 = b'*';

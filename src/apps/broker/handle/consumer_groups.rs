@@ -370,5 +370,4 @@ impl Handler<'_> {
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
-
 }

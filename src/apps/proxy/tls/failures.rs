@@ -1,5 +1,7 @@
 //! Why a client's TLS handshake failed ([`Failure`]), and the counts by reason.
 
+use std::fmt::Write as _;
+
 use super::*;
 
 /// Why a client's TLS handshake failed: the `reason` label of
@@ -50,7 +52,7 @@ impl Failure {
 
     /// The reason of a failed TLS read (`fallback` unless the peer left or rustls says a
     /// certificate was refused or an alert came).
-    fn of(e: &std::io::Error, fallback: Failure) -> Failure {
+    pub(super) fn of(e: &std::io::Error, fallback: Failure) -> Failure {
         if e.kind() == ErrorKind::UnexpectedEof {
             return Failure::Closed;
         }

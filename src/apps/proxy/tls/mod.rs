@@ -17,7 +17,6 @@
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Mutex;
@@ -38,8 +37,8 @@ use tokio_rustls::{LazyConfigAcceptor, TlsConnector};
 mod config;
 mod failures;
 
-use config::{SkipVerify, certs, key, roots};
 pub use config::{ServerTls, TlsError, UpstreamTls};
+use config::{SkipVerify, certs, key, roots};
 pub(super) use failures::{Failure, Failures};
 
 /// The TLS set-up every connection shares.

@@ -1,5 +1,7 @@
 //! The [`TrafficLog`]'s hooks: what it notes of each frame, pair and connection event.
 
+use std::fmt::Write as _;
+
 use super::*;
 
 impl Hooks for TrafficLog {

@@ -1,5 +1,7 @@
 //! The [`Recorder`]: frames saved as hex test vectors, secrets masked.
 
+use std::fmt::Write as _;
+
 use super::*;
 
 /// What a recorded frame is, so that its secrets can be found and masked.

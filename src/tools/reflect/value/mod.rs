@@ -1,12 +1,12 @@
-//! An owned dynamic value of any message, header or struct, built by a [`Visitor`] of
-//! the schema walker and encoded (exact size first, then into a caller's buffer) by the
-//! rules of the generated encoders.
+//! An owned dynamic value of any message, header or struct, built by a visitor of the
+//! schema walker ([`Builder`], `builder.rs`) and encoded (exact size first, then into a
+//! caller's buffer) by the rules of the generated encoders (`encoder.rs`).
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::walk::{self, Field, Scalar, TaggedField, Visitor, WalkError};
+use super::walk::{self, Scalar, WalkError};
 use super::{FieldSchema, FieldType, MessageSchema, StructSchema};
 use crate::codec::error::EncodeError;
 use crate::codec::types::Uuid;

@@ -11,12 +11,10 @@
 //! It neither allocates nor needs `alloc`: the [`Path`] to the current field is a fixed
 //! array of [`MAX_DEPTH`] steps (Kafka's schemas nest at most four deep).
 
-use core::fmt;
-
 use super::{FieldSchema, FieldType, StructSchema};
 use crate::ApiKey;
 use crate::codec::error::{DecodeError, DecodeErrorKind};
-use crate::codec::types::{Uuid, Versions};
+use crate::codec::types::Versions;
 use crate::codec::wire::Reader;
 
 mod path;

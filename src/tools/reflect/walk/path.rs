@@ -43,7 +43,7 @@ pub struct Path {
     /// Per step: the field's index in its struct, and the element index plus one (0: none).
     steps: [(u16, u32); MAX_DEPTH],
     len: u8,
-    tagged: bool,
+    pub(super) tagged: bool,
 }
 
 impl Path {
@@ -95,7 +95,7 @@ impl Path {
         self.tagged
     }
 
-    fn push(&mut self, field: usize) -> bool {
+    pub(super) fn push(&mut self, field: usize) -> bool {
         match (self.steps.get_mut(usize::from(self.len)), u16::try_from(field)) {
             (Some(slot), Ok(field)) => {
                 *slot = (field, 0);
@@ -106,12 +106,12 @@ impl Path {
         }
     }
 
-    fn pop(&mut self) {
+    pub(super) fn pop(&mut self) {
         self.len = self.len.saturating_sub(1);
     }
 
     /// Sets (or with `None` clears) the element index of the last step.
-    fn set_index(&mut self, index: Option<usize>) {
+    pub(super) fn set_index(&mut self, index: Option<usize>) {
         if let Some(last) = self.len.checked_sub(1).and_then(|i| self.steps.get_mut(usize::from(i))) {
             last.1 = index.map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX - 1) + 1);
         }
