@@ -11,6 +11,7 @@ use super::groups::{Committed, Join, State};
 use super::log::{Rejected, Segment};
 use super::outbox::Outbox;
 use super::state::{Shared, valid_topic_name};
+use crate::ApiKey;
 use crate::codec::error_code::ErrorCode;
 use crate::codec::messages::RequestBodyView;
 use crate::codec::types::{List, Uuid};

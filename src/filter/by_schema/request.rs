@@ -1,6 +1,7 @@
 //! The split of a request by its schema: the entries that go to the broker, and the
 //! refused entries' answers kept for the merge.
 
+use super::response::merge_into;
 use super::*;
 
 /// Splits a request body by its schema: what goes to the broker, and what its answer is

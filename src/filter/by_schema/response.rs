@@ -19,7 +19,7 @@ fn same_group(key: &Option<Value>, at: usize, g: &Value) -> bool {
 }
 
 /// `response` (the broker's, or an empty one) with the refused entries merged in.
-fn merge_into(pending: Pending, mut response: StructValue) -> StructValue {
+pub(super) fn merge_into(pending: Pending, mut response: StructValue) -> StructValue {
     let layout = pending.layout;
     match layout.response.group {
         None => {

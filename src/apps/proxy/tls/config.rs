@@ -122,7 +122,7 @@ impl core::fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
-pub(super) fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|i| i.collect::<Result<Vec<_>, _>>())
         .map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
@@ -135,11 +135,11 @@ pub(super) fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'stati
     Ok(certs)
 }
 
-pub(super) fn key(path: &Path, what: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+fn key(path: &Path, what: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
     PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))
 }
 
-pub(super) fn roots(path: &Path, what: &str) -> Result<Arc<RootCertStore>, TlsError> {
+fn roots(path: &Path, what: &str) -> Result<Arc<RootCertStore>, TlsError> {
     let mut roots = RootCertStore::empty();
     for cert in certs(path, what)? {
         roots.add(cert).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
@@ -150,7 +150,7 @@ pub(super) fn roots(path: &Path, what: &str) -> Result<Arc<RootCertStore>, TlsEr
 /// Accepts any broker certificate (`--upstream-insecure-skip-verify`); the handshake's
 /// signatures are still checked, so the peer holds the key of what it showed.
 #[derive(Debug)]
-pub(super) struct SkipVerify(pub(super) Arc<CryptoProvider>);
+struct SkipVerify(Arc<CryptoProvider>);
 
 impl ServerCertVerifier for SkipVerify {
     fn verify_server_cert(

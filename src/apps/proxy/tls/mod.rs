@@ -38,7 +38,6 @@ mod config;
 mod failures;
 
 pub use config::{ServerTls, TlsError, UpstreamTls};
-use config::{SkipVerify, certs, key, roots};
 pub(super) use failures::{Failure, Failures};
 
 /// The TLS set-up every connection shares.

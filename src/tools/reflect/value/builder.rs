@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use super::super::StructSchema;
-use super::super::walk::{Field, Scalar, TaggedField, Visitor};
+use super::super::walk::{self, Field, Scalar, TaggedField, Visitor};
 use super::{StructValue, Value};
 
 /// A [`Visitor`] that builds the [`StructValue`] of the walked struct (a body or header).
