@@ -32,7 +32,9 @@
 # (benches/proxy_filter.rs), every Produce request read by the filter; and "validate":
 # kwire --quiet --validate 'bench-*=json' with the producers' values one 1 KB JSON
 # document each (KWIRE_BENCH_JSON, tests/interop/go/bench.go), so every record's value is
-# checked as JSON on its way (docs/proxy.md, "Record validation").
+# checked as JSON on its way (docs/proxy.md, "Record validation"); and "encrypt": kwire
+# --quiet --encrypt 'bench*=kek-bench' --kms memory, so every record's value is sealed with
+# AES-256-GCM on Produce and opened on Fetch (docs/proxy.md, "Record encryption").
 # KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
 # rounds as the others (an A/B of two builds against the same haproxy), e.g.
 #   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
@@ -158,11 +160,12 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet | base | tenant | filter | validate)
+    kwire | quiet | base | tenant | filter | validate | encrypt)
       local flags=() bin=$kwire
       [ "$1" = kwire ] || flags=(--quiet)
       [ "$1" = tenant ] && flags=(--quiet --tenant default=bench.)
       [ "$1" = validate ] && flags=(--quiet --validate 'bench-*=json')
+      [ "$1" = encrypt ] && flags=(--quiet --encrypt 'bench*=kek-bench' --kms memory)
       if [ "$1" = base ]; then
         bin=${KWIRE_BASE:?set KWIRE_BASE to run the base path}
       fi
@@ -256,8 +259,10 @@ def mbytes(r):
     return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
 names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet",
          "base": "base build --quiet (KWIRE_BASE)", "tenant": "kwire proxy --quiet, one tenant",
-         "filter": "library + example filter, no log", "validate": "kwire proxy --quiet --validate (JSON values)"}
-paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant", "filter", "validate"] if any(r["path"] == p for r in rows)]
+         "filter": "library + example filter, no log", "validate": "kwire proxy --quiet --validate (JSON values)",
+         "encrypt": "kwire proxy --quiet --encrypt (every value, memory KMS)"}
+paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant", "filter", "validate", "encrypt"]
+         if any(r["path"] == p for r in rows)]
 print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
       f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
       f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")
