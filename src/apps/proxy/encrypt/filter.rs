@@ -7,12 +7,8 @@
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
-use core::future::Future;
-use core::pin::Pin;
-use std::collections::VecDeque;
-use std::sync::Mutex;
-
 use super::dek::{KeyPolicy, Keys};
+use super::engine::Engine;
 use super::fetch::{Ciphers, Failure, decrypt_batches};
 use super::kms::Kms;
 use super::produce::{count_records, encrypt_batches};
@@ -20,9 +16,11 @@ use super::rules::EncryptRule;
 use crate::ApiKey;
 use crate::codec::dispatch::Request;
 use crate::codec::types::Versions;
-use crate::filter::{Filter, Refusals, RequestAction};
+use crate::filter::{Filter, RequestAction};
 use crate::proxy::{ConnInfo, Decision, Upstream, WaitingFilter, WaitingResponses};
 use crate::records::RecordBatches;
+use core::future::Future;
+use core::pin::Pin;
 
 /// Record encryption for a proxy: the KMS, the rules (the first that matches a topic
 /// applies) and the key policy. Give it to [`crate::proxy::ProxyBuilder::encrypt`].
@@ -128,50 +126,7 @@ impl Encryption {
 
     /// What a running proxy shares between its connections.
     pub(crate) fn engine(self) -> Arc<Engine> {
-        Arc::new(Engine {
-            keys: Keys::new(self.kms, self.policy),
-            rules: self.rules,
-            refusals: Mutex::default(),
-        })
-    }
-}
-
-/// The most Produce refusals awaiting the chain at once (past it the oldest go: their
-/// partitions' records were already taken out).
-const MAX_PENDING: usize = 1024;
-
-/// What a proxy's connections share for encryption.
-pub(crate) struct Engine {
-    rules: Vec<EncryptRule>,
-    pub(super) keys: Keys,
-    /// Refusals the waiting filter made, for the chain filter to carry out: by connection
-    /// and correlation id.
-    refusals: Mutex<VecDeque<((u64, i32), Refusals)>>,
-}
-
-impl core::fmt::Debug for Engine {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Engine").field("rules", &self.rules).finish_non_exhaustive()
-    }
-}
-
-impl Engine {
-    pub(super) fn rule_for(&self, topic: &str) -> Option<&EncryptRule> {
-        self.rules.iter().find(|r| r.matches(topic))
-    }
-
-    pub(super) fn stash(&self, conn: u64, correlation_id: i32, refusals: Refusals) {
-        let mut pending = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
-        if pending.len() == MAX_PENDING {
-            pending.pop_front();
-        }
-        pending.push_back(((conn, correlation_id), refusals));
-    }
-
-    fn take(&self, conn: u64, correlation_id: i32) -> Option<Refusals> {
-        let mut pending = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
-        let at = pending.iter().position(|(k, _)| *k == (conn, correlation_id))?;
-        pending.remove(at).map(|(_, r)| r)
+        Arc::new(Engine::new(Keys::new(self.kms, self.policy), self.rules))
     }
 }
 

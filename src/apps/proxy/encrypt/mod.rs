@@ -11,9 +11,11 @@
 //! | `format.rs` | the stored form of an encrypted record ([`format`]): the envelope, its associated data, the sealed plaintext, the total parser |
 //! | `dek.rs` | data keys: the current one per KEK (leases of nonces, rotation by count and age), the cache of unwrapped ones ([`KeyPolicy`]) |
 //! | `rules.rs` | the rules ([`EncryptRule`]): topic patterns, KEKs, headers, [`OnFailure`] |
-//! | `filter.rs` | [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the engine the connections share, the waiting and chain filters |
+//! | `filter.rs` | [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the waiting and chain filters |
+//! | `engine.rs` | what the connections share: the rules, the data keys, the refusals on their way to the chain |
 //! | `produce.rs` | the Produce side: records sealed in envelopes, partitions that cannot be refused |
 //! | `fetch.rs` | the Fetch side: records opened in one pass, each batch read once; the policies |
+//! | `tests.rs` | unit tests of the Fetch side: each batch decompressed once, control batches |
 //! | `write.rs` | records and batches written again around new values and headers (both sides) |
 //!
 //! # Choosing a KMS
@@ -88,18 +90,22 @@
 #[cfg(feature = "encrypt-aws")]
 mod aws;
 mod dek;
+mod engine;
 mod fetch;
 mod filter;
 pub mod format;
 mod kms;
 mod produce;
 mod rules;
+#[cfg(test)]
+mod tests;
 mod write;
 
 #[cfg(feature = "encrypt-aws")]
 pub use aws::{AwsConfigError, AwsCredentials, AwsKms, AwsKmsOptions};
 pub use dek::KeyPolicy;
-pub(crate) use filter::{Encrypt, Engine, RefuseUnencrypted};
+pub(crate) use engine::Engine;
+pub(crate) use filter::{Encrypt, RefuseUnencrypted};
 pub use filter::{Encryption, RecordsError};
 pub use kms::{DataKey, Kms, KmsError, KmsFuture, MemoryKms, PlainKey};
 pub use rules::{EncryptRule, EncryptRuleError, OnFailure, UNDECRYPTED_KEY};

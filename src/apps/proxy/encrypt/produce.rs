@@ -8,7 +8,7 @@ use std::{borrow::ToOwned, format, string::String, string::ToString, vec, vec::V
 use std::collections::HashMap;
 
 use super::dek::Lease;
-use super::filter::Engine;
+use super::engine::Engine;
 use super::format::{self, Flags, HEADERS_KEY};
 use super::kms::KmsError;
 use super::rules::EncryptRule;
