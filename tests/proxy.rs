@@ -1510,7 +1510,7 @@ fn stored_batches(
 /// every codec, consume in a consumer group, commit) and consumes exactly what it produced,
 /// in order. Straight from the broker, franz-go (no group, every partition from its start)
 /// sees one envelope a record and no plaintext; every stored batch, decompressed, holds no
-/// plaintext value, and keeps the client's codec.
+/// plaintext value, and the Java client's batches keep its codecs.
 #[test]
 fn encrypting_proxy_with_java_and_franz_go() {
     use base64::Engine as _;
@@ -1579,9 +1579,15 @@ fn encrypting_proxy_with_java_and_franz_go() {
             }
         }
         assert_eq!(stored, produced.len() as i64, "{client}: records stored");
-        for want in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
-            assert!(codecs.contains(&want), "{client}: no {want:?} batch stored: {codecs:?}");
+        // The Java client compresses every batch with its codec, and the proxy keeps it;
+        // franz-go sends a batch uncompressed when the codec does not make it shorter, as
+        // it does not for this program's short values.
+        if client == "java" {
+            for want in [Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+                assert!(codecs.contains(&want), "{client}: no {want:?} batch stored: {codecs:?}");
+            }
         }
+        eprintln!("{client}: stored batches by codec: {codecs:?}");
     }
     let (_, alive) = stop_proxy(proxy);
     assert!(alive, "kwire proxy exited during the encrypted runs");
