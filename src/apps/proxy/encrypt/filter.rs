@@ -1,11 +1,14 @@
 //! The filter: [`Encryption`] (the KMS, the rules, the key policy) for
-//! [`crate::proxy::ProxyBuilder::encrypt`], the [`Engine`] a proxy's connections share, and
-//! the filters the builder installs together: a waiting filter for Produce (`produce.rs`)
-//! and Fetch (`fetch.rs`), since both may ask the KMS on the way, and a chain filter that
-//! refuses what the waiting filter could not encrypt.
+//! [`crate::proxy::ProxyBuilder::encrypt`], which makes the engine a proxy's connections
+//! share (`engine.rs`), and the filters the builder installs together: a waiting filter
+//! for Produce (`produce.rs`) and Fetch (`fetch.rs`), since both may ask the KMS on the
+//! way, and a chain filter that refuses what the waiting filter could not encrypt.
 
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
+
+use core::future::Future;
+use core::pin::Pin;
 
 use super::dek::{KeyPolicy, Keys};
 use super::engine::Engine;
@@ -19,8 +22,6 @@ use crate::codec::types::Versions;
 use crate::filter::{Filter, RequestAction};
 use crate::proxy::{ConnInfo, Decision, Upstream, WaitingFilter, WaitingResponses};
 use crate::records::RecordBatches;
-use core::future::Future;
-use core::pin::Pin;
 
 /// Record encryption for a proxy: the KMS, the rules (the first that matches a topic
 /// applies) and the key policy. Give it to [`crate::proxy::ProxyBuilder::encrypt`].
