@@ -38,12 +38,15 @@ pub(super) enum Failure {
     Bad(String),
 }
 
+/// A data key unwrapped, or why not.
+type Opened = Result<Arc<Cipher>, KmsError>;
+
 /// The data keys one Fetch answer has needed so far, unwrapped (or why not): each asked
 /// of [`Keys`] once per answer, found again by its wrapped bytes without allocating.
 pub(super) struct Ciphers<'k> {
     keys: &'k Keys,
     /// By wrapped key, then by KEK.
-    opened: HashMap<Vec<u8>, Vec<(String, Result<Arc<Cipher>, KmsError>)>>,
+    opened: HashMap<Vec<u8>, Vec<(String, Opened)>>,
 }
 
 impl<'k> Ciphers<'k> {
@@ -64,7 +67,7 @@ impl<'k> Ciphers<'k> {
     }
 }
 
-fn usable(opened: &Result<Arc<Cipher>, KmsError>) -> Result<Arc<Cipher>, Failure> {
+fn usable(opened: &Opened) -> Result<Arc<Cipher>, Failure> {
     match opened {
         Ok(c) => Ok(c.clone()),
         Err(e) if e.is_retriable() => Err(Failure::Retriable),
