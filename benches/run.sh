@@ -36,6 +36,9 @@ rm -rf target/criterion target/gungraun
 "$CARGO" bench --bench records -- "$@"
 # Record encryption on one core: the filter alone beside AES-256-GCM (encrypt/*).
 "$CARGO" bench --features encrypt --bench encrypt -- "$@"
+# A tenant's renaming of a 20 × 10 Fetch request (benches/tenant.rs): the splice, the whole
+# filter chain and the value tree it replaced.
+"$CARGO" bench --features proxy --bench tenant -- "$@"
 
 # krabka-protocol 0.8 needs a newer rustc than kwire's: its bench crate pins one in
 # benches/krabka/rust-toolchain.toml, which rustup applies because cargo runs in that
