@@ -122,6 +122,8 @@ cleanup() {
   [ -n "$opener_pid" ] && kill "$opener_pid" 2>/dev/null || true
   [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null || true
   bash tests/kafka/broker.sh stop "$work/broker" || true
+  # The broker's logs (gigabytes after a run): the results are kept, the data is not.
+  rm -rf "$work/broker"
 }
 trap cleanup EXIT
 
