@@ -90,10 +90,15 @@ listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:@PORT2@,CONTROLLER://127.
 advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:$hport
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,HAP:PLAINTEXT
 log.segment.bytes=67108864
+message.max.bytes=2097152
 log.retention.ms=20000
 log.retention.check.interval.ms=5000
 file.delete.delay.ms=1000
 EOF
+# Batches of up to 2 MiB: franz-go fills its batches to 1 MB, the broker's default limit, and
+# the path `encrypt` adds an envelope of about 100 bytes to each record, so its batches pass
+# that limit (MESSAGE_TOO_LARGE for nearly every Produce request otherwise); the other paths'
+# batches stay at 1 MB.
 # Retention of 20 s (64 MB segments, deleted a second after): a throughput phase writes
 # about 2.5 GB, which would otherwise fill the disk (a run kept 30 GB with Kafka's
 # defaults, 23 GB with a minute's retention and the default minute of delete delay). Each
