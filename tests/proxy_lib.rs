@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::audit::AuditTopics;
+use common::audit::{AuditReads, AuditTopics};
 use common::newer_cluster::widening_relay;
 use kwire::dispatch;
 use kwire::filter::FilterChain;
@@ -856,28 +856,6 @@ fn end_offset(broker: SocketAddr, topic: &str) -> i64 {
         panic!()
     };
     l.topics().iter().next().unwrap().partitions().iter().next().unwrap().offset()
-}
-
-/// Reads of `audit.*` topics refused, judged by name; topics named by id resolved through
-/// the proxy's book, and a topic it cannot name refused.
-struct AuditReads(Arc<ConnInfo>);
-
-impl kwire::filter::Filter for AuditReads {
-    fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
-        api_key == ApiKey::Fetch
-    }
-    fn on_request<'a>(&mut self, request: &dispatch::Request<'a>) -> kwire::filter::RequestAction<'a> {
-        use kwire::messages::RequestBodyView;
-        let RequestBodyView::Fetch(fetch) = request.body else { return kwire::filter::RequestAction::Pass };
-        let mut refused = kwire::filter::Refusals::new();
-        for (i, topic) in fetch.topics().iter().enumerate() {
-            match self.0.topic_names().resolve(topic.topic(), topic.topic_id()) {
-                Some(name) if !name.starts_with("audit.") => {}
-                _ => _ = refused.topic(i, ErrorCode::TopicAuthorizationFailed, None),
-            }
-        }
-        kwire::filter::RequestAction::Refuse(refused)
-    }
 }
 
 /// The docs' example filter judges topics by name. Produce v13 names them by id only: the
