@@ -14,7 +14,6 @@ use super::{
 };
 use crate::ApiKey;
 use crate::codec::dispatch::{self, Request, Response};
-use crate::codec::encode::AnyBody;
 use crate::codec::frame::RequestHeader;
 use crate::codec::messages::{ResponseBody, ResponseBodyView};
 use crate::codec::types::{List, RawTaggedField, Versions};

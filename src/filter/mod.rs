@@ -84,20 +84,15 @@
 //! Layer 4 of the crate: filters use the [`codec`](crate::codec), [`session`](crate::session)
 //! and `tools` (`reflect`, for tenants and rewrites), never the applications.
 
-use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
-use core::fmt::Write as _;
 
 use crate::ApiKey;
-use crate::codec::dispatch::{self, Request, Response};
+use crate::codec::dispatch::{Request, Response};
 use crate::codec::encode::AnyBody;
-use crate::codec::frame::RequestHeader;
-use crate::codec::messages::{RequestBody, ResponseBody, ResponseBodyView};
-use crate::codec::types::{List, RawTaggedField, Versions};
-use crate::session::conn::expects_response;
-use parsed::read_response;
+use crate::codec::messages::{RequestBody, ResponseBody};
+use crate::codec::types::Versions;
 
 /// What a response answers: the request's API, the version the response is read at (the
 /// request's, or 0 for an ApiVersions error answer read as v0, as Kafka's clients read it),
