@@ -474,6 +474,9 @@ fn addresses_in_tagged_node_endpoints() {
     assert!(addresses::rewrite(s, 10, &bytes[..bytes.len() - 1], |_, _, _| None).is_err());
 }
 
+/// What an address is renamed to: `(index, host, port)` to the new address, or `None`.
+type Rename<'m> = &'m mut dyn FnMut(usize, &str, i32) -> Option<(String, i32)>;
+
 /// The addresses of a decoded body renamed on its value tree (what `addresses::rewrite`
 /// did before it spliced), numbered in wire order: each struct's inline fields in schema
 /// order, then its tagged fields in tag order, depth first; the body encoded again if
@@ -482,14 +485,14 @@ fn tree_rewrite(
     s: &'static reflect::MessageSchema,
     version: i16,
     body: &[u8],
-    map: &mut dyn FnMut(usize, &str, i32) -> Option<(String, i32)>,
+    map: Rename<'_>,
 ) -> Option<Vec<u8>> {
     use kwire::reflect::Value;
     struct Tree<'m> {
         version: i16,
         next: usize,
         changed: bool,
-        map: &'m mut dyn FnMut(usize, &str, i32) -> Option<(String, i32)>,
+        map: Rename<'m>,
     }
     impl Tree<'_> {
         fn strukt(&mut self, s: &mut StructValue) {
