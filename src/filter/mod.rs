@@ -1,8 +1,8 @@
 //! Filters: code that sees each request and response of a connection as typed views and
 //! decides what happens to it (feature `alloc`).
 //!
-//! A [`Filter`] gets the frame's header and body view ([`dispatch::Request`] or
-//! [`dispatch::Response`], with the request's API and version for a response in an
+//! A [`Filter`] gets the frame's header and body view ([`dispatch::Request`](Request) or
+//! [`dispatch::Response`](Response), with the request's API and version for a response in an
 //! [`Exchange`]) and returns an action: pass the frame on, rewrite it (only the body is
 //! encoded again; the header's bytes are kept), answer a request itself, drop a request, or
 //! close the connection. A [`FilterChain`] runs filters in order on requests and in
