@@ -881,14 +881,17 @@ fn many_idle_connections_held() {
 }
 
 /// The library's proxy with a user's filter (`kwire::proxy`'s example: Produce to `audit.*`
-/// refused per partition with TOPIC_AUTHORIZATION_FAILED), started in this process in front
-/// of the real broker, reached through a relay that advertises versions and an API past
-/// kwire's (`common::newer_cluster`): kafka-python produces to an audit topic and to
-/// another through it. The refused send fails with Kafka's error, the other lands, and
-/// every frame of the session decodes (the ApiVersions answer was clamped).
+/// refused per partition with TOPIC_AUTHORIZATION_FAILED; and its twin for reads),
+/// started in this process in front of the real broker, reached through a relay that
+/// advertises versions and an API past kwire's (`common::newer_cluster`): kafka-python
+/// produces to an audit topic and to another through it. The refused send fails with
+/// Kafka's error, the other lands, and every frame of the session decodes (the ApiVersions
+/// answer was clamped). Then Apache Kafka's Java client, which names topics by id (Produce
+/// v13, Fetch v13 and later), does the same and reads both topics back: the allowed one
+/// reads its record, the audit one fails with Kafka's error.
 #[test]
 fn library_proxy_with_a_users_filter_and_a_real_client() {
-    use common::audit::AuditTopics;
+    use common::audit::{AuditReads, AuditTopics};
     use kwire::filter::FilterChain;
     use kwire::proxy::{ConnInfo, Hooks, Pairing, RequestHead};
 
@@ -899,6 +902,7 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
         answered_by_filter: std::sync::atomic::AtomicUsize,
         clamped: std::sync::atomic::AtomicUsize,
         produce_v13: std::sync::atomic::AtomicUsize,
+        fetch_by_id: std::sync::atomic::AtomicUsize,
     }
     impl Hooks for Seen {
         type Tag = ();
@@ -909,6 +913,9 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
             }
             if let RequestHead::Request { api_key: 0, api_version: 13, .. } = head {
                 self.produce_v13.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if let RequestHead::Request { api_key: 1, api_version: 13.., .. } = head {
+                self.fetch_by_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
         fn response(&self, _: &ConnInfo, frame: &[u8], e: Pairing<()>, rewritten: bool, _: Duration) {
@@ -935,7 +942,7 @@ fn library_proxy_with_a_users_filter_and_a_real_client() {
             kwire::proxy::Proxy::builder("127.0.0.1:0".parse().unwrap(), [upstream])
                 .filters(|conn: &Arc<ConnInfo>| {
                     let mut chain = FilterChain::new();
-                    chain.push(AuditTopics(conn.clone()));
+                    chain.push(AuditTopics(conn.clone())).push(AuditReads(conn.clone()));
                     chain
                 })
                 .hooks(Seen::default())
@@ -995,6 +1002,9 @@ print(json.dumps(out))
     let j: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap();
     assert_eq!(j["orders"]["offset"], 0, "{j}");
     assert_eq!(j["audit"]["error"], "TopicAuthorizationException", "{j}");
+    assert_eq!(j["read_orders"]["values"], serde_json::json!(["an order"]), "{j}");
+    assert_eq!(j["read_audit"]["error"], "TopicAuthorizationException", "{j}");
+    assert!(proxy.hooks().fetch_by_id.load(std::sync::atomic::Ordering::Relaxed) >= 1, "no Fetch v13+ seen");
     assert_eq!(proxy.hooks().undecoded.load(std::sync::atomic::Ordering::Relaxed), 0);
     assert!(proxy.hooks().produce_v13.load(std::sync::atomic::Ordering::Relaxed) >= 1, "no Produce v13 seen");
     rt.block_on(proxy.shutdown_within(Duration::from_secs(10)));

@@ -473,3 +473,140 @@ fn addresses_in_tagged_node_endpoints() {
     // A body that does not decode is refused, not rewritten.
     assert!(addresses::rewrite(s, 10, &bytes[..bytes.len() - 1], |_, _, _| None).is_err());
 }
+
+/// What an address is renamed to: `(index, host, port)` to the new address, or `None`.
+type Rename<'m> = &'m mut dyn FnMut(usize, &str, i32) -> Option<(String, i32)>;
+
+/// The addresses of a decoded body renamed on its value tree (what `addresses::rewrite`
+/// did before it spliced), numbered in wire order: each struct's inline fields in schema
+/// order, then its tagged fields in tag order, depth first; the body encoded again if
+/// anything changed.
+fn tree_rewrite(
+    s: &'static reflect::MessageSchema,
+    version: i16,
+    body: &[u8],
+    map: Rename<'_>,
+) -> Option<Vec<u8>> {
+    use kwire::reflect::Value;
+    struct Tree<'m> {
+        version: i16,
+        next: usize,
+        changed: bool,
+        map: Rename<'m>,
+    }
+    impl Tree<'_> {
+        fn strukt(&mut self, s: &mut StructValue) {
+            let schema = s.schema;
+            let mut host: Option<(usize, usize)> = None;
+            let mut tagged: Vec<(u32, usize)> = Vec::new();
+            for (i, f) in schema.fields.iter().enumerate() {
+                if f.is_tagged(self.version) {
+                    tagged.push((f.tag.unwrap(), i));
+                    continue;
+                }
+                if !f.is_inline(self.version) {
+                    continue;
+                }
+                match (f.name, &s.fields[i]) {
+                    ("Host", Some(Value::String(_))) => {
+                        host = Some((i, self.next));
+                        self.next += 1;
+                    }
+                    ("Port", Some(Value::Int32(port))) => {
+                        let port = *port;
+                        if let Some((h, index)) = host.take() {
+                            let Some(Value::String(old)) = &s.fields[h] else { unreachable!() };
+                            if let Some((new_host, new_port)) = (self.map)(index, old, port) {
+                                self.changed |= *old != new_host || port != new_port;
+                                s.fields[h] = Some(Value::String(new_host));
+                                s.fields[i] = Some(Value::Int32(new_port));
+                            }
+                        }
+                    }
+                    _ => self.value(s.fields[i].as_mut()),
+                }
+            }
+            if let Some((h, index)) = host
+                && let Some(Value::String(old)) = &s.fields[h]
+                && let Some((new, _)) = (self.map)(index, old, -1)
+            {
+                self.changed |= *old != new;
+                s.fields[h] = Some(Value::String(new));
+            }
+            tagged.sort_unstable();
+            for (_, i) in tagged {
+                self.value(s.fields[i].as_mut());
+            }
+        }
+        fn value(&mut self, v: Option<&mut Value>) {
+            match v {
+                Some(Value::Struct(s)) => self.strukt(s),
+                Some(Value::Array(items)) => items.iter_mut().for_each(|i| self.value(Some(i))),
+                _ => {}
+            }
+        }
+    }
+    let mut value = StructValue::decode_body(s, version, body).unwrap();
+    let mut tree = Tree { version, next: 0, changed: false, map };
+    tree.strukt(&mut value);
+    tree.changed.then(|| value.to_bytes(Encoding::body(s, version)).unwrap())
+}
+
+/// `addresses::rewrite` splices: for arbitrary responses of every API and version whose
+/// schema holds a Host, renaming some of the addresses (longer hosts, other ports) gives
+/// the bytes that renaming them on the decoded value tree and encoding again gives, and
+/// nothing renamed gives no new body.
+#[test]
+fn address_splice_matches_the_value_tree_in_every_response() {
+    fn has_host(s: &'static reflect::StructSchema, version: i16, depth: usize) -> bool {
+        depth < 16
+            && s.fields.iter().filter(|f| f.versions.contains(version)).any(|f| {
+                let mut ty = &f.ty;
+                while let reflect::FieldType::Array(t) = ty {
+                    ty = t;
+                }
+                (f.name == "Host" && f.is_inline(version))
+                    || matches!(ty, reflect::FieldType::Struct(inner) if has_host(inner, version, depth + 1))
+            })
+    }
+    let mut rng = XorShift(0xadd7_e55e);
+    let (mut compared, mut expected) = (Vec::new(), Vec::new());
+    for &key in ApiKey::ALL {
+        let s = reflect::response_schema(key);
+        let versions = key.response_versions();
+        for version in versions.min..=versions.max {
+            if !has_host(s.body, version, 0) {
+                continue;
+            }
+            expected.push((key, version));
+            for _ in 0..3000 {
+                let data = rng.bytes(2048);
+                let Ok(value) = ResponseBody::arbitrary_for(key, &mut Unstructured::new(&data)) else {
+                    continue;
+                };
+                let ver = kwire::types::Ver::new(version, key.flexible_versions().contains(version));
+                let value = kwire::testing::AsVersion::as_version(&value, ver);
+                let Ok(n) = value.encoded_len(version) else { continue };
+                let mut bytes = vec![0u8; n];
+                value.encode(version, &mut bytes).unwrap();
+                let found = addresses::find(s, version, &bytes).unwrap();
+                if found.is_empty() {
+                    continue;
+                }
+                let mut map = |i: usize, host: &str, port: i32| {
+                    (i % 3 != 1).then(|| (format!("proxy-{i}.{host}"), port.wrapping_add(i as i32 + 1)))
+                };
+                let spliced = addresses::rewrite(s, version, &bytes, &mut map).unwrap();
+                let tree = tree_rewrite(s, version, &bytes, &mut map);
+                assert!(spliced.is_some(), "{} v{version}: {found:?}", key.name());
+                assert_eq!(spliced, tree, "{} v{version}", key.name());
+                assert_eq!(addresses::rewrite(s, version, &bytes, |_, _, _| None).unwrap(), None);
+                compared.push((key, version));
+                break;
+            }
+        }
+    }
+    let names = |v: &[(ApiKey, i16)]| v.iter().map(|(k, v)| format!("{} v{v}", k.name())).collect::<Vec<_>>();
+    eprintln!("address splice compared: {}", names(&compared).join(", "));
+    assert_eq!(names(&compared), names(&expected), "every response version with a Host");
+}

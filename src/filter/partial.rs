@@ -54,7 +54,6 @@ use crate::codec::messages::produce::{
 #[cfg(feature = "api-produce")]
 use crate::codec::messages::{ProduceRequest, ProduceResponse, ProduceResponseView};
 use crate::codec::messages::{RequestBody, RequestBodyView, ResponseBody};
-#[cfg(feature = "api-produce")]
 use crate::codec::types::Uuid;
 
 /// What a filter refuses of a request: entries by their position in the request (the
@@ -277,6 +276,32 @@ pub(super) fn split<'a>(
         _ => {
             let _ = (bytes, refusals);
             Split::Unsupported(alloc::format!("{} cannot be answered in part", api_key.name()))
+        }
+    }
+}
+
+/// The topic ids of a request's topic entries (`body`: its body view; `bytes`: the body's
+/// bytes, at `version`), in the order [`Refusals`] counts them; the all-zero id for an entry
+/// that names its topic by name only. `None` where the request cannot be answered in part.
+#[cfg_attr(not(feature = "reflect"), allow(dead_code))]
+pub(super) fn topic_ids(body: &RequestBodyView<'_>, version: i16, bytes: &[u8]) -> Option<Vec<Uuid>> {
+    let api_key = body.api_key();
+    if !Refusals::supports(api_key, version) {
+        return None;
+    }
+    match body {
+        #[cfg(feature = "api-produce")]
+        RequestBodyView::Produce(produce) => {
+            Some(produce.topic_data().iter().map(|t| t.topic_id()).collect())
+        }
+        #[cfg(feature = "api-fetch")]
+        RequestBodyView::Fetch(fetch) => Some(fetch.topics().iter().map(|t| t.topic_id()).collect()),
+        #[cfg(feature = "reflect")]
+        _ => super::by_schema::topic_ids(api_key, version, bytes),
+        #[cfg(not(feature = "reflect"))]
+        _ => {
+            let _ = bytes;
+            None
         }
     }
 }

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use super::splice::{Edit, Parts, splice_parts};
 use super::tenant_admin::{self, Names, Pending, as_is, unprefix_message};
+use super::tenant_refuse::{self, Merges, Rest};
 use super::topic_names::Book;
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
@@ -244,16 +245,20 @@ enum Source {
 /// Topic ids are the broker's, shared by every tenant, so the filter keeps a book of the
 /// ids it has seen with their names (every answer that names a topic and its id: Metadata,
 /// CreateTopics, DescribeTopicPartitions, DeleteTopics, ...). A request may name by id only
-/// the tenant's own topics: any other id, or one the book does not know, reaches the broker
-/// as a stand-in that no topic can have, so the tenant gets what Kafka gives for an unknown
-/// id (UNKNOWN_TOPIC_ID, with its own id in the answer) and the other tenant's topic is not
-/// touched. A stand-in rather than an answer of the filter's own: the broker then writes
-/// the error where each API and version puts it, with no code per API, and a request that
-/// names the tenant's ids and others' still goes as one. The proxy's
-/// `kwire::proxy::Tenants` shares the book between connections and looks up ids it does
-/// not know before the request goes on; a `Tenant` alone knows only the ids its own
-/// connection's answers showed. Answers lose the entries that carry an id the book knows
-/// to be another tenant's.
+/// the tenant's own topics. A topic entry that names any other id, or one the book does not
+/// know, is refused with UNKNOWN_TOPIC_ID, as Kafka answers an unknown id, as a partial
+/// answer ([`super::Refusals`]): the rest of the request goes on, prefixed, and the client
+/// gets one answer, the broker's with the refused topics merged in, in its order (a request
+/// with every topic refused is answered without the broker, but Fetch and Metadata). That
+/// holds for the APIs and versions [`super::Refusals::supports`] lists (Produce, Fetch,
+/// Metadata, DeleteTopics, OffsetCommit, OffsetFetch, ...). Any other id (a Fetch's
+/// forgotten topics, share fetches, a group's assignments) reaches the broker as a stand-in
+/// that no topic can have, so the tenant gets what Kafka gives for an unknown id
+/// (UNKNOWN_TOPIC_ID, with its own id in the answer) and the other tenant's topic is not
+/// touched. The proxy's `kwire::proxy::Tenants` shares the book between connections and
+/// looks up ids it does not know before the request goes on; a `Tenant` alone knows only the
+/// ids its own connection's answers showed. Answers lose the entries that carry an id the
+/// book knows to be another tenant's.
 ///
 /// Empty names (Kafka's "no group") and the topic names `.` and `..` (which Kafka refuses,
 /// and would not once prefixed) are passed as they are. A name the prefix pushes past
@@ -287,6 +292,8 @@ pub struct Tenant {
     responses: [bool; 128],
     /// Config and ACL requests sent on, by correlation id, with what their answers need.
     admin: VecDeque<(i32, Pending)>,
+    /// Requests sent on without the topics they named by another tenant's id.
+    merges: Merges,
 }
 
 impl core::fmt::Debug for Tenant {
@@ -318,6 +325,7 @@ impl Tenant {
             requests: [false; 128],
             responses: [false; 128],
             admin: VecDeque::new(),
+            merges: Merges::default(),
         };
         for &api in ApiKey::ALL {
             if let Ok(i) = usize::try_from(api.to_i16())
@@ -395,9 +403,35 @@ impl Filter for Tenant {
             Some(Ok(None)) => return RequestAction::Pass,
             Some(Ok(Some(frame))) => return RequestAction::RewriteFrame(frame),
             Some(Err(e)) => return RequestAction::Close(e),
+            // A topic id that is not the tenant's.
             None => {}
         }
-        match rewrite(Way::ToBroker, api, version, body, prefix, &self.ids, &mut self.stand_ins) {
+        let mut ids = (&self.ids, &mut self.stand_ins);
+        // Topics named by an id that is not the tenant's: refused, and the rest goes on.
+        if let Some(refusals) = tenant_refuse::foreign_entries(request, prefix, ids.0) {
+            match tenant_refuse::split(request, &refusals) {
+                Ok(Rest::AllRefused) => return RequestAction::Refuse(refusals),
+                Ok(Rest::Forward(rest, merge)) => {
+                    if let Some(merge) = merge
+                        && !self.merges.push(request.header.correlation_id(), merge)
+                    {
+                        return RequestAction::Close(
+                            "a tenant has too many requests answered in part in flight".into(),
+                        );
+                    }
+                    return match Way::ToBroker.walk(api, version, header, &rest, prefix, &mut ids) {
+                        Ok(None) => RequestAction::RewriteBody(rest),
+                        Ok(Some(Rewritten::Frame(frame))) => RequestAction::RewriteFrame(frame),
+                        Ok(Some(Rewritten::Body(body))) => RequestAction::RewriteBody(body),
+                        Err(e) => RequestAction::Close(e),
+                    };
+                }
+                Ok(Rest::Unsupported) => {}
+                Err(e) => return RequestAction::Close(e),
+            }
+        }
+        // Ids elsewhere, or in a request that cannot be answered in part: stand-ins.
+        match rewrite(Way::ToBroker, api, version, body, prefix, ids.0, ids.1) {
             Ok(None) => RequestAction::Pass,
             Ok(Some(body)) => RequestAction::RewriteBody(body),
             Err(e) => RequestAction::Close(e),
@@ -405,7 +439,7 @@ impl Filter for Tenant {
     }
 
     fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
-        tenant_admin::handles(api_key) || Tenant::carries(&self.responses, api_key)
+        tenant_admin::handles(api_key) || Tenant::carries(&self.responses, api_key) || !self.merges.is_empty()
     }
 
     fn on_response<'a>(&mut self, exchange: &Exchange, response: &Response<'a>) -> ResponseAction<'a> {
@@ -432,15 +466,29 @@ impl Filter for Tenant {
             };
         }
         let header = response.header.as_bytes();
-        match splice(Way::ToClient, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
-            Some(Ok(None)) => return ResponseAction::Pass,
-            Some(Ok(Some(frame))) => return ResponseAction::RewriteFrame(frame),
-            Some(Err(e)) => return ResponseAction::Close(e),
-            None => {}
-        }
-        match rewrite(Way::ToClient, api, version, body, prefix, &self.ids, &mut self.stand_ins) {
-            Ok(None) => ResponseAction::Pass,
-            Ok(Some(body)) => ResponseAction::RewriteBody(body),
+        let merge = self.merges.take(exchange.correlation_id);
+        let walked =
+            Way::ToClient.walk(api, version, header, body, prefix, &mut (&self.ids, &mut self.stand_ins));
+        let Some(merge) = merge else {
+            return match walked {
+                Ok(None) => ResponseAction::Pass,
+                Ok(Some(Rewritten::Frame(frame))) => ResponseAction::RewriteFrame(frame),
+                Ok(Some(Rewritten::Body(body))) => ResponseAction::RewriteBody(body),
+                Err(e) => ResponseAction::Close(e),
+            };
+        };
+        // The topics refused on the way in join the answer as the tenant leaves it.
+        let merged = match &walked {
+            Ok(None) => tenant_refuse::merge(merge, api, version, header, body),
+            Ok(Some(Rewritten::Frame(frame))) => {
+                let (head, rest) = frame.split_at(header.len().min(frame.len()));
+                tenant_refuse::merge(merge, api, version, head, rest)
+            }
+            Ok(Some(Rewritten::Body(body))) => tenant_refuse::merge(merge, api, version, header, body),
+            Err(e) => Err(e.clone()),
+        };
+        match merged {
+            Ok(body) => ResponseAction::RewriteBody(body),
             Err(e) => ResponseAction::Close(e),
         }
     }
@@ -471,6 +519,35 @@ enum Way {
     /// the book learns the ids the answer names, and entries that name another tenant's
     /// entity (or topic id) are left out.
     ToClient,
+}
+
+/// A frame or body a [`Way`]'s walk rewrote.
+enum Rewritten {
+    /// The whole frame (the header as it was, then the new body), spliced.
+    Frame(Vec<u8>),
+    /// The body, encoded again from a value tree.
+    Body(Vec<u8>),
+}
+
+impl Way {
+    /// Rewrites a frame (`header`, then `body`) the way it goes: by splicing where renaming
+    /// is all it needs, else on a value tree ([`rewrite`]); `Ok(None)` if nothing changes.
+    fn walk(
+        self,
+        api: ApiKey,
+        version: i16,
+        header: &[u8],
+        body: &[u8],
+        prefix: &str,
+        (ids, stand_ins): &mut (&TopicNames, &mut StandIns),
+    ) -> Result<Option<Rewritten>, String> {
+        match splice(self, api, version, header, body, prefix, ids, stand_ins) {
+            Some(Ok(frame)) => return Ok(frame.map(Rewritten::Frame)),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+        Ok(rewrite(self, api, version, body, prefix, ids, stand_ins)?.map(Rewritten::Body))
+    }
 }
 
 /// The kind of names an entity field holds, for [`as_is`].

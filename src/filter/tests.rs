@@ -1,8 +1,11 @@
 use super::*;
+use crate::codec::dispatch;
+use crate::codec::messages::ResponseBodyView;
 use crate::codec::messages::api_versions::ApiVersion;
 use crate::codec::messages::{
     ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest, ProduceResponse,
 };
+use crate::codec::types::List;
 
 fn request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
     let mut buf = vec![0u8; 256];

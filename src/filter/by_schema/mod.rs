@@ -40,7 +40,7 @@ use crate::reflect::{Entity, FieldSchema, FieldType, MessageSchema, StructSchema
 mod request;
 mod response;
 
-pub(super) use request::split;
+pub(super) use request::{split, topic_ids};
 pub(super) use response::merge;
 
 /// Where a message's entries are, at one version.

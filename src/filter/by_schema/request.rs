@@ -4,6 +4,40 @@
 use super::response::merge_into;
 use super::*;
 
+/// The topic ids of a request's topic entries (`body`, at `version`), in the order
+/// `Refusals` counts them, across groups; the all-zero id for an entry that names its topic
+/// by name only. Empty where the request's topics carry no id; `None` where the request
+/// cannot be answered in part by the schemas, or does not decode.
+pub(in crate::filter) fn topic_ids(api_key: ApiKey, version: i16, body: &[u8]) -> Option<Vec<Uuid>> {
+    let layout = Layout::of(api_key, version)?;
+    let Topic::Struct { id: Some(id), .. } = layout.request.topic else { return Some(Vec::new()) };
+    let request = StructValue::decode_body(crate::reflect::request_schema(api_key), version, body).ok()?;
+    let mut out = Vec::new();
+    let mut topics_of = |parent: &StructValue| {
+        if let Some(Some(Value::Array(items))) = parent.fields.get(layout.request.topics) {
+            out.extend(items.iter().map(|item| match item {
+                Value::Struct(s) => match get(s, Some(id)) {
+                    Some(Value::Uuid(u)) => *u,
+                    _ => Uuid::ZERO,
+                },
+                _ => Uuid::ZERO,
+            }));
+        }
+    };
+    match layout.request.group {
+        None => topics_of(&request),
+        Some((field, _, _)) => {
+            if let Some(Some(Value::Array(groups))) = request.fields.get(field) {
+                groups
+                    .iter()
+                    .filter_map(|g| if let Value::Struct(g) = g { Some(g) } else { None })
+                    .for_each(topics_of);
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Splits a request body by its schema: what goes to the broker, and what its answer is
 /// merged with. `Err` with the reason where it cannot be answered in part.
 pub(in crate::filter) fn split(

@@ -54,6 +54,10 @@ pub(super) enum Failure {
     NotFound,
     /// A new host is longer than a string can be.
     TooLong(usize),
+    /// The edits, made once the route was asked, do not add up (never, unless the splice
+    /// itself is wrong): the response is not rewritten a second way, which would ask the
+    /// route again about addresses it has answered.
+    Broken,
 }
 
 /// What [`each`] reports, in wire order.
@@ -263,7 +267,7 @@ pub(super) fn splice(
                 if new_host == host && new_port == port {
                     return Ok(());
                 }
-                let (at, end) = locate(body, compact, host, port).ok_or(Failure::NotFound)?;
+                let (at, end) = locate(body, compact, host, port).ok_or(Failure::Broken)?;
                 changed = true;
                 if new_host != host {
                     if new_host.len() > MAX_STRING_LEN {
@@ -282,7 +286,7 @@ pub(super) fn splice(
                 }
             }
             Item::Open(first, last, count) => {
-                let (at, size, width) = locate_tagged(body, first, last, count).ok_or(Failure::NotFound)?;
+                let (at, size, width) = locate_tagged(body, first, last, count).ok_or(Failure::Broken)?;
                 let i = edits.push(Edit { at, end: at + width, new: New::Size(size) });
                 open = Some((i, size, width, 0));
             }
@@ -304,18 +308,18 @@ pub(super) fn splice(
     }
     let header = response.header.as_bytes();
     let len =
-        usize::try_from(header.len() as i64 + body.len() as i64 + grows).map_err(|_| Failure::NotFound)?;
+        usize::try_from(header.len() as i64 + body.len() as i64 + grows).map_err(|_| Failure::Broken)?;
     let mut out = Vec::with_capacity(len);
     out.extend_from_slice(header);
     let mut copied = 0;
     for e in edits.iter() {
-        out.extend_from_slice(body.get(copied..e.at).ok_or(Failure::NotFound)?);
+        out.extend_from_slice(body.get(copied..e.at).ok_or(Failure::Broken)?);
         e.write(&mut out);
         copied = e.end;
     }
     out.extend_from_slice(body.get(copied..).unwrap_or_default());
     if out.len() != len {
-        return Err(Failure::NotFound);
+        return Err(Failure::Broken);
     }
     Ok(Some(out))
 }

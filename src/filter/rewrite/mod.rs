@@ -388,6 +388,8 @@ mod addresses {
         NotFound,
         /// Never made.
         TooLong(usize),
+        /// Never made.
+        Broken,
     }
 
     pub(super) fn splice(
@@ -435,7 +437,14 @@ impl<R: Route> Filter for RewriteAddresses<R> {
                     "a rewritten broker host of {len} bytes is longer than a string can be"
                 ));
             }
-            // Bytes not in canonical form: rewritten through the typed body.
+            Err(addresses::Failure::Broken) => {
+                return ResponseAction::Close(alloc::format!(
+                    "the broker addresses of a {} answer could not be spliced",
+                    exchange.api_key.name()
+                ));
+            }
+            // Bytes not in canonical form (found before the route is asked about any
+            // address): rewritten through the typed body, which asks it once.
             Err(addresses::Failure::NotFound) => {}
         }
         match addresses::rewrite(&mut self.route, response) {

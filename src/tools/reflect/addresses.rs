@@ -5,17 +5,20 @@
 //! code per API.
 //!
 //! [`scan`] walks a body with the schema walker (no copy of the body) and returns its
-//! addresses and the error codes it carries; [`rewrite`] decodes the body into a
-//! [`StructValue`], replaces the addresses a mapping function returns, and encodes that
-//! body again (the header and everything else of the frame are the caller's).
+//! addresses and the error codes it carries; [`rewrite`] walks it the same way and splices
+//! the addresses a mapping function returns into one copy of the body, with no value tree
+//! (the header and everything else of the frame are the caller's).
 //!
 //! Addresses are numbered in wire order: the inline fields of each struct in schema
 //! order, then its known tagged fields in tag order, depth first. [`scan`] and
 //! [`rewrite`] number them the same way.
 
-use super::value::{Encoding, StructValue, Value};
-use super::walk::{self, Field, Scalar, Visitor, WalkError};
+use super::value::ValueError;
+use super::walk::{self, Field, Scalar, TaggedField, Visitor, WalkError};
 use super::{MessageSchema, RewriteError};
+use crate::codec::error::EncodeError;
+use crate::codec::wire::MAX_STRING_LEN;
+use crate::codec::wire::varint::{push_uvarint, uvarint_len};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -101,94 +104,178 @@ pub fn find(schema: &MessageSchema, version: i16, body: &[u8]) -> Result<Vec<(St
 }
 
 /// Rewrites the addresses of a whole body of `schema` at `version`: `map(index, host,
-/// port)` returns the address to write instead, or `None` to keep it. Returns the body
-/// encoded again (byte for byte the input where nothing changed, for bodies in Kafka's
-/// canonical encoding), or `None` when `map` changed nothing.
+/// port)` returns the address to write instead, or `None` to keep it. Returns the body with
+/// each changed host and port spliced in (one copy; the hosts' length prefixes and the
+/// sizes of the tagged fields around them adjusted, every other byte as it came), or
+/// `None` when `map` changed nothing. No value tree is built.
 pub fn rewrite(
     schema: &MessageSchema,
     version: i16,
     body: &[u8],
     mut map: impl FnMut(usize, &str, i32) -> Option<(String, i32)>,
 ) -> Result<Option<Vec<u8>>, RewriteError> {
-    let mut value = StructValue::decode_body(schema, version, body).map_err(RewriteError::Walk)?;
-    let mut r = Rewriter { version, next: 0, changed: false, map: &mut map };
-    r.strukt(&mut value);
-    if !r.changed {
+    let mut s = Splicer {
+        next: 0,
+        map: &mut map,
+        pending: alloc::vec![None],
+        tagged: Vec::new(),
+        edits: Vec::new(),
+        error: None,
+    };
+    walk::walk_body(schema, version, body, 0, &mut s).map_err(RewriteError::Walk)?;
+    // The body's own Host, without a Port.
+    if let Some(Some(host)) = s.pending.pop()
+        && let Some((new, _)) = (s.map)(host.index, host.text, -1)
+    {
+        s.host(&host, &new);
+    }
+    if let Some(e) = s.error {
+        return Err(RewriteError::Encode(ValueError::Encode(e)));
+    }
+    if s.edits.is_empty() {
         return Ok(None);
     }
-    value.to_bytes(Encoding::body(schema, version)).map(Some).map_err(RewriteError::Encode)
+    // Sizes of tagged fields were edited as they closed, after what they hold.
+    s.edits.sort_by_key(|e| e.at);
+    let grows: isize = s.edits.iter().map(|e| e.bytes.len() as isize - (e.end - e.at) as isize).sum();
+    let mut out = Vec::with_capacity(body.len().saturating_add_signed(grows));
+    let mut at = 0;
+    for e in &s.edits {
+        out.extend_from_slice(&body[at..e.at]);
+        out.extend_from_slice(&e.bytes);
+        at = e.end;
+    }
+    out.extend_from_slice(&body[at..]);
+    Ok(Some(out))
 }
 
-struct Rewriter<'m, M> {
-    version: i16,
+/// A Host seen, waiting for its struct's Port.
+struct Host<'a> {
+    index: usize,
+    at: usize,
+    end: usize,
+    flexible: bool,
+    text: &'a str,
+}
+
+/// Bytes `at..end` of the body replaced by `bytes`.
+struct Splice {
+    at: usize,
+    end: usize,
+    bytes: Vec<u8>,
+}
+
+/// A known tagged field open around the walk: where its size varint is, the size it
+/// declares, and how many bytes its value has grown by.
+struct Open {
+    size_at: usize,
+    value_at: usize,
+    size: usize,
+    grown: isize,
+}
+
+struct Splicer<'a, 'm, M> {
     next: usize,
-    changed: bool,
     map: &'m mut M,
+    /// Per open struct: its Host, waiting for its Port.
+    pending: Vec<Option<Host<'a>>>,
+    tagged: Vec<Open>,
+    edits: Vec<Splice>,
+    error: Option<EncodeError>,
 }
 
-impl<M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Rewriter<'_, M> {
-    fn strukt(&mut self, s: &mut StructValue) {
-        let version = self.version;
-        let schema = s.schema;
-        // The slot of this struct's Host, waiting for its Port.
-        let mut host: Option<(usize, usize)> = None;
-        for (i, f) in schema.fields.iter().enumerate() {
-            if !f.is_inline(version) {
-                continue;
-            }
-            match (f.name, s.fields.get(i).and_then(Option::as_ref)) {
-                ("Host", Some(Value::String(_))) => {
-                    host = Some((i, self.next));
-                    self.next += 1;
-                }
-                ("Port", Some(Value::Int32(_))) => {
-                    if let Some((h, index)) = host.take() {
-                        self.address(s, h, i, index);
-                    }
-                }
-                _ => {
-                    if let Some(Some(v)) = s.fields.get_mut(i) {
-                        self.value(v);
-                    }
-                }
-            }
+impl<M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Splicer<'_, '_, M> {
+    /// Replaces `at..end` with `bytes`; every tagged field open around it grows by the
+    /// difference.
+    fn edit(&mut self, at: usize, end: usize, bytes: Vec<u8>) {
+        let grown = bytes.len() as isize - (end - at) as isize;
+        for open in &mut self.tagged {
+            open.grown += grown;
         }
-        if let Some((h, index)) = host {
-            // A Host without a Port: only the host can change.
-            if let Some(Some(Value::String(old))) = s.fields.get(h)
-                && let Some((new, _)) = (self.map)(index, old, -1)
-            {
-                s.fields[h] = Some(Value::String(new));
-                self.changed = true;
-            }
-        }
-        for i in schema.tagged_in_order(version) {
-            if let Some(Some(v)) = s.fields.get_mut(i) {
-                self.value(v);
-            }
-        }
+        self.edits.push(Splice { at, end, bytes });
     }
 
-    fn address(&mut self, s: &mut StructValue, h: usize, p: usize, index: usize) {
-        let (Some(Some(Value::String(host))), Some(Some(Value::Int32(port)))) =
-            (s.fields.get(h), s.fields.get(p))
-        else {
+    fn host(&mut self, host: &Host<'_>, new: &str) {
+        if new == host.text {
             return;
-        };
-        if let Some((new_host, new_port)) = (self.map)(index, host, *port) {
-            if *host != new_host || *port != new_port {
-                self.changed = true;
-            }
-            s.fields[h] = Some(Value::String(new_host));
-            s.fields[p] = Some(Value::Int32(new_port));
         }
+        if new.len() > MAX_STRING_LEN {
+            self.error.get_or_insert(EncodeError::StringTooLong { field: "Host", len: new.len() });
+            return;
+        }
+        let mut bytes = Vec::with_capacity(new.len() + 3);
+        if host.flexible {
+            push_uvarint(&mut bytes, new.len() as u32 + 1);
+        } else {
+            bytes.extend_from_slice(&(new.len() as i16).to_be_bytes());
+        }
+        bytes.extend_from_slice(new.as_bytes());
+        self.edit(host.at, host.end, bytes);
     }
+}
 
-    fn value(&mut self, v: &mut Value) {
-        match v {
-            Value::Struct(s) => self.strukt(s),
-            Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
+impl<'a, M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Visitor<'a> for Splicer<'a, '_, M> {
+    fn value(&mut self, field: &Field<'_>, value: Scalar<'a>) {
+        if !inline_field(field) {
+            return;
+        }
+        match (field.schema.name, value) {
+            ("Host", Scalar::String(text)) => {
+                let host = Host {
+                    index: self.next,
+                    at: field.offset,
+                    end: field.end,
+                    flexible: field.flexible,
+                    text,
+                };
+                self.next += 1;
+                if let Some(slot) = self.pending.last_mut() {
+                    *slot = Some(host);
+                }
+            }
+            ("Port", Scalar::Int32(port)) => {
+                let Some(host) = self.pending.last_mut().and_then(Option::take) else { return };
+                if let Some((new_host, new_port)) = (self.map)(host.index, host.text, port) {
+                    self.host(&host, &new_host);
+                    if new_port != port {
+                        self.edit(field.offset, field.end, new_port.to_be_bytes().to_vec());
+                    }
+                }
+            }
             _ => {}
         }
+    }
+
+    fn enter_struct(&mut self, _: &Field<'_>, _: &'static super::StructSchema) {
+        self.pending.push(None);
+    }
+
+    fn leave_struct(&mut self, _: &Field<'_>, _: &'static super::StructSchema) {
+        // A Host without a Port: only the host can change.
+        if let Some(Some(host)) = self.pending.pop()
+            && let Some((new, _)) = (self.map)(host.index, host.text, -1)
+        {
+            self.host(&host, &new);
+        }
+    }
+
+    fn tagged_field(&mut self, field: &TaggedField) {
+        let open =
+            Open { size_at: field.size_offset, value_at: field.value_offset, size: field.size, grown: 0 };
+        self.tagged.push(open);
+    }
+
+    fn leave_tagged_field(&mut self, _: &TaggedField, _: usize) {
+        let Some(open) = self.tagged.pop() else { return };
+        if open.grown == 0 {
+            return;
+        }
+        let Some(size) = open.size.checked_add_signed(open.grown).and_then(|n| u32::try_from(n).ok()) else {
+            self.error.get_or_insert(EncodeError::TooLong { field: "tagged field" });
+            return;
+        };
+        let mut bytes = Vec::with_capacity(uvarint_len(size));
+        push_uvarint(&mut bytes, size);
+        self.edit(open.size_at, open.value_at, bytes);
     }
 }
