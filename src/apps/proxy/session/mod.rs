@@ -15,13 +15,15 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::ConnInfo;
+use auth::Auth;
 use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::ApiKey;
 use crate::codec::frame::{FrameError, ResponseHeaderView};
-use crate::codec::messages::{RequestBodyView, ResponseBodyView};
 use crate::filter::{FilterChain, ParsedRequest, ParsedResponse, TopicNames, Verdict};
 use crate::session::conn::{ConnError, InFlight, expects_response};
 use crate::session::secrets::RawSasl;
+
+mod auth;
 
 /// What to do with a frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,14 +104,6 @@ enum Entry<T> {
     /// A request of the proxy's own (a waiting filter's): its answer goes to the waiter, not
     /// to the client.
     Own(tokio::sync::oneshot::Sender<Vec<u8>>),
-}
-
-/// The SASL state the session observes.
-#[derive(Default)]
-struct Auth {
-    mechanism: Option<String>,
-    /// The user the client's SASL bytes named, until the broker says yes or no.
-    user: Option<String>,
 }
 
 /// One proxied connection's state, without I/O.
@@ -320,49 +314,6 @@ impl<T> Session<T> {
         Ok((id, rx))
     }
 
-    /// What a SaslHandshake or SaslAuthenticate request says of authentication; a v0
-    /// handshake also starts the raw token phase.
-    fn sasl_request(&mut self, parsed: &mut ParsedRequest<'_>) -> Option<AuthNote> {
-        let api_version = parsed.head().api_version;
-        let request = parsed.request().ok()?;
-        match request.body {
-            RequestBodyView::SaslHandshake(v) => {
-                let mechanism = v.mechanism().to_string();
-                if api_version == 0 {
-                    self.sasl.on_request(ApiKey::SaslHandshake, 0, Some(&mechanism));
-                }
-                self.auth = Auth { mechanism: Some(mechanism.clone()), user: None };
-                self.info.set_auth(Some(mechanism.clone()), None);
-                Some(AuthNote::Mechanism(mechanism))
-            }
-            RequestBodyView::SaslAuthenticate(v) => self.user_from(v.auth_bytes()),
-            _ => None,
-        }
-    }
-
-    /// The user that a client's SASL bytes name, the first time they name one.
-    fn user_from(&mut self, auth_bytes: &[u8]) -> Option<AuthNote> {
-        // Secret: `auth_bytes` holds the client's credentials (a PLAIN password, a SCRAM
-        // proof, a token). They go only to `sasl_user`, which returns the user name.
-        let mechanism = self.auth.mechanism.as_deref()?;
-        if self.auth.user.is_some() {
-            return None;
-        }
-        let user = crate::session::secrets::sasl_user(mechanism, auth_bytes)?.to_string();
-        self.auth.user = Some(user.clone());
-        Some(AuthNote::User(user))
-    }
-
-    /// The broker's verdict on authentication: the principal is known once it says yes.
-    fn verdict(&mut self, error_code: i16) -> AuthNote {
-        if error_code == 0 {
-            self.info.set_auth(self.auth.mechanism.clone(), Some(self.auth.user.clone().unwrap_or_default()));
-            AuthNote::Accepted
-        } else {
-            AuthNote::Refused(error_code)
-        }
-    }
-
     /// A response frame from the broker (without its size prefix): pairs it with its
     /// request and runs it through the filters. After sending what it says, send the
     /// answers [`Session::take_answer`] gives.
@@ -451,38 +402,6 @@ impl<T> Session<T> {
         FromBroker { answer: Answer::Paired(exchange, rewritten), action, auth, out_of_order, read_at }
     }
 
-    /// What a SaslHandshake or SaslAuthenticate response says of authentication.
-    fn sasl_response(&mut self, parsed: &mut ParsedResponse<'_>) -> Option<AuthNote> {
-        let version = parsed.api_version();
-        match parsed.api_key() {
-            ApiKey::SaslHandshake => {
-                let error = match parsed.response() {
-                    Some((r, _)) => match r.body {
-                        ResponseBodyView::SaslHandshake(v) => v.error_code(),
-                        _ => -1,
-                    },
-                    None => -1,
-                };
-                if version == 0 {
-                    self.sasl.on_handshake_response(error);
-                }
-                (error != 0).then_some(AuthNote::Refused(error))
-            }
-            ApiKey::SaslAuthenticate => match parsed.response()?.0.body {
-                ResponseBodyView::SaslAuthenticate(v) => {
-                    // SCRAM takes two rounds: the server's last message (`v=...`) ends it.
-                    let scram = self.auth.mechanism.as_deref().is_some_and(|m| m.starts_with("SCRAM"));
-                    if v.error_code() == 0 && scram && !v.auth_bytes().starts_with(b"v=") {
-                        return None;
-                    }
-                    Some(self.verdict(v.error_code()))
-                }
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
     /// The requests still awaiting an answer, oldest first, when the connection ends (the
     /// proxy's own are dropped: their waiters see the connection end).
     pub fn drain(&mut self) -> impl Iterator<Item = Pairing<T>> + '_ {
@@ -502,180 +421,4 @@ impl<T> Session<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::codec::messages::{
-        ApiVersionsRequest, MetadataRequest, MetadataResponse, ResponseBody, SaslAuthenticateRequest,
-        SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-    };
-    use crate::filter::{Filter, RequestAction};
-    use crate::{AnyBody, dispatch};
-
-    fn request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
-        let mut buf = vec![0u8; 512];
-        let n = dispatch::encode_request(body, version, correlation_id, Some("app"), &mut buf).unwrap();
-        buf.truncate(n);
-        buf.drain(..4);
-        buf
-    }
-
-    fn response(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
-        let mut buf = vec![0u8; dispatch::response_len(body, version).unwrap()];
-        dispatch::encode_response(body, version, correlation_id, &mut buf).unwrap();
-        buf.drain(..4);
-        buf
-    }
-
-    fn session(filters: FilterChain) -> Session<u32> {
-        Session::new(Arc::new(ConnInfo::new(1, "127.0.0.1:5000".parse().unwrap(), "b:9092".into())), filters)
-    }
-
-    /// Answers Metadata itself.
-    struct AnswerMetadata;
-    impl Filter for AnswerMetadata {
-        fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
-            api_key == ApiKey::Metadata
-        }
-        fn on_request<'a>(&mut self, _: &dispatch::Request<'a>) -> RequestAction<'a> {
-            RequestAction::Respond(ResponseBody::Metadata(MetadataResponse::default()))
-        }
-    }
-
-    #[test]
-    fn requests_are_paired_with_their_answers_in_order() {
-        let mut s = session(FilterChain::new());
-        let now = Instant::now();
-        let a = s.on_client_frame(&request(&ApiVersionsRequest::default(), 3, 1), now, |_| 10);
-        assert_eq!(a.action, Action::Forward);
-        assert!(matches!(
-            a.head,
-            RequestHead::Request { api_key: 18, api_version: 3, correlation_id: 1, expects: true, .. }
-        ));
-        let b = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 20);
-        assert_eq!(b.action, Action::Forward);
-        assert_eq!(s.in_flight(), 2);
-        // The broker's answers come back paired, with what was kept of their requests.
-        let got = s.on_broker_frame(&response(&crate::codec::messages::ApiVersionsResponse::default(), 3, 1));
-        let Answer::Paired(e, _) = got.answer else { panic!("{got:?}") };
-        assert_eq!(
-            (e.api_key, e.api_version, e.correlation_id, e.request.tag),
-            (ApiKey::ApiVersions, 3, 1, 10)
-        );
-        let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 2));
-        let Answer::Paired(e, _) = got.answer else { panic!() };
-        assert_eq!(e.request.tag, 20);
-        // An answer to nothing is reported, not paired, and sent on.
-        let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 99));
-        assert!(matches!(got.answer, Answer::Unpaired(_)));
-        assert_eq!(got.action, Action::Forward);
-        // A header that does not parse is sent on and reported.
-        let got = s.on_client_frame(&[0, 3], now, |_| 0);
-        assert!(matches!(got.head, RequestHead::Bad(_)));
-    }
-
-    #[test]
-    fn a_filters_answer_waits_for_the_broker_answers_before_it() {
-        let mut chain = FilterChain::new();
-        chain.push(AnswerMetadata);
-        let mut s = session(chain);
-        let now = Instant::now();
-        // Nothing before it: due at once.
-        let a = s.on_client_frame(&request(&MetadataRequest::default(), 12, 1), now, |_| 1);
-        assert_eq!(a.action, Action::Hold);
-        let answer = s.take_answer().expect("due now");
-        assert_eq!(answer.exchange.correlation_id, 1);
-        let parsed = dispatch::parse_response(&answer.frame, ApiKey::Metadata, 12).unwrap();
-        assert_eq!(parsed.header.correlation_id(), 1);
-        assert!(s.take_answer().is_none());
-        // Behind a request the broker has not answered yet: it follows that answer.
-        s.on_client_frame(&request(&ApiVersionsRequest::default(), 3, 2), now, |_| 2);
-        s.on_client_frame(&request(&MetadataRequest::default(), 12, 3), now, |_| 3);
-        s.on_client_frame(&request(&MetadataRequest::default(), 12, 4), now, |_| 4);
-        assert!(s.take_answer().is_none(), "not before the broker's answer to 2");
-        let got = s.on_broker_frame(&response(&crate::codec::messages::ApiVersionsResponse::default(), 3, 2));
-        assert!(matches!(got.answer, Answer::Paired(ref e, _) if e.correlation_id == 2));
-        let ids: Vec<i32> =
-            core::iter::from_fn(|| s.take_answer()).map(|a| a.exchange.correlation_id).collect();
-        assert_eq!(ids, [3, 4]);
-        assert_eq!(s.in_flight(), 0);
-    }
-
-    #[test]
-    fn authentication_is_observed_and_the_principal_known_once_the_broker_accepts() {
-        let mut s = session(FilterChain::new());
-        let now = Instant::now();
-        let hs = SaslHandshakeRequest { mechanism: "PLAIN".into() };
-        let got = s.on_client_frame(&request(&hs, 1, 1), now, |_| 0);
-        assert_eq!(got.auth, Some(AuthNote::Mechanism("PLAIN".into())));
-        s.on_broker_frame(&response(&SaslHandshakeResponse::default(), 1, 1));
-        let token =
-            SaslAuthenticateRequest { auth_bytes: (&b"\0alice\0secret"[..]).into(), ..Default::default() };
-        let got = s.on_client_frame(&request(&token, 2, 2), now, |_| 0);
-        assert_eq!(got.auth, Some(AuthNote::User("alice".into())));
-        assert_eq!(s.info().principal(), None, "not before the broker says yes");
-        let got = s.on_broker_frame(&response(&SaslAuthenticateResponse::default(), 2, 2));
-        assert_eq!(got.auth, Some(AuthNote::Accepted));
-        assert_eq!(s.info().principal().as_deref(), Some("alice"));
-        assert_eq!(s.info().mechanism().as_deref(), Some("PLAIN"));
-    }
-
-    #[test]
-    fn sasl_v0_tokens_pass_undecoded_and_end_with_the_brokers_token() {
-        let mut s = session(FilterChain::new());
-        let now = Instant::now();
-        let hs = SaslHandshakeRequest { mechanism: "PLAIN".into() };
-        s.on_client_frame(&request(&hs, 0, 1), now, |_| 0);
-        s.on_broker_frame(&response(&SaslHandshakeResponse::default(), 0, 1));
-        // The client's raw token: no Kafka header, never parsed as one.
-        let got = s.on_client_frame(b"\0bob\0pw", now, |_| 0);
-        assert_eq!(got.head, RequestHead::Token);
-        assert_eq!(got.auth, Some(AuthNote::User("bob".into())));
-        let got = s.on_broker_frame(b"");
-        assert!(matches!(got.answer, Answer::Token));
-        assert_eq!(got.auth, Some(AuthNote::Accepted));
-        assert_eq!(s.info().principal().as_deref(), Some("bob"));
-        // Kafka requests again after it.
-        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 0);
-        assert!(matches!(got.head, RequestHead::Request { api_key: 3, .. }));
-    }
-
-    /// Reads every frame and passes it.
-    struct Observe;
-    impl Filter for Observe {}
-
-    #[test]
-    fn the_one_parse_is_handed_on_with_the_frame() {
-        let now = Instant::now();
-        // No reader of a Metadata request's body: nothing parses it, and the hooks parse it.
-        let mut s = session(FilterChain::new());
-        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 1), now, |_| 0);
-        assert_eq!((got.action, got.read), (Action::Forward, None));
-        // A Metadata answer feeds the book of topic names: parsed once, and said so.
-        let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 1));
-        assert_eq!((got.action, got.read_at), (Action::Forward, Some(12)));
-        // A filter that reads the request: its parse is handed on.
-        let mut chain = FilterChain::new();
-        chain.push(Observe);
-        let mut s = session(chain);
-        let got = s.on_client_frame(&request(&MetadataRequest::default(), 12, 2), now, |_| 0);
-        assert_eq!((got.action, got.read), (Action::Forward, Some(Ok(()))));
-        // A body that does not decode: the parse's error is handed on (the chain forwards
-        // nothing it cannot read, so the connection closes).
-        let mut bad = request(&MetadataRequest::default(), 12, 3);
-        bad.push(0xff);
-        bad.truncate(bad.len() - 2);
-        let got = s.on_client_frame(&bad, now, |_| 0);
-        assert!(matches!(got.read, Some(Err(_))), "{got:?}");
-        assert!(matches!(got.action, Action::Close(_)));
-    }
-
-    #[test]
-    fn acks_zero_produce_is_not_awaited() {
-        let mut s = session(FilterChain::new());
-        let now = Instant::now();
-        let quiet = crate::codec::messages::ProduceRequest { acks: 0, ..Default::default() };
-        let got = s.on_client_frame(&request(&quiet, 9, 1), now, |_| 0);
-        assert!(matches!(got.head, RequestHead::Request { expects: false, .. }));
-        assert_eq!(s.in_flight(), 0);
-    }
-}
+mod tests;
