@@ -324,8 +324,8 @@ fn find_coordinator_keys_by_version() {
 
 #[test]
 fn refused_apis_and_unknown_tenants() {
-    let request = DescribeClientQuotasRequest::default();
-    assert!(matches!(chain(Tenant::new(PREFIX)).on_request(&request_frame(&request, 1)), Verdict::Close(_)));
+    let request = DescribeUserScramCredentialsRequest::default();
+    assert!(matches!(chain(Tenant::new(PREFIX)).on_request(&request_frame(&request, 0)), Verdict::Close(_)));
     // ApiVersions answers leave the refused APIs out.
     let keys = [
         ApiVersion {
@@ -335,9 +335,9 @@ fn refused_apis_and_unknown_tenants() {
             ..Default::default()
         },
         ApiVersion {
-            api_key: ApiKey::DescribeClientQuotas.to_i16(),
+            api_key: ApiKey::DescribeUserScramCredentials.to_i16(),
             min_version: 0,
-            max_version: 1,
+            max_version: 0,
             ..Default::default()
         },
     ];
@@ -784,7 +784,7 @@ fn apis_not_opened_to_tenants_are_refused_and_left_out() {
     let listed: Vec<ApiKey> = view.api_keys().iter().filter_map(|k| ApiKey::from_i16(k.api_key())).collect();
     for refused in [
         ApiKey::ListConfigResources,
-        ApiKey::DescribeClientQuotas,
+        ApiKey::DescribeUserScramCredentials,
         ApiKey::WriteTxnMarkers,
         ApiKey::Vote,
         ApiKey::ReadShareGroupState,
@@ -797,7 +797,7 @@ fn apis_not_opened_to_tenants_are_refused_and_left_out() {
     {
         assert!(listed.contains(&open), "{open:?} not offered to a tenant");
     }
-    for open in ADMIN {
+    for open in ADMIN.into_iter().chain([ApiKey::DescribeClientQuotas, ApiKey::AlterClientQuotas]) {
         assert!(listed.contains(&open), "{open:?} not offered to a tenant");
     }
     // Between the two lists, every API kwire knows: none is left undecided (the filter's

@@ -756,7 +756,13 @@ mod splice;
 #[cfg(feature = "reflect")]
 mod tenant;
 #[cfg(feature = "reflect")]
+mod tenant_acls;
+#[cfg(feature = "reflect")]
 mod tenant_admin;
+#[cfg(feature = "reflect")]
+mod tenant_quotas;
+#[cfg(feature = "reflect")]
+mod tenant_walk;
 mod topic_names;
 #[cfg(feature = "api-produce")]
 mod validate;
@@ -775,6 +781,8 @@ pub use splice::{Edit, EntityKind, SpliceError, splice_request, splice_response}
 pub use tenant::Tenant;
 #[cfg(feature = "proxy")]
 pub(crate) use tenant::topic_id;
+#[cfg(feature = "proxy")]
+pub(crate) use tenant_acls::{AclLookups, Binding, LookedUp};
 pub use topic_names::{TopicName, TopicNames};
 #[cfg(feature = "api-produce")]
 pub use validate::{
