@@ -693,9 +693,10 @@ fn tenants_have_configs_acls_and_quotas_of_their_own() {
         format!("{ty}:{pattern}:{name}:User:{user}:READ:ALLOW")
     };
     let own = |user: &str, prefix: &str| {
+        // As the AdminClient lists them: sorted.
         vec![
-            binding("TOPIC", "LITERAL", &format!("{prefix}orders-{tag}"), user),
             binding("GROUP", "PREFIXED", &format!("{prefix}group-{tag}"), user),
+            binding("TOPIC", "LITERAL", &format!("{prefix}orders-{tag}"), user),
         ]
     };
     let quota = |user: &str| format!("{{user={user}}}={{consumer_byte_rate=1.0E9}}");

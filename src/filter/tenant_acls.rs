@@ -15,8 +15,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::tenant_admin::{
-    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, Pending, Refused, Why, int8, item_schema, put, string,
-    structs, take,
+    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, Pending, Why, int8, item_schema, put, string, structs,
+    take,
 };
 use crate::tools::reflect::value::{StructValue, Value};
 
