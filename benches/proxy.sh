@@ -120,6 +120,8 @@ cleanup() {
   [ -n "$opener_pid" ] && kill "$opener_pid" 2>/dev/null || true
   [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null || true
   bash tests/kafka/broker.sh stop "$work/broker" || true
+  # The broker's logs (gigabytes after a run): the results are kept, the data is not.
+  rm -rf "$work/broker"
 }
 trap cleanup EXIT
 
@@ -239,66 +241,8 @@ for round in $(seq "$rounds"); do
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$results" "$load_before" "$load_after" "$secs" "$rounds" "$producers" "$pings" "$idle" "$commit" "$("$haproxy" -v | head -1 | cut -d' ' -f1-3)" <<'PY'
-import json, sys
-path, load_before, load_after, secs, rounds, producers, pings, idle, commit, hap = sys.argv[1:]
-rounds = int(rounds)
-rows = [json.loads(l) for l in open(path)]
-def get(rnd, p, conns, phase):
-    for r in rows:
-        if r["round"] == rnd and r["path"] == p and r.get("conns") == conns and r["phase"] == phase:
-            return r
-def mbps(r):
-    x = r["load"]
-    return x["produce_mb_per_s"] + x["consume_mb_per_s"]
-def mbytes(r):
-    x = r["load"]
-    return (x["produced_records"] + x["consumed_records"]) * 1024 / 1e6
-names = {"direct": "direct", "haproxy": "haproxy (tcp)", "kwire": "kwire proxy (text log)", "quiet": "kwire proxy --quiet",
-         "base": "base build --quiet (KWIRE_BASE)", "tenant": "kwire proxy --quiet, one tenant",
-         "filter": "library + example filter, no log", "validate": "kwire proxy --quiet --validate (JSON values)"}
-paths = [p for p in ["direct", "haproxy", "kwire", "quiet", "base", "tenant", "filter", "validate"] if any(r["path"] == p for r in rows)]
-print(f"commit {commit}, {hap}; {rounds} rounds, {secs} s throughput phases "
-      f"({producers} producers as fast as they can and 1 consumer, 1 KB records, no compression), "
-      f"{pings} pings (ApiVersions v3, one at a time); load average before {load_before}, after {load_after}\n")
-for conns in ["few", idle]:
-    label = "a few connections (the load's own)" if conns == "few" else f"{idle} idle connections held through the same path, plus the load's"
-    print(f"**{label}**\n")
-    print("| path | round | MB/s | vs direct | proxy CPU ms per MB (= millicores per MB/s) | CPU per MB vs haproxy | proxy CPU µs per request | Produce p50 / p99 ms | ping p50 / p99 µs | ping added p50 / p99 µs | proxy CPU µs per ping | proxy RSS under load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for p in paths:
-        for rnd in range(1, rounds + 1):
-            tp, pg = get(rnd, p, conns, "throughput"), get(rnd, p, conns, "ping")
-            d_tp, d_pg = get(rnd, "direct", conns, "throughput"), get(rnd, "direct", conns, "ping")
-            x, y = tp["load"], pg["load"]
-            dy = d_pg["load"] if d_pg else None
-            proxied = p != "direct"
-            cpu_mb = f"{tp['proxy_cpu_s'] / mbytes(tp) * 1e3:.2f}" if proxied else "-"
-            h_tp = get(rnd, "haproxy", conns, "throughput")
-            vs_hap = "-"
-            if proxied and h_tp and h_tp["proxy_cpu_s"] > 0:
-                vs_hap = f"{(tp['proxy_cpu_s'] / mbytes(tp)) / (h_tp['proxy_cpu_s'] / mbytes(h_tp)):.2f}x"
-            cpu_req = f"{tp['proxy_cpu_s'] / x['requests'] * 1e6:.0f}" if proxied and x["requests"] else "-"
-            cpu_ping = f"{pg['proxy_cpu_s'] / y['requests'] * 1e6:.0f}" if proxied else "-"
-            rss = f"{tp['rss_kib'] / 1024:.0f} MB" if proxied else "-"
-            vs_direct = f"{100 * mbps(tp) / mbps(d_tp):.0f}%" if d_tp else "-"
-            added = f"{y['p50_us'] - dy['p50_us']:+d} / {y['p99_us'] - dy['p99_us']:+d}" if dy else "-"
-            print(f"| {names[p]} | {rnd} | {mbps(tp):.0f} | {vs_direct} | {cpu_mb} | {vs_hap} | {cpu_req} | "
-                  f"{x.get('produce_p50_us', 0) / 1e3:.1f} / {x.get('produce_p99_us', 0) / 1e3:.1f} | "
-                  f"{y['p50_us']} / {y['p99_us']} | {added} | "
-                  f"{cpu_ping} | {rss} |")
-    print()
-print(f"**memory** (RSS of the proxy process before any connection, and with {idle} idle connections)\n")
-print("| path | RSS at start | RSS with idle connections | per idle connection |")
-print("| --- | --- | --- | --- |")
-for p in paths:
-    if p == "direct":
-        continue
-    ms = [r for r in rows if r["path"] == p and r["phase"] == "memory"]
-    ms.sort(key=lambda r: r["round"])
-    start = " / ".join(f"{m['rss_before_kib'] / 1024:.1f} MB" for m in ms)
-    held = " / ".join(f"{m['rss_idle_kib'] / 1024:.1f} MB" for m in ms)
-    per = " / ".join(f"{(m['rss_idle_kib'] - m['rss_before_kib']) / m['idle']:.1f} KiB" for m in ms)
-    print(f"| {names[p]} | {start} | {held} | {per} |")
-print()
-PY
+# The run's conditions go to stderr; the figures into docs/benchmarks.md ("Proxy"), which
+# benches/proxy_report.py writes from the results (and prints here).
+say "commit $commit, $("$haproxy" -v | head -1 | cut -d' ' -f1-3); $rounds rounds, $secs s throughput phases, $producers producers, $pings pings; load average before $load_before, after $load_after"
+python3 benches/proxy_report.py "$results" --print
+python3 benches/proxy_report.py "$results"

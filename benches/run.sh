@@ -33,6 +33,9 @@ rm -rf target/criterion target/gungraun
 "$CARGO" bench --bench fetch_path -- "$@"
 # Record batches: kwire, kafka-protocol, the decompressors and CRC-32C (records/*).
 "$CARGO" bench --bench records -- "$@"
+# A tenant's renaming of a 20 × 10 Fetch request (benches/tenant.rs): the splice, the whole
+# filter chain and the value tree it replaced.
+"$CARGO" bench --features proxy --bench tenant -- "$@"
 
 # krabka-protocol 0.8 needs a newer rustc than kwire's: its bench crate pins one in
 # benches/krabka/rust-toolchain.toml, which rustup applies because cargo runs in that
