@@ -39,6 +39,9 @@ fn response_frame(body: &impl AnyBody, version: i16) -> Vec<u8> {
 
 type Entity = Vec<(&'static str, Option<&'static str>)>;
 
+/// An entity as the broker or the client gets it.
+type Owned = Vec<(String, Option<String>)>;
+
 fn alter_entry(entity: &Entity) -> AlterClientQuotasRequestEntryData<'static> {
     let parts: Vec<_> = entity
         .iter()
@@ -53,7 +56,7 @@ fn alter_entry(entity: &Entity) -> AlterClientQuotasRequestEntryData<'static> {
 }
 
 /// The entities of an AlterClientQuotas request as the broker gets it.
-fn sent_entities(frame: &[u8]) -> Vec<Vec<(String, Option<String>)>> {
+fn sent_entities(frame: &[u8]) -> Vec<Owned> {
     let parsed = kwire::dispatch::parse_request(frame).unwrap();
     let RequestBody::AlterClientQuotas(r) = RequestBody::from(parsed.body) else { panic!("not alter") };
     r.entries
@@ -67,7 +70,7 @@ fn sent_entities(frame: &[u8]) -> Vec<Vec<(String, Option<String>)>> {
         .collect()
 }
 
-fn owned(e: &Entity) -> Vec<(String, Option<String>)> {
+fn owned(e: &Entity) -> Owned {
     e.iter().map(|(t, n)| (t.to_string(), n.map(str::to_string))).collect()
 }
 
@@ -129,7 +132,7 @@ fn alter_sets_only_the_tenants_users_quotas() {
         };
         let parsed = kwire::dispatch::parse_response(&got, ApiKey::AlterClientQuotas, version).unwrap();
         let ResponseBody::AlterClientQuotas(r) = ResponseBody::from(parsed.body) else { panic!() };
-        let mut got: Vec<(Vec<(String, Option<String>)>, i16)> = r
+        let mut got: Vec<(Owned, i16)> = r
             .entries
             .iter()
             .map(|e| {

@@ -122,7 +122,14 @@ public final class TenantAdmin {
                 ConfigResource mine = new ConfigResource(ConfigResource.Type.TOPIC, topic);
                 AlterConfigOp set = new AlterConfigOp(new ConfigEntry("retention.ms", retention), AlterConfigOp.OpType.SET);
                 admin.incrementalAlterConfigs(Map.of(mine, List.of(set))).all().get();
-                String read = admin.describeConfigs(List.of(mine)).all().get().get(mine).get("retention.ms").value();
+                // The broker learns the change from the controller's metadata a moment later.
+                String read = "";
+                for (int i = 0; i < 100 && !read.equals(retention); i++) {
+                    if (i > 0) {
+                        Thread.sleep(100);
+                    }
+                    read = admin.describeConfigs(List.of(mine)).all().get().get(mine).get("retention.ms").value();
+                }
                 String otherPrefix = user.equals("alice") ? "tenant-b." : "tenant-a.";
                 ConfigResource theirs = new ConfigResource(ConfigResource.Type.TOPIC, otherPrefix + topic);
                 String theirsRead = outcome(admin.describeConfigs(List.of(theirs)).all());
