@@ -760,6 +760,8 @@ mod tenant_acls;
 #[cfg(feature = "reflect")]
 mod tenant_admin;
 #[cfg(feature = "reflect")]
+mod tenant_fields;
+#[cfg(feature = "reflect")]
 mod tenant_quotas;
 #[cfg(feature = "reflect")]
 mod tenant_walk;
@@ -780,7 +782,7 @@ pub use splice::{Edit, EntityKind, SpliceError, splice_request, splice_response}
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
 #[cfg(feature = "proxy")]
-pub(crate) use tenant::topic_id;
+pub(crate) use tenant_walk::topic_id;
 #[cfg(feature = "proxy")]
 pub(crate) use tenant_acls::{AclLookups, Binding, LookedUp};
 pub use topic_names::{TopicName, TopicNames};

@@ -1,21 +1,21 @@
 //! [`Tenant`]: one connection's tenant of a virtual cluster, from the schemas' entity marks.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::splice::{Edit, Parts, splice_parts};
 use super::tenant_acls::TenantLookups;
 use super::tenant_admin::{self, Names, Pending, as_is, unprefix_message};
-use super::tenant_walk::rewrite;
+use super::tenant_walk::{StandIns, Way, owned_entity, rewrite, topic_id};
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
 use crate::codec::dispatch::{Request, Response};
 use crate::codec::entities::{self, EntityKind, Found};
 use crate::codec::messages::entity_walker;
 use crate::codec::types::{Uuid, Versions};
-use crate::tools::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
+use crate::tools::reflect::{self, FieldType, MessageSchema, StructSchema};
 
 /// Why a tenant may not use an API, or `None` for an API open to tenants: rewritten from the
 /// entity marks of Kafka's schemas (topic names, group ids, transactional ids, topic ids),
@@ -126,77 +126,8 @@ pub(crate) fn refusal(api: ApiKey) -> Option<&'static str> {
     }
 }
 
-/// Whether a field names an entity a tenant owns: a string (or array of strings) marked as
-/// a topic name, group id or transactional id; and FindCoordinator's keys, which are group
-/// or transactional ids by their `KeyType` and carry no mark.
-fn owned_entity(api: ApiKey, field: &reflect::FieldSchema) -> bool {
-    let string = match &field.ty {
-        FieldType::String => true,
-        FieldType::Array(t) => matches!(t, FieldType::String),
-        _ => false,
-    };
-    let marked = matches!(field.entity, Some(Entity::TopicName | Entity::GroupId | Entity::TransactionalId));
-    string && (marked || (api == ApiKey::FindCoordinator && matches!(field.name, "Key" | "CoordinatorKeys")))
-}
-
-/// Whether a field holds a topic id: a `uuid` named `TopicId`, which is every topic id in
-/// Kafka's schemas (the other `uuid` fields are log directories, client instances and
-/// broker incarnations).
-pub(crate) fn topic_id(field: &reflect::FieldSchema) -> bool {
-    matches!(field.ty, FieldType::Uuid) && field.name == "TopicId"
-}
-
 /// The most config and ACL requests one connection has in flight.
 const MAX_IN_FLIGHT: usize = 1024;
-
-/// The most stand-in ids one connection keeps (see [`StandIns`]).
-const MAX_STAND_INS: usize = 4096;
-
-/// One connection's stand-ins for topic ids that are not its tenant's: a request naming
-/// such an id reaches the broker with a stand-in that no topic can have, so the broker
-/// answers it as Kafka answers any unknown id (UNKNOWN_TOPIC_ID, in the place each API and
-/// version gives it), and the answer gets the client's id back. A stand-in is a version-0
-/// UUID (`6b77697265 2d 0000` then a count: "kwire-"); Kafka gives topics random version-4
-/// UUIDs and reserves only the all-zero one and `...0001` among the others.
-#[derive(Debug, Default)]
-pub(super) struct StandIns {
-    by_id: BTreeMap<Uuid, Uuid>,
-    back: BTreeMap<Uuid, Uuid>,
-    next: u64,
-}
-
-impl StandIns {
-    /// The stand-in for `id` (the same for the connection's life, within [`MAX_STAND_INS`]).
-    pub(super) fn for_id(&mut self, id: Uuid) -> Uuid {
-        if let Some(s) = self.by_id.get(&id) {
-            return *s;
-        }
-        if self.by_id.len() >= MAX_STAND_INS {
-            self.by_id.clear();
-            self.back.clear();
-        }
-        self.next += 1;
-        let mut b = [0u8; 16];
-        b[..6].copy_from_slice(b"kwire-");
-        b[8..].copy_from_slice(&self.next.to_be_bytes());
-        let stand_in = Uuid(b);
-        self.by_id.insert(id, stand_in);
-        self.back.insert(stand_in, id);
-        stand_in
-    }
-
-    pub(super) fn original(&self, stand_in: &Uuid) -> Option<Uuid> {
-        self.back.get(stand_in).copied()
-    }
-}
-
-pub(super) fn names(api: ApiKey, field: &reflect::FieldSchema) -> Names {
-    match owned_entity(api, field) {
-        false => Names::Not,
-        true if field.entity == Some(Entity::TopicName) => Names::Topics,
-        true => Names::Ids,
-    }
-}
 
 /// Whether a message has any field [`owned_entity`] accepts, at any depth.
 fn has_owned_entities(api: ApiKey, schema: &MessageSchema) -> bool {
@@ -493,18 +424,6 @@ impl Filter for Tenant {
         // A request kwire cannot read could name anything, unprefixed.
         true
     }
-}
-
-/// Which way a body goes through a [`Tenant`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Way {
-    /// A request to the broker: names get the prefix, and topic ids that are not the
-    /// tenant's their stand-ins.
-    ToBroker,
-    /// An answer to the client: names lose the prefix, stand-ins give the client's ids back,
-    /// the book learns the ids the answer names, and entries that name another tenant's
-    /// entity (or topic id) are left out.
-    ToClient,
 }
 
 /// The kind of names an entity field holds, for [`as_is`].

@@ -14,8 +14,8 @@ use alloc::borrow::ToOwned;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::tenant_admin::{
-    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, Pending, Why, int8, item_schema, put, string, structs,
+use super::tenant_fields::{
+    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, Refused, Why, int8, item_schema, put, string, structs,
     take,
 };
 use crate::tools::reflect::value::{StructValue, Value};
@@ -212,7 +212,7 @@ fn exact(pattern: i8, name: Option<&str>, prefix: &str) -> Result<Vec<(i8, Strin
     Ok(out)
 }
 
-pub(super) fn create_acls_request(value: &mut StructValue, prefix: &str) -> Result<Pending, String> {
+pub(super) fn create_acls_request(value: &mut StructValue, prefix: &str) -> Result<Vec<Refused>, String> {
     let mut kept = Vec::new();
     let mut refused = Vec::new();
     for (i, mut c) in structs(take(value, "Creations")?)?.into_iter().enumerate() {
@@ -241,7 +241,7 @@ pub(super) fn create_acls_request(value: &mut StructValue, prefix: &str) -> Resu
         }
     }
     put(value, "Creations", kept);
-    Ok(Pending::Entries(refused))
+    Ok(refused)
 }
 
 fn filter_of(s: &StructValue) -> Result<AclFilter, String> {
@@ -258,15 +258,15 @@ fn set_filter(s: &mut StructValue, resource_type: i8, pattern: i8, name: Option<
     s.set("ResourceNameFilter", name.map_or(Value::Null, Value::String));
 }
 
-pub(super) fn describe_acls_request(value: &mut StructValue, prefix: &str) -> Pending {
+pub(super) fn describe_acls_request(value: &mut StructValue, prefix: &str) -> Result<AclFilter, Why> {
     let filter = match filter_of(value) {
         Ok(f) => f,
-        Err(e) => return Pending::Describe(Err(Why(INVALID_REQUEST, e))),
+        Err(e) => return Err(Why(INVALID_REQUEST, e)),
     };
     if let Err(why) = acl_types(filter.resource_type) {
         // Sent on as a filter for no binding of any tenant's; the answer gets the error.
         set_filter(value, ACL_TOPIC, LITERAL, Some(prefix.to_owned()));
-        return Pending::Describe(Err(why));
+        return Err(why);
     }
     // One exact pattern when there is one; else every binding of the type, narrowed on
     // the way back.
@@ -277,7 +277,7 @@ pub(super) fn describe_acls_request(value: &mut StructValue, prefix: &str) -> Pe
         }
         _ => set_filter(value, filter.resource_type, PATTERN_ANY, None),
     }
-    Pending::Describe(Ok(filter))
+    Ok(filter)
 }
 
 pub(super) fn describe_acls_response(
@@ -339,7 +339,7 @@ pub(super) fn delete_acls_request(
     value: &mut StructValue,
     prefix: &str,
     mut looked_up: Vec<Option<LookedUp>>,
-) -> Result<Pending, String> {
+) -> Result<Vec<Result<usize, Why>>, String> {
     let mut sent = Vec::new();
     let mut groups = Vec::new();
     for (i, f) in structs(take(value, "Filters")?)?.into_iter().enumerate() {
@@ -375,7 +375,7 @@ pub(super) fn delete_acls_request(
         }
     }
     put(value, "Filters", sent);
-    Ok(Pending::Delete(groups))
+    Ok(groups)
 }
 
 pub(super) fn delete_acls_response(
@@ -536,7 +536,7 @@ mod tests {
         }
         // A look-up feeds the DeleteAcls rewrite; without one, the filter is refused.
         let schema = crate::tools::reflect::request_schema(crate::ApiKey::DeleteAcls);
-        let filters_schema = super::super::tenant_admin::item_schema(schema.body, "Filters").unwrap();
+        let filters_schema = super::super::tenant_fields::item_schema(schema.body, "Filters").unwrap();
         let mut f = StructValue::new(filters_schema);
         set_filter(&mut f, ACL_ANY, PATTERN_ANY, None);
         let make = || {
@@ -545,11 +545,11 @@ mod tests {
             v
         };
         let mut v = make();
-        let Pending::Delete(groups) = delete_acls_request(&mut v, P, Vec::new()).unwrap() else { panic!() };
+        let groups = delete_acls_request(&mut v, P, Vec::new()).unwrap();
         assert!(matches!(groups[..], [Err(Why(INVALID_REQUEST, _))]));
         let mut v = make();
         let found = alloc::vec![Some(Ok(broker.clone()))];
-        let Pending::Delete(groups) = delete_acls_request(&mut v, P, found).unwrap() else { panic!() };
+        let groups = delete_acls_request(&mut v, P, found).unwrap();
         assert!(matches!(groups[..], [Ok(36)]), "{groups:?}");
         let Some(Value::Array(sent)) = v.get("Filters") else { panic!() };
         assert_eq!(sent.len(), 36);
@@ -560,7 +560,7 @@ mod tests {
         }
         let mut v = make();
         let denied = alloc::vec![Some(Err((31, Some("no".to_owned()))))];
-        let Pending::Delete(groups) = delete_acls_request(&mut v, P, denied).unwrap() else { panic!() };
+        let groups = delete_acls_request(&mut v, P, denied).unwrap();
         assert!(matches!(groups[..], [Err(Why(31, _))]));
         assert!(exact(LITERAL, None, P).is_err());
     }

@@ -17,15 +17,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::tenant_acls::{self, AclFilter};
+use super::tenant_fields::{
+    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, Refused, Why, int8, item_schema, put, string, structs,
+    take,
+};
 use super::tenant_quotas::{self, RefusedEntity};
 use crate::ApiKey;
 use crate::tools::reflect::value::{Encoding, StructValue, Value};
-use crate::tools::reflect::{self, FieldType, MessageSchema, StructSchema};
-
-/// CLUSTER_AUTHORIZATION_FAILED.
-pub(super) const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
-/// INVALID_REQUEST.
-pub(super) const INVALID_REQUEST: i16 = 42;
+use crate::tools::reflect::{self, MessageSchema};
 
 // Config resource types.
 const CONFIG_TOPIC: i8 = 2;
@@ -47,13 +46,6 @@ pub(super) fn handles(api: ApiKey) -> bool {
     )
 }
 
-/// An error code and message for an entry the proxy answers itself.
-#[derive(Clone, Debug)]
-pub(super) struct Why(pub(super) i16, pub(super) String);
-
-/// An entry refused by its position in the request, with the config resource it named.
-pub(super) type Refused = (usize, Why, Option<(i8, String)>);
-
 /// What the answer to a rewritten request needs.
 #[derive(Debug)]
 pub(super) enum Pending {
@@ -68,56 +60,6 @@ pub(super) enum Pending {
     Quotas(Vec<RefusedEntity>),
     /// DescribeClientQuotas: the answer keeps the tenant's entities.
     QuotaList,
-}
-
-fn field(s: &StructValue, name: &str) -> Option<usize> {
-    s.schema.fields.iter().position(|f| f.name == name)
-}
-
-pub(super) fn int8(s: &StructValue, name: &str) -> Option<i8> {
-    match s.get(name) {
-        Some(Value::Int8(v)) => Some(*v),
-        _ => None,
-    }
-}
-
-pub(super) fn string(s: &StructValue, name: &str) -> Option<String> {
-    match s.get(name) {
-        Some(Value::String(v)) => Some(v.clone()),
-        _ => None,
-    }
-}
-
-/// The items of an array field, taken out of the struct.
-pub(super) fn take(s: &mut StructValue, name: &str) -> Result<Vec<Value>, String> {
-    let i = field(s, name).ok_or_else(|| alloc::format!("no field {name}"))?;
-    match s.fields.get_mut(i).and_then(Option::take) {
-        Some(Value::Array(items)) => Ok(items),
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(_) => Err(alloc::format!("{name} is not an array")),
-    }
-}
-
-/// The struct schema of an array field's items.
-pub(super) fn item_schema(s: &'static StructSchema, name: &str) -> Option<&'static StructSchema> {
-    match s.fields.iter().find(|f| f.name == name)?.ty {
-        FieldType::Array(FieldType::Struct(inner)) => Some(inner),
-        _ => None,
-    }
-}
-
-pub(super) fn structs(items: Vec<Value>) -> Result<Vec<StructValue>, String> {
-    items
-        .into_iter()
-        .map(|v| match v {
-            Value::Struct(s) => Ok(s),
-            _ => Err("an entry is not a struct".to_owned()),
-        })
-        .collect()
-}
-
-pub(super) fn put(s: &mut StructValue, name: &str, items: Vec<StructValue>) {
-    s.set(name, Value::Array(items.into_iter().map(Value::Struct).collect()));
 }
 
 /// The array of resources (or creations, or filters) of a request and of its answer.
@@ -150,12 +92,16 @@ pub(super) fn request(
         ApiKey::DescribeConfigs | ApiKey::AlterConfigs | ApiKey::IncrementalAlterConfigs => {
             configs_request(&mut value, prefix).map_err(|e| fail(&e))?
         }
-        ApiKey::CreateAcls => tenant_acls::create_acls_request(&mut value, prefix).map_err(|e| fail(&e))?,
-        ApiKey::DescribeAcls => tenant_acls::describe_acls_request(&mut value, prefix),
-        ApiKey::DeleteAcls => {
-            tenant_acls::delete_acls_request(&mut value, prefix, looked_up).map_err(|e| fail(&e))?
+        ApiKey::CreateAcls => {
+            Pending::Entries(tenant_acls::create_acls_request(&mut value, prefix).map_err(|e| fail(&e))?)
         }
-        ApiKey::AlterClientQuotas => tenant_quotas::alter_request(&mut value, users).map_err(|e| fail(&e))?,
+        ApiKey::DescribeAcls => Pending::Describe(tenant_acls::describe_acls_request(&mut value, prefix)),
+        ApiKey::DeleteAcls => Pending::Delete(
+            tenant_acls::delete_acls_request(&mut value, prefix, looked_up).map_err(|e| fail(&e))?,
+        ),
+        ApiKey::AlterClientQuotas => {
+            Pending::Quotas(tenant_quotas::alter_request(&mut value, users).map_err(|e| fail(&e))?)
+        }
         ApiKey::DescribeClientQuotas => Pending::QuotaList,
         _ => return Err(fail(&"not an API of configs, ACLs or quotas")),
     };

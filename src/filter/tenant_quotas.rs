@@ -24,8 +24,8 @@ use alloc::borrow::ToOwned;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::tenant_admin::{
-    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, Pending, Why, item_schema, put, structs, take,
+use super::tenant_fields::{
+    CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, Why, item_schema, put, structs, take,
 };
 use crate::tools::reflect::value::{StructValue, Value};
 
@@ -88,7 +88,7 @@ fn entity_of(entry: &StructValue) -> Result<Entity, String> {
 pub(super) fn alter_request(
     value: &mut StructValue,
     users: &dyn Fn(&str) -> bool,
-) -> Result<Pending, String> {
+) -> Result<Vec<RefusedEntity>, String> {
     let mut kept = Vec::new();
     let mut refused = Vec::new();
     for (i, e) in structs(take(value, "Entries")?)?.into_iter().enumerate() {
@@ -99,7 +99,7 @@ pub(super) fn alter_request(
         }
     }
     put(value, "Entries", kept);
-    Ok(Pending::Quotas(refused))
+    Ok(refused)
 }
 
 /// AlterClientQuotas' answer: the refused entries go back in at their places, each with
