@@ -84,10 +84,28 @@ EOF
   } | tee "$out/sizes.md"
   rm -rf "$dir"
 }
-if [ "${1:-}" = sizes ]; then
-  sizes
-  exit 0
-fi
+# Where the release build's work goes (`cargo llvm-lines`, installed if missing): the LLVM
+# IR each generic function hands to LLVM before optimisation, with its copies, for the
+# library with default features (every API). `bash benches/build_cost.sh llvm-lines` runs
+# this part alone; benches/build_report.py puts the totals and the top entries into
+# docs/benchmarks.md ("Where the build goes"). Counts, not times: the machine's load does
+# not move them. Symbol names are rustc's v0 names, in which each copy of a generic function
+# is named with its type arguments: build_report.py counts the copies together.
+llvm_lines() {
+  local dir="$out/target-llvm-lines"
+  if ! cargo llvm-lines --version >/dev/null 2>&1; then
+    "$CARGO" install --locked cargo-llvm-lines --version 0.4.48
+  fi
+  rm -rf "$dir"
+  CARGO_TARGET_DIR="$dir" "$CARGO" "+$toolchain" llvm-lines --release --lib --manifest-path "$root/Cargo.toml" \
+    --color never >"$out/llvm-lines.txt" 2>"$out/log" || { cat "$out/log" >&2; exit 1; }
+  rm -rf "$dir"
+  python3 "$root/benches/build_report.py" --llvm-lines "$out/llvm-lines.txt"
+}
+case "${1:-}" in
+  sizes) sizes; exit 0 ;;
+  llvm-lines) llvm_lines; exit 0 ;;
+esac
 # A scratch library crate depending on one peer, outside kwire's workspace.
 scratch() { # name, dependency line
   mkdir -p "$out/crates/$1/src"
@@ -178,3 +196,4 @@ echo "]" >>"$json"
 } | tee "$out/results.md"
 
 sizes
+llvm_lines

@@ -32,7 +32,9 @@
 # (benches/proxy_filter.rs), every Produce request read by the filter; and "validate":
 # kwire --quiet --validate 'bench-*=json' with the producers' values one 1 KB JSON
 # document each (KWIRE_BENCH_JSON, tests/interop/go/bench.go), so every record's value is
-# checked as JSON on its way (docs/proxy.md, "Record validation").
+# checked as JSON on its way (docs/proxy.md, "Record validation"); and "encrypt": kwire
+# --quiet --encrypt 'bench*=kek-bench' --kms memory, so every record's value is sealed with
+# AES-256-GCM on Produce and opened on Fetch (docs/proxy.md, "Record encryption").
 # KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
 # rounds as the others (an A/B of two builds against the same haproxy), e.g.
 #   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
@@ -88,10 +90,15 @@ listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:@PORT2@,CONTROLLER://127.
 advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,HAP://127.0.0.1:$hport
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,HAP:PLAINTEXT
 log.segment.bytes=67108864
+message.max.bytes=2097152
 log.retention.ms=20000
 log.retention.check.interval.ms=5000
 file.delete.delay.ms=1000
 EOF
+# Batches of up to 2 MiB: franz-go fills its batches to 1 MB, the broker's default limit, and
+# the path `encrypt` adds an envelope of about 100 bytes to each record, so its batches pass
+# that limit (MESSAGE_TOO_LARGE for nearly every Produce request otherwise); the other paths'
+# batches stay at 1 MB.
 # Retention of 20 s (64 MB segments, deleted a second after): a throughput phase writes
 # about 2.5 GB, which would otherwise fill the disk (a run kept 30 GB with Kafka's
 # defaults, 23 GB with a minute's retention and the default minute of delete delay). Each
@@ -160,11 +167,12 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet | base | tenant | filter | validate)
+    kwire | quiet | base | tenant | filter | validate | encrypt)
       local flags=() bin=$kwire
       [ "$1" = kwire ] || flags=(--quiet)
       [ "$1" = tenant ] && flags=(--quiet --tenant default=bench.)
       [ "$1" = validate ] && flags=(--quiet --validate 'bench-*=json')
+      [ "$1" = encrypt ] && flags=(--quiet --encrypt 'bench*=kek-bench' --kms memory)
       if [ "$1" = base ]; then
         bin=${KWIRE_BASE:?set KWIRE_BASE to run the base path}
       fi

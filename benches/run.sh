@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark and writes the report: criterion (kwire, kafka-protocol and the copy
-# floor, in one run; then the record batches of benches/records.rs), then krabka-protocol on
+# floor, in one run; then the record batches of benches/records.rs; then record encryption,
+# benches/encrypt.rs), then krabka-protocol on
 # the same frames (benches/krabka/, a crate of its own on the newer toolchain that its
 # rust-toolchain.toml pins; skipped with a message if that toolchain is missing and cannot
 # be installed), then odradek-protocol and nisshi-sans-io on the same frames and record
@@ -33,6 +34,8 @@ rm -rf target/criterion target/gungraun
 "$CARGO" bench --bench fetch_path -- "$@"
 # Record batches: kwire, kafka-protocol, the decompressors and CRC-32C (records/*).
 "$CARGO" bench --bench records -- "$@"
+# Record encryption on one core: the filter alone beside AES-256-GCM (encrypt/*).
+"$CARGO" bench --features encrypt --bench encrypt -- "$@"
 # A tenant's renaming of a 20 × 10 Fetch request (benches/tenant.rs): the splice, the whole
 # filter chain and the value tree it replaced.
 "$CARGO" bench --features proxy --bench tenant -- "$@"

@@ -70,6 +70,7 @@ pub struct EntityField<'a> {
     #[cfg_attr(not(test), allow(dead_code))]
     pub nullable: bool,
     /// Where the struct that holds the field starts (fields of one struct share it).
+    #[cfg_attr(not(feature = "reflect"), allow(dead_code, reason = "read by the value-tree rewrites"))]
     pub owner: usize,
     tagged: [usize; MAX_TAGGED_DEPTH],
     depth: usize,

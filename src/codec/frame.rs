@@ -81,6 +81,7 @@ pub fn request_ids(frame: &[u8]) -> Option<(i16, i16, i32)> {
 /// The API version a request frame (after its size prefix) carries, as sent; `None` before
 /// four bytes are there (a frame cut inside its header still shows it).
 #[inline]
+#[cfg_attr(not(feature = "capture"), allow(dead_code, reason = "read by the capture reader"))]
 pub(crate) fn request_api_version(frame: &[u8]) -> Option<i16> {
     frame.get(2..4).map(|b| i16::from_be_bytes([b[0], b[1]]))
 }
@@ -89,6 +90,7 @@ pub(crate) fn request_api_version(frame: &[u8]) -> Option<i16> {
 /// nullable string's int16 length after the correlation id, as sent (`-1`: null); `None`
 /// before ten bytes are there.
 #[inline]
+#[cfg_attr(not(feature = "capture"), allow(dead_code, reason = "read by the capture reader"))]
 pub(crate) fn request_client_id_len(frame: &[u8]) -> Option<i16> {
     frame.get(8..10).map(|b| i16::from_be_bytes([b[0], b[1]]))
 }

@@ -203,8 +203,10 @@ pub(super) enum Split<'a> {
     Answer(ResponseBody<'a>),
     /// Forward this body (encoded at the request's version); merge the broker's answer
     /// with `Merge`.
+    #[cfg_attr(not(feature = "reflect"), allow(dead_code, reason = "built by the schema-driven splits"))]
     ForwardBody(Vec<u8>, Merge),
     /// Everything was refused: answer with this body (encoded at the request's version).
+    #[cfg_attr(not(feature = "reflect"), allow(dead_code, reason = "built by the schema-driven splits"))]
     AnswerBody(Vec<u8>),
     /// The request cannot be answered in part, for this reason.
     Unsupported(String),

@@ -25,6 +25,7 @@ mod consumer_groups;
 mod data;
 mod fetch;
 mod kip848;
+mod offsets;
 mod partitions;
 mod sasl;
 mod txn;
@@ -383,53 +384,18 @@ impl<'s> Handler<'s> {
 }
 
 /// Sets the top-level `ThrottleTimeMs` of the response frame written at `at` (if one was
-/// and its version has the field).
+/// and its version has the field), where the generated
+/// [`throttle_time_at`](crate::codec::messages::throttle_time_at) says it is.
 fn set_throttle(out: &mut Outbox, at: usize, reply: ReplyTo, ms: i32) {
-    use crate::tools::reflect::walk::{Field, Scalar, Visitor, walk_body};
+    use crate::codec::messages::throttle_time_at;
     if out.len() <= at {
         return;
     }
     let flexible = reply.api_key.response_header_version(reply.api_version) >= 1;
     let body = at + 8 + usize::from(flexible);
-    let schema = crate::tools::reflect::response_schema(reply.api_key);
-    let first = schema.body.fields.first().filter(|f| f.name == "ThrottleTimeMs");
-    let offset = if let Some(f) = first {
-        // The first field (Fetch's records may be spliced in later, so no walk there).
-        f.versions.contains(reply.api_version).then_some(body)
-    } else if reply.api_key == ApiKey::Fetch {
-        None
-    } else {
-        struct Find {
-            depth: usize,
-            at: Option<usize>,
-        }
-        impl<'a> Visitor<'a> for Find {
-            fn value(&mut self, field: &Field<'_>, _value: Scalar<'a>) {
-                if self.depth == 0 && field.index.is_none() && field.schema.name == "ThrottleTimeMs" {
-                    self.at = Some(field.offset);
-                }
-            }
-            fn enter_struct(&mut self, _: &Field<'_>, _: &'static crate::tools::reflect::StructSchema) {
-                self.depth += 1;
-            }
-            fn leave_struct(&mut self, _: &Field<'_>, _: &'static crate::tools::reflect::StructSchema) {
-                self.depth -= 1;
-            }
-            fn enter_array(&mut self, _: &Field<'_>, _: Option<usize>) {
-                self.depth += 1;
-            }
-            fn leave_array(&mut self, _: &Field<'_>, _: Option<usize>) {
-                self.depth -= 1;
-            }
-        }
-        let mut find = Find { depth: 0, at: None };
-        match out.get(body..) {
-            Some(bytes) if walk_body(schema, reply.api_version, bytes, body, &mut find).is_ok() => find.at,
-            _ => None,
-        }
-    };
-    if let Some(o) = offset
-        && let Some(slot) = out.get_mut(o..o + 4)
+    let Some(bytes) = out.get(body..) else { return };
+    if let Some(offset) = throttle_time_at(reply.api_key, reply.api_version, bytes)
+        && let Some(slot) = out.get_mut(body + offset..body + offset + 4)
     {
         slot.copy_from_slice(&ms.to_be_bytes());
     }
@@ -444,29 +410,15 @@ pub(crate) fn unsupported(reply: ReplyTo, out: &mut Outbox) -> Result<(), ConnEr
 }
 
 /// The response of a request's API at its version with every field at its default but the
-/// top-level `ErrorCode` (where it has one), set to `code`.
+/// top-level `ErrorCode` (where it has one), set to `code`: the generated
+/// [`ResponseBody::error_response`](crate::codec::messages::ResponseBody::error_response).
 pub(crate) fn error_response(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) -> Result<(), ConnError> {
-    use crate::tools::reflect::{Encoding, StructValue, Value};
+    use crate::codec::messages::ResponseBody;
     if !reply.expects_response {
         return Ok(());
     }
-    let schema = crate::tools::reflect::response_schema(reply.api_key);
-    let mut body = StructValue::new(schema.body);
-    let _ = body.set("ErrorCode", Value::Int16(code.to_i16()));
-    let encoding = Encoding::body(schema, reply.api_version);
-    let len = body.encoded_len(encoding).map_err(|_| {
-        ConnError::Encode(crate::codec::error::EncodeError::BufferTooSmall { needed: 0, available: 0 })
-    })?;
-    let header_version = reply.api_key.response_header_version(reply.api_version);
-    let (head, head_len) =
-        crate::codec::frame::encode_response_head(reply.correlation_id, header_version, len)
-            .map_err(ConnError::Encode)?;
-    let at = out.len();
-    out.extend_from_slice(&head[..head_len]);
-    let start = out.len();
-    out.resize(start + len, 0);
-    if body.encode(encoding, &mut out[start..]).is_err() {
-        out.truncate(at);
+    if let Some(body) = ResponseBody::error_response(reply.api_key, reply.api_version, code) {
+        ServerConn::encode_response(reply, &body, out)?;
     }
     Ok(())
 }

@@ -523,6 +523,11 @@ impl<'a> ApiVersionsResponseView<'a> {
         if self.ver.version >= 1 { self.src.i32(self.at[0] as usize) } else { 0 }
     }
 
+    /// Where [`Self::throttle_time_ms`] starts in the body, in a version that has it.
+    pub(crate) fn throttle_time_ms_at(&self) -> usize {
+        self.at[0] as usize
+    }
+
     /// See [`ApiVersionsResponse::supported_features`](ApiVersionsResponse#structfield.supported_features).
     #[inline]
     pub fn supported_features(&self) -> ArrayView<'a, SupportedFeatureKeyView<'a>> {

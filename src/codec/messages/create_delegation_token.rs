@@ -532,6 +532,11 @@ impl<'a> CreateDelegationTokenResponseView<'a> {
         self.src.i32(self.at[5] as usize)
     }
 
+    /// Where [`Self::throttle_time_ms`] starts in the body, in a version that has it.
+    pub(crate) fn throttle_time_ms_at(&self) -> usize {
+        self.at[5] as usize
+    }
+
     /// The tagged fields this schema does not know, as `(tag, bytes)` in wire order.
     #[inline]
     pub fn unknown_tagged_fields(&self) -> TaggedIter<'a> {

@@ -100,6 +100,10 @@
 // The macros that turn the table below into the dispatch enums (by hand).
 mod table;
 
+// Each response's error answer and where its throttle time is (generated).
+mod answers;
+pub use answers::throttle_time_at;
+
 use crate::ApiKey;
 use table::{api_table, dispatch};
 

@@ -834,6 +834,11 @@ impl<'a> ProduceResponseView<'a> {
         self.src.i32(self.at[0] as usize)
     }
 
+    /// Where [`Self::throttle_time_ms`] starts in the body, in a version that has it.
+    pub(crate) fn throttle_time_ms_at(&self) -> usize {
+        self.at[0] as usize
+    }
+
     /// See [`ProduceResponse::node_endpoints`](ProduceResponse#structfield.node_endpoints).
     #[inline]
     pub fn node_endpoints(&self) -> ArrayView<'a, NodeEndpointView<'a>> {

@@ -206,6 +206,7 @@ pub(crate) fn push_uvarint(out: &mut alloc::vec::Vec<u8>, v: u32) {
 /// Appends the zig-zag varlong `v`.
 #[cfg(feature = "alloc")]
 #[inline]
+#[cfg_attr(not(feature = "encrypt"), allow(dead_code, reason = "written by record encryption"))]
 pub(crate) fn push_varlong(out: &mut alloc::vec::Vec<u8>, v: i64) {
     let (b, n) = uvarlong_bytes(zigzag64(v));
     out.extend_from_slice(&b[..n]);

@@ -94,6 +94,7 @@ fn generate() -> BTreeMap<PathBuf, String> {
     apis.sort_by_key(|a| a.key);
     files.insert(root().join("src/codec/api_key/table.rs"), emit::modules::api_key(&apis));
     files.insert(root().join("src/codec/messages/mod.rs"), emit::modules::messages(&apis));
+    files.insert(root().join("src/codec/messages/answers.rs"), emit::answers::module(&apis));
     files.insert(root().join("src/codec/reference/mod.rs"), emit::modules::reference(&apis));
     files.insert(root().join("src/tools/reflect/schemas.rs"), emit::reflect::module(&apis));
     // rustfmt can need a second pass to settle (a long line in a match arm), and the output

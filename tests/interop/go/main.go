@@ -55,6 +55,10 @@ func main() {
 		secure(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "read" {
+		read(os.Args[2:])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "ping" {
 		ping(os.Args[2:])
 		return

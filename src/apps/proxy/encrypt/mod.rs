@@ -10,7 +10,13 @@
 //! | `aws/` | `AwsKms` (feature `encrypt-aws`): the AWS KMS API (`mod.rs` the calls and answers, `config.rs` the settings, `http.rs` the bounded HTTP/1.1 exchange) |
 //! | `format.rs` | the stored form of an encrypted record ([`format`]): the envelope, its associated data, the sealed plaintext, the total parser |
 //! | `dek.rs` | data keys: the current one per KEK (leases of nonces, rotation by count and age), the cache of unwrapped ones ([`KeyPolicy`]) |
-//! | `filter.rs` | the rules ([`EncryptRule`]), [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the Produce and Fetch sides |
+//! | `rules.rs` | the rules ([`EncryptRule`]): topic patterns, KEKs, headers, [`OnFailure`] |
+//! | `filter.rs` | [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the waiting and chain filters |
+//! | `engine.rs` | what the connections share: the rules, the data keys, the refusals on their way to the chain |
+//! | `produce.rs` | the Produce side: records sealed in envelopes, partitions that cannot be refused |
+//! | `fetch.rs` | the Fetch side: records opened in one pass, each batch read once; the policies |
+//! | `tests.rs` | unit tests of the Fetch side: each batch decompressed once, control batches |
+//! | `write.rs` | records and batches written again around new values and headers (both sides) |
 //!
 //! # Choosing a KMS
 //!
@@ -44,6 +50,12 @@
 //!   does not open, and the rule's policy ([`OnFailure`]) applies. Nothing the proxy cannot
 //!   decrypt is ever shown as if it were decrypted: it is an error for its partition, or it
 //!   passes as stored with a header saying why ([`UNDECRYPTED_KEY`]).
+//! - A batch marked control passes as stored under either policy, as Kafka's consumers
+//!   treat it: they never give a control batch's records to the application, whatever
+//!   those hold (they read them only as transaction markers, and a malformed marker is
+//!   theirs to refuse), and the proxy never writes one (a Produce request holding a
+//!   control batch is refused). Nothing in one is shown as if decrypted, and transaction
+//!   markers reach the consumers that need them unchanged.
 //! - Nonces never repeat under one data key: each data key is new to this proxy (made by
 //!   the KMS at its first use and at each rotation), and its nonces are a counter.
 //! - If the KMS cannot be reached, nothing is encrypted and nothing is forwarded: the
@@ -78,13 +90,22 @@
 #[cfg(feature = "encrypt-aws")]
 mod aws;
 mod dek;
+mod engine;
+mod fetch;
 mod filter;
 pub mod format;
 mod kms;
+mod produce;
+mod rules;
+#[cfg(test)]
+mod tests;
+mod write;
 
 #[cfg(feature = "encrypt-aws")]
 pub use aws::{AwsConfigError, AwsCredentials, AwsKms, AwsKmsOptions};
 pub use dek::KeyPolicy;
-pub(crate) use filter::{Encrypt, Engine, RefuseUnencrypted};
-pub use filter::{EncryptRule, EncryptRuleError, Encryption, OnFailure, RecordsError, UNDECRYPTED_KEY};
+pub(crate) use engine::Engine;
+pub(crate) use filter::{Encrypt, RefuseUnencrypted};
+pub use filter::{Encryption, RecordsError};
 pub use kms::{DataKey, Kms, KmsError, KmsFuture, MemoryKms, PlainKey};
+pub use rules::{EncryptRule, EncryptRuleError, OnFailure, UNDECRYPTED_KEY};

@@ -105,32 +105,26 @@ pub struct Records {
 }
 
 impl Records {
+    /// Counts the entries of a `records` field with the records layer's reader, up to the
+    /// first it cannot read or a last one cut short (as a Fetch response may end).
     fn add(&mut self, data: &[u8]) {
-        let mut pos = 0usize;
-        // A batch or legacy message: offset (8), length (4), then at 16 the magic byte.
-        while let Some(head) = data.get(pos..pos + 12) {
-            let len = i32::from_be_bytes([head[8], head[9], head[10], head[11]]);
-            let Ok(len) = usize::try_from(len) else { return };
-            let Some(entry) = data.get(pos..).and_then(|d| d.get(..12usize.saturating_add(len))) else {
-                return; // a last batch cut short, as a Fetch response may end
-            };
-            match entry.get(16) {
-                Some(2) if entry.len() >= 61 => {
-                    let codec = entry[22] & 7;
-                    self.codec(codec);
-                    let n = i32::from_be_bytes([entry[57], entry[58], entry[59], entry[60]]);
-                    self.count += u64::try_from(n).unwrap_or(0);
+        use crate::codec::records::Attributes;
+        use crate::codec::records::legacy::{Entries, Entry};
+        for entry in Entries::new(data) {
+            let Ok(entry) = entry else { return };
+            match entry {
+                Entry::Batch(batch) => {
+                    self.codec((batch.attributes().0 & Attributes::CODEC_MASK) as u8);
+                    self.count += u64::try_from(batch.records_count()).unwrap_or(0);
                 }
-                Some(0 | 1) if entry.len() >= 18 => {
-                    let codec = entry[17] & 7;
+                Entry::Legacy(message) => {
+                    let codec = (message.attributes() & 7) as u8;
                     self.codec(codec);
                     self.count += 1;
                     self.at_least |= codec != 0;
                 }
-                _ => return,
             }
             self.batches += 1;
-            pos += entry.len();
         }
     }
 

@@ -7,6 +7,8 @@
 //! - [`entities`]: the entity walkers (after the views) and their table (`entity_walker`);
 //! - [`reference`]: the reference decoder and the conversions from views (`src/codec/reference/<api>.rs`);
 //! - [`reflect`]: the schemas as data (`src/tools/reflect/schemas.rs`);
+//! - [`answers`]: each response's error answer and where its throttle time is
+//!   (`src/codec/messages/answers.rs`);
 //! - [`modules`]: the module lists (`src/codec/messages/mod.rs`, `src/codec/reference/mod.rs`).
 //!
 //! They share what this module knows about a message (types, defaults, lifetimes) and the
@@ -15,6 +17,7 @@
 //! the versions a struct can appear in, so the output carries only the branches that can go
 //! both ways.
 
+pub mod answers;
 pub mod data;
 pub mod entities;
 pub mod layout;

@@ -98,7 +98,7 @@ pub fn messages(apis: &[Api]) -> String {
         )
         .unwrap();
     }
-    o.push_str("\n// The macros that turn the table below into the dispatch enums (by hand).\nmod table;\n\nuse crate::ApiKey;\nuse table::{api_table, dispatch};\n\n");
+    o.push_str("\n// The macros that turn the table below into the dispatch enums (by hand).\nmod table;\n\n// Each response's error answer and where its throttle time is (generated).\nmod answers;\npub use answers::throttle_time_at;\n\nuse crate::ApiKey;\nuse table::{api_table, dispatch};\n\n");
     for a in apis {
         writeln!(o, "{}pub mod {};", cfg_line(&a.name), snake(&a.name)).unwrap();
     }

@@ -229,6 +229,9 @@ fn view(cx: &Ctx, s: &Struct) -> String {
     for (i, f) in fields.iter().enumerate() {
         let text = texts.iter().position(|&t| t == i);
         items.push(accessor(cx, f, &lay, i, text));
+        if root && !cx.msg.is_request && f.f.name == "ThrottleTimeMs" && lay.places[i].base.is_some() {
+            items.push(throttle_time_at(f, &lay, i));
+        }
     }
     if cx.has_tags(s) {
         items.push(unknown_tagged_fields(cx, s, &lay));
@@ -319,6 +322,17 @@ fn accessor(cx: &Ctx, f: &F, lay: &StructLayout, i: usize, text: Option<usize>) 
         Cond::If(c) => if_else(&c, &inline_read(), &tagged_read()),
     };
     fb.finish(Stmt::line(body)) + "\n"
+}
+
+/// Where a response's top-level throttle time starts, when variable-length fields come
+/// before it (see `answers.rs`, which asks only in the versions that have it).
+fn throttle_time_at(f: &F, lay: &StructLayout, i: usize) -> String {
+    let fb = FnBuilder::view_method("throttle_time_ms_at")
+        .doc("Where [`Self::throttle_time_ms`] starts in the body, in a version that has it.")
+        .crate_public()
+        .returns("usize");
+    let off = lay.places[i].expr(f.s, "self.at", f.inline, &fb.ver);
+    fb.finish(Stmt::line(off)) + "\n"
 }
 
 fn unknown_tagged_fields(cx: &Ctx, s: &Struct, lay: &StructLayout) -> String {

@@ -17,7 +17,6 @@
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Mutex;
@@ -35,124 +34,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{LazyConfigAcceptor, TlsConnector};
 
-/// TLS termination: the server side of client connections.
-#[derive(Clone, Debug)]
-pub struct ServerTls {
-    config: Arc<ServerConfig>,
-    client_auth: bool,
-}
+mod config;
+mod failures;
 
-impl ServerTls {
-    /// From a certificate chain and its key (PEM files: the server's certificate first; the
-    /// key PKCS#8, PKCS#1 or SEC1), with client certificates required and checked against
-    /// the CAs of `client_ca` when given (mutual TLS).
-    pub fn from_pem_files(
-        cert: &Path,
-        key_file: &Path,
-        client_ca: Option<&Path>,
-    ) -> Result<ServerTls, TlsError> {
-        let chain = certs(cert, "certificate")?;
-        let key = key(key_file, "key")?;
-        let builder = ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError(e.to_string()))?;
-        let builder = match client_ca {
-            Some(ca) => {
-                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                    roots(ca, "client CA")?,
-                    provider(),
-                )
-                .build()
-                .map_err(|e| TlsError(format!("client CA {}: {e}", ca.display())))?;
-                builder.with_client_cert_verifier(verifier)
-            }
-            None => builder.with_no_client_auth(),
-        };
-        let config = builder
-            .with_single_cert(chain, key)
-            .map_err(|e| TlsError(format!("certificate and key: {e}")))?;
-        Ok(ServerTls { config: Arc::new(config), client_auth: client_ca.is_some() })
-    }
-
-    /// From a rustls configuration of your own; `client_auth` says whether it asks clients
-    /// for certificates (for the start-up words only).
-    pub fn from_config(config: Arc<ServerConfig>, client_auth: bool) -> ServerTls {
-        ServerTls { config, client_auth }
-    }
-}
-
-/// TLS origination: the client side of broker connections.
-#[derive(Clone)]
-pub struct UpstreamTls {
-    connector: TlsConnector,
-    insecure: bool,
-}
-
-impl core::fmt::Debug for UpstreamTls {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("UpstreamTls").field("insecure", &self.insecure).finish()
-    }
-}
-
-impl UpstreamTls {
-    /// Brokers' certificates checked against the CAs of `ca` (PEM) and the host name each
-    /// broker is reached by; `client` is a certificate chain and key (PEM) shown to brokers
-    /// that ask for one.
-    pub fn from_pem_files(ca: &Path, client: Option<(&Path, &Path)>) -> Result<UpstreamTls, TlsError> {
-        let builder = ClientConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError(e.to_string()))?
-            .with_root_certificates(roots(ca, "upstream CA")?);
-        Self::finish(builder, client, false)
-    }
-
-    /// DANGEROUS, for tests only: accepts any certificate from brokers, of any CA and for any
-    /// name. Anyone between the proxy and the brokers can then read and change the traffic.
-    pub fn insecure_skip_verify(client: Option<(&Path, &Path)>) -> Result<UpstreamTls, TlsError> {
-        let builder = ClientConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError(e.to_string()))?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(SkipVerify(provider())));
-        Self::finish(builder, client, true)
-    }
-
-    fn finish(
-        builder: rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>,
-        client: Option<(&Path, &Path)>,
-        insecure: bool,
-    ) -> Result<UpstreamTls, TlsError> {
-        let config = match client {
-            Some((cert, key_file)) => builder
-                .with_client_auth_cert(certs(cert, "client certificate")?, key(key_file, "client key")?)
-                .map_err(|e| TlsError(format!("client certificate and key: {e}")))?,
-            None => builder.with_no_client_auth(),
-        };
-        Ok(UpstreamTls { connector: TlsConnector::from(Arc::new(config)), insecure })
-    }
-
-    /// From a rustls configuration of your own.
-    pub fn from_config(config: Arc<ClientConfig>) -> UpstreamTls {
-        UpstreamTls { connector: TlsConnector::from(config), insecure: false }
-    }
-
-    /// Whether brokers' certificates go unchecked ([`UpstreamTls::insecure_skip_verify`]).
-    pub fn is_insecure(&self) -> bool {
-        self.insecure
-    }
-}
-
-/// A TLS set-up that could not be made: which file, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TlsError(String);
-
-impl core::fmt::Display for TlsError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for TlsError {}
+pub use config::{ServerTls, TlsError, UpstreamTls};
+pub(super) use failures::{Failure, Failures};
 
 /// The TLS set-up every connection shares.
 pub(super) struct Tls {
@@ -165,103 +51,6 @@ pub(super) struct Tls {
     pub(super) sni: Option<Sni>,
     /// Client handshakes that failed, by reason.
     pub(super) failures: Failures,
-}
-
-/// Why a client's TLS handshake failed: the `reason` label of
-/// `kwire_proxy_tls_handshake_failures_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Failure {
-    /// The first byte is not a TLS handshake record's (a plaintext client on a TLS port).
-    Plaintext,
-    /// A ClientHello that does not parse (garbage).
-    BadHello,
-    /// SNI routing: no server name, or one that is no broker's.
-    UnknownName,
-    /// rustls refused a certificate (a client's: expired, of another CA, missing), or the
-    /// client sent an alert (commonly: it refused the proxy's certificate).
-    Certificate,
-    /// The client closed the connection before or during the handshake.
-    Closed,
-    /// Not finished within `--tls-handshake-timeout`.
-    Timeout,
-    /// Anything else: a read error, another TLS error, a broker's address not learned.
-    Other,
-}
-
-impl Failure {
-    /// Every reason, in the order rendered.
-    pub const ALL: [Failure; 7] = [
-        Failure::Plaintext,
-        Failure::BadHello,
-        Failure::UnknownName,
-        Failure::Certificate,
-        Failure::Closed,
-        Failure::Timeout,
-        Failure::Other,
-    ];
-
-    /// The label value.
-    pub fn label(self) -> &'static str {
-        match self {
-            Failure::Plaintext => "plaintext",
-            Failure::BadHello => "bad_hello",
-            Failure::UnknownName => "unknown_name",
-            Failure::Certificate => "certificate",
-            Failure::Closed => "closed",
-            Failure::Timeout => "timeout",
-            Failure::Other => "other",
-        }
-    }
-
-    /// The reason of a failed TLS read (`fallback` unless the peer left or rustls says a
-    /// certificate was refused or an alert came).
-    fn of(e: &std::io::Error, fallback: Failure) -> Failure {
-        if e.kind() == ErrorKind::UnexpectedEof {
-            return Failure::Closed;
-        }
-        match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-            Some(
-                rustls::Error::InvalidCertificate(_)
-                | rustls::Error::NoCertificatesPresented
-                | rustls::Error::AlertReceived(_),
-            ) => Failure::Certificate,
-            _ => fallback,
-        }
-    }
-}
-
-/// Counts of failed client handshakes, one per [`Failure`].
-#[derive(Default)]
-pub(super) struct Failures([AtomicU64; Failure::ALL.len()]);
-
-impl Failures {
-    /// Counts one failure.
-    pub fn count(&self, why: Failure) {
-        self.0[why as usize].fetch_add(1, Relaxed);
-    }
-
-    /// How many failures of `why` so far.
-    pub fn get(&self, why: Failure) -> u64 {
-        self.0[why as usize].load(Relaxed)
-    }
-
-    /// Appends `NS_tls_handshake_failures_total{reason}` (every reason, zeros too) in the
-    /// Prometheus text format.
-    pub fn render_into(&self, s: &mut String, ns: &str) {
-        let _ = writeln!(
-            s,
-            "# HELP {ns}_tls_handshake_failures_total Client TLS handshakes that failed, by reason.\n\
-             # TYPE {ns}_tls_handshake_failures_total counter"
-        );
-        for why in Failure::ALL {
-            let _ = writeln!(
-                s,
-                "{ns}_tls_handshake_failures_total{{reason=\"{}\"}} {}",
-                why.label(),
-                self.get(why)
-            );
-        }
-    }
 }
 
 /// SNI routing's state: the names, and the brokers' own addresses learned so far.
@@ -287,71 +76,6 @@ impl Sni {
 
     fn broker(&self, node_id: i32) -> Option<String> {
         self.brokers.lock().unwrap_or_else(|e| e.into_inner()).get(&node_id).cloned()
-    }
-}
-
-fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
-    if certs.is_empty() {
-        return Err(TlsError(format!(
-            "{what} {}: no certificate (PEM \"CERTIFICATE\") in the file",
-            path.display()
-        )));
-    }
-    Ok(certs)
-}
-
-fn key(path: &Path, what: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))
-}
-
-fn roots(path: &Path, what: &str) -> Result<Arc<RootCertStore>, TlsError> {
-    let mut roots = RootCertStore::empty();
-    for cert in certs(path, what)? {
-        roots.add(cert).map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
-    }
-    Ok(Arc::new(roots))
-}
-
-/// Accepts any broker certificate (`--upstream-insecure-skip-verify`); the handshake's
-/// signatures are still checked, so the peer holds the key of what it showed.
-#[derive(Debug)]
-struct SkipVerify(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for SkipVerify {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
