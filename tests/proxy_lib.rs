@@ -1364,7 +1364,8 @@ fn anonymous_reads(broker: SocketAddr, topic: &str) -> bool {
 /// a topic that does not exist); broker configs are refused per entry. ACLs a tenant
 /// creates land in its prefix and really grant on the broker (to `User:ANONYMOUS`, no super
 /// user); describe and delete see only the tenant's own bindings, a tenant's `*` is a
-/// PREFIXED binding on its prefix, and a filter the proxy cannot narrow is refused.
+/// PREFIXED binding on its prefix, and a delete filter without a name deletes exactly the
+/// tenant's bindings.
 #[test]
 fn tenants_have_configs_and_acls_of_their_own() {
     let (topic, group, cluster) = (2i8, 3i8, 4i8);
@@ -1489,18 +1490,39 @@ fn tenants_have_configs_and_acls_of_their_own() {
     );
     assert_eq!(describe_acls(&mut a, cluster, None, any), (refused, vec![]));
 
-    // Deleted through the proxy: a filter without a name is refused and deletes nothing;
-    // A's MATCH deletes A's two and not B's `*`, which matches the broker-side name too.
-    let invalid = ErrorCode::InvalidRequest.to_i16();
-    assert_eq!(
-        delete_acls(&mut a, &[(any, None, any), (topic, Some("orders"), matching)]),
-        [(invalid, vec![]), (0, mine_a)]
-    );
+    // Deleted through the proxy: A's MATCH deletes A's two and not B's `*`, which matches
+    // the broker-side name too.
+    assert_eq!(delete_acls(&mut a, &[(topic, Some("orders"), matching)]), [(0, mine_a.clone())]);
     assert!(!anonymous_reads(broker.addr(), "tenant-a.orders"));
     assert!(anonymous_reads(broker.addr(), "tenant-b.orders"));
     assert_eq!(
         describe_acls(&mut direct, topic, None, any).1,
         [(topic, "tenant-".to_string(), prefixed), (topic, "tenant-b.".to_string(), prefixed)]
+    );
+    // A filter without a name (the Java AdminClient's `AclBindingFilter.ANY`): the proxy
+    // looks up the broker's bindings first, and deletes exactly A's, of every type it
+    // names; B's (`*` and its group), the cluster's and the proxies' own stay.
+    let again = [(topic, "orders", literal), (topic, "ord", prefixed), (group, "*", literal)];
+    assert_eq!(allow_anonymous_reads(&mut a, &again), [0, 0, 0]);
+    assert_eq!(delete_acls(&mut a, &[(topic, None, prefixed)]), [(0, vec![mine_a[0].clone()])]);
+    assert_eq!(
+        delete_acls(&mut a, &[(any, None, any), (cluster, None, any)]),
+        [
+            (0, vec![(topic, "orders".to_string(), literal), (group, "*".to_string(), literal)]),
+            (refused, vec![])
+        ]
+    );
+    assert!(!anonymous_reads(broker.addr(), "tenant-a.orders"));
+    assert!(anonymous_reads(broker.addr(), "tenant-b.orders"));
+    assert_eq!(delete_acls(&mut a, &[(any, None, any)]), [(0, vec![])]);
+    assert_eq!(
+        describe_acls(&mut direct, any, None, any).1,
+        [
+            (topic, "tenant-".to_string(), prefixed),
+            (topic, "tenant-b.".to_string(), prefixed),
+            (group, "tenant-b.g".to_string(), prefixed),
+            (cluster, "kafka-cluster".to_string(), literal)
+        ]
     );
     assert_eq!(
         delete_acls(&mut b, &[(topic, Some("*"), literal), (cluster, Some("kafka-cluster"), literal)]),

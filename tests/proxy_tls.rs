@@ -12,7 +12,9 @@
 //!   a broker's name by asking the cluster; kafka-python follows the names.
 //! - Tenants by SASL principal: kafka-python, confluent-kafka and the Java client as two
 //!   tenants at once with the same names, transactions included (tests/proxy/tenant_txn.py,
-//!   tests/proxy/TenantClient.java); the broker holds the prefixed names.
+//!   tests/proxy/TenantClient.java); the broker holds the prefixed names. The Java
+//!   AdminClient's configs, ACLs and client quotas of each tenant's own against the broker's
+//!   `StandardAuthorizer` (tests/proxy/TenantAdmin.java).
 //! - Bad input, each closing only its own connection with a log line while a good
 //!   connection goes on: plaintext on a TLS port, a garbage or truncated handshake, a
 //!   handshake that stalls, unknown or missing server names, client certificates that are
@@ -322,6 +324,8 @@ fn broker() -> &'static (String, String) {
                  ssl.truststore.type=PEM\nssl.truststore.location={}\n\
                  ssl.client.auth=required\n\
                  sasl.enabled.mechanisms=PLAIN\n\
+                 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+                 allow.everyone.if.no.acl.found=true\n\
                  listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}=\"{}\" user_{SECOND_USER}=\"{}\";\n",
                 c.path("broker.pem"),
                 c.path("ca.pem"),
@@ -639,6 +643,103 @@ fn tenant_proxy() -> Proxy {
     ]);
     proxy.wait_for(&["TLS to brokers"]);
     proxy
+}
+
+/// One run of tests/proxy/TenantAdmin.java (the Java AdminClient): a tenant's `phase`
+/// (`grant`, `revoke`) through the proxy at `bootstrap` as `user`, or (`broker`) what the
+/// broker holds, asked on its PLAINTEXT listener; its JSON.
+fn tenant_admin(bootstrap: &str, user: &str, other: &str, tag: &str, phase: &str) -> Value {
+    let r = root();
+    let mut cmd = Command::new("java");
+    cmd.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+        .arg(r.join("target/java-client/lib/*"))
+        .arg(r.join("tests/proxy/TenantAdmin.java"))
+        .args([bootstrap, user, other, tag, phase])
+        .env("KWIRE_SASL_PASSWORD", sasl_password());
+    let out = run(cmd, "the Java AdminClient", CLIENT_TIMEOUT);
+    assert!(out.ok, "TenantAdmin {phase} as {user} failed\nstdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    serde_json::from_str(out.stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+/// Configs, ACLs and client quotas of a tenant's own, through `kwire proxy --tenants` against
+/// the real broker's `StandardAuthorizer` (`allow.everyone.if.no.acl.found`, so that a
+/// resource is open until an ACL names it), with the Java AdminClient as two SASL users who
+/// are no super users, at once, with the same names. Each sets and reads its own topic's
+/// retention.ms and cannot reach the other's by its broker-side name; grants itself READ on
+/// its topic and groups, and lists only those two bindings; sets its own user's quota,
+/// is refused the other user's and a client id's, and lists only its own. The ACLs really
+/// hold on the broker: its topics vanish from the listing of a principal they do not name.
+/// Past the proxy the broker holds every binding under its tenant's prefix. Then each
+/// deletes every ACL it can (`AclBindingFilter.ANY`): exactly its own go, and its quota.
+#[test]
+fn tenants_have_configs_acls_and_quotas_of_their_own() {
+    let tag = prefix("admin");
+    let proxy = tenant_proxy();
+    setup();
+    let (plain, _) = broker();
+    let users =
+        [(SASL_USER, SECOND_USER, "tenant-a.", "111000"), (SECOND_USER, SASL_USER, "tenant-b.", "222000")];
+    let phase = |phase: &'static str| {
+        let runs: Vec<_> = users
+            .iter()
+            .map(|&(user, other, _, _)| {
+                let (addr, tag) = (proxy.addr.clone(), tag.clone());
+                thread::spawn(move || tenant_admin(&addr, user, other, &tag, phase))
+            })
+            .collect();
+        runs.into_iter().map(|t| t.join().unwrap()).collect::<Vec<Value>>()
+    };
+    let binding = |ty: &str, pattern: &str, name: &str, user: &str| {
+        format!("{ty}:{pattern}:{name}:User:{user}:READ:ALLOW")
+    };
+    let own = |user: &str, prefix: &str| {
+        // As the AdminClient lists them: sorted.
+        vec![
+            binding("GROUP", "PREFIXED", &format!("{prefix}group-{tag}"), user),
+            binding("TOPIC", "LITERAL", &format!("{prefix}orders-{tag}"), user),
+        ]
+    };
+    let quota = |user: &str| format!("{{user={user}}}={{consumer_byte_rate=1.0E9}}");
+    for (v, &(user, _, _, retention)) in phase("grant").iter().zip(&users) {
+        eprintln!("{user} grant: {v}");
+        assert_eq!(v["retention"], retention, "{user}: {v}");
+        assert_eq!(v["theirs"], "UnknownTopicOrPartitionException", "{user}: {v}");
+        assert_eq!(v["acls"], serde_json::json!(own(user, "")), "{user} sees its own bindings only: {v}");
+        assert_eq!(v["quota_own"], "ok", "{user}: {v}");
+        assert_eq!(v["quota_other_user"], "ClusterAuthorizationException", "{user}: {v}");
+        assert_eq!(v["quota_client_id"], "ClusterAuthorizationException", "{user}: {v}");
+        assert_eq!(v["quotas"], serde_json::json!([quota(user)]), "{user} sees its own quota only: {v}");
+    }
+    // Past the proxy: every binding under its tenant's prefix, both quotas; the topics are
+    // now hidden from a principal their ACLs do not name (ANONYMOUS, on PLAINTEXT).
+    let held = tenant_admin(plain, "-", "-", &tag, "broker");
+    eprintln!("broker after grants: {held}");
+    let mut all: Vec<String> = users.iter().flat_map(|&(user, _, prefix, _)| own(user, prefix)).collect();
+    all.sort();
+    let mine: Vec<&Value> =
+        held["acls"].as_array().unwrap().iter().filter(|a| a.as_str().unwrap().contains(&tag)).collect();
+    assert_eq!(mine, all.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "{held}");
+    assert_eq!(held["topics"], serde_json::json!([]), "the ACLs deny on the broker: {held}");
+    let quotas: Vec<&str> = held["quotas"].as_array().unwrap().iter().map(|q| q.as_str().unwrap()).collect();
+    assert!(
+        quotas.contains(&quota(SASL_USER).as_str()) && quotas.contains(&quota(SECOND_USER).as_str()),
+        "{held}"
+    );
+
+    for (v, &(user, _, _, _)) in phase("revoke").iter().zip(&users) {
+        eprintln!("{user} revoke: {v}");
+        assert_eq!(v["deleted"], serde_json::json!(own(user, "")), "{user} deleted exactly its own: {v}");
+        assert_eq!(v["acls"], serde_json::json!([]), "{user}: {v}");
+        assert_eq!(v["quotas"], serde_json::json!([]), "{user}: {v}");
+    }
+    let held = tenant_admin(plain, "-", "-", &tag, "broker");
+    eprintln!("broker after revokes: {held}");
+    assert!(!held["acls"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(&tag)), "{held}");
+    assert_eq!(
+        held["topics"],
+        serde_json::json!([format!("tenant-a.orders-{tag}"), format!("tenant-b.orders-{tag}")]),
+        "open again without the ACLs: {held}"
+    );
 }
 
 /// One tenant's run of tests/proxy/tenant_txn.py (`kafka-python`, `confluent-kafka`) or

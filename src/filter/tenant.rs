@@ -1,22 +1,23 @@
 //! [`Tenant`]: one connection's tenant of a virtual cluster, from the schemas' entity marks.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::splice::{Edit, Parts, splice_parts};
+use super::tenant_acls::TenantLookups;
 use super::tenant_admin::{self, Names, Pending, as_is, unprefix_message};
 use super::tenant_refuse::{self, Merges, Rest};
 use super::topic_names::Book;
+use super::tenant_walk::{StandIns, Way, owned_entity, rewrite, topic_id};
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;
 use crate::codec::dispatch::{Request, Response};
 use crate::codec::entities::{self, EntityKind, Found};
 use crate::codec::messages::entity_walker;
 use crate::codec::types::{Uuid, Versions};
-use crate::tools::reflect::value::{Encoding, StructValue, Value};
-use crate::tools::reflect::{self, Entity, FieldType, MessageSchema, StructSchema};
+use crate::tools::reflect::{self, FieldType, MessageSchema, StructSchema};
 
 /// Why a tenant may not use an API, or `None` for an API open to tenants: rewritten from the
 /// entity marks of Kafka's schemas (topic names, group ids, transactional ids, topic ids),
@@ -78,15 +79,18 @@ pub(crate) fn refusal(api: ApiKey) -> Option<&'static str> {
         | AlterShareGroupOffsets
         | DeleteShareGroupOffsets
         | StreamsGroupTopologyDescriptionUpdate => None,
-        // Config and ACL resources: rewritten and narrowed by `tenant_admin`.
-        DescribeConfigs | AlterConfigs | IncrementalAlterConfigs | DescribeAcls | CreateAcls | DeleteAcls => {
-            None
-        }
-        // Quotas, SCRAM credentials and the config resources' listing name entities in
-        // fields without marks.
-        DescribeClientQuotas
-        | AlterClientQuotas
-        | DescribeUserScramCredentials
+        // Config, ACL and quota resources: rewritten and narrowed by `tenant_admin`.
+        DescribeConfigs
+        | AlterConfigs
+        | IncrementalAlterConfigs
+        | DescribeAcls
+        | CreateAcls
+        | DeleteAcls
+        | DescribeClientQuotas
+        | AlterClientQuotas => None,
+        // SCRAM credentials, delegation tokens and the config resources' listing name
+        // entities in fields without marks.
+        DescribeUserScramCredentials
         | AlterUserScramCredentials
         | CreateDelegationToken
         | RenewDelegationToken
@@ -124,77 +128,8 @@ pub(crate) fn refusal(api: ApiKey) -> Option<&'static str> {
     }
 }
 
-/// Whether a field names an entity a tenant owns: a string (or array of strings) marked as
-/// a topic name, group id or transactional id; and FindCoordinator's keys, which are group
-/// or transactional ids by their `KeyType` and carry no mark.
-fn owned_entity(api: ApiKey, field: &reflect::FieldSchema) -> bool {
-    let string = match &field.ty {
-        FieldType::String => true,
-        FieldType::Array(t) => matches!(t, FieldType::String),
-        _ => false,
-    };
-    let marked = matches!(field.entity, Some(Entity::TopicName | Entity::GroupId | Entity::TransactionalId));
-    string && (marked || (api == ApiKey::FindCoordinator && matches!(field.name, "Key" | "CoordinatorKeys")))
-}
-
-/// Whether a field holds a topic id: a `uuid` named `TopicId`, which is every topic id in
-/// Kafka's schemas (the other `uuid` fields are log directories, client instances and
-/// broker incarnations).
-pub(crate) fn topic_id(field: &reflect::FieldSchema) -> bool {
-    matches!(field.ty, FieldType::Uuid) && field.name == "TopicId"
-}
-
 /// The most config and ACL requests one connection has in flight.
 const MAX_IN_FLIGHT: usize = 1024;
-
-/// The most stand-in ids one connection keeps (see [`StandIns`]).
-const MAX_STAND_INS: usize = 4096;
-
-/// One connection's stand-ins for topic ids that are not its tenant's: a request naming
-/// such an id reaches the broker with a stand-in that no topic can have, so the broker
-/// answers it as Kafka answers any unknown id (UNKNOWN_TOPIC_ID, in the place each API and
-/// version gives it), and the answer gets the client's id back. A stand-in is a version-0
-/// UUID (`6b77697265 2d 0000` then a count: "kwire-"); Kafka gives topics random version-4
-/// UUIDs and reserves only the all-zero one and `...0001` among the others.
-#[derive(Debug, Default)]
-struct StandIns {
-    by_id: BTreeMap<Uuid, Uuid>,
-    back: BTreeMap<Uuid, Uuid>,
-    next: u64,
-}
-
-impl StandIns {
-    /// The stand-in for `id` (the same for the connection's life, within [`MAX_STAND_INS`]).
-    fn for_id(&mut self, id: Uuid) -> Uuid {
-        if let Some(s) = self.by_id.get(&id) {
-            return *s;
-        }
-        if self.by_id.len() >= MAX_STAND_INS {
-            self.by_id.clear();
-            self.back.clear();
-        }
-        self.next += 1;
-        let mut b = [0u8; 16];
-        b[..6].copy_from_slice(b"kwire-");
-        b[8..].copy_from_slice(&self.next.to_be_bytes());
-        let stand_in = Uuid(b);
-        self.by_id.insert(id, stand_in);
-        self.back.insert(stand_in, id);
-        stand_in
-    }
-
-    fn original(&self, stand_in: &Uuid) -> Option<Uuid> {
-        self.back.get(stand_in).copied()
-    }
-}
-
-fn names(api: ApiKey, field: &reflect::FieldSchema) -> Names {
-    match owned_entity(api, field) {
-        false => Names::Not,
-        true if field.entity == Some(Entity::TopicName) => Names::Topics,
-        true => Names::Ids,
-    }
-}
 
 /// Whether a message has any field [`owned_entity`] accepts, at any depth.
 fn has_owned_entities(api: ApiKey, schema: &MessageSchema) -> bool {
@@ -235,8 +170,9 @@ enum Source {
 /// connection. Config and ACL resources name entities beside a resource type, without
 /// marks: TOPIC and GROUP configs, and ACL bindings on topics, groups and transactional ids,
 /// are mapped into the prefix, and the other resource types refused per entry (filters of
-/// DescribeAcls and DeleteAcls match only the tenant's bindings). APIs whose requests name
-/// entities in other unmarked fields (quotas, SCRAM credentials, delegation tokens) or that
+/// DescribeAcls and DeleteAcls match only the tenant's bindings); client quotas are those
+/// of the tenant's own users ([`Tenant::with_users`]). APIs whose requests name
+/// entities in other unmarked fields (SCRAM credentials, delegation tokens) or that
 /// act on the whole cluster (reassignments, leader elections, features) are refused as
 /// [`super::DenyApis`] refuses them, and left out of ApiVersions answers, and a request kwire
 /// cannot read (an API or version it does not know) closes the connection rather than pass
@@ -294,6 +230,10 @@ pub struct Tenant {
     admin: VecDeque<(i32, Pending)>,
     /// Requests sent on without the topics they named by another tenant's id.
     merges: Merges,
+    /// Whether a principal is one of the tenant's users, for client quotas.
+    users: Box<dyn Fn(&str) -> bool + Send>,
+    /// The proxy's look-ups for DeleteAcls filters without a name.
+    lookups: TenantLookups,
 }
 
 impl core::fmt::Debug for Tenant {
@@ -326,6 +266,8 @@ impl Tenant {
             responses: [false; 128],
             admin: VecDeque::new(),
             merges: Merges::default(),
+            users: Box::new(|_| false),
+            lookups: TenantLookups::default(),
         };
         for &api in ApiKey::ALL {
             if let Ok(i) = usize::try_from(api.to_i16())
@@ -338,6 +280,26 @@ impl Tenant {
         t
     }
 
+    /// The same tenant, whose users (the principals, as Kafka names them in client quota
+    /// entities) are those `users` accepts: it may read and set the client quotas of those
+    /// users and of their client ids, and no others (by default, no user is the tenant's and
+    /// it has no quotas). A quota entity is the tenant's when it has exactly one `user`,
+    /// named and accepted here, and at most one `client-id` (named, or that user's
+    /// default); AlterClientQuotas entries for other entities are refused with
+    /// CLUSTER_AUTHORIZATION_FAILED before they reach the broker, and DescribeClientQuotas
+    /// answers keep only the tenant's entities.
+    ///
+    /// ```
+    /// use kwire::filter::Tenant;
+    ///
+    /// let tenant = Tenant::new("tenant-a.").with_users(|user| user == "alice" || user == "alice-batch");
+    /// # let _ = tenant;
+    /// ```
+    pub fn with_users(mut self, users: impl Fn(&str) -> bool + Send + 'static) -> Self {
+        self.users = Box::new(users);
+        self
+    }
+
     fn carries(table: &[bool; 128], api: ApiKey) -> bool {
         usize::try_from(api.to_i16()).ok().and_then(|i| table.get(i)).copied().unwrap_or(false)
     }
@@ -347,6 +309,15 @@ impl Tenant {
     #[cfg(feature = "proxy")]
     pub(crate) fn sharing(mut self, ids: TopicNames) -> Self {
         self.ids = ids;
+        self
+    }
+
+    /// The same tenant, reading the proxy's look-ups of ACL bindings for DeleteAcls filters
+    /// without a name (the proxy makes them once a tenant wants them).
+    #[cfg(feature = "proxy")]
+    pub(crate) fn looking_up(mut self, lookups: super::AclLookups) -> Self {
+        lookups.want();
+        self.lookups = TenantLookups(Some(lookups));
         self
     }
 }
@@ -390,7 +361,8 @@ impl Filter for Tenant {
                     "a tenant has more than {MAX_IN_FLIGHT} config and ACL requests in flight"
                 ));
             }
-            return match tenant_admin::request(api, version, body, prefix) {
+            let looked_up = self.lookups.take(api, request.header.correlation_id());
+            return match tenant_admin::request(api, version, body, prefix, &*self.users, looked_up) {
                 Ok((body, pending)) => {
                     self.admin.push_back((request.header.correlation_id(), pending));
                     RequestAction::RewriteBody(body)
@@ -460,7 +432,7 @@ impl Filter for Tenant {
             if id != exchange.correlation_id {
                 return ResponseAction::Close(alloc::format!("a {} answer out of order", api.name()));
             }
-            return match tenant_admin::response(api, version, body, prefix, pending) {
+            return match tenant_admin::response(api, version, body, prefix, &*self.users, pending) {
                 Ok(body) => ResponseAction::RewriteBody(body),
                 Err(e) => ResponseAction::Close(e),
             };
@@ -501,24 +473,6 @@ impl Filter for Tenant {
         // A request kwire cannot read could name anything, unprefixed.
         true
     }
-}
-
-/// The indexes of a struct's fields present in `version`.
-fn present(s: &StructValue, version: i16) -> impl Iterator<Item = usize> + use<> {
-    let schema: &'static StructSchema = s.schema;
-    (0..schema.fields.len()).filter(move |&i| schema.fields[i].versions.contains(version))
-}
-
-/// Which way a body goes through a [`Tenant`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Way {
-    /// A request to the broker: names get the prefix, and topic ids that are not the
-    /// tenant's their stand-ins.
-    ToBroker,
-    /// An answer to the client: names lose the prefix, stand-ins give the client's ids back,
-    /// the book learns the ids the answer names, and entries that name another tenant's
-    /// entity (or topic id) are left out.
-    ToClient,
 }
 
 /// A frame or body a [`Way`]'s walk rewrote.
@@ -566,7 +520,8 @@ fn names_of(kind: EntityKind) -> Names {
 /// a request naming a topic id that is not the tenant's (it gets a stand-in), an answer
 /// naming another tenant's entity or topic id (its entry is left out) or a stand-in (the
 /// client's id goes back), and DeleteTopics answers (the book forgets deleted ids). On an
-/// answer's way, the book learns the ids it pairs with names, as [`learn_ids`] does.
+/// answer's way, the book learns the ids it pairs with names, as the value-tree walk does
+/// ([`super::tenant_walk`]).
 #[allow(clippy::too_many_arguments)]
 fn splice(
     way: Way,
@@ -641,166 +596,4 @@ fn splice(
     };
     let parts = Parts { sized: false, header, body, walker, api, version };
     Some(splice_parts(parts, &mut map).map_err(|e| alloc::format!("a tenant's {} {what}: {e}", api.name())))
-}
-
-/// Decodes a body, walks it the way it goes and encodes it again if the walk changed it
-/// (`Ok(None)` if not). Fails closed (`Err`, the connection's close reason): a request
-/// that does not decode would reach other tenants' names unprefixed, an answer that does
-/// not decode could show them; a request does not encode again when the prefix makes a
-/// name longer than a string can be.
-fn rewrite(
-    way: Way,
-    api: ApiKey,
-    version: i16,
-    body: &[u8],
-    prefix: &str,
-    ids: &TopicNames,
-    stand_ins: &mut StandIns,
-) -> Result<Option<Vec<u8>>, String> {
-    let (schema, what) = match way {
-        Way::ToBroker => (reflect::request_schema(api), "request"),
-        Way::ToClient => (reflect::response_schema(api), "answer"),
-    };
-    let Ok(mut value) = StructValue::decode_body(schema, version, body) else {
-        return Err(alloc::format!("a tenant's {} {what} did not decode", api.name()));
-    };
-    let changed = ids.with(|book| {
-        let mut walk = Walk { way, api, version, prefix, book, stand_ins, changed: false };
-        walk.walk_struct(&mut value);
-        walk.changed
-    });
-    if !changed {
-        return Ok(None);
-    }
-    match value.to_bytes(Encoding::body(schema, version)) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) => Err(alloc::format!("a tenant's {} {what}: {e}", api.name())),
-    }
-}
-
-/// One walk over a body, [`Way::ToBroker`] or [`Way::ToClient`].
-struct Walk<'a> {
-    way: Way,
-    api: ApiKey,
-    version: i16,
-    prefix: &'a str,
-    book: &'a mut Book,
-    stand_ins: &'a mut StandIns,
-    /// Whether the walk changed anything.
-    changed: bool,
-}
-
-impl Walk<'_> {
-    /// Walks the fields a struct has in the version; returns whether the struct names an
-    /// entity (or a topic id) of another tenant, to be left out of its array (never on the
-    /// way to the broker, where every name becomes the tenant's).
-    fn walk_struct(&mut self, s: &mut StructValue) -> bool {
-        if self.way == Way::ToClient {
-            learn_ids(self.api, s, self.version, self.book);
-        }
-        let mut foreign = false;
-        for i in present(s, self.version) {
-            let field = &s.schema.fields[i];
-            let kind = names(self.api, field);
-            let is_id = topic_id(field);
-            let message =
-                self.way == Way::ToClient && kind == Names::Not && field.name.ends_with("ErrorMessage");
-            let Some(Some(v)) = s.fields.get_mut(i) else { continue };
-            foreign |= match v {
-                Value::Uuid(id) if is_id => !self.topic_id(id),
-                Value::String(text) if message => {
-                    unprefix_message(text, self.prefix, &mut self.changed);
-                    false
-                }
-                v => !self.value(v, kind),
-            };
-        }
-        foreign
-    }
-
-    /// Walks a value of a field whose strings are `kind`; false if it names another
-    /// tenant's entity. An array keeps only the items that do not.
-    fn value(&mut self, v: &mut Value, kind: Names) -> bool {
-        match v {
-            Value::String(name) if kind != Names::Not => match self.way {
-                Way::ToBroker => {
-                    if !as_is(kind, name) {
-                        name.insert_str(0, self.prefix);
-                        self.changed = true;
-                    }
-                    true
-                }
-                Way::ToClient => unprefix(kind, name, self.prefix, &mut self.changed),
-            },
-            Value::Array(items) => {
-                let before = items.len();
-                items.retain_mut(|item| self.value(item, kind));
-                self.changed |= items.len() != before;
-                true
-            }
-            Value::Struct(inner) => !self.walk_struct(inner),
-            _ => true,
-        }
-    }
-
-    /// A topic id; false for one the book knows to be another tenant's, in an answer. A
-    /// request's id that is not the tenant's (or not known) goes as its stand-in, but for
-    /// the all-zero id, which names no topic (the topic is then named by name, prefixed);
-    /// an answer's stand-in becomes the client's id again.
-    fn topic_id(&mut self, id: &mut Uuid) -> bool {
-        let ours = self.book.name(id).map(|n| n.starts_with(self.prefix));
-        match self.way {
-            Way::ToBroker => {
-                if *id != Uuid::ZERO && ours != Some(true) {
-                    *id = self.stand_ins.for_id(*id);
-                    self.changed = true;
-                }
-                true
-            }
-            Way::ToClient => match self.stand_ins.original(id) {
-                Some(original) => {
-                    *id = original;
-                    self.changed = true;
-                    true
-                }
-                None => ours != Some(false),
-            },
-        }
-    }
-}
-
-/// Learns the topic id a struct pairs with a topic name (as the broker holds both), and
-/// forgets the id of a topic DeleteTopics deleted.
-fn learn_ids(api: ApiKey, s: &StructValue, version: i16, book: &mut Book) {
-    let (mut name, mut id, mut error) = (None, None, None);
-    for i in present(s, version) {
-        let field = &s.schema.fields[i];
-        match s.fields.get(i) {
-            Some(Some(Value::String(n))) if field.entity == Some(Entity::TopicName) => {
-                name = Some(n.as_str())
-            }
-            Some(Some(Value::Uuid(u))) if topic_id(field) => id = Some(*u),
-            Some(Some(Value::Int16(code))) if field.name == "ErrorCode" => error = Some(*code),
-            _ => {}
-        }
-    }
-    match (id, name) {
-        (Some(id), _) if api == ApiKey::DeleteTopics && error == Some(0) => book.forget(&id),
-        (Some(id), Some(name)) => book.learn(id, name),
-        _ => {}
-    }
-}
-
-/// Takes the prefix off one name; false for another tenant's (without it, and not one
-/// that passes [`as_is`]).
-fn unprefix(kind: Names, name: &mut String, prefix: &str, changed: &mut bool) -> bool {
-    if as_is(kind, name) {
-        return true;
-    }
-    if name.starts_with(prefix) {
-        name.drain(..prefix.len());
-        *changed = true;
-        return true;
-    }
-    false
 }

@@ -26,6 +26,8 @@ pub struct ConnInfo {
     pub route: String,
     auth: Mutex<(Option<String>, Option<String>)>,
     pub(super) topic_names: crate::filter::TopicNames,
+    /// The look-ups of ACL bindings for the connection's tenant (`acl_lookups.rs`).
+    pub(super) acl_lookups: crate::filter::AclLookups,
 }
 
 impl ConnInfo {
@@ -40,6 +42,7 @@ impl ConnInfo {
             route,
             auth: Mutex::new((None, None)),
             topic_names: crate::filter::TopicNames::new(),
+            acl_lookups: crate::filter::AclLookups::default(),
         }
     }
 

@@ -73,6 +73,7 @@
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
 
+mod acl_lookups;
 mod audit;
 mod dial;
 #[cfg(feature = "encrypt")]

@@ -74,8 +74,8 @@ impl<H: Hooks> Runtime<H> {
         info
     }
 
-    /// A connection's waiting filter: the look-ups of topic ids (with the user's filters),
-    /// then the user's own.
+    /// A connection's waiting filter: the look-ups of topic ids and of a tenant's ACL
+    /// bindings (with the user's filters), then the user's own.
     pub(super) fn waiting(&self, conn: &Arc<ConnInfo>) -> Option<Box<dyn super::WaitingFilter>> {
         let user = self.waiting.as_ref().map(|make| make(conn));
         // Encryption after the user's own, nearest the chain.
@@ -94,8 +94,11 @@ impl<H: Hooks> Runtime<H> {
         if !self.look_up_ids {
             return user;
         }
-        let lookups: Box<dyn super::WaitingFilter> =
+        let ids: Box<dyn super::WaitingFilter> =
             Box::new(super::topic_ids::LookUpIds::new(self.topic_names.clone()));
+        let acls: Box<dyn super::WaitingFilter> =
+            Box::new(super::acl_lookups::LookUpAcls::new(conn.acl_lookups.clone()));
+        let lookups: Box<dyn super::WaitingFilter> = Box::new(super::waiting::Both(ids, acls));
         Some(match user {
             Some(user) => Box::new(super::waiting::Both(lookups, user)),
             None => lookups,

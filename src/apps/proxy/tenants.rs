@@ -214,24 +214,39 @@ impl Tenants {
         self.by_principal.is_empty() && self.by_sni.is_empty() && self.default.is_none()
     }
 
-    /// The [`Tenant`] filter of a connection.
+    /// The [`Tenant`] filter of a connection. Its users, for client quotas
+    /// ([`Tenant::with_users`]), are the principals that `principal:` rules give its prefix.
     pub fn filter(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> Tenant {
         let sni = conn.server_name.as_deref().map(str::to_ascii_lowercase);
         let ids = conn.topic_names().clone();
         if let Some(prefix) = sni.and_then(|name| self.by_sni.get(&name)) {
-            return Tenant::new(prefix.clone()).sharing(ids);
+            return Tenant::new(prefix.clone())
+                .sharing(ids)
+                .looking_up(conn.acl_lookups.clone())
+                .with_users(self.users_of(prefix.clone()));
         }
         if self.by_principal.is_empty() {
             return match &self.default {
-                Some(prefix) => Tenant::new(prefix.clone()).sharing(ids),
+                Some(prefix) => Tenant::new(prefix.clone()).sharing(ids).looking_up(conn.acl_lookups.clone()),
                 None => Tenant::when_known(|| None),
             };
         }
+        let lookups = conn.acl_lookups.clone();
         let (tenants, conn) = (Arc::clone(self), Arc::clone(conn));
-        Tenant::when_known(move || {
+        let prefix = move || {
             let principal = conn.principal()?;
             tenants.by_principal.get(&principal).or(tenants.default.as_ref()).cloned()
-        })
-        .sharing(ids)
+        };
+        let (tenants, mine) = (Arc::clone(self), prefix.clone());
+        Tenant::when_known(prefix)
+            .sharing(ids)
+            .looking_up(lookups)
+            .with_users(move |user| mine().is_some_and(|p| tenants.by_principal.get(user) == Some(&p)))
+    }
+
+    /// Whether a principal is one that a `principal:` rule gives `prefix`.
+    fn users_of(self: &Arc<Self>, prefix: String) -> impl Fn(&str) -> bool + Send + 'static {
+        let tenants = Arc::clone(self);
+        move |user| tenants.by_principal.get(user) == Some(&prefix)
     }
 }
