@@ -9,7 +9,6 @@ use super::splice::{Edit, Parts, splice_parts};
 use super::tenant_acls::TenantLookups;
 use super::tenant_admin::{self, Names, Pending, as_is, unprefix_message};
 use super::tenant_refuse::{self, Merges, Rest};
-use super::topic_names::Book;
 use super::tenant_walk::{StandIns, Way, owned_entity, rewrite, topic_id};
 use super::{Exchange, Filter, RequestAction, ResponseAction, TopicNames};
 use crate::ApiKey;

@@ -4,9 +4,9 @@
 
 use std::string::{String, ToString};
 
+use super::super::notes::AuthNote;
 use super::Session;
 use crate::ApiKey;
-use super::super::notes::AuthNote;
 use crate::codec::messages::{RequestBodyView, ResponseBodyView};
 use crate::filter::{ParsedRequest, ParsedResponse};
 

@@ -15,13 +15,13 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::ConnInfo;
-use auth::Auth;
 use super::notes::{Admitted, AuthNote, Pairing, RequestHead};
 use crate::ApiKey;
 use crate::codec::frame::{FrameError, ResponseHeaderView};
 use crate::filter::{FilterChain, ParsedRequest, ParsedResponse, TopicNames, Verdict};
 use crate::session::conn::{ConnError, InFlight, expects_response};
 use crate::session::secrets::RawSasl;
+use auth::Auth;
 
 mod auth;
 

@@ -54,10 +54,7 @@ fn requests_are_paired_with_their_answers_in_order() {
     // The broker's answers come back paired, with what was kept of their requests.
     let got = s.on_broker_frame(&response(&crate::codec::messages::ApiVersionsResponse::default(), 3, 1));
     let Answer::Paired(e, _) = got.answer else { panic!("{got:?}") };
-    assert_eq!(
-        (e.api_key, e.api_version, e.correlation_id, e.request.tag),
-        (ApiKey::ApiVersions, 3, 1, 10)
-    );
+    assert_eq!((e.api_key, e.api_version, e.correlation_id, e.request.tag), (ApiKey::ApiVersions, 3, 1, 10));
     let got = s.on_broker_frame(&response(&MetadataResponse::default(), 12, 2));
     let Answer::Paired(e, _) = got.answer else { panic!() };
     assert_eq!(e.request.tag, 20);
@@ -91,8 +88,7 @@ fn a_filters_answer_waits_for_the_broker_answers_before_it() {
     assert!(s.take_answer().is_none(), "not before the broker's answer to 2");
     let got = s.on_broker_frame(&response(&crate::codec::messages::ApiVersionsResponse::default(), 3, 2));
     assert!(matches!(got.answer, Answer::Paired(ref e, _) if e.correlation_id == 2));
-    let ids: Vec<i32> =
-        core::iter::from_fn(|| s.take_answer()).map(|a| a.exchange.correlation_id).collect();
+    let ids: Vec<i32> = core::iter::from_fn(|| s.take_answer()).map(|a| a.exchange.correlation_id).collect();
     assert_eq!(ids, [3, 4]);
     assert_eq!(s.in_flight(), 0);
 }
