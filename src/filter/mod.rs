@@ -263,11 +263,11 @@ mod tenant_acls;
 #[cfg(feature = "reflect")]
 mod tenant_admin;
 #[cfg(feature = "reflect")]
-mod tenant_refuse;
-#[cfg(feature = "reflect")]
 mod tenant_fields;
 #[cfg(feature = "reflect")]
 mod tenant_quotas;
+#[cfg(feature = "reflect")]
+mod tenant_refuse;
 #[cfg(feature = "reflect")]
 mod tenant_walk;
 mod topic_names;
@@ -288,9 +288,9 @@ pub use splice::{Edit, EntityKind, SpliceError, splice_request, splice_response}
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
 #[cfg(feature = "proxy")]
-pub(crate) use tenant_walk::topic_id;
-#[cfg(feature = "proxy")]
 pub(crate) use tenant_acls::{AclLookups, Binding, LookedUp};
+#[cfg(feature = "proxy")]
+pub(crate) use tenant_walk::topic_id;
 pub use topic_names::{TopicName, TopicNames};
 #[cfg(feature = "api-produce")]
 pub use validate::{

@@ -19,7 +19,6 @@ fn request(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
     buf
 }
 
-
 struct Answer;
 impl Filter for Answer {
     fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
@@ -199,7 +198,6 @@ fn chain_order() {
     let r = dispatch::parse_request(&new).unwrap();
     assert_eq!((r.header.client_id(), r.header.correlation_id()), (Some("c+a+b"), 7));
 }
-
 
 /// The ApiVersions answer of a broker newer than kwire, through a chain with no filters.
 fn clamped(

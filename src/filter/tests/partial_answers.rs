@@ -88,11 +88,8 @@ fn seen(frame: &[u8], version: i16) -> Seen {
     p.responses()
         .iter()
         .map(|t| {
-            let name = if t.name().is_empty() {
-                alloc::format!("#{}", t.topic_id().0[0])
-            } else {
-                t.name().into()
-            };
+            let name =
+                if t.name().is_empty() { alloc::format!("#{}", t.topic_id().0[0]) } else { t.name().into() };
             let parts = t
                 .partition_responses()
                 .iter()
@@ -123,13 +120,11 @@ fn the_rest_goes_on_and_one_answer_comes_back_in_the_clients_order() {
         .map(|t| (t.name(), t.partition_data().iter().map(|p| p.index()).collect()))
         .collect();
     assert_eq!(forwarded_parts, [("orders", vec![0, 2])], "audit's only partition is refused");
-    let Verdict::Replace(answer) =
-        chain.on_response(&broker_answer(&forwarded, 9, 7), ApiKey::Produce, 9)
+    let Verdict::Replace(answer) = chain.on_response(&broker_answer(&forwarded, 9, 7), ApiKey::Produce, 9)
     else {
         panic!()
     };
-    let (policy, auth) =
-        (ErrorCode::PolicyViolation.to_i16(), ErrorCode::TopicAuthorizationFailed.to_i16());
+    let (policy, auth) = (ErrorCode::PolicyViolation.to_i16(), ErrorCode::TopicAuthorizationFailed.to_i16());
     assert_eq!(
         seen(&answer, 9),
         [
@@ -139,16 +134,12 @@ fn the_rest_goes_on_and_one_answer_comes_back_in_the_clients_order() {
         ]
     );
     // The message is in the answer where the version has one.
-    let ResponseBodyView::Produce(p) =
-        dispatch::parse_response(&answer, ApiKey::Produce, 9).unwrap().body
+    let ResponseBodyView::Produce(p) = dispatch::parse_response(&answer, ApiKey::Produce, 9).unwrap().body
     else {
         panic!()
     };
     let orders = p.responses().iter().next().unwrap();
-    assert_eq!(
-        orders.partition_responses().iter().nth(1).unwrap().error_message(),
-        Some("not partition 1")
-    );
+    assert_eq!(orders.partition_responses().iter().nth(1).unwrap().error_message(), Some("not partition 1"));
     // The next answer, not answered in part, passes as it came.
     let plain = request(&produce(-1, vec![topic("orders", 0, &[0])]), 9, 8);
     assert_eq!(chain.on_request(&plain), Verdict::Forward);
@@ -167,12 +158,9 @@ fn topics_named_by_id_are_refused_by_name_and_merged_by_id() {
     // v13: ids only; #3 is an id nobody named: refused, as a policy filter must.
     let body = produce(-1, vec![topic("", 2, &[0]), topic("", 1, &[0]), topic("", 3, &[0])]);
     let Verdict::Replace(sent) = chain.on_request(&request(&body, 13, 9)) else { panic!() };
-    let RequestBodyView::Produce(forwarded) = dispatch::parse_request(&sent).unwrap().body else {
-        panic!()
-    };
+    let RequestBodyView::Produce(forwarded) = dispatch::parse_request(&sent).unwrap().body else { panic!() };
     assert_eq!(forwarded.topic_data().iter().map(|t| t.topic_id()).collect::<Vec<_>>(), [Uuid([1; 16])]);
-    let Verdict::Replace(answer) =
-        chain.on_response(&broker_answer(&forwarded, 13, 9), ApiKey::Produce, 13)
+    let Verdict::Replace(answer) = chain.on_response(&broker_answer(&forwarded, 13, 9), ApiKey::Produce, 13)
     else {
         panic!()
     };
@@ -193,17 +181,11 @@ fn everything_refused_is_answered_without_the_broker_and_acks_zero_is_dropped() 
     chain.push(NoSecrets(TopicNames::new()));
     let body = produce(-1, vec![topic("secret-a", 0, &[0, 1]), topic("secret-b", 0, &[3])]);
     let Verdict::Respond(answer) = chain.on_request(&request(&body, 9, 11)) else { panic!() };
-    assert_eq!(
-        dispatch::parse_response(&answer, ApiKey::Produce, 9).unwrap().header.correlation_id(),
-        11
-    );
+    assert_eq!(dispatch::parse_response(&answer, ApiKey::Produce, 9).unwrap().header.correlation_id(), 11);
     let auth = ErrorCode::TopicAuthorizationFailed.to_i16();
     assert_eq!(
         seen(&answer, 9),
-        [
-            ("secret-a".into(), vec![(0, auth, -1), (1, auth, -1)]),
-            ("secret-b".into(), vec![(3, auth, -1)])
-        ]
+        [("secret-a".into(), vec![(0, auth, -1), (1, auth, -1)]), ("secret-b".into(), vec![(3, auth, -1)])]
     );
     // acks=0 expects no answer: all refused is dropped, part refused goes on with
     // nothing kept to merge.

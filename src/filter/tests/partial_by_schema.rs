@@ -103,8 +103,7 @@ fn has(s: &'static StructSchema, name: &str, v: i16) -> bool {
 }
 
 fn elem(s: &'static StructSchema, name: &str) -> &'static StructSchema {
-    let f =
-        s.fields.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{} has no {name}", s.name));
+    let f = s.fields.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{} has no {name}", s.name));
     match &f.ty {
         FieldType::Array(FieldType::Struct(e)) => e,
         _ => panic!("{}.{name} is not an array of structs", s.name),
@@ -263,8 +262,7 @@ fn answered(body: &StructValue, v: i16, spec: &Spec) -> Answered {
                         .iter()
                         .map(|p| {
                             let p = strukt(p);
-                            let (Some(Value::Int32(i)), Some(Value::Int16(e))) =
-                                (p.get(index), p.get(error))
+                            let (Some(Value::Int32(i)), Some(Value::Int16(e))) = (p.get(index), p.get(error))
                             else {
                                 panic!("partition {p:?}")
                             };
@@ -397,8 +395,7 @@ fn expected(
         .map(|(t, (g, name, partitions))| {
             if spec.resp_parts.is_none() {
                 let (e, m) = refused(t, 0).unwrap_or((0, None));
-                let m =
-                    if has_message(false) { m.or(Some(String::new())).filter(|_| e != 0) } else { None };
+                let m = if has_message(false) { m.or(Some(String::new())).filter(|_| e != 0) } else { None };
                 return (g.clone(), name.clone(), e, vec![(-1, e, m)]);
             }
             let parts = partitions
@@ -498,15 +495,14 @@ fn one_refused(api: ApiKey, v: i16, spec: &Spec) {
     let all = request_entries(&body, v, spec);
     let mut refusals = Refusals::new();
     // With partitions: the second partition of the first topic; else the second topic.
-    let refused =
-        |t: usize, p: usize| -> Option<(i16, Option<String>)> {
-            match spec.resp_parts {
-                Some(_) => (t == 0 && p == 1)
-                    .then(|| (ErrorCode::PolicyViolation.to_i16(), Some("not 11".into()))),
-                None => (t == 1)
-                    .then(|| (ErrorCode::TopicAuthorizationFailed.to_i16(), Some("not t1".into()))),
+    let refused = |t: usize, p: usize| -> Option<(i16, Option<String>)> {
+        match spec.resp_parts {
+            Some(_) => {
+                (t == 0 && p == 1).then(|| (ErrorCode::PolicyViolation.to_i16(), Some("not 11".into())))
             }
-        };
+            None => (t == 1).then(|| (ErrorCode::TopicAuthorizationFailed.to_i16(), Some("not t1".into()))),
+        }
+    };
     match spec.resp_parts {
         Some(_) => refusals.partition(0, 1, ErrorCode::PolicyViolation, Some("not 11")),
         None => refusals.topic(1, ErrorCode::TopicAuthorizationFailed, Some("not t1")),
@@ -525,9 +521,7 @@ fn one_refused(api: ApiKey, v: i16, spec: &Spec) {
     assert_eq!(sent, want, "{what}: forwarded");
     // The merged answer: every entry in the client's order, the refused one's error.
     let answer = response_frame(api, v, &broker_answer(api, v, spec, &sent), 7);
-    let Verdict::Replace(merged) = chain.on_response(&answer, api, v) else {
-        panic!("{what}: not merged")
-    };
+    let Verdict::Replace(merged) = chain.on_response(&answer, api, v) else { panic!("{what}: not merged") };
     let got = normalize(answered(&response_of(api, v, &merged, 7), v, spec));
     let want = expected(&all, spec, refused, |p| message_in(api, v, spec, p));
     assert_eq!(got, normalize(want), "{what}: merged");
@@ -548,9 +542,7 @@ fn two_refusing_filters_merge_in_turn() {
     second.partition(0, 0, ErrorCode::PolicyViolation, None);
     let mut chain = FilterChain::new();
     chain.push(Refuse(first)).push(Refuse(second));
-    let Verdict::Replace(forwarded) = chain.on_request(&request_frame(api, v, &body, 9)) else {
-        panic!()
-    };
+    let Verdict::Replace(forwarded) = chain.on_request(&request_frame(api, v, &body, 9)) else { panic!() };
     let sent = request_entries(&request_of(api, v, &forwarded), v, &spec);
     assert_eq!(sent, [(String::new(), "t1".to_string(), vec![11])]);
     let answer = response_frame(api, v, &broker_answer(api, v, &spec, &sent), 9);

@@ -81,18 +81,14 @@ fn answer(sent: &[u8], version: i16) -> Vec<u8> {
 }
 
 fn seen(frame: &[u8], version: i16) -> Vec<(String, i32, i16, i64)> {
-    let ResponseBodyView::Fetch(f) =
-        dispatch::parse_response(frame, ApiKey::Fetch, version).unwrap().body
+    let ResponseBodyView::Fetch(f) = dispatch::parse_response(frame, ApiKey::Fetch, version).unwrap().body
     else {
         panic!()
     };
     let mut out = Vec::new();
     for t in f.responses().iter() {
-        let name = if t.topic().is_empty() {
-            alloc::format!("#{}", t.topic_id().0[0])
-        } else {
-            t.topic().into()
-        };
+        let name =
+            if t.topic().is_empty() { alloc::format!("#{}", t.topic_id().0[0]) } else { t.topic().into() };
         for p in t.partitions().iter() {
             out.push((name.clone(), p.partition_index(), p.error_code(), p.high_watermark()));
         }
@@ -119,9 +115,7 @@ fn refused_topics_are_answered_beside_the_brokers_partitions() {
     let Verdict::Replace(sent) = chain.on_request(&request(&body, 12, 6)) else { panic!() };
     let RequestBodyView::Fetch(f) = dispatch::parse_request(&sent).unwrap().body else { panic!() };
     assert_eq!(f.topics().len(), 0);
-    let Verdict::Replace(merged) = chain.on_response(&answer(&sent, 12), ApiKey::Fetch, 12) else {
-        panic!()
-    };
+    let Verdict::Replace(merged) = chain.on_response(&answer(&sent, 12), ApiKey::Fetch, 12) else { panic!() };
     assert_eq!(seen(&merged, 12), [("audit.logins".into(), 0, auth, -1)]);
     assert!(chain.merges.is_empty(), "nothing left awaiting a merge");
 }
@@ -135,9 +129,7 @@ fn topics_named_by_id_are_judged_by_their_names() {
     chain.push(NoAuditReads(names));
     let body = fetch(&[("", 2, &[0]), ("", 1, &[0]), ("", 9, &[3])]);
     let Verdict::Replace(sent) = chain.on_request(&request(&body, 13, 8)) else { panic!() };
-    let Verdict::Replace(merged) = chain.on_response(&answer(&sent, 13), ApiKey::Fetch, 13) else {
-        panic!()
-    };
+    let Verdict::Replace(merged) = chain.on_response(&answer(&sent, 13), ApiKey::Fetch, 13) else { panic!() };
     let auth = ErrorCode::TopicAuthorizationFailed.to_i16();
     assert_eq!(
         seen(&merged, 13),
