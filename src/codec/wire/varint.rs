@@ -104,12 +104,20 @@ pub(crate) fn long_uvarlong(b: &[u8], at: usize) -> Result<(u64, usize), VarintE
 
 /// The zig-zag varint at `b[at..]` and the position after it.
 #[inline]
+#[cfg_attr(
+    not(feature = "alloc"),
+    allow(dead_code, reason = "read and written by the record layer, which needs alloc")
+)]
 pub(crate) fn varint(b: &[u8], at: usize) -> Result<(i32, usize), VarintError> {
     uvarint(b, at).map(|(u, p)| (unzigzag32(u), p))
 }
 
 /// The zig-zag varlong at `b[at..]` and the position after it.
 #[inline]
+#[cfg_attr(
+    not(feature = "alloc"),
+    allow(dead_code, reason = "read and written by the record layer, which needs alloc")
+)]
 pub(crate) fn varlong(b: &[u8], at: usize) -> Result<(i64, usize), VarintError> {
     uvarlong(b, at).map(|(u, p)| (unzigzag64(u), p))
 }
@@ -170,6 +178,10 @@ pub const fn varlong_len(v: i64) -> usize {
 /// The bytes of the unsigned varlong `v` (an unsigned varint is the same for `v` below
 /// 2^32): the array and how many of its bytes are used.
 #[inline]
+#[cfg_attr(
+    not(feature = "alloc"),
+    allow(dead_code, reason = "read and written by the record layer, which needs alloc")
+)]
 pub(crate) const fn uvarlong_bytes(mut v: u64) -> ([u8; MAX_VARLONG_LEN], usize) {
     let mut out = [0u8; MAX_VARLONG_LEN];
     let mut n = 0;

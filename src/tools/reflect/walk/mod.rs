@@ -20,6 +20,7 @@ use crate::codec::wire::Reader;
 mod path;
 mod visitor;
 
+#[cfg_attr(not(feature = "json"), allow(unused_imports, reason = "JSON paths are written with it"))]
 pub(crate) use path::write_key;
 pub use path::{FramePart, MAX_DEPTH, Path, Step, WalkError};
 pub use visitor::{Field, Scalar, TaggedField, TaggedFraming, Visitor};
