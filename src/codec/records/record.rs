@@ -215,6 +215,12 @@ impl<'a> Record<'a> {
     pub const fn headers(&self) -> Headers<'a> {
         Headers { cur: Cursor::new(self.headers), left: self.header_count }
     }
+    /// The headers as the record holds them: each a varint key length, key, varint value
+    /// length and value (what follows the header count).
+    #[cfg_attr(not(feature = "encrypt"), allow(dead_code, reason = "copied by record encryption"))]
+    pub(crate) const fn headers_bytes(&self) -> &'a [u8] {
+        self.headers
+    }
     /// The number of headers.
     pub const fn header_count(&self) -> u32 {
         self.header_count

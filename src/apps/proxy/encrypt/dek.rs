@@ -61,20 +61,33 @@ impl Cipher {
         Ok(Cipher(LessSafeKey::new(unbound)))
     }
 
-    /// Seals `buf` in place (the tag appended).
-    pub(super) fn seal(&self, nonce: [u8; NONCE_LEN], aad: &[u8], buf: &mut Vec<u8>) -> Result<(), ()> {
-        self.0
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), buf)
-            .map_err(|_| ())
+    /// Seals `buf` in place: the tag, to be written after it.
+    pub(super) fn seal_separate(
+        &self,
+        nonce: [u8; NONCE_LEN],
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> Result<[u8; super::format::TAG_LEN], ()> {
+        let tag = self
+            .0
+            .seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), buf)
+            .map_err(|_| ())?;
+        let mut out = [0u8; super::format::TAG_LEN];
+        out.copy_from_slice(tag.as_ref());
+        Ok(out)
     }
 
-    /// Opens `sealed` (ciphertext and tag): the plaintext, or `None` if it does not open.
-    pub(super) fn open(&self, nonce: [u8; NONCE_LEN], aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
-        let mut buf = sealed.to_vec();
-        let n =
-            self.0.open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut buf).ok()?.len();
-        buf.truncate(n);
-        Some(buf)
+    /// Opens the ciphertext and tag at `in_out[from..]`, the plaintext written at the start
+    /// of `in_out`: its length, or `None` if it does not open (then `in_out` holds garbage).
+    pub(super) fn open_within(
+        &self,
+        nonce: [u8; NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+        from: usize,
+    ) -> Option<usize> {
+        let n = self.0.open_within(Nonce::assume_unique_for_key(nonce), Aad::from(aad), in_out, from..).ok()?;
+        Some(n.len())
     }
 }
 

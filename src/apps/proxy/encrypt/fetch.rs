@@ -18,16 +18,20 @@ use std::collections::HashMap;
 
 use super::dek::{Cipher, Keys};
 use super::engine::Engine;
-use super::format::{self, Envelope, FormatError, HEADERS_KEY};
+use super::format::{self, Envelope, FormatError, HEADERS_KEY, PlainHeaders, PlainRef, TAG_LEN};
 use super::kms::KmsError;
 use super::rules::{EncryptRule, OnFailure, UNDECRYPTED_KEY};
-use super::write::{OutRecord, into_vec, write_batch, write_record};
+use super::write::{
+    Scratch, finish_batch, header_len, into_vec, kept_headers_len, prefix_len, put_header, put_kept_headers,
+    put_nullable, put_prefix, put_unchanged, put_with_header, records_to, slice, start_batch,
+};
+use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::codec::dispatch;
-use crate::codec::messages::{FetchResponse, ResponseBodyView};
+use crate::codec::messages::{FetchResponse, ResponseBodyView, ShareFetchResponse};
 use crate::codec::types::List;
 use crate::filter::DEFAULT_DECOMPRESSION_LIMIT;
 use crate::proxy::{ConnInfo, Decision};
-use crate::records::{Error, RecordBatch, RecordBatches, Records};
+use crate::records::{Compression, Error, Record, RecordBatch, RecordBatches, Records};
 use crate::{ApiKey, ErrorCode};
 
 /// Why a record of a Fetch answer was not decrypted.
@@ -93,72 +97,163 @@ fn batch_records<'a: 'b, 'b>(batch: &RecordBatch<'a>, buf: &'b mut Vec<u8>) -> R
     batch.records_in_vec(buf, DEFAULT_DECOMPRESSION_LIMIT)
 }
 
-/// Opens one envelope of `topic` and `key`.
-async fn open(
-    topic: &str,
-    key: Option<&[u8]>,
-    bytes: &[u8],
-    ciphers: &mut Ciphers<'_>,
-) -> Result<format::Plain, Failure> {
-    let envelope = Envelope::parse(bytes).map_err(|e| Failure::Bad(e.to_string()))?;
-    let cipher = ciphers.get(envelope.kek, envelope.wrapped).await?;
-    let aad = format::associated_data(topic, key, envelope.header);
-    let plain = cipher
-        .open(envelope.nonce, &aad, envelope.sealed)
-        .ok_or_else(|| Failure::Bad(FormatError::Tampered.to_string()))?;
-    format::open_plain(envelope.flags, &plain).map_err(|e| Failure::Bad(e.to_string()))
+/// The scratch a record is decrypted with.
+struct Work<'s> {
+    plain: &'s mut Vec<u8>,
+    value: &'s mut Vec<u8>,
+    aad: &'s mut Vec<u8>,
 }
 
-/// Decrypts one record into `out_record`.
-async fn decrypt_record(
+fn bad(e: impl core::fmt::Display) -> Failure {
+    Failure::Bad(e.to_string())
+}
+
+/// Opens an envelope into `w.plain`: its plaintext, read in place.
+async fn open<'w>(
     topic: &str,
-    out_record: &mut OutRecord<'_>,
+    key: Option<&[u8]>,
+    envelope: &Envelope<'_>,
     ciphers: &mut Ciphers<'_>,
-) -> Result<(), Failure> {
-    let record = out_record.record;
-    match record.value() {
-        Some(value) => {
-            let plain = open(topic, record.key(), value, ciphers).await?;
-            let Some(v) = plain.value else {
-                return Err(Failure::Bad("an envelope without its value".into()));
-            };
-            out_record.value = Some(v);
-            out_record.keep_value = false;
-            if let Some(h) = plain.headers {
-                out_record.headers = h;
-                out_record.keep_headers = false;
-            }
-        }
-        None => {
-            let mut found = record.headers().filter(|h| h.key == HEADERS_KEY.as_bytes());
-            let Some(header) = found.next() else { return Ok(()) };
-            if found.next().is_some() {
-                return Err(Failure::Bad(format!("a tombstone with two {HEADERS_KEY} headers")));
-            }
-            let plain = open(topic, record.key(), header.value.unwrap_or_default(), ciphers).await?;
-            match (plain.value, plain.headers) {
-                (None, Some(h)) => {
-                    out_record.headers = h;
-                    out_record.keep_headers = false;
-                }
-                _ => return Err(Failure::Bad("a tombstone's envelope holds a value".into())),
-            }
-        }
+    plain: &'w mut Vec<u8>,
+    aad: &mut Vec<u8>,
+) -> Result<PlainRef<'w>, Failure> {
+    let cipher = ciphers.get(envelope.kek, envelope.wrapped).await?;
+    format::associated_data_into(aad, topic, key, envelope.header);
+    plain.clear();
+    plain.extend_from_slice(envelope.sealed);
+    let n = cipher.open_within(envelope.nonce, aad, plain, 0).ok_or_else(|| bad(FormatError::Tampered))?;
+    PlainRef::parse(envelope.flags, &plain[..n]).map_err(bad)
+}
+
+/// The bytes headers opened from a plaintext take in a record (their count, each header).
+fn plain_headers_len(h: &PlainHeaders<'_>) -> usize {
+    varlong_len(h.header_count() as i64) + h.clone().map(|(k, v)| header_len(k, v)).sum::<usize>()
+}
+
+fn put_plain_headers(dst: &mut Vec<u8>, h: PlainHeaders<'_>) {
+    push_varlong(dst, h.header_count() as i64);
+    for (k, v) in h {
+        put_header(dst, k, v);
     }
+}
+
+/// Writes one record of a ruled topic at the end of `dst`, decrypted. On an error, `dst`
+/// holds part of the record: the caller cuts it off.
+async fn decrypt_record(
+    dst: &mut Vec<u8>,
+    topic: &str,
+    record: &Record<'_>,
+    ciphers: &mut Ciphers<'_>,
+    w: &mut Work<'_>,
+) -> Result<(), Failure> {
+    let start = dst.len();
+    let Some(stored) = record.value() else {
+        let mut found = record.headers().filter(|h| h.key == HEADERS_KEY.as_bytes());
+        let Some(header) = found.next() else {
+            put_unchanged(dst, record);
+            return Ok(());
+        };
+        if found.next().is_some() {
+            return Err(Failure::Bad(format!("a tombstone with two {HEADERS_KEY} headers")));
+        }
+        let envelope = Envelope::parse(header.value.unwrap_or_default()).map_err(bad)?;
+        let plain = open(topic, record.key(), &envelope, ciphers, w.plain, w.aad).await?;
+        let (None, Some(headers)) = (plain.value, plain.headers) else {
+            return Err(Failure::Bad("a tombstone's envelope holds a value".into()));
+        };
+        let body = prefix_len(record) + 1 + plain_headers_len(&headers);
+        put_prefix(dst, record, body);
+        push_varlong(dst, -1);
+        put_plain_headers(dst, headers);
+        debug_assert_eq!(dst.len() - start, varlong_len(body as i64) + body);
+        return Ok(());
+    };
+    let envelope = Envelope::parse(stored).map_err(bad)?;
+    let flags = envelope.flags;
+    if flags.value() && !flags.headers() && flags.codec() == Some(Compression::None) {
+        // The value alone, not compressed: its length is known before it is opened, so
+        // it is opened where it goes, in `dst`.
+        let cipher = ciphers.get(envelope.kek, envelope.wrapped).await?;
+        format::associated_data_into(w.aad, topic, record.key(), envelope.header);
+        let len = (envelope.sealed.len() - TAG_LEN)
+            .checked_sub(4)
+            .ok_or(Failure::Bad(FormatError::Plaintext("value length").to_string()))?;
+        let body = prefix_len(record) + varlong_len(len as i64) + len + kept_headers_len(record);
+        put_prefix(dst, record, body);
+        push_varlong(dst, len as i64);
+        // The plaintext's 4 length bytes land on the 4 bytes before the value (the
+        // record's own, at least 6 written since `start`), which are put back after.
+        let at = dst.len() - 4;
+        let mut kept = [0u8; 4];
+        kept.copy_from_slice(&dst[at..]);
+        dst.extend_from_slice(envelope.sealed);
+        let opened = cipher.open_within(envelope.nonce, w.aad, &mut dst[at..], 4);
+        let mut said = [0u8; 4];
+        said.copy_from_slice(&dst[at..at + 4]);
+        dst[at..at + 4].copy_from_slice(&kept);
+        dst.truncate(at + 4 + len);
+        if opened.is_none() {
+            return Err(bad(FormatError::Tampered));
+        }
+        if u32::from_be_bytes(said) as usize != len {
+            return Err(bad(FormatError::Plaintext("value length")));
+        }
+        put_kept_headers(dst, record);
+        debug_assert_eq!(dst.len() - start, varlong_len(body as i64) + body);
+        return Ok(());
+    }
+    let plain = open(topic, record.key(), &envelope, ciphers, w.plain, w.aad).await?;
+    let Some(value) = plain.value else {
+        return Err(Failure::Bad("an envelope without its value".into()));
+    };
+    let value = value.read(w.value).map_err(bad)?;
+    let headers = match &plain.headers {
+        Some(h) => plain_headers_len(h),
+        None => kept_headers_len(record),
+    };
+    let body = prefix_len(record) + varlong_len(value.len() as i64) + value.len() + headers;
+    put_prefix(dst, record, body);
+    put_nullable(dst, Some(value));
+    match plain.headers {
+        Some(h) => put_plain_headers(dst, h),
+        None => put_kept_headers(dst, record),
+    }
+    debug_assert_eq!(dst.len() - start, varlong_len(body as i64) + body);
     Ok(())
 }
 
-/// Decrypts a Fetch partition's batches (those it cannot follow the rule's policy), each
-/// batch read once.
+/// Decrypts a Fetch partition's batches at the end of `out` (those it cannot follow the
+/// rule's policy), each batch read once, with `s`'s scratch buffers. On an error, `out`
+/// is left as it was.
 pub(super) async fn decrypt_batches(
     records: RecordBatches<'_>,
     topic: &str,
     rule: &EncryptRule,
     ciphers: &mut Ciphers<'_>,
-) -> Result<Vec<u8>, Failure> {
-    let mut out = Vec::with_capacity(records.bytes().len());
+    out: &mut Vec<u8>,
+    s: &mut Scratch,
+) -> Result<(), Failure> {
+    let start = out.len();
+    let result = decrypt_into(records, topic, rule, ciphers, out, s).await;
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+async fn decrypt_into(
+    records: RecordBatches<'_>,
+    topic: &str,
+    rule: &EncryptRule,
+    ciphers: &mut Ciphers<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Scratch,
+) -> Result<(), Failure> {
+    let Scratch { raw, buf, plain, value, aad, .. } = s;
+    let mut w = Work { plain, value, aad };
+    // Opened records are shorter than sealed ones (compressed batches aside).
+    out.reserve(records.bytes().len());
     let mut batches = records;
-    let (mut raw, mut scratch, mut buf) = (Vec::new(), Vec::new(), Vec::new());
     let pass = rule.on_failure == OnFailure::PassStored;
     loop {
         let before = batches.remaining();
@@ -169,122 +264,246 @@ pub(super) async fn decrypt_batches(
                 // What follows cannot be read: it goes on as stored (it is not plaintext
                 // the proxy made; clients find the same error in it).
                 out.extend_from_slice(before);
-                return Ok(out);
+                return Ok(());
             }
-            Err(e) => return Err(Failure::Bad(e.to_string())),
+            Err(e) => return Err(bad(e)),
         };
         if batch.is_control() {
             // Never shown to applications by Kafka's consumers (see the module's doc).
             out.extend_from_slice(batch.bytes());
             continue;
         }
-        let codec = batch.compression().map_err(|e| Failure::Bad(e.to_string()))?;
-        let records = match batch_records(&batch, &mut buf) {
+        let codec = batch.compression().map_err(bad)?;
+        let records = match batch_records(&batch, buf) {
             Ok(r) => r,
             Err(_) if pass => {
                 out.extend_from_slice(batch.bytes());
                 continue;
             }
-            Err(e) => return Err(Failure::Bad(e.to_string())),
+            Err(e) => return Err(bad(e)),
         };
-        raw.clear();
+        let at = start_batch(&batch, out).map_err(Failure::Bad)?;
+        let dst = records_to(codec, out, raw);
         for record in records {
-            let record = record.map_err(|e| Failure::Bad(e.to_string()))?;
-            let mut out_record = OutRecord::unchanged(record);
-            match decrypt_record(topic, &mut out_record, ciphers).await {
+            let record = record.map_err(bad)?;
+            let mark = dst.len();
+            match decrypt_record(dst, topic, &record, ciphers, &mut w).await {
                 Ok(()) => {}
                 Err(Failure::Bad(why)) if pass => {
-                    let mut headers: Vec<(Vec<u8>, Option<Vec<u8>>)> =
-                        record.headers().map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec))).collect();
-                    headers.push((UNDECRYPTED_KEY.as_bytes().to_vec(), Some(why.into_bytes())));
-                    out_record = OutRecord::unchanged(record);
-                    out_record.headers = headers;
-                    out_record.keep_headers = false;
+                    dst.truncate(mark);
+                    put_with_header(dst, &record, UNDECRYPTED_KEY.as_bytes(), why.as_bytes());
                 }
                 Err(e) => return Err(e),
             }
-            write_record(&mut raw, &out_record, &mut scratch);
         }
-        write_batch(&batch, codec, &raw, &mut out).map_err(Failure::Bad)?;
+        finish_batch(codec, raw, out, at).map_err(Failure::Bad)?;
     }
     // A last batch cut short (the fetch's size limit) goes on as stored: clients drop it.
     out.extend_from_slice(batches.remaining());
-    Ok(out)
+    Ok(())
+}
+
+/// What became of a partition's records.
+enum Outcome {
+    /// Decrypted, at this range of the buffer.
+    Bytes(core::ops::Range<usize>),
+    /// Not given: the partition is answered with this error.
+    Error(ErrorCode),
 }
 
 impl Engine {
-    /// A Fetch answer with every record of the ruled topics decrypted, or their partitions
-    /// answered with an error.
-    pub(super) async fn fetch(&self, frame: Vec<u8>, version: i16, conn: &ConnInfo) -> Decision {
+    /// Whether an answer's records need the filter: records of a ruled topic, or of one
+    /// the proxy cannot name.
+    fn touches<'t>(&self, conn: &ConnInfo, mut topics: impl Iterator<Item = (Option<String>, bool)> + 't) -> bool {
+        let _ = conn;
+        topics.any(|(name, has_records)| {
+            has_records && name.as_deref().is_none_or(|n| self.rule_for(n).is_some())
+        })
+    }
+
+    /// One partition's records decrypted at the end of `out`; `name` is the topic's, if the
+    /// proxy can name it. `None`: no rule names the topic, the records go as they are.
+    async fn decrypt_partition(
+        &self,
+        name: Option<&str>,
+        records: &[u8],
+        ciphers: &mut Ciphers<'_>,
+        out: &mut Vec<u8>,
+        s: &mut Scratch,
+    ) -> Option<Outcome> {
+        if records.is_empty() {
+            return None;
+        }
+        let Some(name) = name else {
+            // A topic the proxy cannot name may be a ruled one: its records do not reach
+            // the client undecrypted.
+            return Some(Outcome::Error(ErrorCode::UnknownTopicId));
+        };
+        let rule = self.rule_for(name)?;
+        let start = out.len();
+        Some(match decrypt_batches(RecordBatches::new(records), name, rule, ciphers, out, s).await {
+            Ok(()) => Outcome::Bytes(start..out.len()),
+            Err(Failure::Retriable) => Outcome::Error(ErrorCode::KafkaStorageError),
+            Err(Failure::Bad(_)) => Outcome::Error(ErrorCode::CorruptMessage),
+        })
+    }
+
+    /// A Fetch or ShareFetch answer with every record of the ruled topics decrypted, or
+    /// their partitions answered with an error.
+    pub(super) async fn fetch(
+        &self,
+        frame: Vec<u8>,
+        api_key: ApiKey,
+        version: i16,
+        conn: &ConnInfo,
+        s: &mut Scratch,
+    ) -> Decision {
+        let decision = match api_key {
+            ApiKey::Fetch => self.fetch_with(frame, version, conn, s).await,
+            ApiKey::ShareFetch => self.share_fetch_with(frame, version, conn, s).await,
+            _ => Decision::Forward(frame),
+        };
+        s.done();
+        decision
+    }
+
+    async fn fetch_with(&self, frame: Vec<u8>, version: i16, conn: &ConnInfo, s: &mut Scratch) -> Decision {
         let Ok(response) = dispatch::parse_response(&frame, ApiKey::Fetch, version) else {
             return Decision::Close("a Fetch answer the decryption cannot read".into());
         };
         let ResponseBodyView::Fetch(view) = response.body else { return Decision::Forward(frame) };
-        // Only records of a ruled topic, or of one the proxy cannot name, change anything.
-        let touched = view.responses().iter().any(|topic| {
-            let ruled = conn
-                .topic_names()
-                .resolve(topic.topic(), topic.topic_id())
-                .map(|n| self.rule_for(&n).is_some());
-            ruled != Some(false)
-                && topic.partitions().iter().any(|p| p.records().is_some_and(|r| !r.bytes().is_empty()))
-        });
+        let name = |topic: &crate::codec::messages::fetch::FetchableTopicResponseView<'_>| {
+            conn.topic_names().resolve(topic.topic(), topic.topic_id()).map(|n| n.to_string())
+        };
+        let touched = self.touches(
+            conn,
+            view.responses().iter().map(|t| {
+                (name(&t), t.partitions().iter().any(|p| p.records().is_some_and(|r| !r.bytes().is_empty())))
+            }),
+        );
         if !touched {
             return Decision::Forward(frame);
         }
         let mut ciphers = Ciphers::new(&self.keys);
+        let mut out = core::mem::take(&mut s.out);
+        let mut outcomes: Vec<((usize, usize), Outcome)> = Vec::new();
+        for (ti, topic) in view.responses().iter().enumerate() {
+            let name = name(&topic);
+            for (pi, partition) in topic.partitions().iter().enumerate() {
+                let Some(records) = partition.records() else { continue };
+                let got = self.decrypt_partition(name.as_deref(), records.bytes(), &mut ciphers, &mut out, s).await;
+                if let Some(outcome) = got {
+                    outcomes.push(((ti, pi), outcome));
+                }
+            }
+        }
         let header_len = response.header.as_bytes().len();
         let mut body = FetchResponse::from(view);
         let mut topics = into_vec(core::mem::replace(&mut body.responses, List::Borrowed(&[])));
-        for topic in topics.iter_mut() {
-            let name =
-                conn.topic_names().resolve(topic.topic.as_ref(), topic.topic_id).map(|n| n.to_string());
-            let rule = match &name {
-                Some(n) => match self.rule_for(n) {
-                    Some(r) => Some(r),
-                    None => continue,
-                },
-                None => None,
-            };
+        let mut outcomes = outcomes.into_iter().peekable();
+        for (ti, topic) in topics.iter_mut().enumerate() {
+            if outcomes.peek().is_none_or(|((t, _), _)| *t != ti) {
+                continue;
+            }
             let mut partitions = into_vec(core::mem::replace(&mut topic.partitions, List::Borrowed(&[])));
-            for partition in partitions.iter_mut() {
-                let Some(records) = partition.records.as_ref() else { continue };
-                if records.as_slice().is_empty() {
-                    continue;
-                }
-                let (Some(rule), Some(name)) = (rule, name.as_deref()) else {
-                    // A topic the proxy cannot name may be a ruled one: its records do not
-                    // reach the client undecrypted.
-                    partition.error_code = ErrorCode::UnknownTopicId.to_i16();
-                    partition.records = Some(List::Owned(Vec::new()));
-                    continue;
-                };
-                let batches = RecordBatches::new(records.as_slice());
-                match decrypt_batches(batches, name, rule, &mut ciphers).await {
-                    Ok(bytes) => partition.records = Some(List::Owned(bytes)),
-                    Err(Failure::Retriable) => {
-                        partition.error_code = ErrorCode::KafkaStorageError.to_i16();
-                        partition.records = Some(List::Owned(Vec::new()));
-                    }
-                    Err(Failure::Bad(_)) => {
-                        partition.error_code = ErrorCode::CorruptMessage.to_i16();
-                        partition.records = Some(List::Owned(Vec::new()));
+            while let Some(((_, pi), outcome)) = outcomes.next_if(|((t, _), _)| *t == ti) {
+                let Some(partition) = partitions.get_mut(pi) else { continue };
+                match outcome {
+                    Outcome::Bytes(range) => partition.records = Some(slice(&out, range)),
+                    Outcome::Error(code) => {
+                        partition.error_code = code.to_i16();
+                        partition.records = Some(List::Borrowed(&[]));
                     }
                 }
             }
             topic.partitions = List::Owned(partitions);
         }
         body.responses = List::Owned(topics);
-        let encoded = body.encoded_len(version).and_then(|n| {
-            let mut out = vec![0u8; header_len + n];
-            body.encode(version, &mut out[header_len..]).map(|_| out)
-        });
-        match encoded {
-            Ok(mut out) => {
-                out[..header_len].copy_from_slice(&frame[..header_len]);
-                Decision::Forward(out)
-            }
-            Err(e) => Decision::Close(format!("the decrypted Fetch answer: {e}")),
+        let decision = encode_answer(&frame, header_len, version, |v| body.encoded_len(v), |v, b| body.encode(v, b), "Fetch");
+        drop(body);
+        s.out = out;
+        decision
+    }
+
+    async fn share_fetch_with(&self, frame: Vec<u8>, version: i16, conn: &ConnInfo, s: &mut Scratch) -> Decision {
+        let Ok(response) = dispatch::parse_response(&frame, ApiKey::ShareFetch, version) else {
+            return Decision::Close("a ShareFetch answer the decryption cannot read".into());
+        };
+        let ResponseBodyView::ShareFetch(view) = response.body else { return Decision::Forward(frame) };
+        // Share groups name topics by id only.
+        let name = |topic: &crate::codec::messages::share_fetch::ShareFetchableTopicResponseView<'_>| {
+            conn.topic_names().resolve("", topic.topic_id()).map(|n| n.to_string())
+        };
+        let touched = self.touches(
+            conn,
+            view.responses()
+                .iter()
+                .map(|t| (name(&t), t.partitions().iter().any(|p| !p.records().bytes().is_empty()))),
+        );
+        if !touched {
+            return Decision::Forward(frame);
         }
+        let mut ciphers = Ciphers::new(&self.keys);
+        let mut out = core::mem::take(&mut s.out);
+        let mut outcomes: Vec<((usize, usize), Outcome)> = Vec::new();
+        for (ti, topic) in view.responses().iter().enumerate() {
+            let name = name(&topic);
+            for (pi, partition) in topic.partitions().iter().enumerate() {
+                let records = partition.records();
+                let got = self.decrypt_partition(name.as_deref(), records.bytes(), &mut ciphers, &mut out, s).await;
+                if let Some(outcome) = got {
+                    outcomes.push(((ti, pi), outcome));
+                }
+            }
+        }
+        let header_len = response.header.as_bytes().len();
+        let mut body = ShareFetchResponse::from(view);
+        let mut topics = into_vec(core::mem::replace(&mut body.responses, List::Borrowed(&[])));
+        let mut outcomes = outcomes.into_iter().peekable();
+        for (ti, topic) in topics.iter_mut().enumerate() {
+            if outcomes.peek().is_none_or(|((t, _), _)| *t != ti) {
+                continue;
+            }
+            let mut partitions = into_vec(core::mem::replace(&mut topic.partitions, List::Borrowed(&[])));
+            while let Some(((_, pi), outcome)) = outcomes.next_if(|((t, _), _)| *t == ti) {
+                let Some(partition) = partitions.get_mut(pi) else { continue };
+                match outcome {
+                    Outcome::Bytes(range) => partition.records = slice(&out, range),
+                    Outcome::Error(code) => {
+                        partition.error_code = code.to_i16();
+                        partition.records = List::Borrowed(&[]);
+                    }
+                }
+            }
+            topic.partitions = List::Owned(partitions);
+        }
+        body.responses = List::Owned(topics);
+        let decision =
+            encode_answer(&frame, header_len, version, |v| body.encoded_len(v), |v, b| body.encode(v, b), "ShareFetch");
+        drop(body);
+        s.out = out;
+        decision
+    }
+}
+
+/// An answer encoded again after the header of `frame`.
+fn encode_answer<E: core::fmt::Display>(
+    frame: &[u8],
+    header_len: usize,
+    version: i16,
+    len: impl Fn(i16) -> Result<usize, E>,
+    encode: impl FnOnce(i16, &mut [u8]) -> Result<usize, E>,
+    what: &str,
+) -> Decision {
+    let encoded = len(version).and_then(|n| {
+        let mut out = vec![0u8; header_len + n];
+        encode(version, &mut out[header_len..]).map(|_| out)
+    });
+    match encoded {
+        Ok(mut out) => {
+            out[..header_len].copy_from_slice(&frame[..header_len]);
+            Decision::Forward(out)
+        }
+        Err(e) => Decision::Close(format!("the decrypted {what} answer: {e}")),
     }
 }

@@ -16,6 +16,7 @@ use super::fetch::{Ciphers, Failure, decrypt_batches};
 use super::kms::Kms;
 use super::produce::{count_records, encrypt_batches};
 use super::rules::EncryptRule;
+use super::write::Scratch;
 use crate::ApiKey;
 use crate::codec::dispatch::Request;
 use crate::codec::types::Versions;
@@ -101,7 +102,9 @@ impl Encryption {
             true => RecordsError::Unavailable(e.to_string()),
             false => RecordsError::Refused(e.to_string()),
         })?;
-        encrypt_batches(batches, topic, rule, &mut lease).map_err(RecordsError::Refused)
+        let (mut out, mut scratch) = (Vec::new(), Scratch::default());
+        encrypt_batches(batches, topic, rule, &mut lease, &mut out, &mut scratch).map_err(RecordsError::Refused)?;
+        Ok(out)
     }
 
     /// The record batches of one Fetch partition of `topic` as the proxy gives them to
@@ -112,12 +115,14 @@ impl Encryption {
         let rule = engine.rule_for(topic).ok_or_else(|| RecordsError::NoRule(topic.to_string()))?;
         let batches = RecordBatches::new(records);
         let mut ciphers = Ciphers::new(&engine.keys);
-        decrypt_batches(batches, topic, rule, &mut ciphers).await.map_err(|e| match e {
+        let (mut out, mut scratch) = (Vec::new(), Scratch::default());
+        decrypt_batches(batches, topic, rule, &mut ciphers, &mut out, &mut scratch).await.map_err(|e| match e {
             Failure::Retriable => {
                 RecordsError::Unavailable("the key management service is unavailable".into())
             }
             Failure::Bad(why) => RecordsError::Refused(why),
-        })
+        })?;
+        Ok(out)
     }
 
     /// The rules.
@@ -135,11 +140,13 @@ impl Encryption {
 pub(crate) struct Encrypt {
     engine: Arc<Engine>,
     conn: Arc<ConnInfo>,
+    /// The connection's buffers for Produce, reused (bounded) from request to request.
+    scratch: Scratch,
 }
 
 impl Encrypt {
     pub(crate) fn new(engine: Arc<Engine>, conn: Arc<ConnInfo>) -> Self {
-        Encrypt { engine, conn }
+        Encrypt { engine, conn, scratch: Scratch::default() }
     }
 }
 
@@ -153,32 +160,34 @@ impl WaitingFilter for Encrypt {
         frame: Vec<u8>,
         _: &'a mut Upstream<'_>,
     ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(self.engine.produce(frame, &self.conn))
+        Box::pin(self.engine.produce(frame, &self.conn, &mut self.scratch))
     }
 
     fn responses(&mut self) -> Option<Box<dyn WaitingResponses>> {
-        Some(Box::new(Decrypt { engine: self.engine.clone(), conn: self.conn.clone() }))
+        Some(Box::new(Decrypt { engine: self.engine.clone(), conn: self.conn.clone(), scratch: Scratch::default() }))
     }
 }
 
-/// The Fetch side.
+/// The Fetch and ShareFetch side.
 struct Decrypt {
     engine: Arc<Engine>,
     conn: Arc<ConnInfo>,
+    /// The connection's buffers for answers, reused (bounded) from answer to answer.
+    scratch: Scratch,
 }
 
 impl WaitingResponses for Decrypt {
     fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
-        api_key == ApiKey::Fetch
+        matches!(api_key, ApiKey::Fetch | ApiKey::ShareFetch)
     }
 
     fn on_response<'a>(
         &'a mut self,
         frame: Vec<u8>,
-        _: ApiKey,
+        api_key: ApiKey,
         version: i16,
     ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(self.engine.fetch(frame, version, &self.conn))
+        Box::pin(self.engine.fetch(frame, api_key, version, &self.conn, &mut self.scratch))
     }
 }
 

@@ -250,9 +250,16 @@ pub fn write_header(
 /// The associated data of an envelope: a domain label, the topic's name, the record's key
 /// (null distinct from empty) and the envelope's header, each with its length.
 pub fn associated_data(topic: &str, key: Option<&[u8]>, header: &[u8]) -> Vec<u8> {
+    let mut aad = Vec::new();
+    associated_data_into(&mut aad, topic, key, header);
+    aad
+}
+
+/// [`associated_data`] written into `aad` (cleared first), which keeps its capacity.
+pub(super) fn associated_data_into(aad: &mut Vec<u8>, topic: &str, key: Option<&[u8]>, header: &[u8]) {
     const LABEL: &[u8] = b"kwire record encryption";
-    let mut aad =
-        Vec::with_capacity(LABEL.len() + topic.len() + key.map_or(0, <[u8]>::len) + header.len() + 16);
+    aad.clear();
+    aad.reserve(LABEL.len() + topic.len() + key.map_or(0, <[u8]>::len) + header.len() + 12);
     aad.extend_from_slice(LABEL);
     aad.extend_from_slice(&(topic.len() as u32).to_be_bytes());
     aad.extend_from_slice(topic.as_bytes());
@@ -265,7 +272,57 @@ pub fn associated_data(topic: &str, key: Option<&[u8]>, header: &[u8]) -> Vec<u8
     }
     aad.extend_from_slice(&(header.len() as u32).to_be_bytes());
     aad.extend_from_slice(header);
-    aad
+}
+
+/// The length of an envelope's header under `kek` and `wrapped` (what [`write_header`]
+/// writes).
+pub(super) fn header_len(kek: &str, wrapped: &[u8]) -> usize {
+    MAGIC.len() + 3 + kek.len() + 2 + wrapped.len() + NONCE_LEN
+}
+
+/// The length of the headers' part of a plaintext (what [`write_plain`] writes for them).
+pub(super) fn plain_headers_len<'h>(headers: impl Iterator<Item = crate::records::Header<'h>>) -> usize {
+    4 + headers.map(|h| 8 + h.key.len() + h.value.map_or(0, <[u8]>::len)).sum::<usize>()
+}
+
+/// Writes the headers' part of a plaintext: their count, then each header.
+pub(super) fn write_plain_headers<'h>(
+    out: &mut Vec<u8>,
+    count: usize,
+    headers: impl Iterator<Item = crate::records::Header<'h>>,
+) {
+    out.extend_from_slice(&(count as u32).to_be_bytes());
+    for h in headers {
+        out.extend_from_slice(&(h.key.len() as u32).to_be_bytes());
+        out.extend_from_slice(h.key);
+        match h.value {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(v) => {
+                out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                out.extend_from_slice(v);
+            }
+        }
+    }
+}
+
+/// Writes the value's part of a plaintext: its length, then the value, compressed with
+/// `codec` when that makes it shorter. Returns the codec used.
+pub(super) fn write_plain_value(
+    out: &mut Vec<u8>,
+    value: &[u8],
+    codec: Compression,
+) -> Result<Compression, crate::records::Error> {
+    out.extend_from_slice(&(value.len() as u32).to_be_bytes());
+    if codec != Compression::None {
+        let start = out.len();
+        crate::records::compression::compress(codec, value, out)?;
+        if out.len() - start < value.len() {
+            return Ok(codec);
+        }
+        out.truncate(start);
+    }
+    out.extend_from_slice(value);
+    Ok(Compression::None)
 }
 
 /// A header of a record: key and nullable value, owned.
@@ -281,31 +338,10 @@ pub fn write_plain(
     codec: Compression,
 ) -> Result<Compression, crate::records::Error> {
     if let Some(headers) = headers {
-        out.extend_from_slice(&(headers.len() as u32).to_be_bytes());
-        for h in headers {
-            out.extend_from_slice(&(h.key.len() as u32).to_be_bytes());
-            out.extend_from_slice(h.key);
-            match h.value {
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                Some(v) => {
-                    out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-                    out.extend_from_slice(v);
-                }
-            }
-        }
+        write_plain_headers(out, headers.len(), headers.iter().copied());
     }
     let Some(value) = value else { return Ok(Compression::None) };
-    out.extend_from_slice(&(value.len() as u32).to_be_bytes());
-    if codec != Compression::None {
-        let start = out.len();
-        crate::records::compression::compress(codec, value, out)?;
-        if out.len() - start < value.len() {
-            return Ok(codec);
-        }
-        out.truncate(start);
-    }
-    out.extend_from_slice(value);
-    Ok(Compression::None)
+    write_plain_value(out, value, codec)
 }
 
 /// What an opened envelope held.
@@ -329,58 +365,137 @@ impl core::fmt::Debug for Plain {
 
 /// Reads an opened envelope's plaintext, as its flags say.
 pub fn open_plain(flags: Flags, bytes: &[u8]) -> Result<Plain, FormatError> {
-    let mut at = 0usize;
-    let mut take = |n: usize, what| -> Result<&[u8], FormatError> {
-        let end = at.checked_add(n).ok_or(FormatError::Plaintext(what))?;
-        let s = bytes.get(at..end).ok_or(FormatError::Plaintext(what))?;
-        at = end;
-        Ok(s)
+    let read = PlainRef::parse(flags, bytes)?;
+    let headers = read.headers.map(|h| h.map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec))).collect());
+    let value = match read.value {
+        None => None,
+        Some(v) => {
+            let mut buf = Vec::new();
+            Some(v.read(&mut buf)?.to_vec())
+        }
     };
-    let u32_at = |s: &[u8]| u32::from_be_bytes([s[0], s[1], s[2], s[3]]);
-    let mut plain = Plain::default();
-    if flags.headers() {
-        let count = u32_at(take(4, "header count")?) as usize;
-        // Each header takes at least 8 bytes: no more can be there than the bytes allow.
-        if count > bytes.len() / 8 {
-            return Err(FormatError::Plaintext("header count"));
-        }
-        let mut headers = Vec::with_capacity(count);
-        for _ in 0..count {
-            let klen = u32_at(take(4, "header key length")?) as usize;
-            let key = take(klen, "header key")?.to_vec();
-            let vlen = u32_at(take(4, "header value length")?) as i32;
-            let value = match vlen {
-                -1 => None,
-                n if n < 0 => return Err(FormatError::Plaintext("header value length")),
-                n => Some(take(n as usize, "header value")?.to_vec()),
-            };
-            headers.push((key, value));
-        }
-        plain.headers = Some(headers);
+    Ok(Plain { headers, value })
+}
+
+/// An opened envelope's plaintext, read in place.
+pub(super) struct PlainRef<'a> {
+    /// The headers, if they were inside.
+    pub(super) headers: Option<PlainHeaders<'a>>,
+    /// The value, if there was one.
+    pub(super) value: Option<PlainValue<'a>>,
+}
+
+/// The headers of a plaintext, checked: each a key and a nullable value.
+#[derive(Clone)]
+pub(super) struct PlainHeaders<'a> {
+    bytes: &'a [u8],
+    left: usize,
+}
+
+impl PlainHeaders<'_> {
+    /// How many headers.
+    pub(super) fn header_count(&self) -> usize {
+        self.left
     }
-    if flags.value() {
-        let raw_len = u32_at(take(4, "value length")?) as usize;
-        let rest = bytes.get(at..).unwrap_or_default();
-        let codec = flags.codec().ok_or(FormatError::Flags(flags.0))?;
-        let value = if codec == Compression::None {
-            rest.to_vec()
-        } else {
-            if raw_len > MAX_VALUE {
-                return Err(FormatError::Plaintext("value length"));
-            }
-            let mut out = Vec::new();
-            crate::records::compression::decompress_to_vec(codec, rest, &mut out, raw_len)
-                .map_err(|_| FormatError::Plaintext("compressed value"))?;
-            out
+}
+
+impl<'a> Iterator for PlainHeaders<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // Checked by `PlainRef::parse`: every length is within the bytes.
+        let u32_at = |s: &[u8]| s.get(..4).map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]));
+        let klen = u32_at(self.bytes)? as usize;
+        let key = self.bytes.get(4..4 + klen)?;
+        let rest = self.bytes.get(4 + klen..)?;
+        let vlen = u32_at(rest)? as i32;
+        let (value, used) = match vlen {
+            -1 => (None, 4),
+            n => (Some(rest.get(4..4 + n as usize)?), 4 + n as usize),
         };
-        if value.len() != raw_len {
+        self.bytes = rest.get(used..)?;
+        Some((key, value))
+    }
+}
+
+/// The value of a plaintext, as stored inside (compressed or not).
+pub(super) struct PlainValue<'a> {
+    stored: &'a [u8],
+    raw_len: usize,
+    codec: Compression,
+}
+
+impl<'a> PlainValue<'a> {
+    /// The value: in place if it was not compressed, else decompressed into `buf`.
+    pub(super) fn read<'b>(&self, buf: &'b mut Vec<u8>) -> Result<&'b [u8], FormatError>
+    where
+        'a: 'b,
+    {
+        if self.codec == Compression::None {
+            return Ok(self.stored);
+        }
+        buf.clear();
+        crate::records::compression::decompress_to_vec(self.codec, self.stored, buf, self.raw_len)
+            .map_err(|_| FormatError::Plaintext("compressed value"))?;
+        if buf.len() != self.raw_len {
             return Err(FormatError::Plaintext("value length"));
         }
-        plain.value = Some(value);
-    } else if at != bytes.len() {
-        return Err(FormatError::Plaintext("end"));
+        Ok(&buf[..])
     }
-    Ok(plain)
+}
+
+impl<'a> PlainRef<'a> {
+    /// Reads an opened envelope's plaintext, as its flags say: every length checked.
+    pub(super) fn parse(flags: Flags, bytes: &'a [u8]) -> Result<PlainRef<'a>, FormatError> {
+        let mut at = 0usize;
+        let take = |at: &mut usize, n: usize, what| -> Result<&'a [u8], FormatError> {
+            let end = at.checked_add(n).ok_or(FormatError::Plaintext(what))?;
+            let s = bytes.get(*at..end).ok_or(FormatError::Plaintext(what))?;
+            *at = end;
+            Ok(s)
+        };
+        let u32_at = |s: &[u8]| u32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+        let mut plain = PlainRef { headers: None, value: None };
+        if flags.headers() {
+            let count = u32_at(take(&mut at, 4, "header count")?) as usize;
+            // Each header takes at least 8 bytes: no more can be there than the bytes allow.
+            if count > bytes.len() / 8 {
+                return Err(FormatError::Plaintext("header count"));
+            }
+            let start = at;
+            for _ in 0..count {
+                let klen = u32_at(take(&mut at, 4, "header key length")?) as usize;
+                take(&mut at, klen, "header key")?;
+                match u32_at(take(&mut at, 4, "header value length")?) as i32 {
+                    -1 => {}
+                    n if n < 0 => return Err(FormatError::Plaintext("header value length")),
+                    n => {
+                        take(&mut at, n as usize, "header value")?;
+                    }
+                }
+            }
+            plain.headers = Some(PlainHeaders { bytes: &bytes[start..at], left: count });
+        }
+        if flags.value() {
+            let raw_len = u32_at(take(&mut at, 4, "value length")?) as usize;
+            let stored = &bytes[at..];
+            let codec = flags.codec().ok_or(FormatError::Flags(flags.0))?;
+            if codec == Compression::None && stored.len() != raw_len {
+                return Err(FormatError::Plaintext("value length"));
+            }
+            if codec != Compression::None && raw_len > MAX_VALUE {
+                return Err(FormatError::Plaintext("value length"));
+            }
+            plain.value = Some(PlainValue { stored, raw_len, codec });
+        } else if at != bytes.len() {
+            return Err(FormatError::Plaintext("end"));
+        }
+        Ok(plain)
+    }
 }
 
 #[cfg(test)]

@@ -12,14 +12,19 @@ use super::engine::Engine;
 use super::format::{self, Flags, HEADERS_KEY};
 use super::kms::KmsError;
 use super::rules::EncryptRule;
-use super::write::{OutRecord, into_vec, write_batch, write_record};
+use super::format::TAG_LEN;
+use super::write::{
+    Scratch, finish_batch, header_len, into_vec, kept_headers_len, prefix_len, put_kept_headers, put_prefix,
+    put_unchanged, records_to, slice, start_batch,
+};
+use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::ErrorCode;
 use crate::codec::dispatch::{self, Request};
 use crate::codec::messages::{ProduceRequest, RequestBodyView};
 use crate::codec::types::List;
 use crate::filter::{DEFAULT_DECOMPRESSION_LIMIT, Refusals};
 use crate::proxy::{ConnInfo, Decision};
-use crate::records::{Compression, Header, RecordBatches};
+use crate::records::{Compression, Record, RecordBatches};
 
 /// Why a partition is refused on Produce.
 fn produce_error(e: &KmsError) -> ErrorCode {
@@ -29,76 +34,163 @@ fn produce_error(e: &KmsError) -> ErrorCode {
     if e.is_retriable() { ErrorCode::KafkaStorageError } else { ErrorCode::PolicyViolation }
 }
 
-/// Seals one envelope.
-fn seal(
+/// Writes one envelope (`len` bytes in all) at the end of `dst`: its header, then the
+/// plaintext `plain` writes, sealed in place, then the tag.
+#[allow(clippy::too_many_arguments)]
+fn put_envelope(
+    dst: &mut Vec<u8>,
+    aad: &mut Vec<u8>,
     topic: &str,
     key: Option<&[u8]>,
     kek: &str,
     lease: &mut Lease,
-    headers: Option<&[Header<'_>]>,
-    value: Option<&[u8]>,
-    codec: Compression,
-) -> Result<Vec<u8>, String> {
-    let mut sealed = Vec::new();
-    let used = format::write_plain(&mut sealed, headers, value, codec).map_err(|e| e.to_string())?;
-    let flags = Flags::new(headers.is_some(), value.is_some(), used);
+    flags: Flags,
+    plain: impl FnOnce(&mut Vec<u8>),
+) -> Result<(), String> {
     let nonce = lease.nonce().ok_or("more records than the batch declared")?;
-    let mut envelope = Vec::with_capacity(sealed.len() + 128);
-    format::write_header(&mut envelope, flags, kek, &lease.wrapped, &nonce).map_err(|e| e.to_string())?;
-    let aad = format::associated_data(topic, key, &envelope);
-    lease.cipher.seal(nonce, &aad, &mut sealed).map_err(|()| "sealing failed".to_string())?;
-    envelope.extend_from_slice(&sealed);
-    Ok(envelope)
+    let header = dst.len();
+    format::write_header(dst, flags, kek, &lease.wrapped, &nonce).map_err(|e| e.to_string())?;
+    format::associated_data_into(aad, topic, key, &dst[header..]);
+    let sealed = dst.len();
+    plain(dst);
+    let tag = lease.cipher.seal_separate(nonce, aad, &mut dst[sealed..]).map_err(|()| "sealing failed".to_string())?;
+    dst.extend_from_slice(&tag);
+    Ok(())
 }
 
-/// Encrypts every record of a Produce partition's batches into `out`.
+/// Writes one record of a ruled topic at the end of `dst`, its value (and headers, if the
+/// rule says so) sealed in an envelope; `plain` is scratch for a compressed value.
+#[allow(clippy::too_many_arguments)]
+fn seal_record(
+    dst: &mut Vec<u8>,
+    record: &Record<'_>,
+    topic: &str,
+    rule: &EncryptRule,
+    lease: &mut Lease,
+    codec: Compression,
+    plain: &mut Vec<u8>,
+    aad: &mut Vec<u8>,
+) -> Result<(), String> {
+    let inside = rule.headers;
+    let envelope_header = format::header_len(&rule.kek, &lease.wrapped);
+    let start = dst.len();
+    let body = match record.value() {
+        Some(value) => {
+            // The plaintext's length first: exact when nothing is compressed, else the
+            // value is compressed into `plain` once, and copied from there.
+            let (plain_len, used) = if codec == Compression::None {
+                let headers = if inside { format::plain_headers_len(record.headers()) } else { 0 };
+                (headers + 4 + value.len(), Compression::None)
+            } else {
+                plain.clear();
+                if inside {
+                    format::write_plain_headers(plain, record.header_count() as usize, record.headers());
+                }
+                let used = format::write_plain_value(plain, value, codec).map_err(|e| e.to_string())?;
+                (plain.len(), used)
+            };
+            let len = envelope_header + plain_len + TAG_LEN;
+            let headers = if inside { 1 } else { kept_headers_len(record) };
+            let body = prefix_len(record) + varlong_len(len as i64) + len + headers;
+            put_prefix(dst, record, body);
+            push_varlong(dst, len as i64);
+            let flags = Flags::new(inside, true, used);
+            put_envelope(dst, aad, topic, record.key(), &rule.kek, lease, flags, |dst| {
+                if codec == Compression::None {
+                    if inside {
+                        format::write_plain_headers(dst, record.header_count() as usize, record.headers());
+                    }
+                    // Not compressed: cannot fail.
+                    let _ = format::write_plain_value(dst, value, Compression::None);
+                } else {
+                    dst.extend_from_slice(plain);
+                }
+            })?;
+            if inside {
+                push_varlong(dst, 0);
+            } else {
+                put_kept_headers(dst, record);
+            }
+            body
+        }
+        // A tombstone stays one; its headers, if encrypted, travel in one header.
+        None if inside && record.header_count() > 0 => {
+            let len = envelope_header + format::plain_headers_len(record.headers()) + TAG_LEN;
+            let name = HEADERS_KEY.as_bytes();
+            let body = prefix_len(record) + 1 + varlong_len(1) + header_len(name, None) - 1
+                + varlong_len(len as i64)
+                + len;
+            put_prefix(dst, record, body);
+            push_varlong(dst, -1);
+            push_varlong(dst, 1);
+            push_varlong(dst, name.len() as i64);
+            dst.extend_from_slice(name);
+            push_varlong(dst, len as i64);
+            let flags = Flags::new(true, false, Compression::None);
+            put_envelope(dst, aad, topic, record.key(), &rule.kek, lease, flags, |dst| {
+                format::write_plain_headers(dst, record.header_count() as usize, record.headers())
+            })?;
+            body
+        }
+        None => {
+            put_unchanged(dst, record);
+            return Ok(());
+        }
+    };
+    debug_assert_eq!(dst.len() - start, varlong_len(body as i64) + body, "a record's length as computed");
+    Ok(())
+}
+
+/// Encrypts every record of a Produce partition's batches at the end of `out` (left as it
+/// was on an error), with `s`'s scratch buffers.
 pub(super) fn encrypt_batches(
     records: RecordBatches<'_>,
     topic: &str,
     rule: &EncryptRule,
     lease: &mut Lease,
-) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(records.bytes().len() + 256);
+    out: &mut Vec<u8>,
+    s: &mut Scratch,
+) -> Result<(), String> {
+    let start = out.len();
+    let result = encrypt_into(records, topic, rule, lease, out, s);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+fn encrypt_into(
+    records: RecordBatches<'_>,
+    topic: &str,
+    rule: &EncryptRule,
+    lease: &mut Lease,
+    out: &mut Vec<u8>,
+    s: &mut Scratch,
+) -> Result<(), String> {
+    let Scratch { raw, buf, plain, aad, .. } = s;
+    // Each record grows by its envelope's header, tag and lengths: reserved at once.
+    let per_record = format::header_len(&rule.kek, &lease.wrapped) + TAG_LEN + 16;
+    let count = usize::try_from(count_records(&records).unwrap_or(0)).unwrap_or(0);
+    out.reserve(records.bytes().len() + count.saturating_mul(per_record).min(1 << 26));
     let mut batches = records;
-    let (mut raw, mut scratch, mut buf) = (Vec::new(), Vec::new(), Vec::new());
     for batch in &mut batches {
         let batch = batch.map_err(|e| e.to_string())?;
         if batch.is_control() {
             return Err("a control batch from a producer".into());
         }
         let codec = batch.compression().map_err(|e| e.to_string())?;
-        raw.clear();
-        for record in
-            batch.records_in_vec(&mut buf, DEFAULT_DECOMPRESSION_LIMIT).map_err(|e| e.to_string())?
-        {
+        let at = start_batch(&batch, out)?;
+        let dst = records_to(codec, out, raw);
+        for record in batch.records_in_vec(buf, DEFAULT_DECOMPRESSION_LIMIT).map_err(|e| e.to_string())? {
             let record = record.map_err(|e| e.to_string())?;
-            let headers: Vec<Header<'_>> = record.headers().collect();
-            let mut out_record = OutRecord::unchanged(record);
-            match record.value() {
-                Some(value) => {
-                    let inside = rule.headers.then_some(&headers[..]);
-                    out_record.value =
-                        Some(seal(topic, record.key(), &rule.kek, lease, inside, Some(value), codec)?);
-                    out_record.keep_value = false;
-                    out_record.keep_headers = !rule.headers;
-                }
-                // A tombstone stays one; its headers, if encrypted, travel in one header.
-                None if rule.headers && !headers.is_empty() => {
-                    let sealed =
-                        seal(topic, record.key(), &rule.kek, lease, Some(&headers), None, Compression::None)?;
-                    out_record.headers = vec![(HEADERS_KEY.as_bytes().to_vec(), Some(sealed))];
-                    out_record.keep_headers = false;
-                }
-                None => {}
-            }
-            write_record(&mut raw, &out_record, &mut scratch);
+            seal_record(dst, &record, topic, rule, lease, codec, plain, aad)?;
         }
-        write_batch(&batch, codec, &raw, &mut out)?;
+        finish_batch(codec, raw, out, at)?;
     }
     if batches.partial() {
         return Err("a batch cut short".into());
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The records a partition's batches declare, or why they cannot be encrypted.
@@ -118,7 +210,13 @@ pub(super) fn count_records(records: &RecordBatches<'_>) -> Result<u64, String> 
 impl Engine {
     /// A Produce request with every record of the ruled topics encrypted; the partitions
     /// that cannot be are emptied and their refusals left for the chain filter.
-    pub(super) async fn produce(&self, frame: Vec<u8>, conn: &ConnInfo) -> Decision {
+    pub(super) async fn produce(&self, frame: Vec<u8>, conn: &ConnInfo, s: &mut Scratch) -> Decision {
+        let decision = self.produce_with(frame, conn, s).await;
+        s.done();
+        decision
+    }
+
+    async fn produce_with(&self, frame: Vec<u8>, conn: &ConnInfo, s: &mut Scratch) -> Decision {
         let Ok(request) = dispatch::parse_request(&frame) else {
             return Decision::Close("a Produce request the encryption cannot read".into());
         };
@@ -171,7 +269,10 @@ impl Engine {
         for (kek, count) in totals {
             leases.insert(kek, self.keys.lease(kek, count).await);
         }
-        let mut encrypted: HashMap<(usize, usize), Vec<u8>> = HashMap::new();
+        let head = (header.api_version(), header.as_bytes().len(), header.correlation_id());
+        // Every partition encrypted into one buffer, one after the other.
+        let mut out = core::mem::take(&mut s.out);
+        let mut encrypted: HashMap<(usize, usize), core::ops::Range<usize>> = HashMap::new();
         for part in &plan {
             let records = view
                 .topic_data()
@@ -179,15 +280,18 @@ impl Engine {
                 .nth(part.topic)
                 .and_then(|t| t.partition_data().iter().nth(part.partition))
                 .and_then(|p| p.records());
+            let start = out.len();
             let result = match (leases.get_mut(part.rule.kek.as_str()), records) {
-                (Some(Ok(lease)), Some(records)) => encrypt_batches(records, &part.name, part.rule, lease)
-                    .map_err(|why| (ErrorCode::CorruptMessage, why)),
+                (Some(Ok(lease)), Some(records)) => {
+                    encrypt_batches(records, &part.name, part.rule, lease, &mut out, s)
+                        .map_err(|why| (ErrorCode::CorruptMessage, why))
+                }
                 (Some(Err(e)), _) => Err((produce_error(e), e.to_string())),
                 _ => Err((ErrorCode::UnknownServerError, "no lease".to_string())),
             };
             match result {
-                Ok(bytes) => {
-                    encrypted.insert((part.topic, part.partition), bytes);
+                Ok(()) => {
+                    encrypted.insert((part.topic, part.partition), start..out.len());
                 }
                 Err((code, why)) => {
                     refusals.partition(part.topic, part.partition, code, Some(&why));
@@ -195,16 +299,31 @@ impl Engine {
                 }
             }
         }
-        let version = header.api_version();
-        let header_len = header.as_bytes().len();
-        let correlation_id = header.correlation_id();
+        let decision = self.produce_frame(&frame, view, head, &out, encrypted, &wiped, refusals, conn);
+        s.out = out;
+        decision
+    }
+
+    /// The Produce request again, the encrypted partitions' records from `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn produce_frame(
+        &self,
+        frame: &[u8],
+        view: crate::codec::messages::ProduceRequestView<'_>,
+        (version, header_len, correlation_id): (i16, usize, i32),
+        out: &[u8],
+        mut encrypted: HashMap<(usize, usize), core::ops::Range<usize>>,
+        wiped: &[(usize, Option<usize>)],
+        refusals: Refusals,
+        conn: &ConnInfo,
+    ) -> Decision {
         let mut body = ProduceRequest::from(view);
         let mut topics = into_vec(core::mem::replace(&mut body.topic_data, List::Borrowed(&[])));
         for (ti, topic) in topics.iter_mut().enumerate() {
             let mut partitions = into_vec(core::mem::replace(&mut topic.partition_data, List::Borrowed(&[])));
             for (pi, partition) in partitions.iter_mut().enumerate() {
-                if let Some(bytes) = encrypted.remove(&(ti, pi)) {
-                    partition.records = Some(List::Owned(bytes));
+                if let Some(range) = encrypted.remove(&(ti, pi)) {
+                    partition.records = Some(slice(out, range));
                 } else if wiped.iter().any(|&(t, p)| t == ti && p.is_none_or(|p| p == pi)) {
                     // Never forwarded as they came: the chain refuses these partitions.
                     partition.records = None;
