@@ -181,13 +181,15 @@ async fn decrypt_record(
         let body = prefix_len(record) + varlong_len(len as i64) + len + kept_headers_len(record);
         put_prefix(dst, record, body);
         push_varlong(dst, len as i64);
-        // The plaintext's 4 length bytes land on the 4 bytes before the value (the
-        // record's own, at least 6 written since `start`), which are put back after.
+        // Opened in place where the value goes: the plaintext's 4 length bytes land on
+        // the 4 bytes before the value (the record's own, at least 6 written since
+        // `start`), which are put back after.
         let at = dst.len() - 4;
         let mut kept = [0u8; 4];
         kept.copy_from_slice(&dst[at..]);
+        dst.truncate(at);
         dst.extend_from_slice(envelope.sealed);
-        let opened = cipher.open_within(envelope.nonce, w.aad, &mut dst[at..], 4);
+        let opened = cipher.open_within(envelope.nonce, w.aad, &mut dst[at..], 0);
         let mut said = [0u8; 4];
         said.copy_from_slice(&dst[at..at + 4]);
         dst[at..at + 4].copy_from_slice(&kept);

@@ -86,7 +86,7 @@ impl Encryption {
         self
     }
 
-    fn shared(&self) -> &Arc<Engine> {
+    pub(super) fn shared(&self) -> &Arc<Engine> {
         self.engine.get_or_init(|| self.clone().engine())
     }
 
@@ -178,7 +178,9 @@ struct Decrypt {
 
 impl WaitingResponses for Decrypt {
     fn wants_response(&self, api_key: ApiKey, _: i16) -> bool {
-        matches!(api_key, ApiKey::Fetch | ApiKey::ShareFetch)
+        // ShareFetch answers are read only in builds that read ShareFetch (else the
+        // chain filter does not offer it).
+        api_key == ApiKey::Fetch || (api_key == ApiKey::ShareFetch && cfg!(feature = "api-share-fetch"))
     }
 
     fn on_response<'a>(
@@ -226,6 +228,10 @@ impl Filter for RefuseUnencrypted {
             // Older Fetch versions get messages of magic 0 and 1, which carry no envelope.
             let min = readable.min.max(4);
             return (min <= readable.max).then_some(Versions { min, max: readable.max });
+        }
+        if api_key == ApiKey::ShareFetch && !cfg!(feature = "api-share-fetch") {
+            // Its answers could not be decrypted.
+            return None;
         }
         Some(readable)
     }

@@ -2,7 +2,7 @@
 //! control batches passed as stored under either policy.
 
 #[allow(unused_imports)]
-use std::{format, sync::Arc, vec::Vec};
+use std::{format, sync::Arc, vec, vec::Vec};
 
 use super::fetch::DECOMPRESSED;
 use super::{EncryptRule, Encryption, MemoryKms, OnFailure, RecordsError};
@@ -89,4 +89,149 @@ fn a_control_batch_passes_as_stored_under_either_policy() {
             _ => assert!(got.is_ok()),
         }
     }
+}
+
+/// A ShareFetch answer (share groups name topics by id) passes through the filter: the
+/// records of a ruled topic come out decrypted, those of another topic as they were, those
+/// of a topic the proxy cannot name are refused, and a tampered record follows the rule's
+/// policy.
+#[cfg(feature = "api-share-fetch")]
+#[test]
+fn share_fetch_answers_are_decrypted() {
+    use super::write::Scratch;
+    use crate::codec::dispatch;
+    use crate::codec::messages::share_fetch::{AcquiredRecords, PartitionData, ShareFetchableTopicResponse};
+    use crate::codec::messages::{ResponseBodyView, ShareFetchResponse};
+    use crate::codec::types::{List, Uuid};
+    use crate::proxy::{ConnInfo, Decision};
+    use crate::{ApiKey, ErrorCode};
+
+    let (ruled, plain_topic, unknown) = (Uuid([1; 16]), Uuid([2; 16]), Uuid([3; 16]));
+    let vals: Vec<Vec<u8>> = (0..20).map(|i| format!("share value {i}").into_bytes()).collect();
+    let refs: Vec<&[u8]> = vals.iter().map(Vec::as_slice).collect();
+    for policy in [OnFailure::Error, OnFailure::PassStored] {
+        let e = encryption(policy);
+        let stored = block(e.encrypt_records("t", &batch(0, Compression::Lz4, false, &refs))).unwrap();
+        let stored_none = block(e.encrypt_records("t", &batch(20, Compression::None, false, &refs))).unwrap();
+        // One record's ciphertext altered, in a batch whose CRC is right.
+        let mut sealed = values(&stored_none)[3].clone();
+        let last = sealed.len() - 1;
+        sealed[last] ^= 1;
+        let tampered = batch(40, Compression::None, false, &[&sealed]);
+        let unruled = batch(0, Compression::None, false, &[b"not secret"]);
+        let part = |index: i32, records: &[u8]| PartitionData {
+            partition_index: index,
+            records: List::Owned(records.to_vec()),
+            acquired_records: List::Owned(vec![AcquiredRecords {
+                first_offset: 0,
+                last_offset: 19,
+                delivery_count: 1,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let all = [stored.clone(), stored_none.clone()].concat();
+        let body = ShareFetchResponse {
+            responses: List::Owned(vec![
+                ShareFetchableTopicResponse {
+                    topic_id: ruled,
+                    partitions: List::Owned(vec![part(0, &all), part(1, &tampered), part(2, &[])]),
+                    ..Default::default()
+                },
+                ShareFetchableTopicResponse {
+                    topic_id: plain_topic,
+                    partitions: List::Owned(vec![part(0, &unruled)]),
+                    ..Default::default()
+                },
+                ShareFetchableTopicResponse {
+                    topic_id: unknown,
+                    partitions: List::Owned(vec![part(0, &stored)]),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        };
+        let version = ApiKey::ShareFetch.response_versions().max;
+        let mut frame = vec![0u8; dispatch::response_len(&body, version).unwrap()];
+        dispatch::encode_response(&body, version, 7, &mut frame).unwrap();
+        frame.drain(..4);
+        let conn = ConnInfo::new(1, "127.0.0.1:5000".parse().unwrap(), "b:9092".into());
+        conn.topic_names().learn(ruled, "t");
+        conn.topic_names().learn(plain_topic, "plain");
+        let engine = e.shared().clone();
+        let mut scratch = Scratch::default();
+        let Decision::Forward(out) =
+            block(engine.fetch(frame.clone(), ApiKey::ShareFetch, version, &conn, &mut scratch))
+        else {
+            panic!("the answer is forwarded")
+        };
+        let parsed = dispatch::parse_response(&out, ApiKey::ShareFetch, version).unwrap();
+        assert_eq!(parsed.header.correlation_id(), 7);
+        let ResponseBodyView::ShareFetch(view) = parsed.body else { panic!("a ShareFetch answer") };
+        let topics: Vec<_> = view.responses().iter().collect();
+        let ps: Vec<_> = topics[0].partitions().iter().collect();
+        assert_eq!(ps[0].error_code(), 0, "{policy:?}");
+        let want: Vec<Vec<u8>> = vals.iter().chain(&vals).cloned().collect();
+        assert_eq!(values(ps[0].records().bytes()), want, "{policy:?}: decrypted");
+        assert_eq!(ps[0].acquired_records().iter().count(), 1, "acquired records kept");
+        match policy {
+            OnFailure::Error => {
+                assert_eq!(ps[1].error_code(), ErrorCode::CorruptMessage.to_i16());
+                assert!(ps[1].records().bytes().is_empty(), "nothing of a tampered partition");
+            }
+            _ => {
+                assert_eq!(ps[1].error_code(), 0);
+                let mut buf = Vec::new();
+                let b = RecordBatches::new(ps[1].records().bytes()).next().unwrap().unwrap();
+                let r = b.records_in_vec(&mut buf, 1 << 20).unwrap().next().unwrap().unwrap();
+                assert_eq!(r.value(), Some(&sealed[..]), "passed as stored, never as plaintext");
+                assert!(r.headers().any(|h| h.key == super::UNDECRYPTED_KEY.as_bytes()));
+            }
+        }
+        assert!(ps[2].records().bytes().is_empty());
+        let other: Vec<_> = topics[1].partitions().iter().collect();
+        assert_eq!(other[0].records().bytes(), &unruled[..], "a topic without a rule passes unchanged");
+        let refused: Vec<_> = topics[2].partitions().iter().collect();
+        assert_eq!(refused[0].error_code(), ErrorCode::UnknownTopicId.to_i16());
+        assert!(refused[0].records().bytes().is_empty(), "a topic the proxy cannot name is not given");
+    }
+}
+
+/// The scratch buffers a connection keeps are reused from request to request, and a huge
+/// batch does not leave huge buffers behind.
+#[test]
+fn scratch_is_reused_and_bounded() {
+    use super::write::Scratch;
+    let e = encryption(OnFailure::Error);
+    let engine = e.shared().clone();
+    let rule = engine.rule_for("t").unwrap();
+    let mut scratch = Scratch::default();
+    let run = |scratch: &mut Scratch, values: &[&[u8]]| {
+        let produced = batch(0, Compression::Gzip, false, values);
+        let batches = RecordBatches::new(&produced);
+        let count = super::produce::count_records(&batches).unwrap();
+        let mut lease = block(engine.keys.lease(&rule.kek, count)).unwrap();
+        let mut out = core::mem::take(&mut scratch.out);
+        super::produce::encrypt_batches(batches, "t", rule, &mut lease, &mut out, scratch).unwrap();
+        let got = values_of(&block(e.decrypt_records("t", &out)).unwrap());
+        scratch.out = out;
+        scratch.done();
+        got
+    };
+    let small: Vec<Vec<u8>> = (0..10).map(|i| vec![b'a' + i as u8; 100]).collect();
+    let small_refs: Vec<&[u8]> = small.iter().map(Vec::as_slice).collect();
+    assert_eq!(run(&mut scratch, &small_refs), small);
+    let kept = scratch.capacity();
+    assert!(kept > 0, "small buffers are kept for the next request");
+    assert_eq!(run(&mut scratch, &small_refs), small);
+    assert_eq!(scratch.capacity(), kept, "and reused, not grown");
+    // 8 MiB of values: every buffer grows past its bound, and is freed after.
+    let big: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 128 << 10]).collect();
+    let big_refs: Vec<&[u8]> = big.iter().map(Vec::as_slice).collect();
+    assert_eq!(run(&mut scratch, &big_refs), big);
+    assert!(scratch.capacity() <= (5 << 20) + (4 << 20), "{} bytes kept", scratch.capacity());
+}
+
+fn values_of(records: &[u8]) -> Vec<Vec<u8>> {
+    values(records)
 }
