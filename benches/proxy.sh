@@ -15,7 +15,12 @@
 # - throughput: PRODUCERS producers (franz-go, tests/interop/go) sending 1 KB records, no
 #   compression, as fast as they can, and a consumer fetching them, SECONDS_PER_RUN s;
 # - ping: PINGS ApiVersions v3 requests one at a time on one connection (no client
-#   library), timed from write to whole response: what a path adds to a round trip.
+#   library), timed from write to whole response: what a path adds to a round trip;
+# - moderate (a few connections only): the throughput phase's load at a fixed rate,
+#   MODERATE (0.2) of the records per second the direct path produced in the same round
+#   (MODERATE_RATE records/s, 20000 by default, when direct is not run before it), for
+#   SECONDS_PER_RUN s: Produce latency when nothing queues, so the report gives each
+#   path's added p99 (its p99 minus direct's in the same round).
 # A round runs every path in turn (direct, haproxy, kwire, kwire --quiet), each path at
 # few connections and then at IDLE; ROUNDS rounds, each reported on its own.
 #
@@ -48,6 +53,8 @@ rounds=${ROUNDS:-2}
 producers=${PRODUCERS:-2}
 pings=${PINGS:-20000}
 idle=${IDLE:-1000}
+moderate=${MODERATE:-0.2}
+moderate_rate=${MODERATE_RATE:-20000}
 paths=${PATHS:-direct haproxy kwire quiet}
 work=$root/target/bench-proxy
 mkdir -p "$work"
@@ -218,15 +225,30 @@ run_phases() { # round path conns
     sleep $((secs / 2 + 1)); rss_kib >"$work/rss"; wait)
   after=$(cpu_ticks)
   record "$1" "$2" "$3" throughput $((after - before)) "$(cat "$work/rss")" "$out"
+  if [ "$2/$3" = direct/few ]; then
+    round_rate=$(python3 -c "import json, sys; print(json.loads(sys.argv[1])['produce_records_per_s'] * float(sys.argv[2]))" \
+      "$out" "$moderate")
+  fi
   before=$(cpu_ticks)
   out=$(timeout 120 "$work/load" ping "$target" "$pings")
   after=$(cpu_ticks)
   record "$1" "$2" "$3" ping $((after - before)) "$(rss_kib)" "$out"
+  [ "$3" = few ] || return 0
+  # The moderate phase: a fixed rate, set by direct's throughput when it ran this round
+  # (before the other paths).
+  local rate
+  rate=$(python3 -c "import sys; print(max(1, round(float(sys.argv[1]) / int(sys.argv[2]))))" "$round_rate" "$producers")
+  n=$((n + 1))
+  before=$(cpu_ticks)
+  out=$(KWIRE_BENCH_JSON=$json timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$producers" "$rate")
+  after=$(cpu_ticks)
+  record "$1" "$2" "$3" moderate $((after - before)) "$(rss_kib)" "$out"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 for round in $(seq "$rounds"); do
+  round_rate=$moderate_rate
   for path in $paths; do
     start_path "$path"
     sleep 0.5

@@ -3,7 +3,8 @@
 
 Reads target/bench-proxy/results.jsonl (one JSON object per phase, written by proxy.sh) and
 replaces what lies between `<!-- proxy:begin -->` and `<!-- proxy:end -->` in
-docs/benchmarks.md: the per-path tables, the memory table and the targets, each figure from
+docs/benchmarks.md: the per-path tables, the memory table, the moderate load's latencies and
+the targets, each figure from
 this run. The run's conditions (commit, load average) go to stderr, never into the doc.
 
     python3 benches/proxy_report.py [RESULTS] [--doc docs/benchmarks.md] [--print]
@@ -65,6 +66,13 @@ class Run:
             return None
         return r["proxy_cpu_s"] / self.mbytes(r) * 1e3
 
+    def added_p99_ms(self, rnd, path):
+        """Produce p99 at the moderate load through `path` minus direct's, same round (ms)."""
+        m, d = self.get(rnd, path, "few", "moderate"), self.get(rnd, "direct", "few", "moderate")
+        if m is None or d is None or "produce_p99_us" not in m["load"] or "produce_p99_us" not in d["load"]:
+            return None
+        return (m["load"]["produce_p99_us"] - d["load"]["produce_p99_us"]) / 1e3
+
     def cpu_per_ping(self, rnd, path, conns):
         r = self.get(rnd, path, conns, "ping")
         if r is None or not r["load"].get("requests"):
@@ -104,7 +112,47 @@ def targets(run):
     line("CPU per small request, the library with the example filter and no log ≤ 1.2× haproxy",
          "filter", run.cpu_per_ping, 1.2)
     line("CPU per MB with every value encrypted ≤ 2× haproxy", "encrypt", run.cpu_per_mb, 2.0)
+    added = [run.added_p99_ms(rnd, "encrypt") for rnd in run.rounds]
+    added = [a for a in added if a is not None]
+    if added:
+        met = "yes" if max(added) <= 2.0 else "no"
+        text = ", ".join(f"{a:+.2f} ms" for a in added)
+        rows.append(f"| added Produce p99 at a moderate load with every value encrypted ≤ 2 ms | {text} | {met} |")
+    else:
+        rows.append("| added Produce p99 at a moderate load with every value encrypted ≤ 2 ms "
+                    "| not measured in this run | - |")
     return rows
+
+
+def moderate(run):
+    """The moderate phase: each path's Produce latency at a fixed rate, beside direct's."""
+    if not any(r["phase"] == "moderate" for r in run.rows):
+        return []
+    md = ["**a moderate load** (a fixed rate of 1 KB records, a share of what direct produced at full load in "
+          "the same round; a few connections)", "",
+          "| path | round | rate asked, records/s | produced, records/s | Produce p50 / p99 ms "
+          "| added Produce p50 / p99 ms | proxy CPU ms per MB |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
+    for p in run.paths:
+        for rnd in run.rounds:
+            m = run.get(rnd, p, "few", "moderate")
+            if m is None:
+                continue
+            x = m["load"]
+            d = run.get(rnd, "direct", "few", "moderate")
+            proxied = p != "direct"
+            added = "-"
+            if d is not None and proxied:
+                dx = d["load"]
+                added = (f"{(x.get('produce_p50_us', 0) - dx.get('produce_p50_us', 0)) / 1e3:+.2f} / "
+                         f"{(x.get('produce_p99_us', 0) - dx.get('produce_p99_us', 0)) / 1e3:+.2f}")
+            mbytes = Run.mbytes(m)
+            cpu = f"{m['proxy_cpu_s'] / mbytes * 1e3:.2f}" if proxied and mbytes else "-"
+            md.append(f"| {NAMES[p]} | {rnd} | {x.get('rate_records_per_s', 0)} | {x['produce_records_per_s']:.0f} | "
+                      f"{x.get('produce_p50_us', 0) / 1e3:.2f} / {x.get('produce_p99_us', 0) / 1e3:.2f} | "
+                      f"{added} | {cpu} |")
+    md.append("")
+    return md
 
 
 def tables(run):
@@ -162,9 +210,10 @@ def section(run):
           f"{len(run.rounds)} round(s); paths in the order each round ran them: "
           + ", ".join(NAMES[p] for p in run.paths) + ".",
           "",
-          "Targets (each round's ratio to haproxy in the same round, at a few connections):",
+          "Targets (each round's ratio to haproxy in the same round, at a few connections; added "
+          "latency against direct in the same round):",
           ""]
-    md += targets(run) + [""] + tables(run) + ["<!-- proxy:end -->"]
+    md += targets(run) + [""] + tables(run) + moderate(run) + ["<!-- proxy:end -->"]
     return "\n".join(md)
 
 

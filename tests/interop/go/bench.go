@@ -7,7 +7,9 @@ package main
 // Usage: go-client bench BOOTSTRAP TOPIC SECONDS PRODUCERS RATE
 //
 // RATE is records per second per producer; 0 sends as fast as the client can (throughput),
-// a low rate measures latency without queueing.
+// a fixed rate measures latency at that load (benches/proxy.sh's moderate phase). Records
+// are paced to a schedule (the i-th at i/RATE s), so the rate holds however long a sleep
+// takes.
 
 import (
 	"context"
@@ -86,7 +88,8 @@ func bench(args []string) {
 		go func(p int, cl *kgo.Client) {
 			defer wg.Done()
 			defer cl.Close()
-			for {
+			began := time.Now()
+			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -96,7 +99,10 @@ func bench(args []string) {
 				default:
 				}
 				if rate > 0 {
-					time.Sleep(time.Second / time.Duration(rate))
+					due := began.Add(time.Duration(float64(i) * float64(time.Second) / float64(rate)))
+					if wait := time.Until(due); wait > 0 {
+						time.Sleep(wait)
+					}
 				}
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(p), Value: value}, func(_ *kgo.Record, err error) {
 					if err == nil {
@@ -141,6 +147,7 @@ func bench(args []string) {
 		"produce_mb_per_s":      float64(produced.Load()) * 1024 / 1e6 / elapsed,
 		"consume_mb_per_s":      float64(consumedBytes.Load()) / 1e6 / elapsed,
 		"produce_records_per_s": float64(produced.Load()) / elapsed,
+		"rate_records_per_s":    rate * producers,
 	}
 	requests := 0
 	for name, us := range lat.us {

@@ -86,7 +86,8 @@ impl Cipher {
         in_out: &mut [u8],
         from: usize,
     ) -> Option<usize> {
-        let n = self.0.open_within(Nonce::assume_unique_for_key(nonce), Aad::from(aad), in_out, from..).ok()?;
+        let n =
+            self.0.open_within(Nonce::assume_unique_for_key(nonce), Aad::from(aad), in_out, from..).ok()?;
         Some(n.len())
     }
 }

@@ -25,10 +25,10 @@ use super::write::{
     Scratch, finish_batch, header_len, into_vec, kept_headers_len, prefix_len, put_header, put_kept_headers,
     put_nullable, put_prefix, put_unchanged, put_with_header, records_to, slice, start_batch,
 };
-use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::codec::dispatch;
 use crate::codec::messages::{FetchResponse, ResponseBodyView, ShareFetchResponse};
 use crate::codec::types::List;
+use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::filter::DEFAULT_DECOMPRESSION_LIMIT;
 use crate::proxy::{ConnInfo, Decision};
 use crate::records::{Compression, Error, Record, RecordBatch, RecordBatches, Records};
@@ -316,8 +316,7 @@ enum Outcome {
 impl Engine {
     /// Whether an answer's records need the filter: records of a ruled topic, or of one
     /// the proxy cannot name.
-    fn touches<'t>(&self, conn: &ConnInfo, mut topics: impl Iterator<Item = (Option<String>, bool)> + 't) -> bool {
-        let _ = conn;
+    fn touches(&self, mut topics: impl Iterator<Item = (Option<String>, bool)>) -> bool {
         topics.any(|(name, has_records)| {
             has_records && name.as_deref().is_none_or(|n| self.rule_for(n).is_some())
         })
@@ -377,12 +376,9 @@ impl Engine {
         let name = |topic: &crate::codec::messages::fetch::FetchableTopicResponseView<'_>| {
             conn.topic_names().resolve(topic.topic(), topic.topic_id()).map(|n| n.to_string())
         };
-        let touched = self.touches(
-            conn,
-            view.responses().iter().map(|t| {
-                (name(&t), t.partitions().iter().any(|p| p.records().is_some_and(|r| !r.bytes().is_empty())))
-            }),
-        );
+        let touched = self.touches(view.responses().iter().map(|t| {
+            (name(&t), t.partitions().iter().any(|p| p.records().is_some_and(|r| !r.bytes().is_empty())))
+        }));
         if !touched {
             return Decision::Forward(frame);
         }
@@ -393,7 +389,8 @@ impl Engine {
             let name = name(&topic);
             for (pi, partition) in topic.partitions().iter().enumerate() {
                 let Some(records) = partition.records() else { continue };
-                let got = self.decrypt_partition(name.as_deref(), records.bytes(), &mut ciphers, &mut out, s).await;
+                let got =
+                    self.decrypt_partition(name.as_deref(), records.bytes(), &mut ciphers, &mut out, s).await;
                 if let Some(outcome) = got {
                     outcomes.push(((ti, pi), outcome));
                 }
@@ -421,13 +418,26 @@ impl Engine {
             topic.partitions = List::Owned(partitions);
         }
         body.responses = List::Owned(topics);
-        let decision = encode_answer(&frame, header_len, version, |v| body.encoded_len(v), |v, b| body.encode(v, b), "Fetch");
+        let decision = encode_answer(
+            &frame,
+            header_len,
+            version,
+            |v| body.encoded_len(v),
+            |v, b| body.encode(v, b),
+            "Fetch",
+        );
         drop(body);
         s.out = out;
         decision
     }
 
-    async fn share_fetch_with(&self, frame: Vec<u8>, version: i16, conn: &ConnInfo, s: &mut Scratch) -> Decision {
+    async fn share_fetch_with(
+        &self,
+        frame: Vec<u8>,
+        version: i16,
+        conn: &ConnInfo,
+        s: &mut Scratch,
+    ) -> Decision {
         let Ok(response) = dispatch::parse_response(&frame, ApiKey::ShareFetch, version) else {
             return Decision::Close("a ShareFetch answer the decryption cannot read".into());
         };
@@ -437,7 +447,6 @@ impl Engine {
             conn.topic_names().resolve("", topic.topic_id()).map(|n| n.to_string())
         };
         let touched = self.touches(
-            conn,
             view.responses()
                 .iter()
                 .map(|t| (name(&t), t.partitions().iter().any(|p| !p.records().bytes().is_empty()))),
@@ -452,7 +461,8 @@ impl Engine {
             let name = name(&topic);
             for (pi, partition) in topic.partitions().iter().enumerate() {
                 let records = partition.records();
-                let got = self.decrypt_partition(name.as_deref(), records.bytes(), &mut ciphers, &mut out, s).await;
+                let got =
+                    self.decrypt_partition(name.as_deref(), records.bytes(), &mut ciphers, &mut out, s).await;
                 if let Some(outcome) = got {
                     outcomes.push(((ti, pi), outcome));
                 }
@@ -480,8 +490,14 @@ impl Engine {
             topic.partitions = List::Owned(partitions);
         }
         body.responses = List::Owned(topics);
-        let decision =
-            encode_answer(&frame, header_len, version, |v| body.encoded_len(v), |v, b| body.encode(v, b), "ShareFetch");
+        let decision = encode_answer(
+            &frame,
+            header_len,
+            version,
+            |v| body.encoded_len(v),
+            |v, b| body.encode(v, b),
+            "ShareFetch",
+        );
         drop(body);
         s.out = out;
         decision

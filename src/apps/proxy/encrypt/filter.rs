@@ -103,7 +103,8 @@ impl Encryption {
             false => RecordsError::Refused(e.to_string()),
         })?;
         let (mut out, mut scratch) = (Vec::new(), Scratch::default());
-        encrypt_batches(batches, topic, rule, &mut lease, &mut out, &mut scratch).map_err(RecordsError::Refused)?;
+        encrypt_batches(batches, topic, rule, &mut lease, &mut out, &mut scratch)
+            .map_err(RecordsError::Refused)?;
         Ok(out)
     }
 
@@ -116,12 +117,14 @@ impl Encryption {
         let batches = RecordBatches::new(records);
         let mut ciphers = Ciphers::new(&engine.keys);
         let (mut out, mut scratch) = (Vec::new(), Scratch::default());
-        decrypt_batches(batches, topic, rule, &mut ciphers, &mut out, &mut scratch).await.map_err(|e| match e {
-            Failure::Retriable => {
-                RecordsError::Unavailable("the key management service is unavailable".into())
-            }
-            Failure::Bad(why) => RecordsError::Refused(why),
-        })?;
+        decrypt_batches(batches, topic, rule, &mut ciphers, &mut out, &mut scratch).await.map_err(
+            |e| match e {
+                Failure::Retriable => {
+                    RecordsError::Unavailable("the key management service is unavailable".into())
+                }
+                Failure::Bad(why) => RecordsError::Refused(why),
+            },
+        )?;
         Ok(out)
     }
 
@@ -164,7 +167,11 @@ impl WaitingFilter for Encrypt {
     }
 
     fn responses(&mut self) -> Option<Box<dyn WaitingResponses>> {
-        Some(Box::new(Decrypt { engine: self.engine.clone(), conn: self.conn.clone(), scratch: Scratch::default() }))
+        Some(Box::new(Decrypt {
+            engine: self.engine.clone(),
+            conn: self.conn.clone(),
+            scratch: Scratch::default(),
+        }))
     }
 }
 

@@ -11,12 +11,12 @@
 //! | `format.rs` | the stored form of an encrypted record ([`format`]): the envelope, its associated data, the sealed plaintext, the total parser |
 //! | `dek.rs` | data keys: the current one per KEK (leases of nonces, rotation by count and age), the cache of unwrapped ones ([`KeyPolicy`]) |
 //! | `rules.rs` | the rules ([`EncryptRule`]): topic patterns, KEKs, headers, [`OnFailure`] |
-//! | `filter.rs` | [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the waiting and chain filters |
+//! | `filter.rs` | [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the waiting and chain filters (each side with its connection's scratch buffers) |
 //! | `engine.rs` | what the connections share: the rules, the data keys, the refusals on their way to the chain |
-//! | `produce.rs` | the Produce side: records sealed in envelopes, partitions that cannot be refused |
-//! | `fetch.rs` | the Fetch side: records opened in one pass, each batch read once; the policies |
-//! | `tests.rs` | unit tests of the Fetch side: each batch decompressed once, control batches |
-//! | `write.rs` | records and batches written again around new values and headers (both sides) |
+//! | `produce.rs` | the Produce side: records sealed in envelopes where they go in the output, partitions that cannot be refused |
+//! | `fetch.rs` | the Fetch and ShareFetch side: records opened in one pass, each batch read once, values opened where they go in the output; the policies |
+//! | `tests.rs` | unit tests: each batch decompressed once, control batches, ShareFetch answers, the scratch buffers' bound |
+//! | `write.rs` | records and batches written again straight into one output buffer, each record's length computed first; the scratch buffers a connection keeps, bounded (both sides) |
 //!
 //! # Choosing a KMS
 //!
@@ -66,7 +66,7 @@
 //! - Data keys live in memory only ([`PlainKey`] is overwritten when dropped, ring's key
 //!   schedules are freed), and neither keys nor plaintext appear in a `Debug` output, a
 //!   log, a metric or a recording: the proxy's hooks see Produce requests as they leave,
-//!   encrypted, and Fetch answers as the broker gave them, before decryption.
+//!   encrypted, and Fetch and ShareFetch answers as the broker gave them, before decryption.
 //!
 //! # Rotation
 //!

@@ -9,19 +9,19 @@ use std::collections::HashMap;
 
 use super::dek::Lease;
 use super::engine::Engine;
+use super::format::TAG_LEN;
 use super::format::{self, Flags, HEADERS_KEY};
 use super::kms::KmsError;
 use super::rules::EncryptRule;
-use super::format::TAG_LEN;
 use super::write::{
     Scratch, finish_batch, header_len, into_vec, kept_headers_len, prefix_len, put_kept_headers, put_prefix,
     put_unchanged, records_to, slice, start_batch,
 };
-use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::ErrorCode;
 use crate::codec::dispatch::{self, Request};
 use crate::codec::messages::{ProduceRequest, RequestBodyView};
 use crate::codec::types::List;
+use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::filter::{DEFAULT_DECOMPRESSION_LIMIT, Refusals};
 use crate::proxy::{ConnInfo, Decision};
 use crate::records::{Compression, Record, RecordBatches};
@@ -53,7 +53,10 @@ fn put_envelope(
     format::associated_data_into(aad, topic, key, &dst[header..]);
     let sealed = dst.len();
     plain(dst);
-    let tag = lease.cipher.seal_separate(nonce, aad, &mut dst[sealed..]).map_err(|()| "sealing failed".to_string())?;
+    let tag = lease
+        .cipher
+        .seal_separate(nonce, aad, &mut dst[sealed..])
+        .map_err(|()| "sealing failed".to_string())?;
     dst.extend_from_slice(&tag);
     Ok(())
 }

@@ -58,7 +58,10 @@ impl Scratch {
     /// The capacity held (for tests of the bound).
     #[cfg(test)]
     pub(super) fn capacity(&self) -> usize {
-        [&self.out, &self.raw, &self.buf, &self.plain, &self.value, &self.aad].iter().map(|v| v.capacity()).sum()
+        [&self.out, &self.raw, &self.buf, &self.plain, &self.value, &self.aad]
+            .iter()
+            .map(|v| v.capacity())
+            .sum()
     }
 }
 
@@ -154,7 +157,11 @@ pub(super) fn start_batch(batch: &RecordBatch<'_>, out: &mut Vec<u8>) -> Result<
 
 /// Where a batch of `codec` has its records written: straight into `out` if it is not
 /// compressed, else into `raw` (emptied), to be compressed into `out` by [`finish_batch`].
-pub(super) fn records_to<'v>(codec: Compression, out: &'v mut Vec<u8>, raw: &'v mut Vec<u8>) -> &'v mut Vec<u8> {
+pub(super) fn records_to<'v>(
+    codec: Compression,
+    out: &'v mut Vec<u8>,
+    raw: &'v mut Vec<u8>,
+) -> &'v mut Vec<u8> {
     if codec == Compression::None {
         out
     } else {
@@ -165,7 +172,12 @@ pub(super) fn records_to<'v>(codec: Compression, out: &'v mut Vec<u8>, raw: &'v 
 
 /// Ends the batch started at `start`: its records compressed from `raw` if it has a codec,
 /// its length and CRC computed again.
-pub(super) fn finish_batch(codec: Compression, raw: &[u8], out: &mut Vec<u8>, start: usize) -> Result<(), String> {
+pub(super) fn finish_batch(
+    codec: Compression,
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    start: usize,
+) -> Result<(), String> {
     if codec != Compression::None {
         crate::records::compression::compress(codec, raw, out).map_err(|e| e.to_string())?;
     }
