@@ -15,9 +15,12 @@
 //!   broker's whole run (`node#1`, `pid#2`), so that "the same id as before" still compares
 //!   and the values themselves do not; sentinels (-1, 0, empty, the zero UUID) are kept;
 //! - throttle times: set to 0;
-//! - broker clocks (`logAppendTimeMs` when set, ListOffsets' timestamp of the latest offset
-//!   (-1, the client's clock is not in it)): set to `"<time>"` when not -1;
-//! - error messages: a message given or not compares, its free-form text does not.
+//! - error messages: a message given or not (and empty or not) compares, its free-form
+//!   text does not;
+//! - the order of entries: by their name or index (Kafka answers some in the order of its
+//!   hash maps); entries with names (topics, configs) compare by name.
+//!
+//! Record timestamps are the script's own, so they compare as they are.
 //!
 //! The script: topics created (duplicate, bad partition count, bad replication factor,
 //! validate-only, an older version), Metadata (known, unknown with auto-creation off, a bad
@@ -169,8 +172,8 @@ impl Run {
 /// The kind of id a field holds, for the renames of [`normalise`].
 fn id_kind(key: &str) -> Option<&'static str> {
     Some(match key {
-        "nodeId" | "leaderId" | "brokerId" | "controllerId" | "replicaNodes" | "isrNodes" | "offlineReplicas"
-        | "coordinatorId" => "node",
+        "nodeId" | "leaderId" | "brokerId" | "controllerId" | "replicaNodes" | "isrNodes"
+        | "offlineReplicas" | "coordinatorId" => "node",
         "host" => "host",
         "port" => "port",
         "clusterId" => "cluster",
@@ -236,7 +239,8 @@ fn entry_key(v: &Value) -> (String, i64) {
         .find_map(|k| m.get(*k).and_then(Value::as_str))
         .unwrap_or_default()
         .to_string();
-    let index = ["index", "partitionIndex", "partition"].iter().find_map(|k| m.get(*k).and_then(Value::as_i64));
+    let index =
+        ["index", "partitionIndex", "partition"].iter().find_map(|k| m.get(*k).and_then(Value::as_i64));
     (name, index.unwrap_or(0))
 }
 
@@ -370,7 +374,12 @@ fn create(r: &mut Run, label: &str, topics: &[(&str, i32, i16)], validate_only: 
             ..Default::default()
         })
         .collect();
-    let req = CreateTopicsRequest { topics: topics.into(), timeout_ms: 30_000, validate_only, ..Default::default() };
+    let req = CreateTopicsRequest {
+        topics: topics.into(),
+        timeout_ms: 30_000,
+        validate_only,
+        ..Default::default()
+    };
     r.call(label, &req, version);
 }
 
@@ -378,19 +387,24 @@ fn create(r: &mut Run, label: &str, topics: &[(&str, i32, i16)], validate_only: 
 /// leaders, or all gone: the real broker's metadata cache follows its controller's a moment
 /// after CreateTopics and DeleteTopics answer.
 fn settle(r: &mut Run, topics: &[&str], present: bool) {
-    let list: Vec<MetadataRequestTopic<'_>> =
-        topics.iter().map(|t| MetadataRequestTopic { name: Some((*t).into()), ..Default::default() }).collect();
-    let req = MetadataRequest { topics: Some(list.into()), allow_auto_topic_creation: false, ..Default::default() };
+    let list: Vec<MetadataRequestTopic<'_>> = topics
+        .iter()
+        .map(|t| MetadataRequestTopic { name: Some((*t).into()), ..Default::default() })
+        .collect();
+    let req =
+        MetadataRequest { topics: Some(list.into()), allow_auto_topic_creation: false, ..Default::default() };
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         let frame = r.conn.call(&req, 12);
-        let ResponseBodyView::Metadata(m) = kwire::dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
+        let ResponseBodyView::Metadata(m) =
+            kwire::dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
         else {
             unreachable!()
         };
         let done = m.topics().iter().all(|t| {
             if present {
-                t.error_code() == 0 && t.partitions().iter().all(|p| p.error_code() == 0 && p.leader_id() >= 0)
+                t.error_code() == 0
+                    && t.partitions().iter().all(|p| p.error_code() == 0 && p.leader_id() >= 0)
             } else {
                 t.error_code() == 3
             }
@@ -404,9 +418,15 @@ fn settle(r: &mut Run, topics: &[&str], present: bool) {
 }
 
 fn metadata(r: &mut Run, label: &str, topics: &[&str], auto: bool, version: i16) {
-    let topics: Vec<MetadataRequestTopic<'_>> =
-        topics.iter().map(|t| MetadataRequestTopic { name: Some((*t).into()), ..Default::default() }).collect();
-    let req = MetadataRequest { topics: Some(topics.into()), allow_auto_topic_creation: auto, ..Default::default() };
+    let topics: Vec<MetadataRequestTopic<'_>> = topics
+        .iter()
+        .map(|t| MetadataRequestTopic { name: Some((*t).into()), ..Default::default() })
+        .collect();
+    let req = MetadataRequest {
+        topics: Some(topics.into()),
+        allow_auto_topic_creation: auto,
+        ..Default::default()
+    };
     r.call(label, &req, version);
 }
 
@@ -466,13 +486,20 @@ fn list_offsets(r: &mut Run, label: &str, topic: &str, parts: &[(i32, i64)], ver
             ..Default::default()
         })
         .collect();
-    let topics = [ListOffsetsTopic { name: topic.into(), partitions: partitions.into(), ..Default::default() }];
+    let topics =
+        [ListOffsetsTopic { name: topic.into(), partitions: partitions.into(), ..Default::default() }];
     let req = ListOffsetsRequest { replica_id: -1, topics: (&topics).into(), ..Default::default() };
     r.call(label, &req, version);
 }
 
 /// InitProducerId: (producer id, epoch) of the answer.
-fn init_producer(r: &mut Run, label: &str, txn: Option<&str>, current: (i64, i16), version: i16) -> (i64, i16) {
+fn init_producer(
+    r: &mut Run,
+    label: &str,
+    txn: Option<&str>,
+    current: (i64, i16),
+    version: i16,
+) -> (i64, i16) {
     let req = InitProducerIdRequest {
         transactional_id: txn.map(Into::into),
         transaction_timeout_ms: 60_000,
@@ -500,7 +527,8 @@ fn find_coordinator(r: &mut Run, label: &str, key: &str, key_type: i8, version: 
 
 /// JoinGroup v9 of one "range" protocol: (member id, generation).
 fn join(r: &mut Run, label: &str, group: &str, member: &str) -> (String, i32) {
-    let protocols = [JoinGroupRequestProtocol { name: "range".into(), metadata: b"meta".into(), ..Default::default() }];
+    let protocols =
+        [JoinGroupRequestProtocol { name: "range".into(), metadata: b"meta".into(), ..Default::default() }];
     let req = JoinGroupRequest {
         group_id: group.into(),
         session_timeout_ms: 30_000,
@@ -511,7 +539,8 @@ fn join(r: &mut Run, label: &str, group: &str, member: &str) -> (String, i32) {
         ..Default::default()
     };
     let frame = r.call_settled(label, &req, 9);
-    let ResponseBodyView::JoinGroup(a) = kwire::dispatch::parse_response(&frame, ApiKey::JoinGroup, 9).unwrap().body
+    let ResponseBodyView::JoinGroup(a) =
+        kwire::dispatch::parse_response(&frame, ApiKey::JoinGroup, 9).unwrap().body
     else {
         unreachable!()
     };
@@ -519,7 +548,11 @@ fn join(r: &mut Run, label: &str, group: &str, member: &str) -> (String, i32) {
 }
 
 fn sync(r: &mut Run, label: &str, group: &str, member: &str, generation: i32) {
-    let assignments = [SyncGroupRequestAssignment { member_id: member.into(), assignment: b"plan".into(), ..Default::default() }];
+    let assignments = [SyncGroupRequestAssignment {
+        member_id: member.into(),
+        assignment: b"plan".into(),
+        ..Default::default()
+    }];
     let req = SyncGroupRequest {
         group_id: group.into(),
         generation_id: generation,
@@ -533,7 +566,12 @@ fn sync(r: &mut Run, label: &str, group: &str, member: &str, generation: i32) {
 }
 
 fn heartbeat(r: &mut Run, label: &str, group: &str, member: &str, generation: i32) {
-    let req = HeartbeatRequest { group_id: group.into(), generation_id: generation, member_id: member.into(), ..Default::default() };
+    let req = HeartbeatRequest {
+        group_id: group.into(),
+        generation_id: generation,
+        member_id: member.into(),
+        ..Default::default()
+    };
     r.call(label, &req, 4);
 }
 
@@ -542,7 +580,11 @@ fn commit(r: &mut Run, label: &str, group: &str, member: &str, generation: i32, 
         OffsetCommitRequestPartition { partition_index: 0, committed_offset: 2, ..Default::default() },
         OffsetCommitRequestPartition { partition_index: 1, committed_offset: 1, ..Default::default() },
     ];
-    let topics = [OffsetCommitRequestTopic { name: topic.into(), partitions: (&partitions).into(), ..Default::default() }];
+    let topics = [OffsetCommitRequestTopic {
+        name: topic.into(),
+        partitions: (&partitions).into(),
+        ..Default::default()
+    }];
     let req = OffsetCommitRequest {
         group_id: group.into(),
         generation_id_or_member_epoch: generation,
@@ -556,7 +598,11 @@ fn commit(r: &mut Run, label: &str, group: &str, member: &str, generation: i32, 
 
 fn offset_fetch(r: &mut Run, label: &str, group: &str, topic: &str, version: i16) {
     let req = if version >= 8 {
-        let topics = vec![OffsetFetchRequestTopics { name: topic.into(), partition_indexes: vec![0, 1, 2].into(), ..Default::default() }];
+        let topics = vec![OffsetFetchRequestTopics {
+            name: topic.into(),
+            partition_indexes: vec![0, 1, 2].into(),
+            ..Default::default()
+        }];
         let groups = vec![OffsetFetchRequestGroup {
             group_id: group.into(),
             member_id: None,
@@ -566,14 +612,22 @@ fn offset_fetch(r: &mut Run, label: &str, group: &str, topic: &str, version: i16
         }];
         OffsetFetchRequest { groups: groups.into(), ..Default::default() }
     } else {
-        let topics = vec![OffsetFetchRequestTopic { name: topic.into(), partition_indexes: vec![0, 1, 2].into(), ..Default::default() }];
+        let topics = vec![OffsetFetchRequestTopic {
+            name: topic.into(),
+            partition_indexes: vec![0, 1, 2].into(),
+            ..Default::default()
+        }];
         OffsetFetchRequest { group_id: group.into(), topics: Some(topics.into()), ..Default::default() }
     };
     r.call(label, &req, version);
 }
 
 fn add_partitions(r: &mut Run, label: &str, txn: &str, p: (i64, i16), topic: &str, partitions: &[i32]) {
-    let topics = [AddPartitionsToTxnTopic { name: topic.into(), partitions: partitions.to_vec().into(), ..Default::default() }];
+    let topics = [AddPartitionsToTxnTopic {
+        name: topic.into(),
+        partitions: partitions.to_vec().into(),
+        ..Default::default()
+    }];
     let req = AddPartitionsToTxnRequest {
         v3_and_below_transactional_id: txn.into(),
         v3_and_below_producer_id: p.0,
@@ -585,13 +639,20 @@ fn add_partitions(r: &mut Run, label: &str, txn: &str, p: (i64, i16), topic: &st
 }
 
 fn end_txn(r: &mut Run, label: &str, txn: &str, p: (i64, i16), committed: bool) {
-    let req = EndTxnRequest { transactional_id: txn.into(), producer_id: p.0, producer_epoch: p.1, committed, ..Default::default() };
+    let req = EndTxnRequest {
+        transactional_id: txn.into(),
+        producer_id: p.0,
+        producer_epoch: p.1,
+        committed,
+        ..Default::default()
+    };
     r.call_settled(label, &req, 3);
 }
 
 /// The script, the same for both brokers.
 fn script(r: &mut Run, n: &Names) {
-    let (t, other, deleted, unknown) = (n.topic.as_str(), n.other.as_str(), n.deleted.as_str(), n.unknown.as_str());
+    let (t, other, deleted, unknown) =
+        (n.topic.as_str(), n.other.as_str(), n.deleted.as_str(), n.unknown.as_str());
 
     // Topics.
     create(r, "create", &[(t, 3, 1), (deleted, 1, 1)], false, 7);
@@ -696,12 +757,26 @@ fn script(r: &mut Run, n: &Names) {
     // Configs and deletion.
     let keys = vec!["cleanup.policy".into(), "retention.ms".into(), "min.insync.replicas".into()];
     let resources = vec![
-        DescribeConfigsResource { resource_type: 2, resource_name: t.into(), configuration_keys: Some(keys.into()), ..Default::default() },
-        DescribeConfigsResource { resource_type: 2, resource_name: unknown.into(), configuration_keys: None, ..Default::default() },
+        DescribeConfigsResource {
+            resource_type: 2,
+            resource_name: t.into(),
+            configuration_keys: Some(keys.into()),
+            ..Default::default()
+        },
+        DescribeConfigsResource {
+            resource_type: 2,
+            resource_name: unknown.into(),
+            configuration_keys: None,
+            ..Default::default()
+        },
     ];
     let req = DescribeConfigsRequest { resources: resources.into(), ..Default::default() };
     r.call("describe configs", &req, 4);
-    let req = DeleteTopicsRequest { topic_names: vec![deleted.into(), unknown.into()].into(), timeout_ms: 30_000, ..Default::default() };
+    let req = DeleteTopicsRequest {
+        topic_names: vec![deleted.into(), unknown.into()].into(),
+        timeout_ms: 30_000,
+        ..Default::default()
+    };
     r.call("delete topics", &req, 5);
     settle(r, &[deleted], false);
     metadata(r, "metadata after delete", &[deleted], false, 12);
@@ -749,8 +824,9 @@ fn answers_match_apache_kafka() {
         diff("", &a.json, &b.json, &mut found);
         for (path, x, y) in found {
             let path = path.replace(&names.prefix, "");
-            let allowed =
-                ALLOWED.iter().find(|d| a.label.contains(d.step) && d.paths.iter().any(|p| path.ends_with(p)));
+            let allowed = ALLOWED
+                .iter()
+                .find(|d| a.label.contains(d.step) && d.paths.iter().any(|p| path.ends_with(p)));
             match allowed {
                 Some(d) => {
                     seen.insert(d.id);
@@ -771,9 +847,16 @@ fn answers_match_apache_kafka() {
             println!("{}: {}", a.label, a.json);
         }
     }
-    assert!(unlisted.is_empty(), "differences from Apache Kafka not listed in docs/serve.md:\n{}", unlisted.join("\n"));
+    assert!(
+        unlisted.is_empty(),
+        "differences from Apache Kafka not listed in docs/serve.md:\n{}",
+        unlisted.join("\n")
+    );
     let unseen: Vec<&str> = ALLOWED.iter().map(|d| d.id).filter(|id| !seen.contains(id)).collect();
-    assert!(unseen.is_empty(), "listed differences no longer seen (remove them from the test and docs/serve.md): {unseen:?}");
+    assert!(
+        unseen.is_empty(),
+        "listed differences no longer seen (remove them from the test and docs/serve.md): {unseen:?}"
+    );
     let ids: BTreeSet<String> = ALLOWED.iter().map(|d| d.id.to_string()).collect();
     assert_eq!(ids, documented(), "the test's allowed differences and docs/serve.md's list differ");
 }

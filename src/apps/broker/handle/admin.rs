@@ -349,7 +349,9 @@ impl Handler<'_> {
             // Kafka's controller answers a failure with its error's default message.
             let error_message = match code {
                 ErrorCode::UnknownTopicId => Some("This server does not host this topic ID.".into()),
-                ErrorCode::UnknownTopicOrPartition => Some("This server does not host this topic-partition.".into()),
+                ErrorCode::UnknownTopicOrPartition => {
+                    Some("This server does not host this topic-partition.".into())
+                }
                 _ => None,
             };
             results.push(DeletableTopicResult {

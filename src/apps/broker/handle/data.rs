@@ -178,7 +178,9 @@ impl Handler<'_> {
                             // log (sequences, epochs, invalid records) with the log's.
                             if !matches!(
                                 r.code,
-                                ErrorCode::CorruptMessage | ErrorCode::MessageTooLarge | ErrorCode::RecordListTooLarge
+                                ErrorCode::CorruptMessage
+                                    | ErrorCode::MessageTooLarge
+                                    | ErrorCode::RecordListTooLarge
                             ) {
                                 failed_log_start = log.log_start_offset();
                             }
@@ -191,10 +193,10 @@ impl Handler<'_> {
                     let append_time = if done.duplicate {
                         done.duplicate_time
                     } else if settings.timestamp_type == crate::codec::records::TimestampType::LogAppendTime {
-                            now_ms
-                        } else {
-                            -1
-                        };
+                        now_ms
+                    } else {
+                        -1
+                    };
                     Ok((done.base_offset, append_time, log_start))
                 })();
                 let (code, (base_offset, log_append_time_ms, log_start), message) = match result {
