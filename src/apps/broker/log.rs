@@ -54,7 +54,7 @@ pub(crate) type Segment = Arc<Vec<u8>>;
 struct ProducerState {
     epoch: i16,
     /// (first sequence, last sequence, base offset), oldest first.
-    batches: VecDeque<(i32, i32, i64)>,
+    batches: VecDeque<(i32, i32, i64, i64)>,
     /// The largest timestamp of its last batch (or marker).
     last_timestamp: i64,
     /// The coordinator epoch of its last transaction marker (-1 before any).
@@ -109,6 +109,9 @@ pub(crate) struct Appended {
     pub base_offset: i64,
     /// Whether the batch was a duplicate of one already in the log (not appended again).
     pub duplicate: bool,
+    /// For a duplicate, the max timestamp of the batch in the log, which Kafka answers as
+    /// the log append time (its producer state keeps it); -1 otherwise.
+    pub duplicate_time: i64,
 }
 
 impl Log {
@@ -388,11 +391,11 @@ impl Log {
                 return refuse(self, ErrorCode::InvalidProducerEpoch, m);
             }
             if p.producer_epoch == state.epoch {
-                if let Some(&(_, _, base)) =
-                    state.batches.iter().find(|&&(f, l, _)| f == p.base_sequence && l == p.last_sequence)
+                if let Some(&(_, _, base, time)) =
+                    state.batches.iter().find(|&&(f, l, _, _)| f == p.base_sequence && l == p.last_sequence)
                 {
                     undo(self);
-                    return Ok(Appended { base_offset: base, duplicate: true });
+                    return Ok(Appended { base_offset: base, duplicate: true, duplicate_time: time });
                 }
                 let current = state.batches.back().map_or(-1, |b| b.1);
                 let in_sequence = i64::from(p.base_sequence) == i64::from(current) + 1
@@ -433,12 +436,12 @@ impl Log {
             if state.batches.len() == PRODUCER_BATCHES {
                 state.batches.pop_front();
             }
-            state.batches.push_back((p.base_sequence, p.last_sequence, v.first_offset));
+            state.batches.push_back((p.base_sequence, p.last_sequence, v.first_offset, v.max_timestamp));
             if p.transactional {
                 self.ongoing.entry(p.producer_id).or_insert(v.first_offset);
             }
         }
-        Ok(Appended { base_offset: v.first_offset, duplicate: false })
+        Ok(Appended { base_offset: v.first_offset, duplicate: false, duplicate_time: -1 })
     }
 
     /// The batches from the one holding `offset`, in its segment: whole batches of that

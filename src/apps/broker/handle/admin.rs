@@ -331,6 +331,7 @@ impl Handler<'_> {
                     name: if by_id { None } else { name.map(Into::into) },
                     topic_id: if v >= 6 { id } else { Uuid::ZERO },
                     error_code: ErrorCode::TopicAuthorizationFailed.to_i16(),
+                    error_message: Some("Topic authorization failed.".into()),
                     ..Default::default()
                 });
                 continue;
@@ -345,10 +346,19 @@ impl Handler<'_> {
                 self.shared.groups.forget_topic(&n);
                 self.shared.log(format_args!("deleted topic {n}"));
             }
+            // Kafka's controller answers a failure with its error's default message.
+            let error_message = match code {
+                ErrorCode::UnknownTopicId => Some("This server does not host this topic ID.".into()),
+                ErrorCode::UnknownTopicOrPartition => {
+                    Some("This server does not host this topic-partition.".into())
+                }
+                _ => None,
+            };
             results.push(DeletableTopicResult {
                 name: name.map(Into::into),
                 topic_id: if v >= 6 { topic_id } else { Uuid::ZERO },
                 error_code: code.to_i16(),
+                error_message,
                 ..Default::default()
             });
         }
@@ -444,7 +454,9 @@ impl Handler<'_> {
             })();
             let result = match check {
                 Err(e) => Err(e),
-                Ok(configs) if c.validate_only() => Ok((Uuid::ZERO, configs)),
+                // Kafka's controller draws the id before it looks at validate_only, and
+                // answers with it (an id no topic gets).
+                Ok(configs) if c.validate_only() => Ok((self.shared.new_uuid(name, -1), configs)),
                 Ok(configs) => self
                     .shared
                     .topics
@@ -474,10 +486,11 @@ impl Handler<'_> {
                             num_partitions: partitions,
                             replication_factor: 1,
                             configs: Some(described.into()),
+                            error_message: None,
                             ..Default::default()
                         }
                     } else {
-                        CreatableTopicResult { name: name.into(), ..Default::default() }
+                        CreatableTopicResult { name: name.into(), error_message: None, ..Default::default() }
                     }
                 }
                 Err((code, message)) => CreatableTopicResult {

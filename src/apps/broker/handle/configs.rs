@@ -342,13 +342,14 @@ impl Handler<'_> {
                     (None, 2) => {
                         match self.shared.topics.with(|all| all.get(name).map(|t| t.configs.clone())) {
                             None => (
+                                // Kafka's ConfigHelper leaves the message at its default, "".
                                 ErrorCode::UnknownTopicOrPartition,
-                                Some(std::format!("Topic {name} does not exist")),
+                                Some(String::new()),
                                 Vec::new(),
                             ),
                             Some(set) => (
                                 ErrorCode::None,
-                                None,
+                                Some(String::new()),
                                 TOPIC_CONFIGS
                                     .iter()
                                     .filter(|(n, _, _)| wanted(n))
@@ -362,7 +363,7 @@ impl Handler<'_> {
                     }
                     (None, 4) if name.is_empty() || name == node_id.to_string() => (
                         ErrorCode::None,
-                        None,
+                        Some(String::new()),
                         broker_configs
                             .iter()
                             .filter(|(n, _, _)| wanted(n))
@@ -396,6 +397,8 @@ impl Handler<'_> {
                         config_source: *source,
                         is_sensitive: false,
                         config_type: if reply.api_version >= 3 { *config_type } else { 0 },
+                        // Kafka's documentation is null unless asked for, and kwire has none.
+                        documentation: None,
                         ..Default::default()
                     })
                     .collect(),

@@ -59,6 +59,8 @@ impl Handler<'_> {
                 node_id: if bad_type { -1 } else { node },
                 host: if bad_type { "".into() } else { host.into() },
                 port: if bad_type { -1 } else { port },
+                // Kafka's `Errors.message()`, which for NONE is its name.
+                error_message: if code == 0 { Some("NONE".into()) } else { None },
                 ..Default::default()
             }
         };

@@ -52,6 +52,9 @@ impl Handler<'_> {
                     Some((code, records)) => (Some(code), records),
                     None => (None, Vec::new()),
                 };
+                // The log start offset a failed append answers with (Kafka's, for the
+                // errors its log raises after the partition was found).
+                let mut failed_log_start = -1;
                 let result: Result<(i64, i64, i64), Rejected> = (|| {
                     if !matches!(acks, -1..=1) {
                         return Err(Rejected {
@@ -161,22 +164,39 @@ impl Handler<'_> {
                     if let Some(r) = not_leader(log.leader()) {
                         return Err(r);
                     }
-                    let done = log.append(
+                    let done = match log.append(
                         bytes,
                         &settings,
                         &mut self.scratch,
                         config.max_decompressed_bytes,
                         &mut errors,
-                    )?;
+                    ) {
+                        Ok(done) => done,
+                        Err(r) => {
+                            // As Kafka's ReplicaManager: a corrupt or too large batch
+                            // answers with no log start offset, any other failure of the
+                            // log (sequences, epochs, invalid records) with the log's.
+                            if !matches!(
+                                r.code,
+                                ErrorCode::CorruptMessage
+                                    | ErrorCode::MessageTooLarge
+                                    | ErrorCode::RecordListTooLarge
+                            ) {
+                                failed_log_start = log.log_start_offset();
+                            }
+                            return Err(r);
+                        }
+                    };
                     let log_start = log.log_start_offset();
                     drop(log);
                     appended |= !done.duplicate;
-                    let append_time =
-                        if settings.timestamp_type == crate::codec::records::TimestampType::LogAppendTime {
-                            now_ms
-                        } else {
-                            -1
-                        };
+                    let append_time = if done.duplicate {
+                        done.duplicate_time
+                    } else if settings.timestamp_type == crate::codec::records::TimestampType::LogAppendTime {
+                        now_ms
+                    } else {
+                        -1
+                    };
                     Ok((done.base_offset, append_time, log_start))
                 })();
                 let (code, (base_offset, log_append_time_ms, log_start), message) = match result {
@@ -186,7 +206,12 @@ impl Handler<'_> {
                             first_error =
                                 Some(std::format!("{}/{index}: {:?} {}", t.name(), r.code, r.message));
                         }
-                        (r.code.to_i16(), (-1, -1, -1), Some(r.message).filter(|m| !m.is_empty() && v >= 8))
+                        // Kafka gives a message only with an invalid record's errors
+                        // (ReplicaManager's `hasCustomErrorMessage`); a fault's is kwire's.
+                        let custom = fault.is_some()
+                            || matches!(r.code, ErrorCode::InvalidRecord | ErrorCode::InvalidTimestamp);
+                        let message = Some(r.message).filter(|m| custom && !m.is_empty() && v >= 8);
+                        (r.code.to_i16(), (-1, -1, failed_log_start), message)
                     }
                 };
                 let record_errors: Vec<BatchIndexAndErrorMessage<'_>> = if v >= 8 {

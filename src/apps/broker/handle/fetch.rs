@@ -30,6 +30,13 @@ impl PartAnswer {
         }
     }
 
+    /// A partition refused before its log is read (unknown, not authorized): Kafka's
+    /// `FetchResponse.partitionResponse`, whose aborted transactions are an empty list
+    /// rather than null.
+    fn refused(key: Key, code: ErrorCode) -> PartAnswer {
+        PartAnswer { aborted: Some(Vec::new()), ..PartAnswer::error(key, code) }
+    }
+
     fn offsets(&self) -> (i64, i64, i64) {
         (self.high_watermark, self.last_stable_offset, self.log_start_offset)
     }
@@ -149,7 +156,7 @@ impl Handler<'_> {
                 };
                 if name.is_some_and(|n| !self.allowed(op::READ, resource::TOPIC, n)) {
                     errors = true;
-                    answers.push(PartAnswer::error(key, ErrorCode::TopicAuthorizationFailed));
+                    answers.push(PartAnswer::refused(key, ErrorCode::TopicAuthorizationFailed));
                     continue;
                 }
                 let partition = name.and_then(|n| self.shared.topics.partition(n, p.partition));
@@ -160,7 +167,7 @@ impl Handler<'_> {
                     } else {
                         ErrorCode::UnknownTopicOrPartition
                     };
-                    answers.push(PartAnswer::error(key, code));
+                    answers.push(PartAnswer::refused(key, code));
                     continue;
                 };
                 let log = partition.lock();
@@ -174,9 +181,8 @@ impl Handler<'_> {
                 let offset = p.fetch_offset;
                 if offset < log_start || offset > hw {
                     errors = true;
-                    let mut a = PartAnswer::error(key, ErrorCode::OffsetOutOfRange);
-                    (a.high_watermark, a.log_start_offset) = (hw, log_start);
-                    answers.push(a);
+                    // As Kafka's ReplicaManager (without tiered storage): no offsets.
+                    answers.push(PartAnswer::error(key, ErrorCode::OffsetOutOfRange));
                     continue;
                 }
                 let limit = usize::try_from(p.max_bytes).unwrap_or(0).min(max_bytes.saturating_sub(total));
