@@ -124,6 +124,7 @@ mod regex;
 #[cfg(feature = "broker-scram")]
 mod scram;
 mod served;
+mod share;
 mod state;
 #[cfg(feature = "broker-tls")]
 mod tls;
@@ -231,6 +232,10 @@ impl Broker {
                 while !shared.stopping() {
                     shared.groups.tick(&*shared);
                     shared.txns.abort_timed_out(&*shared);
+                    let topics = host::Host::topics(&*shared);
+                    if shared.shares.tick(&topics, shared.config.share_delivery_count_limit) {
+                        shared.appended();
+                    }
                     std::thread::sleep(Duration::from_millis(100));
                 }
             })?

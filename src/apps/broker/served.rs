@@ -48,6 +48,10 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DeleteAcls,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
     #[cfg(feature = "broker-scram")]
     ApiKey::DescribeUserScramCredentials,
     #[cfg(feature = "broker-scram")]
