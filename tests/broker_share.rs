@@ -160,6 +160,14 @@ fn heartbeat_epochs_assignment_and_errors() {
     assert_eq!(groups[0].members().len(), 2);
     assert_eq!(groups[1].error_code(), GROUP_ID_NOT_FOUND);
 
+    // ListGroups shows it with type and protocol type "share", as Kafka does.
+    let list = kwire::messages::list_groups::ListGroupsRequest::default();
+    let frame = c.call(&list, 5);
+    let l = answer!(frame, ListGroups, 5);
+    let listed: Vec<_> =
+        l.groups().iter().map(|g| (g.group_id(), g.protocol_type(), g.group_state(), g.group_type())).collect();
+    assert_eq!(listed, [("sg", "share", "Stable", "share")]);
+
     // Leaving: epoch -1 answers -1; the member is gone.
     assert_eq!(beat(&mut c, "m2", -1, None).1, -1);
     assert_eq!(beat(&mut c, "m2", 2, None).0, UNKNOWN_MEMBER_ID);

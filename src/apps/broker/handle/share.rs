@@ -87,8 +87,13 @@ impl Handler<'_> {
         let names: std::collections::BTreeMap<Uuid, String> =
             self.shared.topics().into_iter().map(|(name, id, _)| (id, name)).collect();
         let with_ops = d.include_authorized_operations();
+        // The classic and consumer groups asked about, before the share groups' lock (the
+        // groups' lock is never taken inside it).
+        let classic: std::collections::BTreeSet<&str> = {
+            let g = self.shared.groups.lock();
+            d.group_ids().iter().filter(|id| g.contains_key(*id)).collect()
+        };
         let shares = self.shared.shares.lock();
-        let classic = self.shared.groups.lock();
         let mut groups = Vec::new();
         for id in d.group_ids() {
             let mut g = DescribedGroup { group_id: id.into(), authorized_operations: i32::MIN, ..Default::default() };
@@ -104,7 +109,7 @@ impl Handler<'_> {
             }
             let Some(sg) = shares.groups.get(id) else {
                 g.error_code = ErrorCode::GroupIdNotFound.to_i16();
-                g.error_message = Some(if classic.contains_key(id) {
+                g.error_message = Some(if classic.contains(id) {
                     std::format!("Group {id} is not a share group.").into()
                 } else {
                     std::format!("Group {id} not found.").into()
@@ -146,7 +151,6 @@ impl Handler<'_> {
                 .collect();
             groups.push(g);
         }
-        drop(classic);
         drop(shares);
         let body = ShareGroupDescribeResponse { groups: groups.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
