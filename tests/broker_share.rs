@@ -28,7 +28,12 @@ const SHARE_SESSION_NOT_FOUND: i16 = 122;
 const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
 
 /// A heartbeat: (error, member epoch, assigned (topic id, partitions) if sent).
-fn beat(c: &mut Conn, member: &str, epoch: i32, topics: Option<&[&str]>) -> (i16, i32, Option<Vec<(Uuid, Vec<i32>)>>) {
+fn beat(
+    c: &mut Conn,
+    member: &str,
+    epoch: i32,
+    topics: Option<&[&str]>,
+) -> (i16, i32, Option<Vec<(Uuid, Vec<i32>)>>) {
     let req = ShareGroupHeartbeatRequest {
         group_id: "sg".into(),
         member_id: member.into(),
@@ -38,15 +43,20 @@ fn beat(c: &mut Conn, member: &str, epoch: i32, topics: Option<&[&str]>) -> (i16
     };
     let frame = c.call(&req, 1);
     let r = answer!(frame, ShareGroupHeartbeat, 1);
-    let assigned = r
-        .assignment()
-        .map(|a| a.topic_partitions().iter().map(|t| (t.topic_id(), t.partitions().iter().collect())).collect());
+    let assigned = r.assignment().map(|a| {
+        a.topic_partitions().iter().map(|t| (t.topic_id(), t.partitions().iter().collect())).collect()
+    });
     (r.error_code(), r.member_epoch(), assigned)
 }
 
 /// One acknowledgement batch.
 fn ack(first: i64, last: i64, types: &[i8]) -> AcknowledgementBatch<'static> {
-    AcknowledgementBatch { first_offset: first, last_offset: last, acknowledge_types: types.to_vec().into(), ..Default::default() }
+    AcknowledgementBatch {
+        first_offset: first,
+        last_offset: last,
+        acknowledge_types: types.to_vec().into(),
+        ..Default::default()
+    }
 }
 
 /// A ShareFetch of partition 0 of `topic`: (top-level error, partition error, acknowledge
@@ -70,8 +80,12 @@ fn fetch(
         batch_size: 500,
         topics: vec![FetchTopic {
             topic_id: topic,
-            partitions: vec![FetchPartition { partition_index: 0, acknowledgement_batches: acks.into(), ..Default::default() }]
-                .into(),
+            partitions: vec![FetchPartition {
+                partition_index: 0,
+                acknowledgement_batches: acks.into(),
+                ..Default::default()
+            }]
+            .into(),
             ..Default::default()
         }]
         .into(),
@@ -84,14 +98,22 @@ fn fetch(
         for p in t.partitions() {
             out.1 = p.error_code();
             out.2 = p.acknowledge_error_code();
-            out.3.extend(p.acquired_records().iter().map(|a| (a.first_offset(), a.last_offset(), a.delivery_count())));
+            out.3.extend(
+                p.acquired_records().iter().map(|a| (a.first_offset(), a.last_offset(), a.delivery_count())),
+            );
         }
     }
     out
 }
 
 /// A ShareAcknowledge of partition 0: (top-level error, partition error).
-fn acknowledge(c: &mut Conn, member: &str, epoch: i32, topic: Uuid, acks: Vec<AcknowledgementBatch<'static>>) -> (i16, i16) {
+fn acknowledge(
+    c: &mut Conn,
+    member: &str,
+    epoch: i32,
+    topic: Uuid,
+    acks: Vec<AcknowledgementBatch<'static>>,
+) -> (i16, i16) {
     use kwire::messages::share_acknowledge::AcknowledgementBatch as Batch;
     let batches: Vec<Batch<'static>> = acks
         .into_iter()
@@ -108,8 +130,12 @@ fn acknowledge(c: &mut Conn, member: &str, epoch: i32, topic: Uuid, acks: Vec<Ac
         share_session_epoch: epoch,
         topics: vec![AcknowledgeTopic {
             topic_id: topic,
-            partitions: vec![AcknowledgePartition { partition_index: 0, acknowledgement_batches: batches.into(), ..Default::default() }]
-                .into(),
+            partitions: vec![AcknowledgePartition {
+                partition_index: 0,
+                acknowledgement_batches: batches.into(),
+                ..Default::default()
+            }]
+            .into(),
             ..Default::default()
         }]
         .into(),
@@ -153,7 +179,13 @@ fn heartbeat_epochs_assignment_and_errors() {
     assert_eq!(beat(&mut c, "m3", 0, None).0, INVALID_REQUEST);
     assert_eq!(beat(&mut c, "", 0, Some(&["t"])).0, INVALID_REQUEST);
 
-    let frame = c.call(&ShareGroupDescribeRequest { group_ids: vec!["sg".into(), "none".into()].into(), ..Default::default() }, 1);
+    let frame = c.call(
+        &ShareGroupDescribeRequest {
+            group_ids: vec!["sg".into(), "none".into()].into(),
+            ..Default::default()
+        },
+        1,
+    );
     let d = answer!(frame, ShareGroupDescribe, 1);
     let groups: Vec<_> = d.groups().iter().collect();
     assert_eq!((groups[0].error_code(), groups[0].group_state(), groups[0].group_epoch()), (0, "Stable", 2));
@@ -164,8 +196,11 @@ fn heartbeat_epochs_assignment_and_errors() {
     let list = kwire::messages::list_groups::ListGroupsRequest::default();
     let frame = c.call(&list, 5);
     let l = answer!(frame, ListGroups, 5);
-    let listed: Vec<_> =
-        l.groups().iter().map(|g| (g.group_id(), g.protocol_type(), g.group_state(), g.group_type())).collect();
+    let listed: Vec<_> = l
+        .groups()
+        .iter()
+        .map(|g| (g.group_id(), g.protocol_type(), g.group_state(), g.group_type()))
+        .collect();
     assert_eq!(listed, [("sg", "share", "Stable", "share")]);
 
     // Leaving: epoch -1 answers -1; the member is gone.
@@ -233,4 +268,82 @@ fn two_members_never_hold_the_same_record_and_locks_time_out() {
     // a's late acknowledgement fails: the records are not a's any more.
     assert_eq!(acknowledge(&mut a, "a", 1, topic, vec![ack(0, 3, &[1])]), (0, INVALID_RECORD_STATE));
     assert_eq!(acknowledge(&mut b, "b", 2, topic, vec![ack(0, 3, &[1])]), (0, 0));
+}
+
+#[test]
+fn share_group_offsets_described_altered_and_deleted() {
+    use kwire::messages::alter_share_group_offsets::{
+        AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsRequestPartition,
+        AlterShareGroupOffsetsRequestTopic,
+    };
+    use kwire::messages::delete_share_group_offsets::{
+        DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequestTopic,
+    };
+    use kwire::messages::describe_share_group_offsets::{
+        DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestGroup,
+    };
+    const NON_EMPTY_GROUP: i16 = 68;
+    let broker = start(Duration::from_secs(30));
+    assert!(broker.create_topic("t", 1));
+    broker.append("t", 0, &records(6)).unwrap();
+    let mut c = Conn::open(broker.addr());
+    let topic = beat(&mut c, "m1", 0, Some(&["t"])).2.unwrap()[0].0;
+    fetch(&mut c, "m1", 0, topic, vec![], 0);
+    fetch(&mut c, "m1", 1, topic, vec![ack(0, 2, &[1])], 0);
+    let describe = |c: &mut Conn| {
+        let req = DescribeShareGroupOffsetsRequest {
+            groups: vec![DescribeShareGroupOffsetsRequestGroup {
+                group_id: "sg".into(),
+                topics: None,
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        };
+        let frame = c.call(&req, 1);
+        let r = answer!(frame, DescribeShareGroupOffsets, 1);
+        r.groups()
+            .iter()
+            .flat_map(|g| {
+                g.topics()
+                    .iter()
+                    .flat_map(|t| t.partitions().iter().map(|p| (p.start_offset(), p.lag(), p.error_code())))
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(describe(&mut c), [(3, 3, 0)]);
+    let alter = AlterShareGroupOffsetsRequest {
+        group_id: "sg".into(),
+        topics: vec![AlterShareGroupOffsetsRequestTopic {
+            topic_name: "t".into(),
+            partitions: vec![AlterShareGroupOffsetsRequestPartition {
+                partition_index: 0,
+                start_offset: 1,
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        }]
+        .into(),
+        ..Default::default()
+    };
+    let frame = c.call(&alter, 0);
+    assert_eq!(answer!(frame, AlterShareGroupOffsets, 0).error_code(), NON_EMPTY_GROUP);
+    assert_eq!(beat(&mut c, "m1", -1, None).1, -1);
+    let frame = c.call(&alter, 0);
+    assert_eq!(answer!(frame, AlterShareGroupOffsets, 0).error_code(), 0);
+    assert_eq!(describe(&mut c), [(1, 5, 0)]);
+    let delete = DeleteShareGroupOffsetsRequest {
+        group_id: "sg".into(),
+        topics: vec![DeleteShareGroupOffsetsRequestTopic { topic_name: "t".into(), ..Default::default() }]
+            .into(),
+        ..Default::default()
+    };
+    let frame = c.call(&delete, 0);
+    let r = answer!(frame, DeleteShareGroupOffsets, 0);
+    assert_eq!(
+        (r.error_code(), r.responses().iter().map(|t| t.error_code()).collect::<Vec<_>>()),
+        (0, vec![0])
+    );
+    assert_eq!(describe(&mut c), []);
 }

@@ -33,7 +33,11 @@ fn two_share_consumers_split_a_topic_and_release_and_reject_records() {
         "KafkaShareConsumer check",
     );
     assert!(ok, "the Java share consumers failed: {lines:?}");
-    assert_eq!(lines.last().and_then(|l| l["done"].as_bool()), Some(true), "not every record settled: {lines:?}");
+    assert_eq!(
+        lines.last().and_then(|l| l["done"].as_bool()),
+        Some(true),
+        "not every record settled: {lines:?}"
+    );
     // value -> [(consumer, delivery, action)]
     let mut seen: BTreeMap<String, Vec<(String, i64, String)>> = BTreeMap::new();
     let mut per_consumer: BTreeMap<String, usize> = BTreeMap::new();

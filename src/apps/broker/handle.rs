@@ -30,6 +30,7 @@ mod partitions;
 mod sasl;
 mod share;
 mod share_fetch;
+mod share_offsets;
 mod txn;
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
@@ -193,6 +194,8 @@ impl<'s> Handler<'s> {
             RequestBodyView::OffsetDelete(r) => (Group, r.group_id()),
             RequestBodyView::ConsumerGroupHeartbeat(r) => (Group, r.group_id()),
             RequestBodyView::ShareGroupHeartbeat(r) => (Group, r.group_id()),
+            RequestBodyView::AlterShareGroupOffsets(r) => (Group, r.group_id()),
+            RequestBodyView::DeleteShareGroupOffsets(r) => (Group, r.group_id()),
             RequestBodyView::OffsetFetch(r) if (2..=7).contains(&v) => (Group, r.group_id()),
             RequestBodyView::InitProducerId(r) => match r.transactional_id() {
                 Some(id) => (Transaction, id),
@@ -235,6 +238,8 @@ impl<'s> Handler<'s> {
             RequestBodyView::LeaveGroup(r) => group(op::READ, r.group_id()),
             RequestBodyView::ConsumerGroupHeartbeat(r) => group(op::READ, r.group_id()),
             RequestBodyView::ShareGroupHeartbeat(r) => group(op::READ, r.group_id()),
+            RequestBodyView::AlterShareGroupOffsets(r) => group(op::READ, r.group_id()),
+            RequestBodyView::DeleteShareGroupOffsets(r) => group(op::DELETE, r.group_id()),
             RequestBodyView::ShareFetch(r) => group(op::READ, r.group_id().unwrap_or_default()),
             RequestBodyView::ShareAcknowledge(r) => group(op::READ, r.group_id().unwrap_or_default()),
             RequestBodyView::OffsetDelete(r) => group(op::DELETE, r.group_id()),
@@ -383,10 +388,17 @@ impl<'s> Handler<'s> {
                 self.consumer_group_heartbeat(reply, h, client_id, out)?
             }
             RequestBodyView::ConsumerGroupDescribe(d) => self.consumer_group_describe(reply, d, out)?,
-            RequestBodyView::ShareGroupHeartbeat(h) => self.share_group_heartbeat(reply, h, client_id, out)?,
+            RequestBodyView::ShareGroupHeartbeat(h) => {
+                self.share_group_heartbeat(reply, h, client_id, out)?
+            }
             RequestBodyView::ShareGroupDescribe(d) => self.share_group_describe(reply, d, out)?,
             RequestBodyView::ShareFetch(f) => self.share_fetch(reply, f, out)?,
             RequestBodyView::ShareAcknowledge(a) => self.share_acknowledge(reply, a, out)?,
+            RequestBodyView::DescribeShareGroupOffsets(d) => {
+                self.describe_share_group_offsets(reply, d, out)?
+            }
+            RequestBodyView::AlterShareGroupOffsets(a) => self.alter_share_group_offsets(reply, a, out)?,
+            RequestBodyView::DeleteShareGroupOffsets(d) => self.delete_share_group_offsets(reply, d, out)?,
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)

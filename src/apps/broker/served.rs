@@ -52,6 +52,9 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::ShareGroupDescribe,
     ApiKey::ShareFetch,
     ApiKey::ShareAcknowledge,
+    ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
     #[cfg(feature = "broker-scram")]
     ApiKey::DescribeUserScramCredentials,
     #[cfg(feature = "broker-scram")]

@@ -18,7 +18,8 @@ impl Handler<'_> {
         };
         let topics = self.shared.topics();
         // Topics it subscribes to and may not describe fail the heartbeat, as in Kafka.
-        let subscribed: Option<Vec<String>> = h.subscribed_topic_names().map(|n| n.iter().map(Into::into).collect());
+        let subscribed: Option<Vec<String>> =
+            h.subscribed_topic_names().map(|n| n.iter().map(Into::into).collect());
         if let Some(names) = &subscribed
             && let Some(refused) = names.iter().find(|n| !self.allowed(op::DESCRIBE, resource::TOPIC, n))
         {
@@ -64,7 +65,11 @@ impl Handler<'_> {
                 assignment: beat.assignment.map(|by_topic| Assignment {
                     topic_partitions: by_topic
                         .into_iter()
-                        .map(|(id, parts)| TopicPartitions { topic_id: id, partitions: parts.into(), ..Default::default() })
+                        .map(|(id, parts)| TopicPartitions {
+                            topic_id: id,
+                            partitions: parts.into(),
+                            ..Default::default()
+                        })
                         .collect(),
                     ..Default::default()
                 }),
@@ -96,7 +101,8 @@ impl Handler<'_> {
         let shares = self.shared.shares.lock();
         let mut groups = Vec::new();
         for id in d.group_ids() {
-            let mut g = DescribedGroup { group_id: id.into(), authorized_operations: i32::MIN, ..Default::default() };
+            let mut g =
+                DescribedGroup { group_id: id.into(), authorized_operations: i32::MIN, ..Default::default() };
             if !self.allowed(op::DESCRIBE, resource::GROUP, id) {
                 g.error_code = ErrorCode::GroupAuthorizationFailed.to_i16();
                 groups.push(g);

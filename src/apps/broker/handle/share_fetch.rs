@@ -28,7 +28,8 @@ fn valid_batches(batches: &[(i64, i64, Vec<i8>)], max_type: i8) -> bool {
         let ok = first <= last
             && *first >= prev_end
             && !types.is_empty()
-            && (types.len() == 1 || i64::try_from(types.len()).ok() == last.checked_sub(*first).map(|n| n + 1))
+            && (types.len() == 1
+                || i64::try_from(types.len()).ok() == last.checked_sub(*first).map(|n| n + 1))
             && types.iter().all(|t| (0..=max_type).contains(t));
         prev_end = *last;
         ok
@@ -67,7 +68,9 @@ impl Handler<'_> {
                 let sp = inner.groups.get_mut(group).and_then(|g| g.partitions.get_mut(key));
                 let batches: Vec<AckBatch<'_>> =
                     list.iter().map(|(f, l, t)| AckBatch { first: *f, last: *l, types: t }).collect();
-                match sp.map(|sp| sp.acknowledge(member, &batches, config.share_delivery_count_limit, renewed)) {
+                match sp
+                    .map(|sp| sp.acknowledge(member, &batches, config.share_delivery_count_limit, renewed))
+                {
                     Some(Ok(())) => {
                         freed |= list.iter().any(|(_, _, t)| t.contains(&2));
                         ErrorCode::None
@@ -98,10 +101,19 @@ impl Handler<'_> {
     }
 
     /// Acquires records of one partition for `member`, up to `max_records` and `max_bytes`.
-    fn share_acquire(&self, group: &str, member: &str, key: Key, max_records: &mut i64, max_bytes: &mut usize) -> Fetched {
+    fn share_acquire(
+        &self,
+        group: &str,
+        member: &str,
+        key: Key,
+        max_records: &mut i64,
+        max_bytes: &mut usize,
+    ) -> Fetched {
         let (name, leader) = match self.share_partition_check(key) {
             Ok(ok) => ok,
-            Err(code) => return Fetched { key, code, leader: (-1, -1), records: Vec::new(), acquired: Vec::new() },
+            Err(code) => {
+                return Fetched { key, code, leader: (-1, -1), records: Vec::new(), acquired: Vec::new() };
+            }
         };
         let mut f = Fetched { key, code: ErrorCode::None, leader, records: Vec::new(), acquired: Vec::new() };
         let Some(part) = self.shared.topics.partition(&name, key.1) else { return f };
@@ -111,13 +123,16 @@ impl Handler<'_> {
         let group = inner.groups.entry(group.to_string()).or_default();
         let log = part.lock();
         let (log_start, hw) = (log.log_start_offset(), log.next_offset());
-        let sp = group.partitions.entry(key).or_insert_with(|| {
-            SharePartition::new(if config.share_start_earliest { log_start } else { hw })
-        });
+        let sp = group
+            .partitions
+            .entry(key)
+            .or_insert_with(|| SharePartition::new(if config.share_start_earliest { log_start } else { hw }));
         sp.follow_log_start(log_start);
         let mut offset = sp.next_available(sp.start);
         while *max_records > 0 && *max_bytes > 0 && offset < hw {
-            let Some((segment, range)) = log.read_below(offset, hw, *max_bytes, f.records.is_empty()) else { break };
+            let Some((segment, range)) = log.read_below(offset, hw, *max_bytes, f.records.is_empty()) else {
+                break;
+            };
             let bytes = &segment[range];
             let mut last = offset;
             for (batch, at) in batches(bytes) {
@@ -190,8 +205,11 @@ impl Handler<'_> {
             ServerConn::encode_response(reply, &body, out)?;
             return Ok(());
         }
-        let forgotten: Vec<Key> =
-            r.forgotten_topics_data().iter().flat_map(|t| t.partitions().iter().map(move |p| (t.topic_id(), p))).collect();
+        let forgotten: Vec<Key> = r
+            .forgotten_topics_data()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(move |p| (t.topic_id(), p)))
+            .collect();
         let context = self.shared.shares.lock().sessions.fetch(group, member, epoch, &added, &forgotten);
         let context = match context {
             Ok(c) => c,
@@ -216,11 +234,15 @@ impl Handler<'_> {
         let fetched = loop {
             let seen = self.shared.append_count();
             let mut max_records = i64::from(if v >= 1 { r.max_records() } else { 500 }.max(1));
-            let mut max_bytes = usize::try_from(r.max_bytes()).unwrap_or(0).min(self.shared.config.fetch_max_bytes);
+            let mut max_bytes =
+                usize::try_from(r.max_bytes()).unwrap_or(0).min(self.shared.config.fetch_max_bytes);
             let fetched: Vec<Fetched> = if renew_only {
                 Vec::new()
             } else {
-                parts.iter().map(|&k| self.share_acquire(group, member, k, &mut max_records, &mut max_bytes)).collect()
+                parts
+                    .iter()
+                    .map(|&k| self.share_acquire(group, member, k, &mut max_records, &mut max_bytes))
+                    .collect()
             };
             let done = fetched.iter().any(|f| !f.acquired.is_empty() || f.code != ErrorCode::None)
                 || !acked.is_empty()
@@ -238,7 +260,8 @@ impl Handler<'_> {
         for key in keys {
             let f = fetched.iter().find(|f| f.key == key);
             let ack = acked.iter().find(|a| a.0 == key).map(|a| a.1);
-            let news = f.is_some_and(|f| !f.acquired.is_empty() || f.code != ErrorCode::None) || ack.is_some();
+            let news =
+                f.is_some_and(|f| !f.acquired.is_empty() || f.code != ErrorCode::None) || ack.is_some();
             if !full && !news {
                 continue;
             }
@@ -250,7 +273,11 @@ impl Handler<'_> {
                 partition_index: key.1,
                 error_code: code.to_i16(),
                 acknowledge_error_code: ack.unwrap_or(ErrorCode::None).to_i16(),
-                current_leader: LeaderIdAndEpoch { leader_id: leader.0, leader_epoch: leader.1, ..Default::default() },
+                current_leader: LeaderIdAndEpoch {
+                    leader_id: leader.0,
+                    leader_epoch: leader.1,
+                    ..Default::default()
+                },
                 records: records.into(),
                 acquired_records: acquired
                     .into_iter()
@@ -268,7 +295,11 @@ impl Handler<'_> {
             acquisition_lock_timeout_ms: lock_ms,
             responses: by_topic
                 .into_iter()
-                .map(|(id, parts)| ShareFetchableTopicResponse { topic_id: id, partitions: parts.into(), ..Default::default() })
+                .map(|(id, parts)| ShareFetchableTopicResponse {
+                    topic_id: id,
+                    partitions: parts.into(),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         };
@@ -296,19 +327,21 @@ impl Handler<'_> {
         let (group, member) = match (r.group_id(), r.member_id()) {
             (Some(g), Some(m)) if !g.is_empty() && !m.is_empty() => (g, m),
             _ => {
-                let body = top(ErrorCode::InvalidRequest, "A ShareAcknowledge needs a group id and a member id.");
+                let body =
+                    top(ErrorCode::InvalidRequest, "A ShareAcknowledge needs a group id and a member id.");
                 ServerConn::encode_response(reply, &body, out)?;
                 return Ok(());
             }
         };
-        let closing = match self.shared.shares.lock().sessions.acknowledge(group, member, r.share_session_epoch()) {
-            Ok(c) => c,
-            Err(code) => {
-                let body = top(code, code.name());
-                ServerConn::encode_response(reply, &body, out)?;
-                return Ok(());
-            }
-        };
+        let closing =
+            match self.shared.shares.lock().sessions.acknowledge(group, member, r.share_session_epoch()) {
+                Ok(c) => c,
+                Err(code) => {
+                    let body = top(code, code.name());
+                    ServerConn::encode_response(reply, &body, out)?;
+                    return Ok(());
+                }
+            };
         let mut acks: Acks = Vec::new();
         for t in r.topics() {
             for p in t.partitions() {
@@ -331,7 +364,11 @@ impl Handler<'_> {
             by_topic.entry(id).or_default().push(PartitionData {
                 partition_index: p,
                 error_code: code.to_i16(),
-                current_leader: LeaderIdAndEpoch { leader_id: leader.0, leader_epoch: leader.1, ..Default::default() },
+                current_leader: LeaderIdAndEpoch {
+                    leader_id: leader.0,
+                    leader_epoch: leader.1,
+                    ..Default::default()
+                },
                 ..Default::default()
             });
         }
@@ -339,7 +376,11 @@ impl Handler<'_> {
             acquisition_lock_timeout_ms: lock_ms,
             responses: by_topic
                 .into_iter()
-                .map(|(id, parts)| ShareAcknowledgeTopicResponse { topic_id: id, partitions: parts.into(), ..Default::default() })
+                .map(|(id, parts)| ShareAcknowledgeTopicResponse {
+                    topic_id: id,
+                    partitions: parts.into(),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         };

@@ -51,7 +51,9 @@ mod tests {
         let ids: Vec<String> = (0..members).map(|i| std::format!("m{i}")).collect();
         let ms: Vec<(&str, &[String])> = ids.iter().map(|i| (i.as_str(), &subs[..])).collect();
         let out = simple(&ms, &[("t".into(), Uuid([7; 16]), partitions)]);
-        ids.iter().map(|i| out.get(i).and_then(|t| t.get(&Uuid([7; 16]))).cloned().unwrap_or_default()).collect()
+        ids.iter()
+            .map(|i| out.get(i).and_then(|t| t.get(&Uuid([7; 16]))).cloned().unwrap_or_default())
+            .collect()
     }
 
     #[test]

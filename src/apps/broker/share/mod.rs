@@ -155,19 +155,28 @@ impl Shares {
         }
         if h.member_epoch == 0 {
             if h.subscribed.as_ref().is_none_or(Vec::is_empty) {
-                return Err(refuse(ErrorCode::InvalidRequest, "SubscribedTopicNames must be set in first request."));
+                return Err(refuse(
+                    ErrorCode::InvalidRequest,
+                    "SubscribedTopicNames must be set in first request.",
+                ));
             }
         } else if h.member_epoch < -1 {
             return Err(refuse(ErrorCode::InvalidRequest, "MemberEpoch is invalid."));
         }
         if other_group {
-            return Err(refuse(ErrorCode::GroupIdNotFound, std::format!("Group {} is not a share group.", h.group_id)));
+            return Err(refuse(
+                ErrorCode::GroupIdNotFound,
+                std::format!("Group {} is not a share group.", h.group_id),
+            ));
         }
         let mut inner = self.lock();
         let now = Instant::now();
         if h.member_epoch == -1 {
             let Some(group) = inner.groups.get_mut(h.group_id) else {
-                return Err(refuse(ErrorCode::GroupIdNotFound, std::format!("Group {} not found.", h.group_id)));
+                return Err(refuse(
+                    ErrorCode::GroupIdNotFound,
+                    std::format!("Group {} not found.", h.group_id),
+                ));
             };
             if group.members.remove(h.member_id).is_none() {
                 return Err(refuse(
@@ -181,7 +190,10 @@ impl Shares {
             return Ok(Beat { member_epoch: -1, assignment: None });
         }
         if !inner.groups.contains_key(h.group_id) && h.member_epoch != 0 {
-            return Err(refuse(ErrorCode::GroupIdNotFound, std::format!("Share group {} not found.", h.group_id)));
+            return Err(refuse(
+                ErrorCode::GroupIdNotFound,
+                std::format!("Share group {} not found.", h.group_id),
+            ));
         }
         let group = inner.groups.entry(h.group_id.to_string()).or_default();
         let joined = match group.members.get(h.member_id) {
@@ -195,7 +207,9 @@ impl Shares {
                 if group.members.len() >= MAX_MEMBERS {
                     return Err(refuse(
                         ErrorCode::GroupMaxSizeReached,
-                        std::format!("The share group has reached its maximum capacity of {MAX_MEMBERS} members."),
+                        std::format!(
+                            "The share group has reached its maximum capacity of {MAX_MEMBERS} members."
+                        ),
                     ));
                 }
                 true
