@@ -27,13 +27,11 @@ const INVALID_RECORD_STATE: i16 = 121;
 const SHARE_SESSION_NOT_FOUND: i16 = 122;
 const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
 
-/// A heartbeat: (error, member epoch, assigned (topic id, partitions) if sent).
-fn beat(
-    c: &mut Conn,
-    member: &str,
-    epoch: i32,
-    topics: Option<&[&str]>,
-) -> (i16, i32, Option<Vec<(Uuid, Vec<i32>)>>) {
+/// An assignment: (topic id, partitions) of each topic.
+type Assigned = Vec<(Uuid, Vec<i32>)>;
+
+/// A heartbeat: (error, member epoch, assignment if sent).
+fn beat(c: &mut Conn, member: &str, epoch: i32, topics: Option<&[&str]>) -> (i16, i32, Option<Assigned>) {
     let req = ShareGroupHeartbeatRequest {
         group_id: "sg".into(),
         member_id: member.into(),

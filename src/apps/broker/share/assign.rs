@@ -45,6 +45,7 @@ pub(crate) fn simple(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::vec;
 
     fn run(members: usize, partitions: usize) -> Vec<Vec<i32>> {
         let subs = ["t".to_string()];
