@@ -2,12 +2,13 @@
 //! (hermetic, loopback only): Metadata and DescribeCluster agree on every node, partitions
 //! at the wrong node get NOT_LEADER_OR_FOLLOWER (with KIP-951's current leader where the
 //! version has it), group and transaction APIs at the wrong node get NOT_COORDINATOR, leader
-//! epochs fence and are unknown as Kafka's are, and nodes stop, restart and lose or gain
-//! leaders at run time.
+//! epochs fence and are unknown as Kafka's are, and nodes are added, removed, stop, restart
+//! and lose or gain leaders at run time.
 //!
-//! With the `interop` feature, real clients follow the cluster: franz-go produces
-//! (idempotent, acks=all) while a franz-go group and a Java group (KIP-848) consume, and
-//! the leaders move, a node stops and restarts under them.
+//! With the `interop` feature, real clients follow the cluster: franz-go and
+//! confluent-kafka produce (idempotent, acks=all) while franz-go, Java (KIP-848) and
+//! confluent-kafka groups consume, and the leaders move, a node stops and restarts, a node
+//! joins and one leaves under them.
 #![cfg(feature = "broker")]
 
 mod common;
@@ -455,6 +456,74 @@ fn a_stopped_node_closes_and_its_leaders_and_coordinators_move() {
 }
 
 #[test]
+fn nodes_are_added_and_removed_at_run_time() {
+    let broker = cluster(1);
+    assert!(broker.create_topic("t", 2));
+    let first = broker.node_ids()[0];
+    let first_addr = broker.node_addr(first).unwrap();
+    let mut old = to(&broker, first);
+    assert_eq!(old.produce("t", 0, 9).0, NONE);
+
+    // Added: listed by every node, serving, leading nothing until a partition moves to it.
+    let added = broker.add_node().unwrap();
+    assert_eq!(added, first + 1);
+    assert_eq!(broker.node_ids(), [first, added]);
+    let mut new = to(&broker, added);
+    let port = |id: i32| i32::from(broker.node_addr(id).unwrap().port());
+    for c in [&mut old, &mut new] {
+        assert_eq!(c.metadata("t").brokers, [(first, port(first)), (added, port(added))]);
+        assert_eq!(c.describe_cluster().1, [(first, port(first)), (added, port(added))]);
+    }
+    assert_eq!(new.produce("t", 0, 9).0, NOT_LEADER_OR_FOLLOWER);
+    let epoch = broker.move_leader("t", 0, added).unwrap();
+    assert_eq!(new.produce("t", 0, 9), (NONE, 1, None, vec![]), "the log moved with the partition");
+    let (code, _, leader, endpoints) = old.produce("t", 0, 12);
+    assert_eq!(
+        (code, leader, endpoints),
+        (NOT_LEADER_OR_FOLLOWER, Some((added, epoch)), vec![(added, port(added))])
+    );
+    // New topics are placed on it too.
+    assert!(broker.create_topic("u", 4));
+    let leaders: BTreeSet<i32> = (0..4).map(|p| broker.leader("u", p).unwrap().0).collect();
+    assert_eq!(leaders, BTreeSet::from([first, added]));
+    let groups: Vec<String> =
+        (0..60).map(|i| format!("g{i}")).filter(|g| broker.group_coordinator(g) == first).collect();
+    assert!(!groups.is_empty());
+
+    // Removed (the bootstrap node): closed, its partitions and coordinators moved, never
+    // listed or named again.
+    broker.remove_node(first).unwrap();
+    let mut buf = [0u8; 1];
+    assert!(matches!(old.s.read(&mut buf), Ok(0) | Err(_)), "its connections are closed");
+    assert!(TcpStream::connect(first_addr).is_err(), "its listener is closed");
+    assert_eq!(broker.node_ids(), [added]);
+    assert_eq!(broker.node_addr(first), None);
+    assert!(!broker.node_running(first));
+    for (t, n) in [("t", 2), ("u", 4)] {
+        assert!((0..n).all(|p| broker.leader(t, p).unwrap().0 == added), "{t}");
+    }
+    assert!(groups.iter().all(|g| broker.group_coordinator(g) == added));
+    assert_eq!(new.metadata("u").brokers, [(added, port(added))]);
+    assert_eq!(new.find_coordinator(0, &groups[0]).0, added);
+    assert_eq!(new.produce("t", 1, 9).0, NONE);
+    assert!(broker.restart_node(first).is_err(), "a removed node does not come back");
+    assert!(broker.move_leader("t", 0, first).is_err());
+    assert!(broker.stop_node(first).is_err());
+    assert!(broker.remove_node(first).is_err(), "removed once");
+    assert!(broker.remove_node(added).is_err(), "the last running node stays");
+
+    // Ids are never given twice; 64 nodes over the cluster's life at most.
+    let third = broker.add_node().unwrap();
+    assert_eq!(third, added + 1);
+    assert_eq!(broker.node_ids(), [added, third]);
+    assert_eq!(to(&broker, third).metadata("t").brokers.len(), 2);
+    while broker.node_ids().len() + 1 < 64 {
+        broker.add_node().unwrap();
+    }
+    assert!(broker.add_node().is_err(), "the cluster has had 64 nodes");
+}
+
+#[test]
 fn one_node_is_the_default_and_leads_everything() {
     let broker = Broker::start(Config::default()).unwrap();
     assert_eq!(broker.node_ids(), [1]);
@@ -554,11 +623,12 @@ impl Drop for Running {
     }
 }
 
-/// Real clients follow the cluster. franz-go's idempotent producer (acks=all) sends to three
-/// partitions for 10 s, while a franz-go group (classic) and a Java group (KIP-848,
-/// `group.protocol=consumer`) consume them; meanwhile every leader moves, the node that
-/// coordinates both groups and leads partitions stops (its connections closed), restarts,
-/// and gets a partition back.
+/// Real clients follow the cluster. franz-go's and confluent-kafka's idempotent producers
+/// (acks=all) send to three partitions for 12 s, while a franz-go group (classic), a Java
+/// group (KIP-848, `group.protocol=consumer`) and a confluent-kafka group consume them;
+/// meanwhile every leader moves, the node that coordinates the groups and leads partitions
+/// stops (its connections closed), a new node joins and a partition moves to it, the
+/// stopped node restarts and gets a partition back, and another node leaves for good.
 ///
 /// What the clients promise, and so what is checked: the idempotent producer's log holds
 /// every acknowledged record exactly once (no duplicate appended on a retry after a move,
@@ -568,7 +638,7 @@ impl Drop for Running {
 /// the value the log holds, and nothing else.
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "real clients: needs --features interop")]
-fn clients_follow_moving_leaders_and_a_stopped_node() {
+fn clients_follow_moving_leaders_and_nodes_that_stop_join_and_leave() {
     use std::time::{Duration, Instant};
     common::clients::setup(|| {
         let m = |p: &str| std::fs::metadata(common::root().join(p)).and_then(|m| m.modified()).ok();
@@ -626,12 +696,12 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
     consume.arg(&rdkafka).args(["consume", &bootstrap, topic, &rd_group]).arg(&stop_file).arg("rd-consumer");
     let mut rd_consumer = Running::start("confluent-kafka consumer", consume);
     let mut produce = std::process::Command::new(&go);
-    produce.args(["cluster-produce", &bootstrap, topic, "10", "go-producer"]).env("KWIRE_PARTITIONS", "3");
+    produce.args(["cluster-produce", &bootstrap, topic, "12", "go-producer"]).env("KWIRE_PARTITIONS", "3");
     let mut producer = Running::start("franz-go producer", produce);
     let mut produce = std::process::Command::new(&python);
     produce
         .arg(&rdkafka)
-        .args(["produce", &bootstrap, topic, "10", "rd-producer"])
+        .args(["produce", &bootstrap, topic, "12", "rd-producer"])
         .env("KWIRE_PARTITIONS", "3");
     let mut rd_producer = Running::start("confluent-kafka producer", produce);
 
@@ -649,11 +719,24 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
     let ends = |b: &Broker| -> Vec<i64> { (0..3).map(|p| b.end_offset(topic, p).unwrap()).collect() };
     let at_stop = ends(&broker);
     broker.stop_node(victim).unwrap();
+    at(5500);
+    // A node joins, and partition 2 moves to it.
+    let added = broker.add_node().unwrap();
+    broker.move_leader(topic, 2, added).unwrap();
+    let at_add = ends(&broker);
     at(7000);
     broker.restart_node(victim).unwrap();
     at(8000);
     broker.move_leader(topic, 0, victim).unwrap();
     let at_move = ends(&broker);
+    at(9000);
+    // The last of the first nodes leaves for good (not the bootstrap, nor the victim).
+    let gone = ids[2];
+    let gone_led: Vec<i32> = (0..3).filter(|&p| broker.leader(topic, p).unwrap().0 == gone).collect();
+    // Placement and the moves above are deterministic: it leads partition 1 by now.
+    assert_eq!(gone_led, [1], "what node {gone} leads when it leaves");
+    broker.remove_node(gone).unwrap();
+    let at_remove = ends(&broker);
     let epochs: Vec<i32> = (0..3).map(|p| broker.leader(topic, p).unwrap().1).collect();
 
     // The log: every record acknowledged to either producer once, offsets 0.. per partition.
@@ -702,6 +785,13 @@ fn clients_follow_moving_leaders_and_a_stopped_node() {
         assert!(end[p as usize] > at_stop[p as usize], "partition {p}: {at_stop:?} then {end:?}");
     }
     assert!(end[0] > at_move[0], "partition 0 after its move back: {at_move:?} then {end:?}");
+    assert!(end[2] > at_add[2], "partition 2 at the added node: {at_add:?} then {end:?}");
+    for &p in &gone_led {
+        assert!(
+            end[p as usize] > at_remove[p as usize],
+            "partition {p} after node {gone} left: {at_remove:?} then {end:?}"
+        );
+    }
 
     // Both groups catch up, then stop.
     let deadline = Instant::now() + Duration::from_secs(40);

@@ -1,4 +1,5 @@
-//! The cluster of nodes in one process: each node's listener address and whether it runs,
+//! The cluster of nodes in one process: each node's listener address and whether it runs
+//! (nodes are added at run time, up to [`MAX_NODES`], and removed ones keep their index),
 //! where new partitions' leaders go, and which node coordinates a group or a transactional
 //! id. The partitions' leaders themselves live with their logs (`Log::leader`).
 //!
@@ -11,8 +12,8 @@
 
 use std::net::SocketAddr;
 use std::string::String;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::vec::Vec;
 
 use super::lock::lock;
@@ -29,6 +30,9 @@ pub(crate) enum CoordinatorKind {
     Transaction,
 }
 
+/// The most nodes a cluster has over its life, those added at run time and removed included.
+pub(crate) const MAX_NODES: usize = 64;
+
 /// One node: its id, the address clients are given, and the address it listens on.
 #[derive(Debug)]
 pub(crate) struct Node {
@@ -37,17 +41,77 @@ pub(crate) struct Node {
     pub port: i32,
     pub addr: SocketAddr,
     running: AtomicBool,
+    /// Removed for good ([`Cluster::remove`]): never runs again.
+    removed: AtomicBool,
 }
 
 impl Node {
     pub fn new(id: i32, host: String, port: i32, addr: SocketAddr) -> Node {
-        Node { id, host, port, addr, running: AtomicBool::new(true) }
+        Node { id, host, port, addr, running: AtomicBool::new(true), removed: AtomicBool::new(false) }
+    }
+
+    /// Whether the node was removed from the cluster.
+    pub fn removed(&self) -> bool {
+        self.removed.load(Ordering::SeqCst)
+    }
+}
+
+/// The nodes by index, growing at run time: slots set once, in order, so that a node is
+/// borrowed without a lock for as long as the cluster lives.
+#[derive(Debug)]
+pub(crate) struct Nodes {
+    slots: Vec<OnceLock<Node>>,
+    len: AtomicUsize,
+}
+
+impl Nodes {
+    fn new(nodes: Vec<Node>) -> Nodes {
+        let slots: Vec<OnceLock<Node>> = (0..MAX_NODES.max(nodes.len())).map(|_| OnceLock::new()).collect();
+        let len = nodes.len();
+        for (slot, node) in slots.iter().zip(nodes) {
+            let _ = slot.set(node);
+        }
+        Nodes { slots, len: AtomicUsize::new(len) }
+    }
+
+    /// How many nodes the cluster has had (removed ones included).
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Node `i`, if the cluster has had that many.
+    pub fn get(&self, i: usize) -> Option<&Node> {
+        self.slots.get(..self.len())?.get(i)?.get()
+    }
+
+    /// Every node, removed ones included, by index.
+    pub fn iter(&self) -> impl Iterator<Item = &Node> {
+        self.slots[..self.len()].iter().filter_map(OnceLock::get)
+    }
+
+    /// Adds a node (callers hold the broker's accept lock, so adds come one at a time):
+    /// its index, or `None` when the cluster has had [`MAX_NODES`].
+    fn push(&self, node: Node) -> Option<usize> {
+        let i = self.len();
+        self.slots.get(i)?.set(node).ok()?;
+        self.len.store(i + 1, Ordering::Release);
+        Some(i)
+    }
+}
+
+impl core::ops::Index<usize> for Nodes {
+    type Output = Node;
+
+    /// Node `i`: indexes come from the cluster itself (leaders, coordinators, accept
+    /// loops), which only names nodes it has.
+    fn index(&self, i: usize) -> &Node {
+        self.get(i).expect("a node index the cluster gave out")
     }
 }
 
 #[derive(Debug)]
 pub(crate) struct Cluster {
-    pub nodes: Vec<Node>,
+    pub nodes: Nodes,
     /// Leaders (node indexes) of the coordinator partitions: groups', then transactions'.
     coordinators: Mutex<Vec<usize>>,
     /// Topics placed so far: the next topic's first partition goes to the next node.
@@ -70,7 +134,23 @@ impl Cluster {
     pub fn new(nodes: Vec<Node>) -> Cluster {
         let n = nodes.len().max(1);
         let coordinators = (0..2 * COORDINATOR_PARTITIONS).map(|p| p % COORDINATOR_PARTITIONS % n).collect();
-        Cluster { nodes, coordinators: Mutex::new(coordinators), placed: AtomicUsize::new(0) }
+        Cluster {
+            nodes: Nodes::new(nodes),
+            coordinators: Mutex::new(coordinators),
+            placed: AtomicUsize::new(0),
+        }
+    }
+
+    /// Adds a running node: its index, or `None` when the cluster has had [`MAX_NODES`].
+    pub fn add(&self, node: Node) -> Option<usize> {
+        self.nodes.push(node)
+    }
+
+    /// Marks a stopped node removed: it never runs again.
+    pub fn remove(&self, node: usize) {
+        if let Some(n) = self.nodes.get(node) {
+            n.removed.store(true, Ordering::SeqCst);
+        }
     }
 
     pub fn running(&self, node: usize) -> bool {
@@ -88,7 +168,7 @@ impl Cluster {
         (0..self.nodes.len()).filter(|&i| self.running(i)).collect()
     }
 
-    /// A node's index by its id.
+    /// A node's index by its id (a removed node's too).
     pub fn index_of(&self, id: i32) -> Option<usize> {
         self.nodes.iter().position(|n| n.id == id)
     }

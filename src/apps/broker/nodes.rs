@@ -1,23 +1,100 @@
-//! A test's hand on a cluster: its nodes stopped and restarted, leaders moved, shuffled
-//! and elected uncleanly, and who coordinates a group or a transactional id.
+//! A test's hand on a cluster: its nodes added, removed, stopped and restarted, leaders
+//! (and so partitions: each has one replica) moved, shuffled and elected uncleanly, and who
+//! coordinates a group or a transactional id.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::string::ToString;
 use std::vec::Vec;
 
 use super::{Broker, cluster, lock};
 
 impl Broker {
-    /// The nodes' ids, node 0's (the bootstrap, [`Broker::addr`]) first.
+    /// The nodes' ids, node 0's (the bootstrap, [`Broker::addr`]) first, then the others
+    /// in the order they were added; removed nodes are not listed.
     pub fn node_ids(&self) -> Vec<i32> {
-        self.shared.cluster.nodes.iter().map(|n| n.id).collect()
+        self.shared.cluster.nodes.iter().filter(|n| !n.removed()).map(|n| n.id).collect()
     }
 
     /// The address node `id` listens on (also while it is stopped: a restart binds it
-    /// again), or `None` for an id not in the cluster.
+    /// again), or `None` for an id not in the cluster (or removed from it).
     pub fn node_addr(&self, id: i32) -> Option<SocketAddr> {
-        let i = self.shared.cluster.index_of(id)?;
+        let i = self.node_index(id).ok()?;
         Some(self.shared.cluster.nodes[i].addr)
+    }
+
+    /// Adds a node to the running cluster, as a new broker joining it: it listens on a new
+    /// port of [`super::Config::listen`]'s address (advertised as the nodes after the first
+    /// are), takes the id after the highest the cluster has had, and is listed by Metadata
+    /// and DescribeCluster from then on. It leads nothing until partitions move to it
+    /// ([`Broker::move_leader`]) or new topics are placed on it. Returns its id. Fails when
+    /// the cluster has had 64 nodes, or the port cannot be bound.
+    ///
+    /// ```
+    /// use kwire::broker::{Broker, Config};
+    ///
+    /// let broker = Broker::start(Config::default())?;
+    /// broker.create_topic("orders", 1);
+    /// let id = broker.add_node()?;
+    /// assert_eq!(broker.node_ids(), [1, id]);
+    /// broker.move_leader("orders", 0, id)?; // the partition moves to the new node
+    /// broker.remove_node(1)?; // the first node leaves for good; its port closes
+    /// assert_eq!(broker.node_ids(), [id]);
+    /// assert_eq!(broker.leader("orders", 0).unwrap().0, id);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn add_node(&self) -> io::Result<i32> {
+        let cluster = &self.shared.cluster;
+        let config = &self.shared.config;
+        let mut accepts = lock::lock(&self.accepts);
+        if self.ticker.is_none() {
+            return Err(io::Error::other("the broker has stopped"));
+        }
+        let full =
+            || io::Error::new(io::ErrorKind::InvalidInput, "a cluster has at most 64 nodes over its life");
+        if cluster.nodes.len() >= cluster::MAX_NODES {
+            return Err(full());
+        }
+        let highest = cluster.nodes.iter().map(|n| n.id).max().unwrap_or(config.node_id);
+        let id = highest
+            .checked_add(1)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "node ids overflow i32"))?;
+        let listener = TcpListener::bind(SocketAddr::new(config.listen.ip(), 0))?;
+        let addr = listener.local_addr()?;
+        let host = match &config.advertise {
+            Some((h, _)) => h.clone(),
+            None => addr.ip().to_string(),
+        };
+        let i = cluster.add(cluster::Node::new(id, host, i32::from(addr.port()), addr)).ok_or_else(full)?;
+        match self.spawn_accept(i, listener) {
+            Ok(t) => {
+                accepts.resize_with(i + 1, || None);
+                accepts[i] = Some(t);
+            }
+            Err(e) => {
+                self.shared.node_stopped(i);
+                cluster.remove(i);
+                return Err(e);
+            }
+        }
+        drop(accepts);
+        self.shared.log(format_args!("node {id} added at {addr}"));
+        Ok(id)
+    }
+
+    /// Removes node `id` from the cluster for good, as a decommissioned broker: it stops as
+    /// [`Broker::stop_node`] stops a node (its connections closed, its partitions and
+    /// coordinators moved to the running nodes), and it is no longer listed, nor can it be
+    /// restarted or named to any other call. The last running node cannot be removed.
+    pub fn remove_node(&self, id: i32) -> io::Result<()> {
+        let i = self.node_index(id)?;
+        let cluster = &self.shared.cluster;
+        if cluster.running(i) {
+            self.stop_node(id)?;
+        }
+        cluster.remove(i);
+        self.shared.log(format_args!("node {id} removed"));
+        Ok(())
     }
 
     /// Whether node `id` runs (not stopped by [`Broker::stop_node`]).
@@ -76,6 +153,8 @@ impl Broker {
     pub fn restart_node(&self, id: i32) -> io::Result<()> {
         let i = self.node_index(id)?;
         let mut accepts = lock::lock(&self.accepts);
+        // Not removed in the meantime.
+        self.node_index(id)?;
         if self.shared.cluster.running(i) || self.ticker.is_none() {
             return Ok(());
         }
@@ -200,9 +279,13 @@ impl Broker {
         self.shared.cluster.nodes[i].id
     }
 
+    /// The index of node `id`, which must be in the cluster (not removed).
     fn node_index(&self, id: i32) -> io::Result<usize> {
-        self.shared.cluster.index_of(id).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, std::format!("no node {id} in the cluster"))
-        })
+        let cluster = &self.shared.cluster;
+        match cluster.index_of(id) {
+            Some(i) if !cluster.nodes[i].removed() => Ok(i),
+            Some(_) => Err(io::Error::new(io::ErrorKind::NotFound, std::format!("node {id} was removed"))),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, std::format!("no node {id} in the cluster"))),
+        }
     }
 }
