@@ -56,3 +56,40 @@ pub fn answers(lines: Vec<String>, check: &str) -> Vec<Value> {
     assert_eq!(answers.len(), n, "the Java harness answers every line");
     answers
 }
+
+/// Runs one class of the harness (`kwire.harness.NAME`) with `args`, in a JVM with a
+/// modest heap, to its end (at most `limit`): its stdout lines as JSON, and whether it
+/// exited successfully. `check` names the test in the message given when Java is missing.
+pub fn run_class(class: &str, args: &[&str], limit: std::time::Duration, check: &str) -> (Vec<Value>, bool) {
+    let classpath = classpath(check);
+    let mut child = Command::new("java")
+        .args(["-Xmx256m", "-XX:+UseSerialGC", "-cp", &classpath, &std::format!("kwire.harness.{class}")])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run java: {e}"));
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .collect::<Vec<_>>()
+    });
+    let until = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let lines = reader.join().unwrap();
+    (lines, status.is_some_and(|s| s.success()))
+}

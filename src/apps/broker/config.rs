@@ -97,6 +97,22 @@ pub struct Config {
     /// without an authorizer. A connection's principal is `User:NAME` after SASL, else
     /// `User:ANONYMOUS`. What each API checks is in [`manual::serve`](crate::manual::serve).
     pub authorizer: Option<Authorizer>,
+    /// A share group member's heartbeat interval (Kafka's `group.share.heartbeat.interval.ms`,
+    /// default 5 s).
+    pub share_heartbeat_interval: Duration,
+    /// A share group member's session timeout (Kafka's `group.share.session.timeout.ms`,
+    /// default 45 s).
+    pub share_session_timeout: Duration,
+    /// How long a share group member holds the records it acquired before they are
+    /// released to others (Kafka's `group.share.record.lock.duration.ms`, default 30 s).
+    pub share_record_lock_duration: Duration,
+    /// How many times a record is delivered to share group members before it is archived
+    /// (Kafka's `group.share.delivery.count.limit`, default 5).
+    pub share_delivery_count_limit: i16,
+    /// Where a share group starts reading a partition it has not read before: `false` at
+    /// the partition's end (Kafka's default `share.auto.offset.reset=latest`), `true` at
+    /// its log start (`earliest`).
+    pub share_start_earliest: bool,
     /// Where log lines go (default: nowhere).
     pub logger: Option<Logger>,
     /// Log every request (API, version, bytes in and out), not only connections.
@@ -132,6 +148,11 @@ impl Default for Config {
             tls: None,
             acls: Vec::new(),
             authorizer: None,
+            share_heartbeat_interval: Duration::from_secs(5),
+            share_session_timeout: Duration::from_secs(45),
+            share_record_lock_duration: Duration::from_secs(30),
+            share_delivery_count_limit: 5,
+            share_start_earliest: false,
             logger: None,
             verbose: false,
         }

@@ -28,6 +28,9 @@ mod kip848;
 mod offsets;
 mod partitions;
 mod sasl;
+mod share;
+mod share_fetch;
+mod share_offsets;
 mod txn;
 
 /// A topic's configs with Apache Kafka's defaults: (name, value, type) where the type is
@@ -190,6 +193,9 @@ impl<'s> Handler<'s> {
             RequestBodyView::LeaveGroup(r) => (Group, r.group_id()),
             RequestBodyView::OffsetDelete(r) => (Group, r.group_id()),
             RequestBodyView::ConsumerGroupHeartbeat(r) => (Group, r.group_id()),
+            RequestBodyView::ShareGroupHeartbeat(r) => (Group, r.group_id()),
+            RequestBodyView::AlterShareGroupOffsets(r) => (Group, r.group_id()),
+            RequestBodyView::DeleteShareGroupOffsets(r) => (Group, r.group_id()),
             RequestBodyView::OffsetFetch(r) if (2..=7).contains(&v) => (Group, r.group_id()),
             RequestBodyView::InitProducerId(r) => match r.transactional_id() {
                 Some(id) => (Transaction, id),
@@ -231,6 +237,11 @@ impl<'s> Handler<'s> {
             RequestBodyView::Heartbeat(r) => group(op::READ, r.group_id()),
             RequestBodyView::LeaveGroup(r) => group(op::READ, r.group_id()),
             RequestBodyView::ConsumerGroupHeartbeat(r) => group(op::READ, r.group_id()),
+            RequestBodyView::ShareGroupHeartbeat(r) => group(op::READ, r.group_id()),
+            RequestBodyView::AlterShareGroupOffsets(r) => group(op::READ, r.group_id()),
+            RequestBodyView::DeleteShareGroupOffsets(r) => group(op::DELETE, r.group_id()),
+            RequestBodyView::ShareFetch(r) => group(op::READ, r.group_id().unwrap_or_default()),
+            RequestBodyView::ShareAcknowledge(r) => group(op::READ, r.group_id().unwrap_or_default()),
             RequestBodyView::OffsetDelete(r) => group(op::DELETE, r.group_id()),
             RequestBodyView::FindCoordinator(r) if v <= 3 => match r.key_type() {
                 0 => group(op::DESCRIBE, r.key()),
@@ -377,6 +388,17 @@ impl<'s> Handler<'s> {
                 self.consumer_group_heartbeat(reply, h, client_id, out)?
             }
             RequestBodyView::ConsumerGroupDescribe(d) => self.consumer_group_describe(reply, d, out)?,
+            RequestBodyView::ShareGroupHeartbeat(h) => {
+                self.share_group_heartbeat(reply, h, client_id, out)?
+            }
+            RequestBodyView::ShareGroupDescribe(d) => self.share_group_describe(reply, d, out)?,
+            RequestBodyView::ShareFetch(f) => self.share_fetch(reply, f, out)?,
+            RequestBodyView::ShareAcknowledge(a) => self.share_acknowledge(reply, a, out)?,
+            RequestBodyView::DescribeShareGroupOffsets(d) => {
+                self.describe_share_group_offsets(reply, d, out)?
+            }
+            RequestBodyView::AlterShareGroupOffsets(a) => self.alter_share_group_offsets(reply, a, out)?,
+            RequestBodyView::DeleteShareGroupOffsets(d) => self.delete_share_group_offsets(reply, d, out)?,
             _ => unsupported(reply, out)?,
         }
         Ok(Outcome::Continue)

@@ -42,7 +42,10 @@
 //! revoked from their old owner before their new owner gets them, leaving, static members,
 //! session and rebalance timeouts, Kafka's error codes) and ConsumerGroupDescribe; a group id
 //! is a classic group or a consumer group, and OffsetCommit and OffsetFetch check a consumer
-//! group's member epochs. Any other API
+//! group's member epochs. Share groups (KIP-932) are served with ShareGroupHeartbeat, ShareGroupDescribe,
+//! ShareFetch and ShareAcknowledge (acquisition locks, delivery counts, accept, release and
+//! reject, share sessions) and the share-group offset APIs;
+//! [`manual::serve`](crate::manual::serve) ("Share groups") has the details. Any other API
 //! kwire can read is answered with UNSUPPORTED_VERSION (35) in the response's error fields,
 //! and left out of ApiVersions, so the connection stays open; a frame kwire cannot read at
 //! all (an unknown API key or version, a malformed request, a bad size) closes that
@@ -97,7 +100,7 @@
 //! **Throttles** ([`Broker::throttle`]) set `throttle_time_ms` in an API's responses, and
 //! [`Fault::records`] rejects a Produce batch with per-record errors.
 //!
-//! **Not here:** classic members in a KIP-848 consumer group, share groups, nodes added at
+//! **Not here:** classic members in a KIP-848 consumer group, nodes added at
 //! run time (the node count is fixed at start), replicas other than the leader (and so
 //! fetching from followers), ACL enforcement, SASL mechanisms other than PLAIN and SCRAM
 //! (GSSAPI, OAUTHBEARER), delegation tokens, required authentication,
@@ -124,6 +127,7 @@ mod regex;
 #[cfg(feature = "broker-scram")]
 mod scram;
 mod served;
+mod share;
 mod state;
 #[cfg(feature = "broker-tls")]
 mod tls;
@@ -231,6 +235,10 @@ impl Broker {
                 while !shared.stopping() {
                     shared.groups.tick(&*shared);
                     shared.txns.abort_timed_out(&*shared);
+                    let topics = host::Host::topics(&*shared);
+                    if shared.shares.tick(&topics, shared.config.share_delivery_count_limit) {
+                        shared.appended();
+                    }
                     std::thread::sleep(Duration::from_millis(100));
                 }
             })?

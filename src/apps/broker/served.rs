@@ -48,6 +48,13 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DeleteAcls,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
+    ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
     #[cfg(feature = "broker-scram")]
     ApiKey::DescribeUserScramCredentials,
     #[cfg(feature = "broker-scram")]

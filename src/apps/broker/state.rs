@@ -191,6 +191,7 @@ pub(crate) struct Shared {
     pub txns: Txns,
     pub hooks: Hooks,
     pub fetch_sessions: FetchSessions,
+    pub shares: super::share::Shares,
     pub acls: Acls,
     /// SCRAM credentials (feature `broker-scram`).
     #[cfg(feature = "broker-scram")]
@@ -261,6 +262,7 @@ impl Shared {
             groups: Groups::default(),
             txns: Txns::default(),
             hooks: Hooks::default(),
+            shares: Default::default(),
             stop: AtomicBool::new(false),
             next_producer_id: AtomicI64::new(1000),
             appended: Mutex::new(0),

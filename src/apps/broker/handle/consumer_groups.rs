@@ -229,6 +229,20 @@ impl Handler<'_> {
                 .filter(|(_, _, _, ty)| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(ty)))
                 .collect()
         };
+        // Share groups: protocol type "share", as Kafka lists them.
+        let mut listed = listed;
+        listed.extend(
+            self.shared
+                .shares
+                .lock()
+                .groups
+                .iter()
+                .filter(|(id, _)| self.coordinates(CoordinatorKind::Group, id))
+                .filter(|(id, _)| every || self.allowed(op::DESCRIBE, resource::GROUP, id))
+                .map(|(id, g)| (id.clone(), "share".to_string(), g.state_name(), "share"))
+                .filter(|(_, _, s, _)| states.is_empty() || states.iter().any(|w| w.eq_ignore_ascii_case(s)))
+                .filter(|(_, _, _, ty)| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(ty))),
+        );
         let groups: Vec<ListedGroup<'_>> = listed
             .iter()
             .map(|(id, ptype, state, ty)| ListedGroup {
@@ -310,7 +324,9 @@ impl Handler<'_> {
                 });
                 continue;
             }
-            if g.get(id).is_some_and(|group| group.consumer.is_some()) {
+            if g.get(id).is_some_and(|group| group.consumer.is_some())
+                || self.shared.shares.lock().groups.contains_key(id)
+            {
                 // Kafka's DescribeGroups describes classic groups only.
                 groups.push(DescribedGroup {
                     error_code: if v >= 6 { ErrorCode::GroupIdNotFound.to_i16() } else { 0 },
