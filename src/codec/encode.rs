@@ -170,16 +170,35 @@ pub(crate) fn array_size<T: Encode>(
     ver: Ver,
     field: &'static str,
 ) -> Result<usize, EncodeError> {
-    let prefix = wire::array_prefix_size(items.len(), ver.flexible, field)?;
+    // Only the sum over elements of variable size depends on `T`; the rest is compiled once
+    // (`sized_array`), not once per element type.
     let body = match T::fixed_size(ver) {
-        Some(each) => each.checked_mul(items.len()).ok_or(EncodeError::TooLong { field })?,
+        Some(each) => Elements::Each(each),
         None => {
             let mut total = wire::Size::new(0);
             for item in items {
                 total += item.size(ver, field)?;
             }
-            total.total(field)?
+            Elements::Total(total)
         }
+    };
+    sized_array(items.len(), body, ver, field)
+}
+
+/// The elements' size for [`array_size`]: each element's, or their sum.
+#[derive(Clone, Copy)]
+enum Elements {
+    Each(usize),
+    Total(wire::Size),
+}
+
+/// The size of `count` elements taking `body` bytes, with the count prefix.
+#[inline]
+fn sized_array(count: usize, body: Elements, ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
+    let prefix = wire::array_prefix_size(count, ver.flexible, field)?;
+    let body = match body {
+        Elements::Each(each) => each.checked_mul(count).ok_or(EncodeError::TooLong { field })?,
+        Elements::Total(total) => total.total(field)?,
     };
     wire::add(prefix, body, field)
 }
