@@ -170,36 +170,23 @@ pub(crate) fn array_size<T: Encode>(
     ver: Ver,
     field: &'static str,
 ) -> Result<usize, EncodeError> {
-    // Only the sum over elements of variable size depends on `T`; the rest is compiled once
-    // (`sized_array`), not once per element type.
-    let body = match T::fixed_size(ver) {
-        Some(each) => Elements::Each(each),
-        None => {
-            let mut total = wire::Size::new(0);
-            for item in items {
-                total += item.size(ver, field)?;
-            }
-            Elements::Total(total)
-        }
-    };
-    sized_array(items.len(), body, ver, field)
+    // Arrays of fixed-size elements are sized by `fixed_array_size`, compiled once rather
+    // than once per element type.
+    if let Some(each) = T::fixed_size(ver) {
+        return fixed_array_size(items.len(), each, ver, field);
+    }
+    let mut total = wire::Size::new(wire::array_prefix_size(items.len(), ver.flexible, field)?);
+    for item in items {
+        total += item.size(ver, field)?;
+    }
+    total.total(field)
 }
 
-/// The elements' size for [`array_size`]: each element's, or their sum.
-#[derive(Clone, Copy)]
-enum Elements {
-    Each(usize),
-    Total(wire::Size),
-}
-
-/// The size of `count` elements taking `body` bytes, with the count prefix.
+/// The size of `count` elements of `each` bytes, with the count prefix.
 #[inline]
-fn sized_array(count: usize, body: Elements, ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
+fn fixed_array_size(count: usize, each: usize, ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
     let prefix = wire::array_prefix_size(count, ver.flexible, field)?;
-    let body = match body {
-        Elements::Each(each) => each.checked_mul(count).ok_or(EncodeError::TooLong { field })?,
-        Elements::Total(total) => total.total(field)?,
-    };
+    let body = each.checked_mul(count).ok_or(EncodeError::TooLong { field })?;
     wire::add(prefix, body, field)
 }
 
