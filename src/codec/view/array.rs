@@ -129,6 +129,22 @@ fn uniform_run(r: &Reader<'_>, count: usize, n: usize) -> Option<usize> {
     r.rest(run).chunks_exact(stride).all(|e| e.last() == Some(&0)).then_some(run)
 }
 
+/// Checks `count` elements of `T`.
+#[inline(always)]
+pub(crate) fn check_elements<'a, T: Element<'a>>(
+    r: &mut Reader<'a>,
+    count: usize,
+    ver: Ver,
+    field: &'static str,
+) -> Result<(), DecodeError> {
+    if !check_shaped(r, count, T::layout(ver), field)? {
+        for _ in 0..count {
+            T::check(r, ver, field)?;
+        }
+    }
+    Ok(())
+}
+
 /// The part of [`fast_array`] that depends only on the elements' layout: the count (refused
 /// when larger than the bytes left, as the general pass refuses it: an element may take no
 /// byte), then the run of elements of fixed shape with every tagged section empty. The
@@ -153,7 +169,7 @@ fn fast_shaped(r: &mut Reader<'_>, flexible: bool, nullable: bool, layout: Layou
 }
 
 /// An array of `T` on a body's fast pass (see `body_view!` and [`Reader::fast_str`]): the
-/// count, then the elements as [`check_array`] takes them when every tagged section is
+/// count, then the elements as [`check_elements`] takes them when every tagged section is
 /// empty, each element of variable length by its own fast check. `None` for anything else,
 /// which the general pass then checks.
 #[inline(always)]
@@ -170,42 +186,6 @@ pub(crate) fn fast_array<'a, T: Element<'a>>(
     Some(())
 }
 
-/// The part of an array's check that does not depend on the element type: the count
-/// (null only when `nullable`, as zero elements), then [`check_shaped`]. The number of
-/// elements left for their own checks (0 when the layout checked them all).
-#[inline]
-fn check_count_shaped(
-    r: &mut Reader<'_>,
-    flexible: bool,
-    nullable: bool,
-    layout: Layout,
-    field: &'static str,
-) -> Result<usize, DecodeError> {
-    let count = if nullable {
-        match r.array_len(flexible, field)? {
-            Some(count) => count,
-            None => return Ok(0),
-        }
-    } else {
-        r.array_len_non_null(flexible, field)?
-    };
-    if check_shaped(r, count, layout, field)? { Ok(0) } else { Ok(count) }
-}
-
-/// Checks `count` elements of `T` one by one.
-#[inline(always)]
-fn check_each<'a, T: Element<'a>>(
-    r: &mut Reader<'a>,
-    count: usize,
-    ver: Ver,
-    field: &'static str,
-) -> Result<(), DecodeError> {
-    for _ in 0..count {
-        T::check(r, ver, field)?;
-    }
-    Ok(())
-}
-
 /// Checks a non-nullable array of `T`: its count, then its elements.
 #[inline(always)]
 pub(crate) fn check_array<'a, T: Element<'a>>(
@@ -213,8 +193,8 @@ pub(crate) fn check_array<'a, T: Element<'a>>(
     ver: Ver,
     field: &'static str,
 ) -> Result<(), DecodeError> {
-    let left = check_count_shaped(r, ver.flexible, false, T::layout(ver), field)?;
-    check_each::<T>(r, left, ver, field)
+    let count = r.array_len_non_null(ver.flexible, field)?;
+    check_elements::<T>(r, count, ver, field)
 }
 
 /// Checks a nullable array of `T`.
@@ -224,18 +204,9 @@ pub(crate) fn check_nullable_array<'a, T: Element<'a>>(
     ver: Ver,
     field: &'static str,
 ) -> Result<(), DecodeError> {
-    let left = check_count_shaped(r, ver.flexible, true, T::layout(ver), field)?;
-    check_each::<T>(r, left, ver, field)
-}
-
-/// The elements' bytes and count of the nullable array at `at` of checked bytes (`None` for
-/// null): what [`ArrayView::nullable_at`] needs that does not depend on the element type.
-#[inline]
-fn array_head(src: Src<'_>, at: usize, flexible: bool) -> Option<(Src<'_>, u32)> {
-    let (len, from) = src.len_prefix(at, flexible, true);
-    match len {
-        Some(n) => Some((src.tail(from), n as u32)),
-        None => None,
+    match r.array_len(ver.flexible, field)? {
+        Some(count) => check_elements::<T>(r, count, ver, field),
+        None => Ok(()),
     }
 }
 
@@ -271,10 +242,8 @@ impl<'a, T: Element<'a>> ArrayView<'a, T> {
     /// The nullable array at `at` of checked bytes.
     #[inline]
     pub(crate) fn nullable_at(src: Src<'a>, at: usize, ver: Ver) -> Option<Self> {
-        match array_head(src, at, ver.flexible) {
-            Some((src, len)) => Some(ArrayView { src, len, ver, _element: PhantomData }),
-            None => None,
-        }
+        let (len, from) = src.len_prefix(at, ver.flexible, true);
+        len.map(|n| ArrayView { src: src.tail(from), len: n as u32, ver, _element: PhantomData })
     }
 
     /// The array at `at` of checked bytes.
