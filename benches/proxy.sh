@@ -29,7 +29,8 @@
 # PATHS may add "tenant": kwire --quiet with every connection one tenant (--tenant
 # default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants");
 # "filter": a user's proxy on the library with the docs' example filter and no log
-# (benches/proxy_filter.rs), every Produce request read by the filter; and "validate":
+# (benches/proxy_filter.rs), every Produce request read by the filter; "library": the same
+# program with no filter (what the library itself costs); and "validate":
 # kwire --quiet --validate 'bench-*=json' with the producers' values one 1 KB JSON
 # document each (KWIRE_BENCH_JSON, tests/interop/go/bench.go), so every record's value is
 # checked as JSON on its way (docs/proxy.md, "Record validation"); and "encrypt": kwire
@@ -70,7 +71,7 @@ else
   kwire=${CARGO_TARGET_DIR:-$root/target}/release/kwire
 fi
 case " $paths " in
-  *" filter "*)
+  *" filter "* | *" library "*)
     if command -v kcargo >/dev/null; then cargo=kcargo; else cargo=cargo; fi
     filter_bin=$($cargo bench --quiet --no-run --features proxy --bench proxy_filter --message-format=json |
       python3 -c 'import json, sys
@@ -167,7 +168,7 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
         sleep 0.05
       done
       say "haproxy did not start"; cat "$work/haproxy.log" >&2; exit 1 ;;
-    kwire | quiet | base | tenant | filter | validate | encrypt)
+    kwire | quiet | base | tenant | filter | library | validate | encrypt)
       local flags=() bin=$kwire
       [ "$1" = kwire ] || flags=(--quiet)
       [ "$1" = tenant ] && flags=(--quiet --tenant default=bench.)
@@ -179,6 +180,8 @@ start_path() { # path: sets proxy_pid (empty for direct) and target
       : >"$work/proxy.log"
       if [ "$1" = filter ]; then
         "$filter_bin" "$broker" >"$work/proxy.log" 2>"$work/proxy.err" &
+      elif [ "$1" = library ]; then
+        "$filter_bin" "$broker" --no-filter >"$work/proxy.log" 2>"$work/proxy.err" &
       else
         "$bin" proxy --listen 127.0.0.1:0 --upstream "$broker" "${flags[@]}" >"$work/proxy.log" 2>"$work/proxy.err" &
       fi

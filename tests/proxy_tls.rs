@@ -14,7 +14,9 @@
 //!   tenants at once with the same names, transactions included (tests/proxy/tenant_txn.py,
 //!   tests/proxy/TenantClient.java); the broker holds the prefixed names. The Java
 //!   AdminClient's configs, ACLs and client quotas of each tenant's own against the broker's
-//!   `StandardAuthorizer` (tests/proxy/TenantAdmin.java).
+//!   `StandardAuthorizer` (tests/proxy/TenantAdmin.java), and a Kafka Streams application
+//!   (exactly-once, repartition and changelog topics) in both tenants
+//!   (tests/proxy/TenantStreams.java).
 //! - Bad input, each closing only its own connection with a log line while a good
 //!   connection goes on: plaintext on a TLS port, a garbage or truncated handshake, a
 //!   handshake that stalls, unknown or missing server names, client certificates that are
@@ -862,6 +864,89 @@ fn tenants_run_transactions_with_real_clients() {
         }
         eprintln!("{lib}: the broker holds {held}");
     }
+    assert_eq!(proxy.count("closing this connection"), 0, "{}", proxy.log());
+}
+
+/// One run of tests/proxy/TenantStreams.java (Kafka Streams): a tenant's word count
+/// (`run`) through the proxy at `bootstrap` as `user`, or (`broker`) what the broker holds,
+/// asked on its PLAINTEXT listener; its JSON.
+fn tenant_streams(bootstrap: &str, user: &str, tag: &str, phase: &str) -> Value {
+    let r = root();
+    let mut cmd = Command::new("java");
+    cmd.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+        .arg(r.join("target/java-client/lib/*"))
+        .arg(r.join("tests/proxy/TenantStreams.java"))
+        .args([bootstrap, user, tag, phase])
+        .env("KWIRE_SASL_PASSWORD", sasl_password());
+    let out = run(cmd, "Kafka Streams", CLIENT_TIMEOUT);
+    assert!(
+        out.ok,
+        "TenantStreams {phase} as {user} failed\nstdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    serde_json::from_str(out.stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("TenantStreams {phase} as {user}: not JSON ({e}): {}", out.stdout))
+}
+
+/// A Kafka Streams application in two tenants at once, with the same application id and
+/// topic names, against the broker's `StandardAuthorizer`: exactly-once v2, a repartition
+/// topic, a persistent state store and its changelog. Each tenant's output holds exactly the
+/// counts of its own words, and each lists only its own topics and groups. Past the proxy,
+/// every topic, group and transactional id of the run is under a tenant's prefix: the
+/// internal topics and the application's producers' transactional ids too.
+#[test]
+fn tenants_run_kafka_streams() {
+    let tag = prefix("streams");
+    let proxy = tenant_proxy();
+    setup();
+    let (plain, _) = broker();
+    let runs: Vec<_> = [SASL_USER, SECOND_USER]
+        .into_iter()
+        .map(|user| {
+            let (addr, tag) = (proxy.addr.clone(), tag.clone());
+            (user, thread::spawn(move || tenant_streams(&addr, user, &tag, "run")))
+        })
+        .collect();
+    let app = format!("wordcount-{tag}");
+    for (user, v) in runs {
+        let v = v.join().unwrap();
+        eprintln!("Kafka Streams as {user}: {v}");
+        let expected: serde_json::Map<String, Value> =
+            (0..5).map(|i| (format!("{user}-w{i}"), serde_json::json!(i + 1))).collect();
+        assert_eq!(v["expected"], Value::Object(expected), "{user}: {v}");
+        assert_eq!(v["counts"], v["expected"], "{user}'s output holds exactly its own counts: {v}");
+        assert_eq!(v["state"], "RUNNING", "{user}: {v}");
+        let topics: Vec<&str> = v["topics"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        assert!(topics.contains(&format!("words-{tag}").as_str()), "{user}: {v}");
+        assert!(topics.contains(&format!("counts-{tag}").as_str()), "{user}: {v}");
+        for suffix in ["-repartition", "-changelog"] {
+            assert!(
+                topics.iter().any(|t| t.starts_with(&app) && t.ends_with(suffix)),
+                "{user} sees the application's {suffix} topic under its own name: {v}"
+            );
+        }
+        assert!(topics.iter().all(|t| !t.starts_with("tenant-")), "{user}: {v}");
+        assert_eq!(v["groups"], serde_json::json!([format!("reader-{tag}"), app.clone()]), "{user}: {v}");
+    }
+    let held = tenant_streams(plain, "-", &tag, "broker");
+    eprintln!("the broker holds {held}");
+    for what in ["topics", "groups", "transactions"] {
+        let names = held[what].as_array().unwrap();
+        assert!(!names.is_empty(), "{what}: {held}");
+        for p in ["tenant-a.", "tenant-b."] {
+            assert!(names.iter().any(|n| n.as_str().unwrap().starts_with(p)), "{what} of {p}: {held}");
+        }
+        assert!(
+            names.iter().all(|n| n.as_str().unwrap().starts_with("tenant-a.")
+                || n.as_str().unwrap().starts_with("tenant-b.")),
+            "every name of {what} is a tenant's: {held}"
+        );
+    }
+    // Each tenant's half of the broker's topics mirrors the other's.
+    let topics: Vec<&str> = held["topics"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let a: Vec<&str> = topics.iter().filter_map(|t| t.strip_prefix("tenant-a.")).collect();
+    let b: Vec<&str> = topics.iter().filter_map(|t| t.strip_prefix("tenant-b.")).collect();
+    assert_eq!(a, b, "{held}");
     assert_eq!(proxy.count("closing this connection"), 0, "{}", proxy.log());
 }
 
