@@ -170,17 +170,23 @@ pub(crate) fn array_size<T: Encode>(
     ver: Ver,
     field: &'static str,
 ) -> Result<usize, EncodeError> {
-    let prefix = wire::array_prefix_size(items.len(), ver.flexible, field)?;
-    let body = match T::fixed_size(ver) {
-        Some(each) => each.checked_mul(items.len()).ok_or(EncodeError::TooLong { field })?,
-        None => {
-            let mut total = wire::Size::new(0);
-            for item in items {
-                total += item.size(ver, field)?;
-            }
-            total.total(field)?
-        }
-    };
+    // Arrays of fixed-size elements are sized by `fixed_array_size`, compiled once rather
+    // than once per element type.
+    if let Some(each) = T::fixed_size(ver) {
+        return fixed_array_size(items.len(), each, ver, field);
+    }
+    let mut total = wire::Size::new(wire::array_prefix_size(items.len(), ver.flexible, field)?);
+    for item in items {
+        total += item.size(ver, field)?;
+    }
+    total.total(field)
+}
+
+/// The size of `count` elements of `each` bytes, with the count prefix.
+#[inline]
+fn fixed_array_size(count: usize, each: usize, ver: Ver, field: &'static str) -> Result<usize, EncodeError> {
+    let prefix = wire::array_prefix_size(count, ver.flexible, field)?;
+    let body = each.checked_mul(count).ok_or(EncodeError::TooLong { field })?;
     wire::add(prefix, body, field)
 }
 

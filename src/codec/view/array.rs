@@ -84,6 +84,51 @@ pub(crate) fn fixed_end(src: Src<'_>, pos: usize, fixed: usize, ver: Ver) -> usi
     }
 }
 
+/// The part of an array's check that depends only on the elements' layout, not on their
+/// type, so that it is compiled once rather than once per element type: for
+/// [`Layout::Fixed`] the run of `count` elements; for [`Layout::Tagged`] the run when every
+/// element's tagged section is empty. `Ok(true)` when the elements are checked, `Ok(false)`
+/// when each is left to its own check (variable-length elements, or a tagged section that is
+/// not empty, which also clears [`Ver::uniform`] for the body).
+#[inline]
+fn check_shaped(
+    r: &mut Reader<'_>,
+    count: usize,
+    layout: Layout,
+    field: &'static str,
+) -> Result<bool, DecodeError> {
+    match layout {
+        // The count is at most the bytes left, so this cannot overflow.
+        Layout::Fixed(n) => r.take(n * count, field).map(|_| true),
+        Layout::Tagged(n) => match uniform_run(r, count, n) {
+            Some(run) => {
+                r.advance(run);
+                Ok(true)
+            }
+            None => {
+                // An element has a tagged field, or the run is short: every element's own
+                // check then finds which (a short run fails there, at the field that does
+                // not fit).
+                r.not_uniform();
+                Ok(false)
+            }
+        },
+        Layout::Var => Ok(false),
+    }
+}
+
+/// The length of the run of `count` elements of `n` fixed bytes each followed by an empty
+/// tagged section (one zero byte) at the reader's position, if the bytes left hold it.
+#[inline]
+fn uniform_run(r: &Reader<'_>, count: usize, n: usize) -> Option<usize> {
+    let stride = n + 1;
+    let run = count.checked_mul(stride)?;
+    if run > r.remaining() {
+        return None;
+    }
+    r.rest(run).chunks_exact(stride).all(|e| e.last() == Some(&0)).then_some(run)
+}
+
 /// Checks `count` elements of `T`.
 #[inline(always)]
 pub(crate) fn check_elements<'a, T: Element<'a>>(
@@ -92,35 +137,34 @@ pub(crate) fn check_elements<'a, T: Element<'a>>(
     ver: Ver,
     field: &'static str,
 ) -> Result<(), DecodeError> {
-    match T::layout(ver) {
+    if !check_shaped(r, count, T::layout(ver), field)? {
+        for _ in 0..count {
+            T::check(r, ver, field)?;
+        }
+    }
+    Ok(())
+}
+
+/// The part of [`fast_array`] that depends only on the elements' layout: the count (refused
+/// when larger than the bytes left, as the general pass refuses it: an element may take no
+/// byte), then the run of elements of fixed shape with every tagged section empty. The
+/// number of elements left to check one by one (0 for fixed shapes); `None` for anything
+/// left to the general pass.
+#[inline]
+fn fast_shaped(r: &mut Reader<'_>, flexible: bool, nullable: bool, layout: Layout) -> Option<usize> {
+    let count = r.fast_count(flexible, nullable)?;
+    if count > r.remaining() {
+        return None;
+    }
+    match layout {
         // The count is at most the bytes left, so this cannot overflow.
-        Layout::Fixed(n) => r.take(n * count, field).map(drop),
+        Layout::Fixed(n) => r.fast_take(n * count).map(|()| 0),
         Layout::Tagged(n) => {
-            // The common case, every element's tagged section empty, in one pass over the
-            // run of elements; anything else is checked element by element.
-            let stride = n + 1;
-            if let Some(run) = count.checked_mul(stride).filter(|&run| run <= r.remaining())
-                && r.rest(run).chunks_exact(stride).all(|e| e.last() == Some(&0))
-            {
-                r.advance(run);
-                return Ok(());
-            }
-            for _ in 0..count {
-                if r.peek(n) == Some(0) {
-                    r.advance(n + 1);
-                } else {
-                    r.not_uniform();
-                    T::check(r, ver, field)?;
-                }
-            }
-            Ok(())
+            let run = uniform_run(r, count, n)?;
+            r.advance(run);
+            Some(0)
         }
-        Layout::Var => {
-            for _ in 0..count {
-                T::check(r, ver, field)?;
-            }
-            Ok(())
-        }
+        Layout::Var => Some(count),
     }
 }
 
@@ -135,31 +179,11 @@ pub(crate) fn fast_array<'a, T: Element<'a>>(
     nullable: bool,
     ver: Ver,
 ) -> Option<()> {
-    let count = r.fast_count(flexible, nullable)?;
-    // As the general pass: a count larger than the bytes left is refused first (an element
-    // may take no byte).
-    if count > r.remaining() {
-        return None;
+    let count = fast_shaped(r, flexible, nullable, T::layout(ver))?;
+    for _ in 0..count {
+        T::fast(r, ver)?;
     }
-    match T::layout(ver) {
-        // The count is at most the bytes left, so this cannot overflow.
-        Layout::Fixed(n) => r.fast_take(n * count),
-        Layout::Tagged(n) => {
-            let stride = n + 1;
-            let run = count.checked_mul(stride).filter(|&run| run <= r.remaining())?;
-            if !r.rest(run).chunks_exact(stride).all(|e| e.last() == Some(&0)) {
-                return None;
-            }
-            r.advance(run);
-            Some(())
-        }
-        Layout::Var => {
-            for _ in 0..count {
-                T::fast(r, ver)?;
-            }
-            Some(())
-        }
-    }
+    Some(())
 }
 
 /// Checks a non-nullable array of `T`: its count, then its elements.
@@ -295,7 +319,12 @@ impl<'a, T: Element<'a>> IntoIterator for &ArrayView<'a, T> {
 
 impl<'a, T: Element<'a> + fmt::Debug> fmt::Debug for ArrayView<'a, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+        // `entry` takes `&dyn Debug`: no instance of `DebugList::entries` per element type.
+        let mut list = f.debug_list();
+        for item in self.iter() {
+            list.entry(&item);
+        }
+        list.finish()
     }
 }
 

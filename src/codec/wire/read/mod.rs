@@ -44,12 +44,6 @@ impl<'a> Reader<'a> {
         self.uniform = false;
     }
 
-    /// The byte `ahead` bytes after the current position, if there is one.
-    #[inline]
-    pub(crate) fn peek(&self, ahead: usize) -> Option<u8> {
-        self.buf.get(self.pos.wrapping_add(ahead)).copied()
-    }
-
     /// The next `n` bytes (fewer if fewer are left), without moving past them.
     #[inline]
     pub(crate) fn rest(&self, n: usize) -> &'a [u8] {
