@@ -39,16 +39,22 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kwire::ApiKey;
-use kwire::broker::{Broker, Config};
+use kwire::broker::{Authorizer, Broker, Config};
 use kwire::encode::AnyBody;
 use kwire::messages::ResponseBodyView;
 use kwire::messages::add_partitions_to_txn::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
+use kwire::messages::create_acls::{AclCreation, CreateAclsRequest};
 use kwire::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
+use kwire::messages::delete_acls::{DeleteAclsFilter, DeleteAclsRequest};
 use kwire::messages::delete_topics::DeleteTopicsRequest;
+use kwire::messages::describe_acls::DescribeAclsRequest;
+use kwire::messages::describe_cluster::DescribeClusterRequest;
 use kwire::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsResource};
+use kwire::messages::describe_groups::DescribeGroupsRequest;
 use kwire::messages::end_txn::EndTxnRequest;
 use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kwire::messages::find_coordinator::FindCoordinatorRequest;
@@ -56,6 +62,7 @@ use kwire::messages::heartbeat::HeartbeatRequest;
 use kwire::messages::init_producer_id::InitProducerIdRequest;
 use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kwire::messages::leave_group::{LeaveGroupRequest, MemberIdentity};
+use kwire::messages::list_groups::ListGroupsRequest;
 use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
 use kwire::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kwire::messages::offset_commit::{
@@ -65,6 +72,8 @@ use kwire::messages::offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
 use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
+use kwire::messages::sasl_authenticate::SaslAuthenticateRequest;
+use kwire::messages::sasl_handshake::SaslHandshakeRequest;
 use kwire::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::reflect::json::to_json;
@@ -120,9 +129,11 @@ struct Answer {
     json: Value,
 }
 
-/// One broker's run of the script.
+/// One broker's run of the script, or of one principal's part of the ACL script.
 struct Run {
     conn: Conn,
+    /// What each label starts with (the principal's name in the ACL script).
+    who: String,
     answers: Vec<Answer>,
     /// The renames of ids (kind, value) to their order of first appearance.
     ids: BTreeMap<(String, String), usize>,
@@ -130,7 +141,14 @@ struct Run {
 
 impl Run {
     fn new(addr: SocketAddr) -> Run {
-        Run { conn: Conn::open_as(addr, "kwire-diff"), answers: Vec::new(), ids: BTreeMap::new() }
+        Run::as_who(addr, "")
+    }
+
+    /// A run on a connection of its own whose labels start with `who` (its ids are renamed
+    /// on their own, so the real broker's second listener compares with kwire's one port).
+    fn as_who(addr: SocketAddr, who: &str) -> Run {
+        let who = if who.is_empty() { String::new() } else { format!("{who}: ") };
+        Run { conn: Conn::open_as(addr, "kwire-diff"), who, answers: Vec::new(), ids: BTreeMap::new() }
     }
 
     /// Sends `body` at `version`, keeps its answer under `label` and returns the frame.
@@ -165,7 +183,8 @@ impl Run {
             .unwrap_or_else(|e| panic!("{label}: the answer does not decode: {e:?}"));
         let mut json = to_json(&value, Encoding::body(schema, version));
         normalise(&mut json, "", &mut self.ids);
-        self.answers.push(Answer { label: format!("{label} ({} v{version})", key.name()), json });
+        let label = format!("{}{label} ({} v{version})", self.who, key.name());
+        self.answers.push(Answer { label, json });
     }
 }
 
@@ -234,6 +253,13 @@ fn normalise(v: &mut Value, key: &str, ids: &mut BTreeMap<(String, String), usiz
 /// the order of its hash maps), else nothing (the order is kept).
 fn entry_key(v: &Value) -> (String, i64) {
     let Value::Object(m) = v else { return (String::new(), 0) };
+    if let Some(principal) = m.get("principal").and_then(Value::as_str) {
+        // An ACL: its whole binding is its name.
+        let part = |k: &str| m.get(k).map(Value::to_string).unwrap_or_default();
+        let (rt, name, pattern) = (part("resourceType"), part("resourceName"), part("patternType"));
+        let (host, op, permission) = (part("host"), part("operation"), part("permissionType"));
+        return (format!("{rt} {name} {pattern} {principal} {host} {op} {permission}"), 0);
+    }
     let name = ["name", "topic", "resourceName", "groupId", "key"]
         .iter()
         .find_map(|k| m.get(*k).and_then(Value::as_str))
@@ -622,17 +648,20 @@ fn offset_fetch(r: &mut Run, label: &str, group: &str, topic: &str, version: i16
     r.call(label, &req, version);
 }
 
-fn add_partitions(r: &mut Run, label: &str, txn: &str, p: (i64, i16), topic: &str, partitions: &[i32]) {
-    let topics = [AddPartitionsToTxnTopic {
-        name: topic.into(),
-        partitions: partitions.to_vec().into(),
-        ..Default::default()
-    }];
+fn add_partitions(r: &mut Run, label: &str, txn: &str, p: (i64, i16), topics: &[(&str, &[i32])]) {
+    let topics: Vec<AddPartitionsToTxnTopic<'_>> = topics
+        .iter()
+        .map(|&(topic, partitions)| AddPartitionsToTxnTopic {
+            name: topic.into(),
+            partitions: partitions.to_vec().into(),
+            ..Default::default()
+        })
+        .collect();
     let req = AddPartitionsToTxnRequest {
         v3_and_below_transactional_id: txn.into(),
         v3_and_below_producer_id: p.0,
         v3_and_below_producer_epoch: p.1,
-        v3_and_below_topics: (&topics).into(),
+        v3_and_below_topics: topics.into(),
         ..Default::default()
     };
     r.call_settled(label, &req, 3);
@@ -740,15 +769,15 @@ fn script(r: &mut Run, n: &Names) {
     let x = n.txn.as_str();
     find_coordinator(r, "find transaction coordinator", x, 1, 6);
     let p = init_producer(r, "transactional init", Some(x), (-1, -1), 4);
-    add_partitions(r, "add partitions", x, p, t, &[0]);
-    add_partitions(r, "add partitions unknown partition", x, p, t, &[9]);
+    add_partitions(r, "add partitions", x, p, &[(t, &[0])]);
+    add_partitions(r, "add partitions unknown partition", x, p, &[(t, &[9])]);
     let tb = batch(&["t0"], Some((p.0, p.1, 0)), true);
     produce(r, "transactional produce", t, &[(0, &tb)], Some(x), 11);
     end_txn(r, "commit transaction", x, p, true);
     end_txn(r, "end transaction wrong producer", x, (p.0 + 1000, p.1), false);
     end_txn(r, "abort after commit", x, p, false);
     let p2 = init_producer(r, "transactional init again", Some(x), (-1, -1), 4);
-    add_partitions(r, "add partitions fenced epoch", x, p, t, &[0]);
+    add_partitions(r, "add partitions fenced epoch", x, p, &[(t, &[0])]);
     let fenced = batch(&["f"], Some((p.0, p.1, 1)), true);
     produce(r, "produce fenced epoch", t, &[(0, &fenced)], Some(x), 11);
     end_txn(r, "end transaction none ongoing", x, p2, true);
@@ -782,6 +811,446 @@ fn script(r: &mut Run, n: &Names) {
     metadata(r, "metadata after delete", &[deleted], false, 12);
 }
 
+// The ACL script: the same bindings and requests, as several principals, against the real
+// broker's `StandardAuthorizer` and `kwire::broker`'s `Config::authorizer`.
+
+/// The SASL/PLAIN users of the ACL script. `admin` is a super user, beside `User:ANONYMOUS`
+/// (the main script's principal, and the real broker's own on its inter-broker and
+/// controller listeners, which must keep CLUSTER_ACTION once the cluster has ACLs); the
+/// others have only what the script's bindings give them, and what
+/// `allow.everyone.if.no.acl.found` gives on resources no binding names.
+const USERS: [&str; 4] = ["admin", "alice", "bob", "carol"];
+
+/// The users' password: new in each run.
+fn password() -> &'static str {
+    static PASSWORD: OnceLock<String> = OnceLock::new();
+    PASSWORD.get_or_init(|| {
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        format!("diff-secret-{}-{t}", std::process::id())
+    })
+}
+
+/// Kafka's codes (resource types, pattern types, operations, permissions; 1 is ANY).
+const ANY: i8 = 1;
+const TOPIC: i8 = 2;
+const GROUP: i8 = 3;
+const CLUSTER: i8 = 4;
+const TXN: i8 = 5;
+const MATCH: i8 = 2;
+const LITERAL: i8 = 3;
+const PREFIXED: i8 = 4;
+const ALL: i8 = 2;
+const READ: i8 = 3;
+const WRITE: i8 = 4;
+const CREATE: i8 = 5;
+const ALTER: i8 = 7;
+const DESCRIBE: i8 = 8;
+const ALTER_CONFIGS: i8 = 11;
+const DENY: i8 = 2;
+const ALLOW: i8 = 3;
+
+/// One binding: resource type, name, pattern type, principal, host, operation, permission.
+type Binding<'a> = (i8, &'a str, i8, &'a str, &'a str, i8, i8);
+
+/// The resources of the ACL script, under the run's prefix.
+struct AclNames {
+    /// Topics (two partitions each): bindings on each by name, by a prefix, by `*`.
+    lit: String,
+    pre: String,
+    pre_one: String,
+    pre_two: String,
+    star: String,
+    /// Topics to create: under a prefix alice may CREATE, and not.
+    new: String,
+    new_alice: String,
+    new_bob: String,
+    none: String,
+    /// Groups: one by name, the others under a prefix every user may READ.
+    g: String,
+    gp: String,
+    gx: String,
+    gy: String,
+    /// Transactional ids: one with bindings, one without.
+    x: String,
+    free: String,
+}
+
+impl AclNames {
+    fn new(n: &Names) -> AclNames {
+        let p = |s: &str| format!("{}acl-{s}", n.prefix);
+        AclNames {
+            lit: p("lit"),
+            pre: p("pre-"),
+            pre_one: p("pre-one"),
+            pre_two: p("pre-two"),
+            star: p("star"),
+            new: p("new-"),
+            new_alice: p("new-alice"),
+            new_bob: p("new-bob"),
+            none: p("none"),
+            g: p("g"),
+            gp: p("gp-"),
+            gx: p("gp-x"),
+            gy: p("gp-y"),
+            x: p("x"),
+            free: p("free"),
+        }
+    }
+
+    /// The bindings the admin creates: LITERAL and PREFIXED, the wildcard principal, the
+    /// wildcard resource, hosts, a DENY over an ALLOW, one operation at a time.
+    fn bindings(&self) -> Vec<Binding<'_>> {
+        let any = "*";
+        vec![
+            (TOPIC, &self.lit, LITERAL, "User:alice", any, READ, ALLOW),
+            (TOPIC, &self.lit, LITERAL, "User:alice", any, ALTER_CONFIGS, ALLOW),
+            (TOPIC, &self.lit, LITERAL, "User:bob", any, DESCRIBE, ALLOW),
+            (TOPIC, &self.pre, PREFIXED, "User:alice", any, ALL, ALLOW),
+            (TOPIC, &self.pre_one, LITERAL, "User:alice", any, WRITE, DENY),
+            (TOPIC, &self.star, LITERAL, "User:*", any, READ, ALLOW),
+            (TOPIC, &self.star, LITERAL, "User:bob", "127.0.0.1", WRITE, ALLOW),
+            (TOPIC, &self.star, LITERAL, "User:alice", "10.0.0.9", WRITE, ALLOW),
+            (TOPIC, &self.new, PREFIXED, "User:alice", any, CREATE, ALLOW),
+            // Every topic now has a binding: allow-if-no-acl no longer opens any of them.
+            (TOPIC, "*", LITERAL, "User:carol", any, WRITE, DENY),
+            (GROUP, &self.g, LITERAL, "User:alice", any, READ, ALLOW),
+            (GROUP, &self.g, LITERAL, "User:bob", any, DESCRIBE, ALLOW),
+            (GROUP, &self.gp, PREFIXED, "User:*", any, READ, ALLOW),
+            (GROUP, &self.gx, LITERAL, "User:bob", any, READ, DENY),
+            (TXN, &self.x, LITERAL, "User:alice", any, WRITE, ALLOW),
+            (TXN, &self.x, LITERAL, "User:bob", any, DESCRIBE, ALLOW),
+            (CLUSTER, "kafka-cluster", LITERAL, "User:alice", any, DESCRIBE, ALLOW),
+        ]
+    }
+}
+
+fn login(r: &mut Run, label: &str, user: &str, password: &str) {
+    r.call(&format!("{label} handshake"), &SaslHandshakeRequest { mechanism: "PLAIN".into() }, 1);
+    let token = format!("\0{user}\0{password}");
+    let req = SaslAuthenticateRequest { auth_bytes: token.as_bytes().into(), ..Default::default() };
+    r.call(&format!("{label} authenticate"), &req, 2);
+}
+
+fn create_acls(r: &mut Run, label: &str, bindings: &[Binding<'_>]) {
+    let creations: Vec<AclCreation<'_>> = bindings
+        .iter()
+        .map(|&(resource_type, name, pattern, principal, host, operation, permission_type)| AclCreation {
+            resource_type,
+            resource_name: name.into(),
+            resource_pattern_type: pattern,
+            principal: principal.into(),
+            host: host.into(),
+            operation,
+            permission_type,
+            ..Default::default()
+        })
+        .collect();
+    r.call(label, &CreateAclsRequest { creations: creations.into(), ..Default::default() }, 3);
+}
+
+/// DescribeAcls v3 of (resource type, name, pattern type, principal), any host, operation
+/// and permission.
+fn describe_acls_request<'a>(
+    (resource_type, name, pattern, principal): (i8, Option<&'a str>, i8, Option<&'a str>),
+) -> DescribeAclsRequest<'a> {
+    DescribeAclsRequest {
+        resource_type_filter: resource_type,
+        resource_name_filter: name.map(Into::into),
+        pattern_type_filter: pattern,
+        principal_filter: principal.map(Into::into),
+        host_filter: None,
+        operation: ANY,
+        permission_type: ANY,
+        ..Default::default()
+    }
+}
+
+fn describe_acls(r: &mut Run, label: &str, filter: (i8, Option<&str>, i8, Option<&str>)) {
+    r.call(label, &describe_acls_request(filter), 3);
+}
+
+/// Waits (up to 30 s, answers not kept) until the broker's authorizer holds `count`
+/// bindings: the real broker applies CreateAcls and DeleteAcls from its metadata log a
+/// moment after answering.
+fn settle_acls(r: &mut Run, count: usize) {
+    let req = describe_acls_request((ANY, None, ANY, None));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut held = 0;
+    while Instant::now() < deadline {
+        let frame = r.conn.call(&req, 3);
+        let ResponseBodyView::DescribeAcls(d) =
+            kwire::dispatch::parse_response(&frame, ApiKey::DescribeAcls, 3).unwrap().body
+        else {
+            unreachable!()
+        };
+        held = d.resources().iter().map(|res| res.acls().len()).sum::<usize>();
+        if held == count {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the broker holds {held} ACLs, not {count}");
+}
+
+/// DeleteAcls v3 of filters (resource type, name, pattern type, principal, operation,
+/// permission), any host.
+fn delete_acls(r: &mut Run, label: &str, filters: &[(i8, Option<&str>, i8, Option<&str>, i8, i8)]) {
+    let filters: Vec<DeleteAclsFilter<'_>> = filters
+        .iter()
+        .map(|&(resource_type, name, pattern, principal, operation, permission_type)| DeleteAclsFilter {
+            resource_type_filter: resource_type,
+            resource_name_filter: name.map(Into::into),
+            pattern_type_filter: pattern,
+            principal_filter: principal.map(Into::into),
+            host_filter: None,
+            operation,
+            permission_type,
+            ..Default::default()
+        })
+        .collect();
+    r.call(label, &DeleteAclsRequest { filters: filters.into(), ..Default::default() }, 3);
+}
+
+/// Metadata v12 of `topics` (every topic when `None`), with the topics' authorized
+/// operations.
+fn metadata_ops(r: &mut Run, label: &str, topics: Option<&[&str]>, auto: bool) {
+    let topics: Option<Vec<MetadataRequestTopic<'_>>> = topics.map(|list| {
+        list.iter().map(|t| MetadataRequestTopic { name: Some((*t).into()), ..Default::default() }).collect()
+    });
+    let req = MetadataRequest {
+        topics: topics.map(Into::into),
+        allow_auto_topic_creation: auto,
+        include_topic_authorized_operations: true,
+        ..Default::default()
+    };
+    r.call(label, &req, 12);
+}
+
+/// FindCoordinator v6 of several keys of one type.
+fn find_coordinators(r: &mut Run, label: &str, keys: &[&str], key_type: i8) {
+    let keys: Vec<kwire::Str<'_>> = keys.iter().map(|k| (*k).into()).collect();
+    let req = FindCoordinatorRequest { key_type, coordinator_keys: keys.into(), ..Default::default() };
+    r.call_settled(label, &req, 6);
+}
+
+fn list_groups(r: &mut Run, label: &str) {
+    r.call(label, &ListGroupsRequest::default(), 5);
+}
+
+fn describe_groups(r: &mut Run, label: &str, groups: &[&str]) {
+    let groups: Vec<kwire::Str<'_>> = groups.iter().map(|g| (*g).into()).collect();
+    let req = DescribeGroupsRequest {
+        groups: groups.into(),
+        include_authorized_operations: true,
+        ..Default::default()
+    };
+    r.call(label, &req, 5);
+}
+
+fn leave(r: &mut Run, label: &str, group: &str, member: &str) {
+    let members = [MemberIdentity { member_id: member.into(), ..Default::default() }];
+    r.call(label, &LeaveGroupRequest { group_id: group.into(), members: (&members).into(), ..Default::default() }, 5);
+}
+
+fn delete_topics(r: &mut Run, label: &str, topics: &[&str]) {
+    let names: Vec<kwire::Str<'_>> = topics.iter().map(|t| (*t).into()).collect();
+    let req = DeleteTopicsRequest { topic_names: names.into(), timeout_ms: 30_000, ..Default::default() };
+    r.call(label, &req, 5);
+}
+
+/// DescribeConfigs v4 of two topic configs of each topic (type 2), or of a broker (type 4).
+fn describe_configs(r: &mut Run, label: &str, resources: &[(i8, &str)]) {
+    let resources: Vec<DescribeConfigsResource<'_>> = resources
+        .iter()
+        .map(|&(resource_type, name)| DescribeConfigsResource {
+            resource_type,
+            resource_name: name.into(),
+            configuration_keys: Some(vec!["cleanup.policy".into(), "retention.ms".into()].into()),
+            ..Default::default()
+        })
+        .collect();
+    r.call(label, &DescribeConfigsRequest { resources: resources.into(), ..Default::default() }, 4);
+}
+
+fn describe_cluster(r: &mut Run, label: &str) {
+    let req = DescribeClusterRequest { include_cluster_authorized_operations: true, ..Default::default() };
+    r.call(label, &req, 1);
+}
+
+/// The ACL script, the same for both brokers, at `addr` (the real broker's SASL_PLAINTEXT
+/// listener): its answers, each principal's after the other's.
+fn acl_script(addr: SocketAddr, n: &Names) -> Vec<Answer> {
+    let a = AclNames::new(n);
+    let pw = password();
+    let b1 = batch(&["acl"], None, false);
+
+    // The admin: topics and bindings.
+    let mut admin = Run::as_who(addr, "admin");
+    login(&mut admin, "login", "admin", pw);
+    let topics = [a.lit.as_str(), &a.pre_one, &a.pre_two, &a.star];
+    let specs: Vec<(&str, i32, i16)> = topics.iter().map(|t| (*t, 2, 1)).collect();
+    create(&mut admin, "create topics", &specs, false, 7);
+    settle(&mut admin, &topics, true);
+    let bindings = a.bindings();
+    create_acls(&mut admin, "create acls", &bindings);
+    settle_acls(&mut admin, bindings.len());
+    create_acls(&mut admin, "create acls again", &bindings[..2]);
+    create_acls(
+        &mut admin,
+        "create invalid acls",
+        &[
+            (CLUSTER, "other", LITERAL, "User:alice", "*", ALTER, ALLOW),
+            (TOPIC, &a.lit, MATCH, "User:alice", "*", READ, ALLOW),
+            (TOPIC, &a.lit, LITERAL, "alice", "*", READ, ALLOW),
+            (TOPIC, "", LITERAL, "User:alice", "*", READ, ALLOW),
+        ],
+    );
+    describe_acls(&mut admin, "describe every acl", (ANY, None, ANY, None));
+    describe_acls(&mut admin, "describe acls matching a topic", (TOPIC, Some(&a.pre_one), MATCH, None));
+    describe_acls(&mut admin, "describe alice's group acls", (GROUP, None, ANY, Some("User:alice")));
+
+    // A wrong password.
+    let mut mallory = Run::as_who(addr, "mallory");
+    login(&mut mallory, "login wrong password", "alice", "not the password");
+
+    // alice: READ on `lit`, everything under `pre-` but WRITE on `pre-one`, WRITE on
+    // `star` only from another host, CREATE under `new-`, her group, her transactional id,
+    // DESCRIBE on the cluster.
+    let mut alice = Run::as_who(addr, "alice");
+    login(&mut alice, "login", "alice", pw);
+    metadata_ops(&mut alice, "metadata named", Some(&[&a.lit, &a.pre_one, &a.star, &n.topic]), false);
+    metadata_ops(&mut alice, "metadata every topic", None, false);
+    produce(&mut alice, "produce without write", &a.lit, &[(0, &b1)], None, 11);
+    produce(&mut alice, "produce denied", &a.pre_one, &[(0, &b1)], None, 11);
+    produce(&mut alice, "produce under prefix", &a.pre_two, &[(0, &b1), (1, &b1)], None, 11);
+    produce(&mut alice, "produce from another host", &a.star, &[(0, &b1)], None, 11);
+    fetch(&mut alice, "fetch", &a.lit, &[(0, 0), (1, 0)], 12);
+    fetch(&mut alice, "fetch under prefix", &a.pre_two, &[(0, 0)], 12);
+    list_offsets(&mut alice, "list offsets", &a.star, &[(0, -1)], 9);
+    create(&mut alice, "create topics", &[(&a.new_alice, 1, 1), (&a.none, 1, 1)], false, 7);
+    find_coordinators(&mut alice, "find coordinators", &[&a.g, &a.gy, &n.group], 0);
+    let (member, _) = join(&mut alice, "join new member", &a.g, "");
+    let (member, generation) = join(&mut alice, "join", &a.g, &member);
+    sync(&mut alice, "sync", &a.g, &member, generation);
+    commit(&mut alice, "commit", &a.g, &member, generation, &a.lit, 9);
+    commit(&mut alice, "commit topic without read", &a.g, &member, generation, &n.topic, 9);
+    offset_fetch(&mut alice, "offset fetch", &a.g, &a.lit, 9);
+    list_groups(&mut alice, "list groups");
+    let p = init_producer(&mut alice, "init transactional", Some(&a.x), (-1, -1), 4);
+    add_partitions(&mut alice, "add partitions without write", &a.x, p, &[(&a.pre_two, &[0]), (&a.lit, &[0])]);
+    add_partitions(&mut alice, "add partitions", &a.x, p, &[(&a.pre_two, &[0])]);
+    end_txn(&mut alice, "abort", &a.x, p, false);
+    describe_configs(&mut alice, "describe configs", &[(TOPIC, &a.lit), (TOPIC, &a.pre_one), (TOPIC, &a.star)]);
+    describe_acls(&mut alice, "describe bob's acls", (ANY, None, ANY, Some("User:bob")));
+    create_acls(&mut alice, "create acls", &[(TOPIC, &a.lit, LITERAL, "User:alice", "*", WRITE, ALLOW)]);
+    describe_cluster(&mut alice, "describe cluster");
+
+    // bob: DESCRIBE on `lit`, WRITE on `star` from his host, DESCRIBE on alice's group,
+    // READ denied on `gp-x`, DESCRIBE on alice's transactional id, nothing on the cluster.
+    let mut bob = Run::as_who(addr, "bob");
+    login(&mut bob, "login", "bob", pw);
+    metadata_ops(&mut bob, "metadata named", Some(&[&a.lit, &a.pre_one, &a.star]), false);
+    metadata_ops(&mut bob, "metadata every topic", None, false);
+    metadata_ops(&mut bob, "metadata auto-create", Some(&[&a.new_bob]), true);
+    produce(&mut bob, "produce from his host", &a.star, &[(0, &b1)], None, 11);
+    produce(&mut bob, "produce without write", &a.lit, &[(0, &b1)], None, 11);
+    fetch(&mut bob, "fetch describe only", &a.lit, &[(0, 0)], 12);
+    fetch(&mut bob, "fetch", &a.star, &[(0, 0)], 12);
+    list_offsets(&mut bob, "list offsets", &a.lit, &[(0, -1), (1, -2)], 9);
+    create(&mut bob, "create topics", &[(&a.new_bob, 1, 1)], false, 7);
+    find_coordinators(&mut bob, "find coordinators", &[&a.g, &a.gx], 0);
+    join(&mut bob, "join denied", &a.gx, "");
+    join(&mut bob, "join describe only", &a.g, "");
+    describe_groups(&mut bob, "describe groups", &[&a.g, &a.gx, &a.gy, &n.group]);
+    offset_fetch(&mut bob, "offset fetch", &a.g, &a.lit, 9);
+    commit(&mut bob, "commit", &a.g, "", -1, &a.lit, 9);
+    list_groups(&mut bob, "list groups");
+    init_producer(&mut bob, "init transactional", Some(&a.x), (-1, -1), 4);
+    find_coordinators(&mut bob, "find transaction coordinators", &[&a.x, &a.free], 1);
+    init_producer(&mut bob, "init idempotent", None, (-1, -1), 4);
+    describe_configs(&mut bob, "describe configs", &[(TOPIC, &a.lit), (4, "1")]);
+    describe_acls(&mut bob, "describe acls", (ANY, None, ANY, None));
+    create_acls(&mut bob, "create acls", &[(TOPIC, &a.lit, LITERAL, "User:bob", "*", ALL, ALLOW)]);
+    delete_acls(&mut bob, "delete acls", &[(ANY, None, ANY, None, ANY, ANY)]);
+    delete_topics(&mut bob, "delete topics", &[&a.lit, &a.none]);
+    describe_cluster(&mut bob, "describe cluster");
+
+    // carol: no binding of her own but a DENY of WRITE on every topic; READ on `star` and
+    // the `gp-` groups as every user; transactional ids and groups no binding names.
+    let mut carol = Run::as_who(addr, "carol");
+    login(&mut carol, "login", "carol", pw);
+    metadata_ops(&mut carol, "metadata named", Some(&[&a.star, &a.lit]), false);
+    produce(&mut carol, "produce denied everywhere", &a.star, &[(0, &b1)], None, 11);
+    fetch(&mut carol, "fetch", &a.star, &[(0, 0)], 12);
+    init_producer(&mut carol, "init idempotent", None, (-1, -1), 4);
+    init_producer(&mut carol, "init transactional without acls", Some(&a.free), (-1, -1), 4);
+    let (member_y, _) = join(&mut carol, "join new member", &a.gy, "");
+    let (member_y, _) = join(&mut carol, "join", &a.gy, &member_y);
+    find_coordinators(&mut carol, "find coordinators", &[&n.group, &a.g], 0);
+    list_groups(&mut carol, "list groups");
+    leave(&mut carol, "leave", &a.gy, &member_y);
+
+    // The admin lifts alice's DENY; alice writes and deletes.
+    delete_acls(
+        &mut admin,
+        "delete the deny",
+        &[(TOPIC, Some(&a.pre_one), LITERAL, Some("User:alice"), WRITE, DENY)],
+    );
+    delete_acls(&mut admin, "delete nothing", &[(GROUP, Some("nothing"), ANY, None, ANY, ANY)]);
+    settle_acls(&mut admin, bindings.len() - 1);
+    produce(&mut alice, "produce after the deny is gone", &a.pre_one, &[(0, &b1)], None, 11);
+    leave(&mut alice, "leave", &a.g, &member);
+    delete_topics(&mut alice, "delete topics", &[&a.pre_two, &a.lit]);
+
+    let mut answers = Vec::new();
+    for r in [admin, mallory, alice, bob, carol] {
+        answers.extend(r.answers);
+    }
+    answers
+}
+
+/// The properties the real broker starts with beside tests/kafka/broker.sh's: a
+/// SASL_PLAINTEXT listener with PLAIN [`USERS`], and `StandardAuthorizer` as kwire's side
+/// is configured ([`kwire_config`]).
+fn kafka_props() -> String {
+    let users: String = USERS.iter().map(|u| format!(" user_{u}=\"{}\"", password())).collect();
+    format!(
+        "listeners=PLAINTEXT://127.0.0.1:@PORT@,SASL_PLAINTEXT://127.0.0.1:@PORT2@,CONTROLLER://127.0.0.1:@CPORT@\n\
+         advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,SASL_PLAINTEXT://127.0.0.1:@PORT2@\n\
+         listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n\
+         sasl.enabled.mechanisms=PLAIN\n\
+         authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+         allow.everyone.if.no.acl.found=true\n\
+         super.users=User:ANONYMOUS;User:admin\n\
+         listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required{users};\n"
+    )
+}
+
+/// kwire's side: the same users, super users and allow-if-no-acl.
+fn kwire_config() -> Config {
+    Config {
+        plain_users: USERS.iter().map(|u| (u.to_string(), password().to_string())).collect(),
+        authorizer: Some(Authorizer {
+            super_users: vec!["User:ANONYMOUS".into(), "User:admin".into()],
+            allow_everyone_if_no_acl_found: true,
+        }),
+        ..Config::default()
+    }
+}
+
+/// The address of the real broker's `PROTOCOL://` listener, from its server.properties in
+/// `dir` (the last `listeners=` line wins, as in Kafka).
+fn listener(dir: &std::path::Path, protocol: &str) -> SocketAddr {
+    let config = std::fs::read_to_string(dir.join("server.properties")).unwrap();
+    let listeners = config.lines().rfind(|l| l.starts_with("listeners=")).unwrap();
+    listeners
+        .split(['=', ','])
+        .find_map(|l| l.strip_prefix(&format!("{protocol}://")))
+        .unwrap_or_else(|| panic!("no {protocol} listener in {listeners}"))
+        .parse()
+        .unwrap()
+}
+
 /// The item names of docs/serve.md's section "Differences from Apache Kafka" (each item
 /// starts with `- **name**`).
 fn documented() -> BTreeSet<String> {
@@ -802,17 +1271,28 @@ fn documented() -> BTreeSet<String> {
 #[test]
 fn answers_match_apache_kafka() {
     let started = Instant::now();
-    let (_, out) = harness::kafka("start", "diff", &["{pid}"], &[], Duration::from_secs(600));
+    let props = std::env::temp_dir().join(format!("kwire-diff-{}.properties", std::process::id()));
+    std::fs::write(&props, kafka_props()).unwrap();
+    let env = [("KWIRE_KAFKA_PROPS", props.as_os_str())];
+    let (dir, out) = harness::kafka("start", "diff", &["{pid}"], &env, Duration::from_secs(600));
+    let _ = std::fs::remove_file(&props);
     let kafka_addr: SocketAddr = out.stdout.trim().parse().expect("the broker's address");
+    let kafka_sasl = listener(&dir, "SASL_PLAINTEXT");
     let names = Names::new();
+    let script_started = Instant::now();
 
     let mut kafka = Run::new(kafka_addr);
     script(&mut kafka, &names);
+    let acl_started = Instant::now();
+    kafka.answers.extend(acl_script(kafka_sasl, &names));
+    let kafka_acl_time = acl_started.elapsed();
 
-    let broker = Broker::start(Config::default()).unwrap();
+    let broker = Broker::start(kwire_config()).unwrap();
     let mut kwire = Run::new(broker.addr());
     script(&mut kwire, &names);
+    kwire.answers.extend(acl_script(broker.addr(), &names));
     drop(broker);
+    let scripts_time = script_started.elapsed();
 
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     let mut unlisted = Vec::new();
@@ -837,10 +1317,13 @@ fn answers_match_apache_kafka() {
         }
     }
     println!(
-        "{} answers compared, {listed} listed differences seen, {} unlisted, in {:.1}s",
+        "{} answers compared, {listed} listed differences seen, {} unlisted, in {:.1}s \
+         (the scripts {:.1}s, the ACL script against Kafka {:.1}s)",
         kafka.answers.len(),
         unlisted.len(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        scripts_time.as_secs_f64(),
+        kafka_acl_time.as_secs_f64()
     );
     for a in &kafka.answers {
         if std::env::var_os("KWIRE_DIFF_SHOW").is_some() {

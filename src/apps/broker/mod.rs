@@ -34,7 +34,9 @@
 //! and IncrementalAlterConfigs (topic configs, checked as Kafka checks them, that take effect
 //! at the next Produce), DeleteRecords (the log start offset moves; Fetch and ListOffsets
 //! honour it), DeleteGroups, OffsetDelete, DescribeProducers, ElectLeaders (never needed:
-//! a partition's leader is its only replica) and the ACL APIs (bindings stored and matched as Kafka's, not enforced). Fetch
+//! a partition's leader is its only replica) and the ACL APIs (bindings stored and matched
+//! as Kafka's, and enforced as Kafka's `StandardAuthorizer` enforces them with
+//! [`Config::authorizer`]). Fetch
 //! serves fetch sessions (KIP-227: full and incremental requests, session ids and epochs, a
 //! bounded cache, [`Config::fetch_session_slots`]). KIP-848 consumer groups are served as
 //! Kafka's group coordinator serves them: ConsumerGroupHeartbeat (member epochs, the group
@@ -102,7 +104,7 @@
 //!
 //! **Not here:** classic members in a KIP-848 consumer group, nodes added at
 //! run time (the node count is fixed at start), replicas other than the leader (and so
-//! fetching from followers), ACL enforcement, SASL mechanisms other than PLAIN and SCRAM
+//! fetching from followers), SASL mechanisms other than PLAIN and SCRAM
 //! (GSSAPI, OAUTHBEARER), delegation tokens, required authentication,
 //! retention and compaction (logs only grow; DeleteRecords hides records, it does not free
 //! them), replication. It is a test double, not a broker to keep data in.

@@ -479,7 +479,17 @@ impl Handler<'_> {
                             }
                         })
                         .collect();
-                    if reply.api_version >= 5 {
+                    if reply.api_version >= 5 && !self.allowed(op::DESCRIBE_CONFIGS, resource::TOPIC, name) {
+                        // Kafka's controller reads the configs back only for a principal
+                        // that may describe them.
+                        CreatableTopicResult {
+                            name: name.into(),
+                            topic_id: if reply.api_version >= 7 { id } else { Uuid::ZERO },
+                            topic_config_error_code: ErrorCode::TopicAuthorizationFailed.to_i16(),
+                            error_message: None,
+                            ..Default::default()
+                        }
+                    } else if reply.api_version >= 5 {
                         CreatableTopicResult {
                             name: name.into(),
                             topic_id: if reply.api_version >= 7 { id } else { Uuid::ZERO },
