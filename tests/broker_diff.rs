@@ -1095,16 +1095,18 @@ fn acl_script(addr: SocketAddr, n: &Names) -> Vec<Answer> {
     create_acls(&mut admin, "create acls", &bindings);
     settle_acls(&mut admin, bindings.len());
     create_acls(&mut admin, "create acls again", &bindings[..2]);
-    create_acls(
-        &mut admin,
-        "create invalid acls",
-        &[
-            (CLUSTER, "other", LITERAL, "User:alice", "*", ALTER, ALLOW),
-            (TOPIC, &a.lit, MATCH, "User:alice", "*", READ, ALLOW),
-            (TOPIC, &a.lit, LITERAL, "alice", "*", READ, ALLOW),
-            (TOPIC, "", LITERAL, "User:alice", "*", READ, ALLOW),
-        ],
-    );
+    // Each refused binding beside a good one (already there): some refuse the request.
+    let invalid: [(&str, Binding<'_>); 6] = [
+        ("another cluster name", (CLUSTER, "other", LITERAL, "User:alice", "*", ALTER, ALLOW)),
+        ("empty name", (TOPIC, "", LITERAL, "User:alice", "*", READ, ALLOW)),
+        ("principal without type", (TOPIC, &a.lit, LITERAL, "alice", "*", READ, ALLOW)),
+        ("match pattern", (TOPIC, &a.lit, MATCH, "User:alice", "*", READ, ALLOW)),
+        ("any operation", (TOPIC, &a.lit, LITERAL, "User:alice", "*", ANY, ALLOW)),
+        ("any resource type", (ANY, &a.lit, LITERAL, "User:alice", "*", READ, ALLOW)),
+    ];
+    for (what, binding) in invalid {
+        create_acls(&mut admin, &format!("create acl: {what}"), &[binding, bindings[0]]);
+    }
     describe_acls(&mut admin, "describe every acl", (ANY, None, ANY, None));
     describe_acls(&mut admin, "describe acls matching a topic", (TOPIC, Some(&a.pre_one), MATCH, None));
     describe_acls(&mut admin, "describe alice's group acls", (GROUP, None, ANY, Some("User:alice")));

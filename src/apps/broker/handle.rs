@@ -314,10 +314,10 @@ impl<'s> Handler<'s> {
         let client_id = req.header.client_id().unwrap_or_default();
         let at = out.len();
         let outcome = if let Some(code) = self.refused(&req.body, v) {
-            error_response(reply, code, out)?;
+            request_error(reply, code, out)?;
             Outcome::Continue
         } else if self.not_coordinator(&req.body, v) {
-            error_response(reply, ErrorCode::NotCoordinator, out)?;
+            request_error(reply, ErrorCode::NotCoordinator, out)?;
             Outcome::Continue
         } else {
             self.serve(req, reply, client_id, out)?
@@ -434,6 +434,38 @@ pub(crate) fn unsupported(reply: ReplyTo, out: &mut Outbox) -> Result<(), ConnEr
 /// The response of a request's API at its version with every field at its default but the
 /// top-level `ErrorCode` (where it has one), set to `code`: the generated
 /// [`ResponseBody::error_response`](crate::codec::messages::ResponseBody::error_response).
+/// The answer to a request refused as a whole before it is served (by the authorizer, or
+/// at a node that does not coordinate it), as Kafka's request classes write it
+/// (`getErrorResponse`): [`error_response`], but JoinGroup v7+ has no protocol name,
+/// InitProducerId no producer epoch (-1), and DescribeAcls a message.
+fn request_error(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) -> Result<(), ConnError> {
+    use crate::codec::messages::{DescribeAclsResponse, InitProducerIdResponse, JoinGroupResponse};
+    if !reply.expects_response {
+        return Ok(());
+    }
+    let e = code.to_i16();
+    match reply.api_key {
+        ApiKey::JoinGroup => {
+            let protocol_name = if reply.api_version >= 7 { None } else { Some("".into()) };
+            let body = JoinGroupResponse { error_code: e, protocol_name, ..Default::default() };
+            ServerConn::encode_response(reply, &body, out)?;
+        }
+        ApiKey::InitProducerId => {
+            let body =
+                InitProducerIdResponse { error_code: e, producer_id: -1, producer_epoch: -1, ..Default::default() };
+            ServerConn::encode_response(reply, &body, out)?;
+        }
+        ApiKey::DescribeAcls => {
+            let message = if code == ErrorCode::ClusterAuthorizationFailed { CLUSTER_REFUSED } else { "" };
+            let body =
+                DescribeAclsResponse { error_code: e, error_message: Some(message.into()), ..Default::default() };
+            ServerConn::encode_response(reply, &body, out)?;
+        }
+        _ => return error_response(reply, code, out),
+    }
+    Ok(())
+}
+
 pub(crate) fn error_response(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) -> Result<(), ConnError> {
     use crate::codec::messages::ResponseBody;
     if !reply.expects_response {

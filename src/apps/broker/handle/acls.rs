@@ -15,9 +15,22 @@ impl Handler<'_> {
         use crate::codec::messages::create_acls::{AclCreationResult, CreateAclsResponse};
         let mut answers: Vec<Option<(ErrorCode, String)>> = Vec::new();
         let authorized = self.allowed(op::ALTER, resource::CLUSTER, CLUSTER_NAME);
+        // A binding of ANY resource type, operation or permission, or of the MATCH or ANY
+        // pattern type, is no binding at all: Kafka fails the whole request with an
+        // unknown server error (its `ResourcePattern` and `AccessControlEntry` refuse them).
+        let unbindable = c.creations().iter().any(|a| {
+            a.resource_type() == 1
+                || matches!(a.resource_pattern_type(), 1 | 2)
+                || a.operation() == 1
+                || a.permission_type() == 1
+        });
         for a in c.creations() {
             if !authorized {
                 answers.push(Some((ErrorCode::ClusterAuthorizationFailed, CLUSTER_REFUSED.into())));
+                continue;
+            }
+            if unbindable {
+                answers.push(Some((ErrorCode::UnknownServerError, String::new())));
                 continue;
             }
             let b = Binding {
@@ -42,7 +55,12 @@ impl Handler<'_> {
             .iter()
             .map(|a| AclCreationResult {
                 error_code: a.as_ref().map_or(0, |e| e.0.to_i16()),
-                error_message: a.as_ref().map(|e| e.1.as_str().into()),
+                // Kafka's message is empty on success, absent for an unknown server error.
+                error_message: match a {
+                    None => Some("".into()),
+                    Some((ErrorCode::UnknownServerError, _)) => None,
+                    Some((_, m)) => Some(m.as_str().into()),
+                },
                 ..Default::default()
             })
             .collect();
@@ -114,7 +132,7 @@ impl Handler<'_> {
             })
             .collect();
         let body =
-            DescribeAclsResponse { error_message: None, resources: resources.into(), ..Default::default() };
+            DescribeAclsResponse { error_message: Some("".into()), resources: resources.into(), ..Default::default() };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
