@@ -48,25 +48,38 @@ use kwire::encode::AnyBody;
 use kwire::messages::ResponseBodyView;
 use kwire::messages::add_partitions_to_txn::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
 use kwire::messages::create_acls::{AclCreation, CreateAclsRequest};
+use kwire::messages::create_partitions::{CreatePartitionsRequest, CreatePartitionsTopic};
 use kwire::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
 use kwire::messages::delete_acls::{DeleteAclsFilter, DeleteAclsRequest};
+use kwire::messages::delete_groups::DeleteGroupsRequest;
+use kwire::messages::delete_records::{DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic};
 use kwire::messages::delete_topics::DeleteTopicsRequest;
 use kwire::messages::describe_acls::DescribeAclsRequest;
 use kwire::messages::describe_cluster::DescribeClusterRequest;
 use kwire::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsResource};
 use kwire::messages::describe_groups::DescribeGroupsRequest;
+use kwire::messages::describe_log_dirs::DescribeLogDirsRequest;
+use kwire::messages::describe_producers::{DescribeProducersRequest, TopicRequest};
+use kwire::messages::elect_leaders::{ElectLeadersRequest, TopicPartitions};
 use kwire::messages::end_txn::EndTxnRequest;
 use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kwire::messages::find_coordinator::FindCoordinatorRequest;
 use kwire::messages::heartbeat::HeartbeatRequest;
+use kwire::messages::incremental_alter_configs::{
+    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
+};
 use kwire::messages::init_producer_id::InitProducerIdRequest;
 use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kwire::messages::leave_group::{LeaveGroupRequest, MemberIdentity};
 use kwire::messages::list_groups::ListGroupsRequest;
+use kwire::messages::list_transactions::ListTransactionsRequest;
 use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
 use kwire::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kwire::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kwire::messages::offset_for_leader_epoch::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kwire::messages::offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
@@ -260,7 +273,7 @@ fn entry_key(v: &Value) -> (String, i64) {
         let (host, op, permission) = (part("host"), part("operation"), part("permissionType"));
         return (format!("{rt} {name} {pattern} {principal} {host} {op} {permission}"), 0);
     }
-    let name = ["name", "topic", "resourceName", "groupId", "key"]
+    let name = ["name", "topic", "resourceName", "groupId", "key", "transactionalId"]
         .iter()
         .find_map(|k| m.get(*k).and_then(Value::as_str))
         .unwrap_or_default()
@@ -1077,6 +1090,100 @@ fn describe_cluster(r: &mut Run, label: &str) {
     r.call(label, &req, 1);
 }
 
+/// CreatePartitions v3: each topic to `count` partitions, placed by the broker or, with
+/// `listed`, on an empty list of assignments.
+fn create_partitions(r: &mut Run, label: &str, topics: &[(&str, i32, bool)]) {
+    let topics: Vec<CreatePartitionsTopic<'_>> = topics
+        .iter()
+        .map(|&(name, count, listed)| CreatePartitionsTopic {
+            name: name.into(),
+            count,
+            assignments: listed.then(|| vec![].into()),
+            ..Default::default()
+        })
+        .collect();
+    let req = CreatePartitionsRequest { topics: topics.into(), timeout_ms: 30_000, ..Default::default() };
+    r.call(label, &req, 3);
+}
+
+/// IncrementalAlterConfigs v1: `retention.ms` set on each topic.
+fn alter_configs(r: &mut Run, label: &str, topics: &[&str]) {
+    let configs = [AlterableConfig {
+        name: "retention.ms".into(),
+        config_operation: 0,
+        value: Some("86400000".into()),
+        ..Default::default()
+    }];
+    let resources: Vec<AlterConfigsResource<'_>> = topics
+        .iter()
+        .map(|t| AlterConfigsResource {
+            resource_type: TOPIC,
+            resource_name: (*t).into(),
+            configs: (&configs).into(),
+            ..Default::default()
+        })
+        .collect();
+    r.call(label, &IncrementalAlterConfigsRequest { resources: resources.into(), ..Default::default() }, 1);
+}
+
+/// DeleteRecords v2: partition 0 of each topic up to `offset`.
+fn delete_records(r: &mut Run, label: &str, topics: &[(&str, i64)]) {
+    let topics: Vec<DeleteRecordsTopic<'_>> = topics
+        .iter()
+        .map(|&(name, offset)| DeleteRecordsTopic {
+            name: name.into(),
+            partitions: vec![DeleteRecordsPartition { partition_index: 0, offset, ..Default::default() }].into(),
+            ..Default::default()
+        })
+        .collect();
+    r.call(label, &DeleteRecordsRequest { topics: topics.into(), timeout_ms: 30_000, ..Default::default() }, 2);
+}
+
+/// Bob's calls of the other APIs an authorizer guards: each with a topic or group he may
+/// use and one he may not, or one the cluster refuses him.
+fn other_apis(bob: &mut Run, a: &AclNames, n: &Names) {
+    let topics: Vec<TopicRequest<'_>> = [a.star.as_str(), &a.lit]
+        .iter()
+        .map(|t| TopicRequest { name: (*t).into(), partition_indexes: vec![0].into(), ..Default::default() })
+        .collect();
+    bob.call("describe producers", &DescribeProducersRequest { topics: topics.into(), ..Default::default() }, 0);
+    let req = DeleteGroupsRequest {
+        groups_names: vec![a.g.as_str().into(), n.empty_group.as_str().into()].into(),
+        ..Default::default()
+    };
+    bob.call("delete groups", &req, 2);
+    bob.call("list transactions", &ListTransactionsRequest { duration_filter: -1, ..Default::default() }, 1);
+    let topics: Vec<OffsetForLeaderTopic<'_>> = [a.lit.as_str(), &a.pre_one]
+        .iter()
+        .map(|t| OffsetForLeaderTopic {
+            topic: (*t).into(),
+            partitions: vec![OffsetForLeaderPartition {
+                partition: 0,
+                current_leader_epoch: -1,
+                leader_epoch: 0,
+                ..Default::default()
+            }]
+            .into(),
+            ..Default::default()
+        })
+        .collect();
+    let req = OffsetForLeaderEpochRequest { replica_id: -1, topics: topics.into(), ..Default::default() };
+    bob.call("offset for leader epoch", &req, 4);
+    bob.call("describe log dirs", &DescribeLogDirsRequest { topics: None, ..Default::default() }, 4);
+    let partitions =
+        vec![TopicPartitions { topic: a.lit.as_str().into(), partitions: vec![0].into(), ..Default::default() }];
+    let req = ElectLeadersRequest {
+        election_type: 0,
+        topic_partitions: Some(partitions.into()),
+        timeout_ms: 30_000,
+        ..Default::default()
+    };
+    bob.call("elect leaders", &req, 2);
+    create_partitions(bob, "create partitions", &[(&a.lit, 3, false)]);
+    alter_configs(bob, "alter configs", &[&a.lit]);
+    delete_records(bob, "delete records", &[(&a.lit, 0)]);
+}
+
 /// The ACL script, the same for both brokers, at `addr` (the real broker's SASL_PLAINTEXT
 /// listener): its answers, each principal's after the other's.
 fn acl_script(addr: SocketAddr, n: &Names) -> Vec<Answer> {
@@ -1094,6 +1201,7 @@ fn acl_script(addr: SocketAddr, n: &Names) -> Vec<Answer> {
     let bindings = a.bindings();
     create_acls(&mut admin, "create acls", &bindings);
     settle_acls(&mut admin, bindings.len());
+    produce(&mut admin, "produce", &a.lit, &[(0, &b1), (1, &b1)], None, 11);
     create_acls(&mut admin, "create acls again", &bindings[..2]);
     // Each refused binding beside a good one (already there): some refuse the request.
     let invalid: [(&str, Binding<'_>); 6] = [
@@ -1146,6 +1254,10 @@ fn acl_script(addr: SocketAddr, n: &Names) -> Vec<Answer> {
     describe_acls(&mut alice, "describe bob's acls", (ANY, None, ANY, Some("User:bob")));
     create_acls(&mut alice, "create acls", &[(TOPIC, &a.lit, LITERAL, "User:alice", "*", WRITE, ALLOW)]);
     describe_cluster(&mut alice, "describe cluster");
+    create_partitions(&mut alice, "create partitions", &[(&a.pre_one, 3, false), (&a.lit, 3, false)]);
+    create_partitions(&mut alice, "create partitions, no assignments", &[(&a.pre_two, 4, true)]);
+    alter_configs(&mut alice, "alter configs", &[&a.lit, &a.pre_one, &a.star]);
+    delete_records(&mut alice, "delete records", &[(&a.pre_two, 1), (&a.star, 0)]);
 
     // bob: DESCRIBE on `lit`, WRITE on `star` from his host, DESCRIBE on alice's group,
     // READ denied on `gp-x`, DESCRIBE on alice's transactional id, nothing on the cluster.
@@ -1176,6 +1288,7 @@ fn acl_script(addr: SocketAddr, n: &Names) -> Vec<Answer> {
     delete_acls(&mut bob, "delete acls", &[(ANY, None, ANY, None, ANY, ANY)]);
     delete_topics(&mut bob, "delete topics", &[&a.lit, &a.none]);
     describe_cluster(&mut bob, "describe cluster");
+    other_apis(&mut bob, &a, n);
 
     // carol: no binding of her own but a DENY of WRITE on every topic; READ on `star` and
     // the `gp-` groups as every user; transactional ids and groups no binding names.
