@@ -31,6 +31,15 @@
 //! with wrong generations and unknown members), transactions (InitProducerId, fencing,
 //! AddPartitionsToTxn, EndTxn in bad states), DescribeConfigs and DeleteTopics.
 //!
+//! The ACL script ([`acl_script`]) follows on the same two brokers: the real one runs
+//! Kafka's `StandardAuthorizer` (allow-if-no-acl, super users `User:ANONYMOUS` and
+//! `User:admin`) with a SASL_PLAINTEXT listener of PLAIN users ([`kafka_props`]), the
+//! `kwire::broker` the same `Config::authorizer` and users ([`kwire_config`]). An admin
+//! creates bindings; each user, logged in on a connection of its own, sends what its
+//! bindings allow and refuse across the APIs an authorizer guards; the admin lifts a DENY.
+//! The main script runs as `User:ANONYMOUS`, a super user, so its answers are those of a
+//! broker without an authorizer.
+//!
 //! The real broker is this process's one (started with `tests/kafka/broker.sh start`);
 //! names are unique per run.
 #![cfg(feature = "cli")]
@@ -72,17 +81,17 @@ use kwire::messages::init_producer_id::InitProducerIdRequest;
 use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kwire::messages::leave_group::{LeaveGroupRequest, MemberIdentity};
 use kwire::messages::list_groups::ListGroupsRequest;
-use kwire::messages::list_transactions::ListTransactionsRequest;
 use kwire::messages::list_offsets::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
+use kwire::messages::list_transactions::ListTransactionsRequest;
 use kwire::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kwire::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use kwire::messages::offset_for_leader_epoch::{
-    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
-};
 use kwire::messages::offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
+use kwire::messages::offset_for_leader_epoch::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use kwire::messages::sasl_authenticate::SaslAuthenticateRequest;
@@ -1062,7 +1071,11 @@ fn describe_groups(r: &mut Run, label: &str, groups: &[&str]) {
 
 fn leave(r: &mut Run, label: &str, group: &str, member: &str) {
     let members = [MemberIdentity { member_id: member.into(), ..Default::default() }];
-    r.call(label, &LeaveGroupRequest { group_id: group.into(), members: (&members).into(), ..Default::default() }, 5);
+    r.call(
+        label,
+        &LeaveGroupRequest { group_id: group.into(), members: (&members).into(), ..Default::default() },
+        5,
+    );
 }
 
 fn delete_topics(r: &mut Run, label: &str, topics: &[&str]) {
@@ -1132,11 +1145,16 @@ fn delete_records(r: &mut Run, label: &str, topics: &[(&str, i64)]) {
         .iter()
         .map(|&(name, offset)| DeleteRecordsTopic {
             name: name.into(),
-            partitions: vec![DeleteRecordsPartition { partition_index: 0, offset, ..Default::default() }].into(),
+            partitions: vec![DeleteRecordsPartition { partition_index: 0, offset, ..Default::default() }]
+                .into(),
             ..Default::default()
         })
         .collect();
-    r.call(label, &DeleteRecordsRequest { topics: topics.into(), timeout_ms: 30_000, ..Default::default() }, 2);
+    r.call(
+        label,
+        &DeleteRecordsRequest { topics: topics.into(), timeout_ms: 30_000, ..Default::default() },
+        2,
+    );
 }
 
 /// Bob's calls of the other APIs an authorizer guards: each with a topic or group he may
@@ -1146,7 +1164,11 @@ fn other_apis(bob: &mut Run, a: &AclNames, n: &Names) {
         .iter()
         .map(|t| TopicRequest { name: (*t).into(), partition_indexes: vec![0].into(), ..Default::default() })
         .collect();
-    bob.call("describe producers", &DescribeProducersRequest { topics: topics.into(), ..Default::default() }, 0);
+    bob.call(
+        "describe producers",
+        &DescribeProducersRequest { topics: topics.into(), ..Default::default() },
+        0,
+    );
     let req = DeleteGroupsRequest {
         groups_names: vec![a.g.as_str().into(), n.empty_group.as_str().into()].into(),
         ..Default::default()
@@ -1170,8 +1192,11 @@ fn other_apis(bob: &mut Run, a: &AclNames, n: &Names) {
     let req = OffsetForLeaderEpochRequest { replica_id: -1, topics: topics.into(), ..Default::default() };
     bob.call("offset for leader epoch", &req, 4);
     bob.call("describe log dirs", &DescribeLogDirsRequest { topics: None, ..Default::default() }, 4);
-    let partitions =
-        vec![TopicPartitions { topic: a.lit.as_str().into(), partitions: vec![0].into(), ..Default::default() }];
+    let partitions = vec![TopicPartitions {
+        topic: a.lit.as_str().into(),
+        partitions: vec![0].into(),
+        ..Default::default()
+    }];
     let req = ElectLeadersRequest {
         election_type: 0,
         topic_partitions: Some(partitions.into()),
@@ -1247,10 +1272,20 @@ fn acl_script(addr: SocketAddr, n: &Names) -> Vec<Answer> {
     offset_fetch(&mut alice, "offset fetch", &a.g, &a.lit, 9);
     list_groups(&mut alice, "list groups");
     let p = init_producer(&mut alice, "init transactional", Some(&a.x), (-1, -1), 4);
-    add_partitions(&mut alice, "add partitions without write", &a.x, p, &[(&a.pre_two, &[0]), (&a.lit, &[0])]);
+    add_partitions(
+        &mut alice,
+        "add partitions without write",
+        &a.x,
+        p,
+        &[(&a.pre_two, &[0]), (&a.lit, &[0])],
+    );
     add_partitions(&mut alice, "add partitions", &a.x, p, &[(&a.pre_two, &[0])]);
     end_txn(&mut alice, "abort", &a.x, p, false);
-    describe_configs(&mut alice, "describe configs", &[(TOPIC, &a.lit), (TOPIC, &a.pre_one), (TOPIC, &a.star)]);
+    describe_configs(
+        &mut alice,
+        "describe configs",
+        &[(TOPIC, &a.lit), (TOPIC, &a.pre_one), (TOPIC, &a.star)],
+    );
     describe_acls(&mut alice, "describe bob's acls", (ANY, None, ANY, Some("User:bob")));
     create_acls(&mut alice, "create acls", &[(TOPIC, &a.lit, LITERAL, "User:alice", "*", WRITE, ALLOW)]);
     describe_cluster(&mut alice, "describe cluster");

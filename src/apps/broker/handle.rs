@@ -451,14 +451,21 @@ fn request_error(reply: ReplyTo, code: ErrorCode, out: &mut Outbox) -> Result<()
             ServerConn::encode_response(reply, &body, out)?;
         }
         ApiKey::InitProducerId => {
-            let body =
-                InitProducerIdResponse { error_code: e, producer_id: -1, producer_epoch: -1, ..Default::default() };
+            let body = InitProducerIdResponse {
+                error_code: e,
+                producer_id: -1,
+                producer_epoch: -1,
+                ..Default::default()
+            };
             ServerConn::encode_response(reply, &body, out)?;
         }
         ApiKey::DescribeAcls => {
             let message = if code == ErrorCode::ClusterAuthorizationFailed { CLUSTER_REFUSED } else { "" };
-            let body =
-                DescribeAclsResponse { error_code: e, error_message: Some(message.into()), ..Default::default() };
+            let body = DescribeAclsResponse {
+                error_code: e,
+                error_message: Some(message.into()),
+                ..Default::default()
+            };
             ServerConn::encode_response(reply, &body, out)?;
         }
         _ => return error_response(reply, code, out),

@@ -131,8 +131,11 @@ impl Handler<'_> {
                 ..Default::default()
             })
             .collect();
-        let body =
-            DescribeAclsResponse { error_message: Some("".into()), resources: resources.into(), ..Default::default() };
+        let body = DescribeAclsResponse {
+            error_message: Some("".into()),
+            resources: resources.into(),
+            ..Default::default()
+        };
         ServerConn::encode_response(reply, &body, out)?;
         Ok(())
     }
