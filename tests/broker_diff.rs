@@ -1014,9 +1014,12 @@ fn settle_acls(r: &mut Run, count: usize) {
     panic!("the broker holds {held} ACLs, not {count}");
 }
 
-/// DeleteAcls v3 of filters (resource type, name, pattern type, principal, operation,
-/// permission), any host.
-fn delete_acls(r: &mut Run, label: &str, filters: &[(i8, Option<&str>, i8, Option<&str>, i8, i8)]) {
+/// A DeleteAcls filter: resource type, name, pattern type, principal, operation,
+/// permission (any host).
+type AclFilter<'a> = (i8, Option<&'a str>, i8, Option<&'a str>, i8, i8);
+
+/// DeleteAcls v3 of filters.
+fn delete_acls(r: &mut Run, label: &str, filters: &[AclFilter<'_>]) {
     let filters: Vec<DeleteAclsFilter<'_>> = filters
         .iter()
         .map(|&(resource_type, name, pattern, principal, operation, permission_type)| DeleteAclsFilter {
