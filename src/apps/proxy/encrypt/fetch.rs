@@ -25,12 +25,12 @@ use super::write::{
     Scratch, finish_batch, header_len, into_vec, kept_headers_len, prefix_len, put_header, put_kept_headers,
     put_nullable, put_prefix, put_unchanged, put_with_header, records_to, slice, start_batch,
 };
+use crate::apps::proxy::io::{give_back_owned, owned_frame};
 use crate::codec::dispatch;
 use crate::codec::messages::{FetchResponse, ResponseBodyView, ShareFetchResponse};
 use crate::codec::types::List;
 use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::filter::DEFAULT_DECOMPRESSION_LIMIT;
-use crate::apps::proxy::io::{give_back_owned, owned_frame};
 use crate::proxy::{ConnInfo, Decision};
 use crate::records::{Compression, Error, Record, RecordBatch, RecordBatches, Records};
 use crate::{ApiKey, ErrorCode};

@@ -18,12 +18,12 @@ use super::write::{
     put_unchanged, records_to, slice, start_batch,
 };
 use crate::ErrorCode;
+use crate::apps::proxy::io::{give_back_owned, owned_frame};
 use crate::codec::dispatch::{self, Request};
 use crate::codec::messages::{ProduceRequest, RequestBodyView};
 use crate::codec::types::List;
 use crate::codec::wire::varint::{push_varlong, varlong_len};
 use crate::filter::{DEFAULT_DECOMPRESSION_LIMIT, Refusals};
-use crate::apps::proxy::io::{give_back_owned, owned_frame};
 use crate::proxy::{ConnInfo, Decision};
 use crate::records::{Compression, Record, RecordBatches};
 
