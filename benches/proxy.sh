@@ -30,7 +30,8 @@
 #
 # Proxy CPU is the proxy process's utime + stime from /proc/PID/stat (10 ms ticks) over
 # the phase; memory is its VmRSS. haproxy is installed with apt-get if missing (needs
-# root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
+# root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire, and
+# PROXY_FILTER=path a given release build of benches/proxy_filter.rs (the paths below).
 # PATHS may add "tenant": kwire --quiet with every connection one tenant (--tenant
 # default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants");
 # "filter": a user's proxy on the library with the docs' example filter and no log
@@ -43,7 +44,7 @@
 # AES-256-GCM on Produce and opened on Fetch (docs/proxy.md, "Record encryption").
 # The profile phase (PROFILE=0 turns it off): in the last round, at a few connections, the
 # proxy process (haproxy, or kwire's) is recorded with `perf record` (PROFILE_FREQ, 999 Hz,
-# call chains where perf takes them) for PROFILE_SECONDS (4) s of the throughput phase and
+# call chains where perf takes them) for PROFILE_SECONDS (6) s of the throughput phase and
 # for the whole ping phase; then STRACE_PINGS (2,000) more pings run, not measured, under
 # `strace -c -f` of the proxy, for its system calls per ping. After the last round,
 # benches/proxy_profile.py sorts each recording's samples into categories (kernel by system
@@ -70,7 +71,7 @@ moderate_rate=${MODERATE_RATE:-20000}
 paths=${PATHS:-direct haproxy kwire quiet}
 profile=${PROFILE:-1}
 profile_freq=${PROFILE_FREQ:-999}
-profile_secs=${PROFILE_SECONDS:-4}
+profile_secs=${PROFILE_SECONDS:-6}
 strace_pings=${STRACE_PINGS:-2000}
 work=$root/target/bench-proxy
 mkdir -p "$work"
@@ -119,13 +120,17 @@ else
 fi
 case " $paths " in
   *" filter "* | *" library "*)
-    if command -v kcargo >/dev/null; then cargo=kcargo; else cargo=cargo; fi
-    filter_bin=$($cargo bench --quiet --no-run --features proxy --bench proxy_filter --message-format=json |
-      python3 -c 'import json, sys
+    if [ -n "${PROXY_FILTER:-}" ]; then
+      filter_bin=$PROXY_FILTER # a release build of benches/proxy_filter.rs, as it is
+    else
+      if command -v kcargo >/dev/null; then cargo=kcargo; else cargo=cargo; fi
+      filter_bin=$($cargo bench --quiet --no-run --features proxy --bench proxy_filter --message-format=json |
+        python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "proxy_filter":
-        print(m["executable"])') ;;
+        print(m["executable"])')
+    fi ;;
 esac
 
 free_port() {

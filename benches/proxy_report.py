@@ -339,7 +339,7 @@ def profiles(run):
            "`[k]` the kernel's)", ""]
     for p in paths:
         tops = [by.get((p, of), {}).get("top", []) for of in ("throughput", "ping")]
-        md += [f"| {NAMES[p]} | throughput, % | ping | % |", "| --- | --- | --- | --- |"]
+        md += [f"| {NAMES[p]}: throughput load | % | ping load | % |", "| --- | --- | --- | --- |"]
         for i in range(max(len(t) for t in tops)):
             cells = []
             for t in tops:
