@@ -283,8 +283,8 @@ def explanations(run):
             diffs.append((100 * d / h, c))
         diffs.sort(key=lambda x: -abs(x[0]))
         big = [(pct, c) for pct, c in diffs if abs(pct) >= 1]
-        shown = [f"{pct:+.0f}% {SHORT.get(c, c)}" for pct, c in big[:6]]
-        rest = sum(pct for pct, _ in diffs) - sum(pct for pct, _ in big[:6])
+        shown = [f"{pct:+.0f}% {SHORT.get(c, c)}" for pct, c in big[:8]]
+        rest = sum(pct for pct, _ in diffs) - sum(pct for pct, _ in big[:8])
         line = (f"- {NAMES[path]} − haproxy, {what}, round {rnd}: {a:.{digits}f} vs {h:.{digits}f} {unit} "
                 f"({a / h:.2f}×, {100 * (a - h) / h:+.0f}%): " + ", ".join(shown or ["no category over 1%"])
                 + f"; the rest {rest:+.0f}%")
