@@ -309,7 +309,7 @@ strace_pings() { # round path
   strace_pid=
   if [ -n "$attached" ]; then
     python3 benches/proxy_profile.py strace "$out" --path "$2" --round "$1" --pings "$strace_pings" \
-      --results "$results" || say "no system calls per ping for $2"
+      --results "$results" && rm -f "$work/profile/$2-strace.log" || say "no system calls per ping for $2"
   fi
   spent_since "$t0"
 }
@@ -391,6 +391,7 @@ if [ "$profile" = 1 ]; then
     python3 benches/proxy_profile.py perf "$data" --path "${name%-*}" --of "${name##*-}" --round "$rounds" \
       --results "$results" --text "$work/profile/$name.txt" || say "could not summarise $name's profile"
     rm -f "$data"
+    [ -s "$work/profile/$name.log" ] || rm -f "$work/profile/$name.log"
   done
   spent_since "$t0"
   say "the profile phase added $(printf %.0f "$profile_spent") s (strace'd pings and summaries; the perf recordings ran during the measured phases); summaries in $work/profile"
