@@ -285,9 +285,10 @@ impl Handler<'_> {
                             t.count()
                         )),
                     ),
-                    // As Kafka's controller: assignments, when given, one per new partition.
                     Some(topic)
-                        if t.assignments().is_some_and(|a| a.len() != t.count() as usize - topic.partitions.len()) =>
+                        if t.assignments().is_some_and(|a| {
+                            a.len() != t.count() as usize - topic.partitions.len()
+                        }) =>
                     {
                         (
                             ErrorCode::InvalidReplicaAssignment,
