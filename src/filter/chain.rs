@@ -25,12 +25,11 @@ pub struct FilterChain {
     filters: Vec<Box<dyn Filter + Send>>,
     /// What the connection serves of each API, from the ApiVersions answers through the chain.
     served: versions::Served,
-    /// The last ApiVersions answer clamped by this chain while it had no filters: (the
-    /// version it was read at, its body's bytes, the clamped body if it changed), so that the
-    /// same answer again (a client that asks on every connection check) is not walked
-    /// again. Without filters the clamp depends only on the answer; a filter's versions may
-    /// depend on its state, so a chain with filters clamps every answer.
-    clamped: Option<(i16, Vec<u8>, Option<Vec<u8>>)>,
+    /// The last ApiVersions answer this chain changed: (the version it was read at, its
+    /// body's bytes, what each of its APIs was cut to, the new body), so that the same answer
+    /// cut the same way again (a client that asks on every connection check) is not rebuilt
+    /// and encoded again. The cut is worked out every time: filters' versions may change.
+    clamped: Option<(i16, Vec<u8>, Vec<Option<Versions>>, Option<Vec<u8>>)>,
     /// Whether requests no filter can read are forwarded unread ([`FilterChain::forward_unreadable`]).
     forward_unreadable: bool,
     /// The book the chain fills from the answers that pair topic names with ids.
@@ -230,7 +229,6 @@ impl FilterChain {
     /// Adds a filter after the others (nearer the broker).
     pub fn push(&mut self, filter: impl Filter + Send + 'static) -> &mut Self {
         self.filters.push(Box::new(filter));
-        self.clamped = None;
         self
     }
 
@@ -404,21 +402,20 @@ impl FilterChain {
         // Irrefutable in a build whose only API is ApiVersions.
         #[allow(irrefutable_let_patterns)]
         let ResponseBodyView::ApiVersions(view) = response.body else { return None };
+        let ranges = versions::clamp(&view, &self.filters, &mut self.served)?;
         let answer = view.as_bytes();
-        if self.filters.is_empty()
-            && let Some((at, last, body)) = &self.clamped
+        if let Some((at, last, cut, body)) = &self.clamped
             && *at == read_at
             && last[..] == *answer
+            && *cut == ranges
         {
-            // `served` is still what this answer says: only `clamp` sets it.
             return body.as_ref().map(|body| splice(response.header.as_bytes(), body));
         }
-        let body = versions::clamp(&view, &self.filters, &mut self.served)
-            .and_then(|body| encode_body(&ResponseBody::ApiVersions(body), read_at).ok());
-        if self.filters.is_empty() {
-            self.clamped = Some((read_at, answer.to_vec(), body.clone()));
-        }
-        Some(splice(response.header.as_bytes(), &body?))
+        let body = versions::rebuild(&view, &ranges);
+        let body = encode_body(&ResponseBody::ApiVersions(body), read_at).ok();
+        let new = body.as_ref().map(|body| splice(response.header.as_bytes(), body));
+        self.clamped = Some((read_at, answer.to_vec(), ranges, body));
+        new
     }
 
     /// The answer to an ApiVersions request at a version kwire does not read: what a broker

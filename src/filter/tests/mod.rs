@@ -222,8 +222,8 @@ fn clamped(
 
 #[test]
 fn a_broker_answering_differently_later_is_clamped_afresh() {
-    // A chain without filters keeps its last clamped answer: the same answer again gets the
-    // same bytes, a different one (a broker upgraded, or another broker) is clamped anew.
+    // A chain keeps its last clamped answer: the same answer again gets the same bytes, a
+    // different one (a broker upgraded, or another broker) is clamped anew.
     let metadata = ApiKey::Metadata.request_versions();
     let newer = [
         ApiVersion { api_key: 3, min_version: 0, max_version: metadata.max + 1, ..Default::default() },
