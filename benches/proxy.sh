@@ -30,7 +30,8 @@
 #
 # Proxy CPU is the proxy process's utime + stime from /proc/PID/stat (10 ms ticks) over
 # the phase; memory is its VmRSS. haproxy is installed with apt-get if missing (needs
-# root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire.
+# root); otherwise say HAPROXY=path. KWIRE=path runs a given release build of kwire, and
+# PROXY_FILTER=path a given release build of benches/proxy_filter.rs (the paths below).
 # PATHS may add "tenant": kwire --quiet with every connection one tenant (--tenant
 # default=bench.), so every name is prefixed and unprefixed (docs/proxy.md, "Tenants");
 # "filter": a user's proxy on the library with the docs' example filter and no log
@@ -41,6 +42,17 @@
 # checked as JSON on its way (docs/proxy.md, "Record validation"); and "encrypt": kwire
 # --quiet --encrypt 'bench*=kek-bench' --kms memory, so every record's value is sealed with
 # AES-256-GCM on Produce and opened on Fetch (docs/proxy.md, "Record encryption").
+# The profile phase (PROFILE=0 turns it off): in the last round, at a few connections, the
+# proxy process (haproxy, or kwire's) is recorded with `perf record` (PROFILE_FREQ, 999 Hz,
+# call chains where perf takes them) for PROFILE_SECONDS (6) s of the throughput phase and
+# for the whole ping phase; then STRACE_PINGS (2,000) more pings run, not measured, under
+# `strace -c -f` of the proxy, for its system calls per ping. After the last round,
+# benches/proxy_profile.py sorts each recording's samples into categories (kernel by system
+# call, memmove, AES/GHASH, CRC-32C, allocation, the proxy's own code, ...) into
+# results.jsonl, keeps `perf report`'s summary in target/bench-proxy/profile/ and deletes
+# the recording; the report shows where each proxy's CPU goes and, for each missed target,
+# which categories make the difference with haproxy. Skipped, with a message, where perf
+# cannot record (strace likewise).
 # KWIRE_BASE=path adds a path "base": that other build with --quiet, measured in the same
 # rounds as the others (an A/B of two builds against the same haproxy), e.g.
 #   KWIRE_BASE=old/kwire PATHS="direct haproxy quiet base" bash benches/proxy.sh
@@ -57,9 +69,38 @@ idle=${IDLE:-1000}
 moderate=${MODERATE:-0.2}
 moderate_rate=${MODERATE_RATE:-20000}
 paths=${PATHS:-direct haproxy kwire quiet}
+profile=${PROFILE:-1}
+profile_freq=${PROFILE_FREQ:-999}
+profile_secs=${PROFILE_SECONDS:-6}
+strace_pings=${STRACE_PINGS:-2000}
 work=$root/target/bench-proxy
 mkdir -p "$work"
 say() { echo "bench: $*" >&2; }
+
+# Whether perf records here (and with call chains, which split the kernel's share by system
+# call), and whether strace is there.
+perf_flags=()
+strace_ok=
+if [ "$profile" = 1 ]; then
+  rm -rf "$work/profile"
+  mkdir -p "$work/profile"
+  if ! command -v perf >/dev/null; then
+    say "perf is missing: the profile phase is skipped (apt-get install linux-perf)"
+    profile=0
+  elif perf record -q -F 99 -g -o "$work/profile/probe.data" -- true >/dev/null 2>&1; then
+    perf_flags=(-g)
+  elif perf record -q -F 99 -o "$work/profile/probe.data" -- true >/dev/null 2>&1; then
+    say "perf records no call chains here: the kernel's share is not split by system call"
+  else
+    say "perf cannot record here (kernel.perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo ?), or no perf events in this machine): the profile phase is skipped"
+    profile=0
+  fi
+  rm -f "$work/profile/probe.data"
+  if [ "$profile" = 1 ]; then
+    if command -v strace >/dev/null; then strace_ok=1; else say "strace is missing: no system calls per ping"; fi
+  fi
+fi
+profile_spent=0 # seconds the profile phase added (the strace'd pings, the summaries)
 
 command -v go >/dev/null || { say "Go is needed for the load generator"; exit 1; }
 (cd tests/interop/go && go build -o "$work/load" .)
@@ -79,13 +120,17 @@ else
 fi
 case " $paths " in
   *" filter "* | *" library "*)
-    if command -v kcargo >/dev/null; then cargo=kcargo; else cargo=cargo; fi
-    filter_bin=$($cargo bench --quiet --no-run --features proxy --bench proxy_filter --message-format=json |
-      python3 -c 'import json, sys
+    if [ -n "${PROXY_FILTER:-}" ]; then
+      filter_bin=$PROXY_FILTER # a release build of benches/proxy_filter.rs, as it is
+    else
+      if command -v kcargo >/dev/null; then cargo=kcargo; else cargo=cargo; fi
+      filter_bin=$($cargo bench --quiet --no-run --features proxy --bench proxy_filter --message-format=json |
+        python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "proxy_filter":
-        print(m["executable"])') ;;
+        print(m["executable"])')
+    fi ;;
 esac
 
 free_port() {
@@ -131,9 +176,15 @@ EOF
 
 proxy_pid=
 opener_pid=
+perf_pid=
+strace_pid=
 cleanup() {
   [ -n "$opener_pid" ] && kill "$opener_pid" 2>/dev/null || true
+  [ -n "$perf_pid" ] && kill -INT "$perf_pid" 2>/dev/null || true
+  [ -n "$strace_pid" ] && kill -INT "$strace_pid" 2>/dev/null || true
   [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null || true
+  # Recordings are summarised after the last round: none is kept (they are large).
+  rm -f "$work"/profile/*.data
   bash tests/kafka/broker.sh stop "$work/broker" || true
   # The broker's logs (gigabytes after a run): the results are kept, the data is not.
   rm -rf "$work/broker"
@@ -214,6 +265,54 @@ rss_kib() { if [ -n "$proxy_pid" ]; then awk '/^VmRSS:/ {print $2}' "/proc/$prox
 results=$work/results.jsonl
 : >"$results"
 n=0
+# Whether this phase of this path is profiled: the last round, a few connections, a proxy.
+profiled() { [ "$profile" = 1 ] && [ "$1" = "$rounds" ] && [ "$3" = few ] && [ -n "$proxy_pid" ]; }
+now() { echo "$EPOCHREALTIME"; }
+spent_since() { profile_spent=$(awk "BEGIN{print $profile_spent + $(now) - $1}"); }
+# Records the proxy process into profile/NAME.data, in the background (perf_pid), until
+# SIGINT, or for $2 seconds if given.
+perf_start() {
+  local dur=()
+  [ -n "${2:-}" ] && dur=(-- sleep "$2")
+  perf record -q -F "$profile_freq" "${perf_flags[@]}" -p "$proxy_pid" -o "$work/profile/$1.data" "${dur[@]}" \
+    >"$work/profile/$1.log" 2>&1 &
+  perf_pid=$!
+}
+perf_stop() {
+  [ -n "$perf_pid" ] || return 0
+  kill -INT "$perf_pid" 2>/dev/null || true
+  wait "$perf_pid" 2>/dev/null || true
+  perf_pid=
+}
+# STRACE_PINGS pings, not measured, with the proxy's system calls counted (strace -c -f).
+strace_pings() { # round path
+  local t0 out=$work/profile/$2-strace.txt
+  t0=$(now)
+  strace -c -f -p "$proxy_pid" -o "$out" 2>"$work/profile/$2-strace.log" &
+  strace_pid=$!
+  # Attached once every thread of the proxy has a tracer.
+  local attached=
+  for _ in $(seq 200); do
+    if ! grep -hs '^TracerPid:' /proc/"$proxy_pid"/task/*/status | awk '{print $2}' | grep -qx 0; then
+      attached=1
+      break
+    fi
+    sleep 0.05
+  done
+  if [ -n "$attached" ]; then
+    timeout 120 "$work/load" ping "$target" "$strace_pings" >/dev/null || say "the strace'd pings failed"
+  else
+    say "strace did not attach to every thread of the proxy: no system calls per ping for $2"
+  fi
+  kill -INT "$strace_pid" 2>/dev/null || true
+  wait "$strace_pid" 2>/dev/null || true
+  strace_pid=
+  if [ -n "$attached" ]; then
+    python3 benches/proxy_profile.py strace "$out" --path "$2" --round "$1" --pings "$strace_pings" \
+      --results "$results" && rm -f "$work/profile/$2-strace.log" || say "no system calls per ping for $2"
+  fi
+  spent_since "$t0"
+}
 record() { # round path conns phase cpu_ticks rss_kib json
   echo "{\"round\":$1,\"path\":\"$2\",\"conns\":\"$3\",\"phase\":\"$4\",\"proxy_cpu_s\":$(awk "BEGIN{print $5/100}"),\"rss_kib\":$6,\"load\":$7}" >>"$results"
   say "round $1 $2 $3 $4: cpu $(awk "BEGIN{print $5/100}") s, rss $6 KiB, $7"
@@ -224,7 +323,14 @@ run_phases() { # round path conns
   before=$(cpu_ticks)
   local json=
   [ "$2" = validate ] && json=1
+  local prof=
+  profiled "$@" && prof=1
+  # The profile of the throughput phase: PROFILE_SECONDS s from its second second on (less
+  # in a short phase), while the load runs.
+  local pstart=$((secs >= 6 ? 2 : 1)) pdur=$profile_secs
+  [ $((pstart + pdur)) -lt "$secs" ] || pdur=$((secs - pstart > 1 ? secs - pstart - 1 : 1))
   out=$(KWIRE_BENCH_JSON=$json timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$producers" 0 &
+    if [ -n "$prof" ]; then (sleep "$pstart"; perf_start "$2-throughput" "$pdur"; wait "$perf_pid") & fi
     sleep $((secs / 2 + 1)); rss_kib >"$work/rss"; wait)
   after=$(cpu_ticks)
   record "$1" "$2" "$3" throughput $((after - before)) "$(cat "$work/rss")" "$out"
@@ -232,10 +338,14 @@ run_phases() { # round path conns
     round_rate=$(python3 -c "import json, sys; print(json.loads(sys.argv[1])['produce_records_per_s'] * float(sys.argv[2]))" \
       "$out" "$moderate")
   fi
+  # The ping phase's profile: the whole phase.
+  [ -n "$prof" ] && perf_start "$2-ping"
   before=$(cpu_ticks)
   out=$(timeout 120 "$work/load" ping "$target" "$pings")
   after=$(cpu_ticks)
+  [ -n "$prof" ] && perf_stop
   record "$1" "$2" "$3" ping $((after - before)) "$(rss_kib)" "$out"
+  [ -n "$prof" ] && [ -n "$strace_ok" ] && strace_pings "$1" "$2"
   [ "$3" = few ] || return 0
   # The moderate phase: a fixed rate, set by direct's throughput when it ran this round
   # (before the other paths).
@@ -273,6 +383,19 @@ for round in $(seq "$rounds"); do
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ "$profile" = 1 ]; then
+  t0=$(now)
+  for data in "$work"/profile/*.data; do
+    [ -e "$data" ] || continue
+    name=$(basename "$data" .data)
+    python3 benches/proxy_profile.py perf "$data" --path "${name%-*}" --of "${name##*-}" --round "$rounds" \
+      --results "$results" --text "$work/profile/$name.txt" || say "could not summarise $name's profile"
+    rm -f "$data"
+    [ -s "$work/profile/$name.log" ] || rm -f "$work/profile/$name.log"
+  done
+  spent_since "$t0"
+  say "the profile phase added $(printf %.0f "$profile_spent") s (strace'd pings and summaries; the perf recordings ran during the measured phases); summaries in $work/profile"
+fi
 
 # The run's conditions go to stderr; the figures into docs/benchmarks.md ("Proxy"), which
 # benches/proxy_report.py writes from the results (and prints here).

@@ -5,7 +5,9 @@ Reads target/bench-proxy/results.jsonl (one JSON object per phase, written by pr
 replaces what lies between `<!-- proxy:begin -->` and `<!-- proxy:end -->` in
 docs/benchmarks.md: the per-path tables, the memory table, the moderate load's latencies and
 the targets, each figure from
-this run. The run's conditions (commit, load average) go to stderr, never into the doc.
+this run; and, from the profile phase's rows (benches/proxy_profile.py), where each proxy's
+CPU goes, its system calls per ping, and for each missed target the categories that make
+its difference with haproxy. The run's conditions (commit, load average) go to stderr, never into the doc.
 
     python3 benches/proxy_report.py [RESULTS] [--doc docs/benchmarks.md] [--print]
 """
@@ -16,6 +18,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxy_profile import CATEGORIES  # noqa: E402  (the profile's categories, in order)
 
 NAMES = {
     "direct": "direct",
@@ -97,22 +101,40 @@ def ratios(run, path, measure, conns="few"):
     return out
 
 
+# The CPU targets: label, path, what is measured (per MB or per ping), the limit.
+CPU_TARGETS = [
+    ("CPU per MB with tenants ≤ 1.1× haproxy", "tenant", "mb", 1.1),
+    ("CPU per small request with `kwire proxy --quiet` ≤ 1.5× haproxy", "quiet", "ping", 1.5),
+    ("CPU per small request, the library with no filter and no log ≤ 1.2× haproxy", "library", "ping", 1.2),
+    ("CPU per MB with every value encrypted ≤ 2× haproxy", "encrypt", "mb", 2.0),
+]
+
+
+def measure_of(run, kind):
+    return run.cpu_per_mb if kind == "mb" else run.cpu_per_ping
+
+
+def missed(run):
+    """The CPU targets measured and missed in this run: (label, path, kind)."""
+    out = []
+    for label, path, kind, limit in CPU_TARGETS:
+        if path not in run.paths or "haproxy" not in run.paths:
+            continue
+        rs = [r for r in ratios(run, path, measure_of(run, kind)) if r is not None]
+        if rs and max(rs) > limit:
+            out.append((label, path, kind))
+    return out
+
+
 def targets(run):
     rows = ["| target | measured (each round) | met |", "| --- | --- | --- |"]
-
-    def line(label, path, measure, limit):
+    for label, path, kind, limit in CPU_TARGETS:
         if path not in run.paths or "haproxy" not in run.paths:
             rows.append(f"| {label} | not measured in this run | - |")
-            return
-        rs = [r for r in ratios(run, path, measure) if r is not None]
+            continue
+        rs = [r for r in ratios(run, path, measure_of(run, kind)) if r is not None]
         met = "yes" if rs and max(rs) <= limit else "no"
         rows.append(f"| {label} | {ratio_text(rs)} | {met} |")
-
-    line("CPU per MB with tenants ≤ 1.1× haproxy", "tenant", run.cpu_per_mb, 1.1)
-    line("CPU per small request with `kwire proxy --quiet` ≤ 1.5× haproxy", "quiet", run.cpu_per_ping, 1.5)
-    line("CPU per small request, the library with no filter and no log ≤ 1.2× haproxy",
-         "library", run.cpu_per_ping, 1.2)
-    line("CPU per MB with every value encrypted ≤ 2× haproxy", "encrypt", run.cpu_per_mb, 2.0)
     added = [run.added_p99_ms(rnd, "encrypt") for rnd in run.rounds]
     added = [a for a in added if a is not None]
     if added:
@@ -204,6 +226,129 @@ def tables(run):
     return md
 
 
+# Column headers for the profile's categories.
+SHORT = {
+    "kernel: socket send": "kernel: send (with loopback delivery)",
+    "kernel: socket receive": "kernel: receive",
+    "kernel: socket data copies": "kernel: send/receive copies",
+    "kernel: epoll": "kernel: epoll",
+    "kernel: futex, scheduling": "kernel: futex",
+    "kernel: memory (faults, mmap)": "kernel: page faults, mmap",
+    "kernel: syscall entry/exit, other syscalls": "kernel: syscall entry/exit, other calls",
+    "kernel: other": "kernel: other",
+    "tokio (runtime, I/O driver)": "tokio",
+    "the proxy's own code": "own code (kwire, haproxy)",
+}
+UNIT = {"mb": ("throughput", "CPU per MB", "ms per MB", 2), "ping": ("ping", "CPU per small request", "µs per ping", 1)}
+
+
+def profile_rows(run):
+    """The profile phase's rows: ({(path, of): row}, {path: syscalls row}, round), or None."""
+    prof = [r for r in run.rows if r["phase"] == "profile"]
+    if not prof:
+        return None
+    rnd = max(r["round"] for r in prof)
+    by = {(r["path"], r["of"]): r for r in prof if r["round"] == rnd}
+    calls = {r["path"]: r for r in run.rows if r["phase"] == "syscalls" and r["round"] == rnd}
+    return by, calls, rnd
+
+
+def per_ping(row):
+    return {k: v / row["pings"] for k, v in row["calls"].items()}
+
+
+def explanations(run):
+    """One line per missed CPU target: the categories that make its difference with haproxy."""
+    misses = missed(run)
+    if not misses:
+        return []
+    prof = profile_rows(run)
+    md = ["Each missed target beside haproxy in the profiled round: the difference in CPU by category (each "
+          "category's share of the proxy's samples times the CPU measured in that phase), in % of haproxy's "
+          "CPU, largest first:", ""]
+    for label, path, kind in misses:
+        of, what, unit, digits = UNIT[kind]
+        if prof is None:
+            md.append(f"- {label}: no profile in this run (PROFILE=0, or perf could not record)")
+            continue
+        by, calls, rnd = prof
+        a, h = measure_of(run, kind)(rnd, path, "few"), measure_of(run, kind)(rnd, "haproxy", "few")
+        pa, ph = by.get((path, of)), by.get(("haproxy", of))
+        if a is None or not h or pa is None or ph is None:
+            md.append(f"- {label}: no profile of {NAMES[path]} and haproxy in round {rnd}")
+            continue
+        diffs = []
+        for c in CATEGORIES:
+            d = pa["categories"].get(c, 0) * a - ph["categories"].get(c, 0) * h
+            diffs.append((100 * d / h, c))
+        diffs.sort(key=lambda x: -abs(x[0]))
+        big = [(pct, c) for pct, c in diffs if abs(pct) >= 1]
+        shown = [f"{pct:+.0f}% {SHORT.get(c, c)}" for pct, c in big[:8]]
+        rest = sum(pct for pct, _ in diffs) - sum(pct for pct, _ in big[:8])
+        line = (f"- {NAMES[path]} − haproxy, {what}, round {rnd}: {a:.{digits}f} vs {h:.{digits}f} {unit} "
+                f"({a / h:.2f}×, {100 * (a - h) / h:+.0f}%): " + ", ".join(shown or ["no category over 1%"])
+                + f"; the rest {rest:+.0f}%")
+        if kind == "ping" and path in calls and "haproxy" in calls:
+            sa, sh = per_ping(calls[path]), per_ping(calls["haproxy"])
+            d = sorted(((sa.get(k, 0) - sh.get(k, 0), k) for k in set(sa) | set(sh)), key=lambda x: -abs(x[0]))
+            parts = [f"{v:+.2f} {k}" for v, k in d if abs(v) >= 0.05]
+            line += (f"; system calls per ping {sum(sa.values()):.2f} vs {sum(sh.values()):.2f}"
+                     + (": " + ", ".join(parts) if parts else ""))
+        md.append(line)
+    return md + [""]
+
+
+def profiles(run):
+    """Where each proxy's CPU goes: category shares, system calls per ping, top symbols."""
+    prof = profile_rows(run)
+    if prof is None:
+        return []
+    by, calls, rnd = prof
+    paths = [p for p in run.paths if any(k[0] == p for k in by)]
+    cats = [c for c in CATEGORIES if any(r["categories"].get(c, 0) >= 0.005 for r in by.values())]
+    md = [f"**where the proxy's CPU goes** (`perf record` of the proxy process alone, round {rnd}, a few "
+          "connections: a few seconds of the throughput phase and the whole ping phase; each category's share "
+          "of the samples, in %; kernel time by the system call it was in, send including the loopback's "
+          "delivery to the receiver)", "",
+          "| path | load | samples | measured CPU | " + " | ".join(SHORT.get(c, c) for c in cats) + " |",
+          "| --- | --- | --- | --- | " + " | ".join("---" for _ in cats) + " |"]
+    for p in paths:
+        for of, kind in (("throughput", "mb"), ("ping", "ping")):
+            r = by.get((p, of))
+            if r is None:
+                continue
+            m = measure_of(run, kind)(rnd, p, "few")
+            _, _, unit, digits = UNIT[kind]
+            cpu = f"{m:.{digits}f} {unit}" if m is not None else "-"
+            md.append(f"| {NAMES[p]} | {of} | {r['samples']} | {cpu} | "
+                      + " | ".join(f"{100 * r['categories'].get(c, 0):.1f}" for c in cats) + " |")
+    md.append("")
+    if calls:
+        rates = {p: per_ping(calls[p]) for p in paths if p in calls}
+        names = sorted({k for v in rates.values() for k, x in v.items() if x >= 0.01},
+                       key=lambda k: -max(v.get(k, 0) for v in rates.values()))
+        md += [f"**system calls per ping** (`strace -c -f` of the proxy process over {next(iter(calls.values()))['pings']} "
+               "more pings after the ping phase, round " + str(rnd) + ", not timed; both directions of one "
+               "connection, each request and its response)", "",
+               "| path | all | " + " | ".join(names) + " |",
+               "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
+        for p, v in rates.items():
+            md.append(f"| {NAMES[p]} | {sum(v.values()):.2f} | " + " | ".join(f"{v.get(k, 0):.2f}" for k in names) + " |")
+        md.append("")
+    md += ["**the top symbols** (the share of the proxy's samples whose innermost function it is; "
+           "`[k]` the kernel's)", ""]
+    for p in paths:
+        tops = [by.get((p, of), {}).get("top", []) for of in ("throughput", "ping")]
+        md += [f"| {NAMES[p]}: throughput load | % | ping load | % |", "| --- | --- | --- | --- |"]
+        for i in range(max(len(t) for t in tops)):
+            cells = []
+            for t in tops:
+                cells += [f"`{t[i][0]}`", f"{100 * t[i][1]:.1f}"] if i < len(t) else ["", ""]
+            md.append("| " + " | ".join(cells) + " |")
+        md.append("")
+    return md
+
+
 def section(run):
     md = ["<!-- proxy:begin -->",
           "<!-- Generated by benches/proxy_report.py from a run of benches/proxy.sh; edit the scripts, not this section. -->",
@@ -214,7 +359,8 @@ def section(run):
           "Targets (each round's ratio to haproxy in the same round, at a few connections; added "
           "latency against direct in the same round):",
           ""]
-    md += targets(run) + [""] + tables(run) + moderate(run) + ["<!-- proxy:end -->"]
+    md += targets(run) + [""] + explanations(run) + tables(run) + moderate(run) + profiles(run)
+    md += ["<!-- proxy:end -->"]
     return "\n".join(md)
 
 

@@ -15,6 +15,8 @@
 //!   broker's whole run (`node#1`, `pid#2`), so that "the same id as before" still compares
 //!   and the values themselves do not; sentinels (-1, 0, empty, the zero UUID) are kept;
 //! - throttle times: set to 0;
+//! - record batches: compared by their header fields and records' bytes, the producer ids
+//!   renamed as above (the CRC, which covers them, compares as valid or not);
 //! - error messages: a message given or not (and empty or not) compares, its free-form
 //!   text does not;
 //! - the order of entries: by their name or index (Kafka answers some in the order of its
@@ -29,7 +31,11 @@
 //! timestamp), an idempotent producer's duplicates and sequence gaps, a classic group
 //! (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch, LeaveGroup
 //! with wrong generations and unknown members), transactions (InitProducerId, fencing,
-//! AddPartitionsToTxn, EndTxn in bad states), DescribeConfigs and DeleteTopics.
+//! AddPartitionsToTxn, EndTxn in bad states), DescribeConfigs and DeleteTopics; then
+//! Fetch by topic id (v13), a fetch session (new, incremental, wrong epoch, unknown id,
+//! closed), OffsetForLeaderEpoch (current, future and old epochs), a KIP-848 member
+//! (ConsumerGroupHeartbeat: join, fenced epoch, unknown member, leave), DescribeGroups,
+//! CreatePartitions, DeleteRecords and IncrementalAlterConfigs.
 //!
 //! The real broker is this process's one (started with `tests/kafka/broker.sh start`);
 //! names are unique per run.
@@ -41,18 +47,28 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kwire::ApiKey;
 use kwire::broker::{Broker, Config};
 use kwire::encode::AnyBody;
 use kwire::messages::ResponseBodyView;
 use kwire::messages::add_partitions_to_txn::{AddPartitionsToTxnRequest, AddPartitionsToTxnTopic};
+use kwire::messages::consumer_group_heartbeat::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestTopicPartitions,
+};
+use kwire::messages::create_partitions::{
+    CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
+};
 use kwire::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
+use kwire::messages::delete_records::{DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic};
 use kwire::messages::delete_topics::DeleteTopicsRequest;
 use kwire::messages::describe_configs::{DescribeConfigsRequest, DescribeConfigsResource};
+use kwire::messages::describe_groups::DescribeGroupsRequest;
 use kwire::messages::end_txn::EndTxnRequest;
 use kwire::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kwire::messages::find_coordinator::FindCoordinatorRequest;
 use kwire::messages::heartbeat::HeartbeatRequest;
+use kwire::messages::incremental_alter_configs::{
+    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
+};
 use kwire::messages::init_producer_id::InitProducerIdRequest;
 use kwire::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kwire::messages::leave_group::{LeaveGroupRequest, MemberIdentity};
@@ -64,11 +80,15 @@ use kwire::messages::offset_commit::{
 use kwire::messages::offset_fetch::{
     OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
+use kwire::messages::offset_for_leader_epoch::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
 use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use kwire::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kwire::records::{BatchBuilder, NewRecord};
 use kwire::reflect::json::to_json;
 use kwire::reflect::{Encoding, StructValue, response_schema};
+use kwire::{ApiKey, Uuid};
 use serde_json::Value;
 
 use common::proxy as harness;
@@ -111,6 +131,14 @@ const ALLOWED: &[Allowed] = &[
         id: "config sources",
         step: "",
         paths: &["configs[flush.messages].configSource", "configs[min.insync.replicas].configSource"],
+    },
+    // Kafka assigns a KIP-848 group's partitions apart from the heartbeat that changed the
+    // group; kwire assigns in the heartbeat (the first member's epoch 1 against Kafka's 2,
+    // a joining member's partitions at once).
+    Allowed {
+        id: "KIP-848 assignment timing",
+        step: "consumer heartbeat",
+        paths: &[".memberEpoch", ".assignment", ".assignment.topicPartitions.length"],
     },
 ];
 
@@ -214,6 +242,10 @@ fn normalise(v: &mut Value, key: &str, ids: &mut BTreeMap<(String, String), usiz
                 normalise(item, "", ids);
             }
         }
+        Value::String(base64) if key == "records" => {
+            *v = batches(base64);
+            normalise(v, "", ids);
+        }
         _ => {
             if let Some(kind) = id_kind(key) {
                 if !sentinel(kind, v) {
@@ -228,6 +260,36 @@ fn normalise(v: &mut Value, key: &str, ids: &mut BTreeMap<(String, String), usiz
             }
         }
     }
+}
+
+/// A Fetch answer's record batches as JSON: each batch's header fields and its records'
+/// bytes. The producer ids are renamed by [`normalise`] like any other; the CRC, which
+/// covers them, compares as valid or not.
+fn batches(base64: &str) -> Value {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(base64).expect("records in base64");
+    let batches = kwire::records::RecordBatches::new(&bytes)
+        .map(|b| {
+            let b = b.expect("a record batch");
+            serde_json::json!({
+                "baseOffset": b.base_offset(),
+                "batchLength": b.batch_length(),
+                "partitionLeaderEpoch": b.partition_leader_epoch(),
+                "magic": b.magic(),
+                "crcValid": b.verify_crc().is_ok(),
+                "attributes": b.attributes().0,
+                "lastOffsetDelta": b.last_offset_delta(),
+                "baseTimestamp": b.base_timestamp(),
+                "maxTimestamp": b.max_timestamp(),
+                "producerId": b.producer_id(),
+                "producerEpoch": b.producer_epoch(),
+                "baseSequence": b.base_sequence(),
+                "recordsCount": b.records_count(),
+                "payload": base64::engine::general_purpose::STANDARD.encode(b.payload()),
+            })
+        })
+        .collect();
+    Value::Array(batches)
 }
 
 /// What orders the entries of an array: a struct's name or index field (Kafka answers in
@@ -780,6 +842,222 @@ fn script(r: &mut Run, n: &Names) {
     r.call("delete topics", &req, 5);
     settle(r, &[deleted], false);
     metadata(r, "metadata after delete", &[deleted], false, 12);
+    script_newer(r, n);
+}
+
+/// The topic id Metadata v12 gives `topic`.
+fn topic_id(r: &mut Run, topic: &str) -> Uuid {
+    let topics = [MetadataRequestTopic { name: Some(topic.into()), ..Default::default() }];
+    let req = MetadataRequest { topics: Some((&topics).into()), ..Default::default() };
+    let frame = r.conn.call(&req, 12);
+    let ResponseBodyView::Metadata(m) =
+        kwire::dispatch::parse_response(&frame, ApiKey::Metadata, 12).unwrap().body
+    else {
+        unreachable!()
+    };
+    m.topics().iter().next().expect("the topic").topic_id()
+}
+
+/// Fetch v13, which names topics by id only.
+fn fetch_by_id(r: &mut Run, label: &str, topic_id: Uuid, parts: &[(i32, i64)]) {
+    let partitions: Vec<FetchPartition<'_>> = parts
+        .iter()
+        .map(|&(partition, fetch_offset)| FetchPartition {
+            partition,
+            fetch_offset,
+            partition_max_bytes: 1 << 20,
+            ..Default::default()
+        })
+        .collect();
+    let topics = [FetchTopic { topic_id, partitions: partitions.into(), ..Default::default() }];
+    let req = FetchRequest {
+        replica_id: -1,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: (&topics).into(),
+        ..Default::default()
+    };
+    r.call(label, &req, 13);
+}
+
+/// Fetch v12 in a fetch session (`session` 0 and `epoch` 0 open one): the session id of
+/// the answer.
+fn fetch_session(r: &mut Run, label: &str, topic: &str, session: i32, epoch: i32, parts: &[i32]) -> i32 {
+    let partitions: Vec<FetchPartition<'_>> = parts
+        .iter()
+        .map(|&partition| FetchPartition { partition, partition_max_bytes: 1 << 20, ..Default::default() })
+        .collect();
+    let topics = [FetchTopic { topic: topic.into(), partitions: partitions.into(), ..Default::default() }];
+    let req = FetchRequest {
+        replica_id: -1,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_id: session,
+        session_epoch: epoch,
+        topics: if parts.is_empty() { Default::default() } else { (&topics).into() },
+        ..Default::default()
+    };
+    let frame = r.call(label, &req, 12);
+    let ResponseBodyView::Fetch(a) = kwire::dispatch::parse_response(&frame, ApiKey::Fetch, 12).unwrap().body
+    else {
+        unreachable!()
+    };
+    a.session_id()
+}
+
+/// OffsetForLeaderEpoch v4 as a consumer: (partition, current leader epoch, epoch asked).
+fn leader_epochs(r: &mut Run, label: &str, topic: &str, parts: &[(i32, i32, i32)]) {
+    let partitions: Vec<OffsetForLeaderPartition<'_>> = parts
+        .iter()
+        .map(|&(partition, current_leader_epoch, leader_epoch)| OffsetForLeaderPartition {
+            partition,
+            current_leader_epoch,
+            leader_epoch,
+            ..Default::default()
+        })
+        .collect();
+    let topics =
+        [OffsetForLeaderTopic { topic: topic.into(), partitions: partitions.into(), ..Default::default() }];
+    let req = OffsetForLeaderEpochRequest { replica_id: -1, topics: (&topics).into(), ..Default::default() };
+    r.call(label, &req, 4);
+}
+
+/// ConsumerGroupHeartbeat v1 (a KIP-848 member; the client names it): the answer's member
+/// epoch.
+fn consumer_heartbeat(r: &mut Run, label: &str, group: &str, member: &str, epoch: i32, topic: &str) -> i32 {
+    let joining = epoch == 0;
+    let req = ConsumerGroupHeartbeatRequest {
+        group_id: group.into(),
+        member_id: member.into(),
+        member_epoch: epoch,
+        rebalance_timeout_ms: if joining { 30_000 } else { -1 },
+        subscribed_topic_names: joining.then(|| vec![topic.into()].into()),
+        topic_partitions: joining
+            .then(|| Vec::<ConsumerGroupHeartbeatRequestTopicPartitions<'_>>::new().into()),
+        ..Default::default()
+    };
+    let frame = r.call_settled(label, &req, 1);
+    let ResponseBodyView::ConsumerGroupHeartbeat(a) =
+        kwire::dispatch::parse_response(&frame, ApiKey::ConsumerGroupHeartbeat, 1).unwrap().body
+    else {
+        unreachable!()
+    };
+    a.member_epoch()
+}
+
+/// Topic ids, fetch sessions, OffsetForLeaderEpoch, a KIP-848 group, DescribeGroups, new
+/// partitions, deleted records and altered configs: the newer half of [`script`].
+fn script_newer(r: &mut Run, n: &Names) {
+    let (t, unknown) = (n.topic.as_str(), n.unknown.as_str());
+
+    // Topic ids (Fetch v13).
+    let id = topic_id(r, t);
+    // Partitions 1 and 2: partition 0 ends with a transaction's marker, which Kafka writes
+    // after EndTxn answers (a Fetch soon after may end before it).
+    fetch_by_id(r, "fetch by topic id", id, &[(1, 0), (2, 0)]);
+    fetch_by_id(r, "fetch unknown topic id", Uuid([7; 16]), &[(0, 0)]);
+
+    // Fetch sessions (Fetch v12).
+    let session = fetch_session(r, "fetch session new", t, 0, 0, &[1, 2]);
+    fetch_session(r, "fetch session incremental", t, session, 1, &[]);
+    fetch_session(r, "fetch session wrong epoch", t, session, 5, &[]);
+    fetch_session(r, "fetch session unknown id", t, session.wrapping_add(7919), 1, &[]);
+    fetch_session(r, "fetch session closed", t, session, -1, &[]);
+
+    // OffsetForLeaderEpoch: the current epoch, an unknown future one, an old one.
+    leader_epochs(r, "leader epochs", t, &[(0, -1, 0), (1, 0, 0), (2, -1, 3)]);
+    leader_epochs(r, "leader epochs future current epoch", t, &[(0, 5, 0)]);
+    leader_epochs(r, "leader epochs unknown partition", t, &[(9, -1, 0)]);
+    leader_epochs(r, "leader epochs unknown topic", unknown, &[(0, -1, 0)]);
+
+    // A KIP-848 group of one member.
+    let (k, member) = (format!("{}k", n.group), "AAAAAAAAAAAAAAAAAAAAAQ");
+    let epoch = consumer_heartbeat(r, "consumer heartbeat join", &k, member, 0, t);
+    consumer_heartbeat(r, "consumer heartbeat", &k, member, epoch, t);
+    let second =
+        consumer_heartbeat(r, "consumer heartbeat second member", &k, "AAAAAAAAAAAAAAAAAAAAAw", 0, t);
+    consumer_heartbeat(r, "consumer heartbeat first after second", &k, member, epoch, t);
+    consumer_heartbeat(r, "consumer heartbeat second again", &k, "AAAAAAAAAAAAAAAAAAAAAw", second, t);
+    consumer_heartbeat(r, "consumer heartbeat fenced epoch", &k, member, epoch + 7, t);
+    consumer_heartbeat(r, "consumer heartbeat unknown member", &k, "AAAAAAAAAAAAAAAAAAAAAg", 3, t);
+    let req = DescribeGroupsRequest {
+        groups: vec![n.group.as_str().into(), unknown.into()].into(),
+        ..Default::default()
+    };
+    r.call("describe groups", &req, 5);
+    consumer_heartbeat(r, "consumer heartbeat leave", &k, member, -1, t);
+
+    // Partitions added, records deleted.
+    let topics = [
+        CreatePartitionsTopic { name: t.into(), count: 4, assignments: None, ..Default::default() },
+        CreatePartitionsTopic { name: n.other.as_str().into(), count: 1, ..Default::default() },
+        CreatePartitionsTopic { name: unknown.into(), count: 2, ..Default::default() },
+    ];
+    let req = CreatePartitionsRequest { topics: (&topics).into(), timeout_ms: 30_000, ..Default::default() };
+    r.call("create partitions", &req, 3);
+    let topics = [CreatePartitionsTopic {
+        name: t.into(),
+        count: 6,
+        assignments: Some(Vec::<CreatePartitionsAssignment<'_>>::new().into()),
+        ..Default::default()
+    }];
+    let req = CreatePartitionsRequest { topics: (&topics).into(), timeout_ms: 30_000, ..Default::default() };
+    r.call("create partitions too few assignments", &req, 3);
+    let partitions = [
+        DeleteRecordsPartition { partition_index: 0, offset: 1, ..Default::default() },
+        DeleteRecordsPartition { partition_index: 1, offset: 100, ..Default::default() },
+        DeleteRecordsPartition { partition_index: 9, offset: 0, ..Default::default() },
+    ];
+    let topics =
+        [DeleteRecordsTopic { name: t.into(), partitions: (&partitions).into(), ..Default::default() }];
+    let req = DeleteRecordsRequest { topics: (&topics).into(), timeout_ms: 30_000, ..Default::default() };
+    r.call("delete records", &req, 2);
+    list_offsets(r, "list offsets after delete records", t, &[(0, -2)], 9);
+
+    // Configs altered, then described.
+    let configs = [AlterableConfig {
+        name: "retention.ms".into(),
+        config_operation: 0,
+        value: Some("86400000".into()),
+        ..Default::default()
+    }];
+    let bad = [AlterableConfig {
+        name: "no.such.config".into(),
+        config_operation: 0,
+        value: Some("1".into()),
+        ..Default::default()
+    }];
+    let resources = [
+        AlterConfigsResource {
+            resource_type: 2,
+            resource_name: t.into(),
+            configs: (&configs).into(),
+            ..Default::default()
+        },
+        AlterConfigsResource {
+            resource_type: 2,
+            resource_name: n.other.as_str().into(),
+            configs: (&bad).into(),
+            ..Default::default()
+        },
+        AlterConfigsResource {
+            resource_type: 2,
+            resource_name: unknown.into(),
+            configs: (&configs).into(),
+            ..Default::default()
+        },
+    ];
+    let req = IncrementalAlterConfigsRequest { resources: (&resources).into(), ..Default::default() };
+    r.call("incremental alter configs", &req, 1);
+    let resources = vec![DescribeConfigsResource {
+        resource_type: 2,
+        resource_name: t.into(),
+        configuration_keys: Some(vec!["retention.ms".into()].into()),
+        ..Default::default()
+    }];
+    let req = DescribeConfigsRequest { resources: resources.into(), ..Default::default() };
+    r.call("describe configs after alter", &req, 4);
 }
 
 /// The item names of docs/serve.md's section "Differences from Apache Kafka" (each item
@@ -842,9 +1120,9 @@ fn answers_match_apache_kafka() {
         unlisted.len(),
         started.elapsed().as_secs_f64()
     );
-    for a in &kafka.answers {
-        if std::env::var_os("KWIRE_DIFF_SHOW").is_some() {
-            println!("{}: {}", a.label, a.json);
+    if std::env::var_os("KWIRE_DIFF_SHOW").is_some() {
+        for (a, b) in kafka.answers.iter().zip(&kwire.answers) {
+            println!("{}:\n  Kafka {}\n  kwire {}", a.label, a.json, b.json);
         }
     }
     assert!(

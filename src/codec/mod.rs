@@ -12,7 +12,10 @@
 //! - record batches: [`records`];
 //! - the generated messages: [`messages`] (from the schema files in `src/codec/schema/`),
 //!   and the reference decoder, `reference` (feature `alloc`);
-//! - framing and dispatch: [`frame`], [`dispatch`].
+//! - framing and dispatch: [`frame`], [`dispatch`];
+//! - `splice` (feature `alloc`): a body copied once with byte ranges replaced and the sizes
+//!   of the tagged fields around them written again, for the filters and tools that rename
+//!   strings in place.
 //!
 //! `testing` (feature `testing`) holds what the crate's tests share.
 
@@ -38,6 +41,8 @@ pub(crate) mod reference;
 
 pub mod dispatch;
 pub mod frame;
+#[cfg(feature = "alloc")]
+pub(crate) mod splice;
 
 #[cfg(feature = "testing")]
 #[doc(hidden)]

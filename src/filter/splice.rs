@@ -18,8 +18,8 @@ use crate::codec::entities::{self, EntityField, Found, WalkFn};
 use crate::codec::error::DecodeError;
 use crate::codec::frame::{FrameError, size_prefix};
 use crate::codec::messages::entity_walker;
+use crate::codec::splice;
 use crate::codec::wire::MAX_STRING_LEN;
-use crate::codec::wire::varint::{push_uvarint, uvarint_len};
 
 /// What to write instead of an entity string (see [`splice_request`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +100,16 @@ impl fmt::Display for SpliceError {
 }
 
 impl core::error::Error for SpliceError {}
+
+impl From<splice::Error> for SpliceError {
+    fn from(e: splice::Error) -> Self {
+        match e {
+            splice::Error::Size(e) => SpliceError::Body(e),
+            splice::Error::TooLong(len) => SpliceError::TooLong { len },
+            splice::Error::Inconsistent => SpliceError::Inconsistent,
+        }
+    }
+}
 
 /// Splices the entity strings of a request frame: `map(kind, text)` says what to write
 /// instead of each string entity field ([`EntityKind`]; nulls and topic ids are not asked
@@ -186,69 +196,6 @@ pub(crate) struct Parts<'f> {
     pub version: i16,
 }
 
-/// The tagged-field sizes a splice changes, by where their varints start, in order: the
-/// first few in place, the rest (a body with many entities in tagged fields) in a vector.
-struct Sizes {
-    few: [Size; 8],
-    n: usize,
-    more: Vec<Size>,
-}
-
-/// One tagged field's size: its position, the old size, its varint's width, what its
-/// content grows by, and the size that holds it (if any).
-#[derive(Clone, Copy, Default)]
-struct Size {
-    at: usize,
-    old: u32,
-    width: usize,
-    grows: i64,
-    outer: Option<usize>,
-}
-
-impl Sizes {
-    fn len(&self) -> usize {
-        self.n + self.more.len()
-    }
-
-    fn get(&mut self, i: usize) -> Option<&mut Size> {
-        match i.checked_sub(self.few.len()) {
-            None => self.few[..self.n].get_mut(i),
-            Some(j) => self.more.get_mut(j),
-        }
-    }
-
-    /// The index of the size at `at`, added if new (positions come in ascending order).
-    fn index(&mut self, at: usize, outer: Option<usize>, body: &[u8]) -> Result<usize, SpliceError> {
-        let len = self.len();
-        if let Some(i) = len.checked_sub(1)
-            && self.get(i).is_some_and(|s| s.at == at)
-        {
-            return Ok(i);
-        }
-        for i in 0..len {
-            if self.get(i).is_some_and(|s| s.at == at) {
-                return Ok(i);
-            }
-        }
-        let mut r = crate::codec::wire::Reader::new(body.get(at..).unwrap_or_default());
-        let old = r.uvarint("tagged field size").map_err(SpliceError::Body)?;
-        let size = Size { at, old, width: r.pos(), grows: 0, outer };
-        match self.few.get_mut(self.n) {
-            Some(slot) if self.more.is_empty() => {
-                *slot = size;
-                self.n += 1;
-            }
-            _ => self.more.push(size),
-        }
-        Ok(len)
-    }
-}
-
-/// A string field's new length prefix: its width, and the value written.
-fn prefix_width(compact: bool, len: usize) -> usize {
-    if compact { uvarint_len(len as u32 + 1) } else { 2 }
-}
-
 type Map<'m, 'p> = &'m mut dyn FnMut(EntityKind, &str) -> Option<Edit<'p>>;
 
 /// The edit of one field, with its new length, or `None` for a field kept.
@@ -266,59 +213,30 @@ fn edit_of<'p>(field: &EntityField<'_>, map: Map<'_, 'p>) -> Result<Option<(Edit
 /// count from the body's start.
 pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Option<Vec<u8>>, SpliceError> {
     let Parts { sized, header, body, walker, api, version } = parts;
-    // Pass 1: how much the body grows, and the tagged-field sizes that change.
-    let mut grows: i64 = 0;
-    let mut edits = 0usize;
-    let mut sizes = Sizes { few: [Size::default(); 8], n: 0, more: Vec::new() };
+    // Pass 1: where the edits are and how long each will be.
+    let mut plan = splice::Plan::new(body);
     let mut failed: Option<SpliceError> = None;
     let walked = entities::walk(walker, api, version, body, 0, &mut |field| {
         if failed.is_some() {
             return;
         }
-        let (_, len) = match edit_of(field, map) {
-            Ok(Some(e)) => e,
-            Ok(None) => return,
-            Err(e) => return failed = Some(e),
-        };
-        let delta = (prefix_width(field.compact, len) + len) as i64 - (field.span.1 - field.span.0) as i64;
-        grows += delta;
-        edits += 1;
-        let mut outer = None;
-        for &at in field.tagged_sizes() {
-            match sizes.index(at, outer, body) {
-                Ok(i) => {
-                    if let Some(s) = sizes.get(i) {
-                        s.grows += delta;
-                    }
-                    outer = Some(i);
-                }
-                Err(e) => return failed = Some(e),
+        let planned = edit_of(field, map).and_then(|edit| match edit {
+            Some((_, len)) => {
+                let len = splice::prefix_len(field.compact, len) + len;
+                plan.edit(field.span, len, field.tagged_sizes()).map_err(SpliceError::from)
             }
+            None => Ok(()),
+        });
+        if let Err(e) = planned {
+            failed = Some(e);
         }
     });
     walked.map_err(SpliceError::Body)?;
     if let Some(e) = failed {
         return Err(e);
     }
-    if edits == 0 {
-        return Ok(None);
-    }
-    // Inner sizes last: a size whose varint changes width grows the sizes around it.
-    for i in (0..sizes.len()).rev() {
-        let Some(s) = sizes.get(i).map(|s| *s) else { continue };
-        let new = i64::from(s.old) + s.grows;
-        let new = u32::try_from(new).map_err(|_| SpliceError::TooLong { len: new.max(0) as usize })?;
-        let widen = uvarint_len(new) as i64 - s.width as i64;
-        grows += widen;
-        let mut outer = s.outer;
-        while let Some(o) = outer {
-            let Some(os) = sizes.get(o) else { break };
-            os.grows += widen;
-            outer = os.outer;
-        }
-    }
-    let body_len = usize::try_from(body.len() as i64 + grows).map_err(|_| SpliceError::Inconsistent)?;
-    let frame_len = header.len() + body_len;
+    let Some(mut writer) = plan.finish()? else { return Ok(None) };
+    let frame_len = header.len() + writer.len();
     let size = i32::try_from(frame_len).map_err(|_| SpliceError::TooLong { len: frame_len })?;
     // Pass 2: the one copy.
     let mut out = Vec::with_capacity(frame_len + if sized { 4 } else { 0 });
@@ -326,8 +244,6 @@ pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Opt
         out.extend_from_slice(&size.to_be_bytes());
     }
     out.extend_from_slice(header);
-    let mut copied = 0usize;
-    let mut next_size = 0usize;
     let mut failed: Option<SpliceError> = None;
     entities::walk(walker, api, version, body, 0, &mut |field| {
         if failed.is_some() {
@@ -339,30 +255,15 @@ pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Opt
             Err(e) => return failed = Some(e),
         };
         let Found::Text(old) = field.value else { return };
-        // The tagged sizes before this field.
-        while let Some(s) = sizes.get(next_size).copied().filter(|s| s.at < field.span.0) {
-            out.extend_from_slice(body.get(copied..s.at).unwrap_or_default());
-            push_uvarint(&mut out, (i64::from(s.old) + s.grows) as u32);
-            copied = s.at + s.width;
-            next_size += 1;
-        }
-        out.extend_from_slice(body.get(copied..field.span.0).unwrap_or_default());
-        if field.compact {
-            push_uvarint(&mut out, len as u32 + 1);
-        } else {
-            out.extend_from_slice(&(len as i16).to_be_bytes());
-        }
+        writer.replace(&mut out, field.span);
+        splice::push_prefix(&mut out, field.compact, len);
         edit.write(old, &mut out);
-        copied = field.span.1;
     })
     .map_err(SpliceError::Body)?;
     if let Some(e) = failed {
         return Err(e);
     }
-    out.extend_from_slice(body.get(copied..).unwrap_or_default());
-    if next_size != sizes.len() || out.len() != frame_len + if sized { 4 } else { 0 } {
-        return Err(SpliceError::Inconsistent);
-    }
+    writer.finish(&mut out)?;
     Ok(Some(out))
 }
 
@@ -372,6 +273,7 @@ mod tests {
     use crate::codec::entities::Walk;
     use crate::codec::types::Ver;
     use crate::codec::wire::Reader;
+    use crate::codec::wire::varint::push_uvarint;
     use alloc::string::String;
     use alloc::vec;
 

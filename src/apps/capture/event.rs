@@ -139,6 +139,12 @@ impl Frame {
         self.api_key.and_then(ApiKey::from_i16)
     }
 
+    /// Whether a request expects a response: false for a Produce with `acks=0`; true for
+    /// any other frame, and for one too short to say.
+    pub fn expects_response(&self) -> bool {
+        self.bytes.get(4..).is_none_or(|f| crate::codec::frame::frame_expects_response(f).unwrap_or(true))
+    }
+
     /// The frame after its 4-byte size prefix (header and body), as
     /// [`dispatch::parse_request`](crate::dispatch::parse_request) and
     /// [`dispatch::parse_response`](crate::dispatch::parse_response) take it; for a cut

@@ -30,6 +30,9 @@
 //!   [`crate::session::conn::InFlight`] (Kafka answers in order). A response whose request is not
 //!   in the capture is reported [unpaired](Frame::is_unpaired).
 //!
+//! With the `explain` feature, `PairLines` writes one line per request/response pair, as
+//! `kwire decode` prints a capture.
+//!
 //! Memory is bounded by [`Limits`]: the bytes held out of order per direction, the bytes
 //! held while a connection is not yet known to be Kafka, the largest frame held whole, the
 //! connections tracked and the bytes held in all.
@@ -59,6 +62,8 @@ mod container;
 mod event;
 mod kafka;
 mod packet;
+#[cfg(feature = "explain")]
+mod pairs;
 mod reassembly;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -68,6 +73,8 @@ use std::net::SocketAddr;
 
 pub use container::is_capture_magic;
 pub use event::{Cut, Event, Frame, FrameView, RequestOf, Timestamp, ViewError};
+#[cfg(feature = "explain")]
+pub use pairs::{MAX_WAITING, PairLines};
 
 use container::{Container, Step};
 use kafka::{Conn, Ctx};

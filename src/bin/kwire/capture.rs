@@ -9,21 +9,13 @@ use std::io::{Read, Write as _};
 
 use kwire::ApiKey;
 use kwire::Direction;
-use kwire::capture::{Event, Frame, FrameView, Options, Reader, Timestamp};
-use kwire::filter::TopicNames;
-use kwire::reflect::explain::{self, FrameKind as Kind};
+use kwire::capture::{Event, Frame, FrameView, Options, PairLines, Reader};
+use kwire::reflect::explain::{self, Assigned, FrameKind as Kind, api_name};
 use serde_json::{Value, json};
 
 use crate::decode::{Args, Format, decode_frame, masked};
-use crate::summary::{about, api_name, error_name, errors};
 use kwire::proxy::{RecordAs, Recorder};
 use kwire::reflect::inspect;
-
-/// A request line waiting for its response (`--format tree` without `--frame`).
-struct Waiting {
-    ts: Timestamp,
-    line: String,
-}
 
 /// What reading the capture counted.
 #[derive(Default)]
@@ -46,7 +38,6 @@ fn kind_of(f: &Frame) -> Option<Kind> {
     }
 }
 
-/// An API's name, `api<N>` for a key kwire does not know.
 /// Reads a capture from `input` and prints it as `args` say.
 pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     if args.request.is_some() || args.api_key.is_some() {
@@ -63,8 +54,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
         args.record.clone().map(|dir| Recorder::new(dir, args.record_limit).show_secrets(args.show_secrets));
     let mut out = std::io::stdout().lock();
     let mut counts = Counts::default();
-    let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
-    let topic_names = TopicNames::new();
+    let mut pairs = PairLines::new();
     // `--format records`: the records of Produce requests still waiting for their answers.
     let mut produced: BTreeMap<u64, Vec<explain::RecordLine>> = BTreeMap::new();
     // The names the recorder gave requests, for their responses.
@@ -180,29 +170,40 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                     match f.direction {
                         // Produced records wait for the answer that gives their offsets.
                         Direction::Request if !records.lines.is_empty() => {
-                            if expects_response(&f.bytes) {
+                            if f.expects_response() {
                                 produced.insert(f.index, records.lines);
                             } else {
-                                text.push_str(&produced_lines(records.lines, None));
+                                push_records(
+                                    &mut text,
+                                    explain::produced_lines(&records.lines, None),
+                                    "produced",
+                                );
                             }
                         }
                         Direction::Request => {}
                         Direction::Response => {
-                            if let Some(lines) = f.request.as_ref().and_then(|r| produced.remove(&r.index)) {
-                                text.push_str(&produced_lines(lines, Some(&assigned_offsets(&f))));
+                            if let Some(sent) = f.request.as_ref().and_then(|r| produced.remove(&r.index)) {
+                                let answer = match f.view() {
+                                    Ok(FrameView::Response(r)) => Assigned::from_response(&r.body),
+                                    _ => Assigned::default(),
+                                };
+                                push_records(
+                                    &mut text,
+                                    explain::produced_lines(&sent, Some(&answer)),
+                                    "produced",
+                                );
                             }
-                            for line in records.lines {
-                                let mut json = line.to_json();
-                                json["direction"] = json!("fetched");
-                                text.push_str(&json.to_string());
-                                text.push('\n');
-                            }
+                            push_records(
+                                &mut text,
+                                records.lines.iter().map(|l| l.to_json()).collect(),
+                                "fetched",
+                            );
                         }
                     }
                     // Requests with records whose answers never come are printed now and then.
                     while produced.len() > 10_000 {
-                        if let Some((_, lines)) = produced.pop_first() {
-                            text.push_str(&produced_lines(lines, None));
+                        if let Some((_, sent)) = produced.pop_first() {
+                            push_records(&mut text, explain::produced_lines(&sent, None), "produced");
                         }
                     }
                     write(&mut out, &text)?;
@@ -213,26 +214,16 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                 }
             }
             Format::Tree | Format::Hex => {
-                let text = pair_line(&f, problem.as_deref(), &mut waiting, &topic_names);
-                if let Some(text) = text {
-                    write(&mut out, &text)?;
-                }
-                // A request pushed out of the table by many unanswered ones is printed now.
-                while waiting.len() > 100_000 {
-                    if let Some((_, w)) = waiting.pop_first() {
-                        write(&mut out, &format!("{}\n", w.line))?;
-                    }
-                }
+                write(&mut out, &pairs.frame(&f, problem.as_deref()))?;
             }
         }
     }
-    for (_, lines) in std::mem::take(&mut produced) {
-        write(&mut out, &produced_lines(lines, None))?;
+    let mut text = String::new();
+    for (_, sent) in std::mem::take(&mut produced) {
+        push_records(&mut text, explain::produced_lines(&sent, None), "produced");
     }
-    for (_, w) in std::mem::take(&mut waiting) {
-        let _ = w.ts;
-        write(&mut out, &format!("{} no response in the capture\n", w.line))?;
-    }
+    text.push_str(&pairs.finish());
+    write(&mut out, &text)?;
     out.flush().map_err(|e| format!("cannot write the output: {e}"))?;
     if let Some(n) = args.frame
         && !found_frame
@@ -260,145 +251,12 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
     Ok(())
 }
 
-/// (topic, partition) to (error code, base offset): see [`assigned_offsets`].
-type Assigned = BTreeMap<(String, i64), (i16, i64)>;
-
-/// What a Produce answer says of each partition: (topic as a record line names it, partition)
-/// to the error code and the base offset the broker assigned. A topic is keyed by its name
-/// and by its id in Kafka's form, as record lines name topics either way.
-fn assigned_offsets(f: &Frame) -> Assigned {
-    let mut out = BTreeMap::new();
-    let Ok(FrameView::Response(response)) = f.view() else { return out };
-    let kwire::messages::ResponseBodyView::Produce(p) = response.body else { return out };
-    for t in p.responses().iter() {
-        let id = kwire::reflect::json::uuid_string(&t.topic_id());
-        for part in t.partition_responses().iter() {
-            let at = (part.error_code(), part.base_offset());
-            let index = i64::from(part.index());
-            if !t.name().is_empty() {
-                out.insert((t.name().to_string(), index), at);
-            }
-            out.insert((id.clone(), index), at);
-        }
-    }
-    out
-}
-
-/// Produced records as `--format records` prints them: with the offsets the broker
-/// assigned (its base offset for the partition plus the record's position in the
-/// client's batch), or `null` and the partition's error name where the answer gave none,
-/// or `null` alone with no answer (`acks=0`, or none in the capture).
-fn produced_lines(lines: Vec<explain::RecordLine>, answer: Option<&Assigned>) -> String {
-    let mut text = String::new();
-    // The client's offset of each partition's first record: the batch's base.
-    let mut first: BTreeMap<(String, i64), i64> = BTreeMap::new();
-    for line in lines {
-        let mut json = line.to_json();
-        let key =
-            (line.topic.as_str().unwrap_or_default().to_string(), line.partition.as_i64().unwrap_or(-1));
-        let base = *first.entry(key.clone()).or_insert(line.offset);
-        match answer.and_then(|a| a.get(&key)) {
-            Some(&(0, assigned)) if assigned >= 0 => json["offset"] = json!(assigned + (line.offset - base)),
-            Some(&(code, _)) => {
-                json["offset"] = Value::Null;
-                if code != 0 {
-                    json["error"] = json!(error_name(code));
-                }
-            }
-            None => json["offset"] = Value::Null,
-        }
-        json["direction"] = json!("produced");
+/// Appends record lines (JSON objects) with their `direction` (docs/cli.md, `--format records`).
+fn push_records(text: &mut String, records: Vec<Value>, direction: &str) {
+    for mut json in records {
+        json["direction"] = json!(direction);
         text.push_str(&json.to_string());
         text.push('\n');
-    }
-    text
-}
-
-/// The line of a request/response pair, printed when the response comes (requests wait
-/// in `waiting`); a cut frame or an unpaired response gets a line of its own.
-///
-/// Topics named by id only (Fetch v13 and later, Produce v13) are named from the
-/// capture's earlier answers that pair names with ids (Metadata, CreateTopics,
-/// DescribeTopicPartitions), learnt into `topic_names`.
-fn pair_line(
-    f: &Frame,
-    problem: Option<&str>,
-    waiting: &mut BTreeMap<u64, Waiting>,
-    topic_names: &TopicNames,
-) -> Option<String> {
-    let api = |key: Option<i16>| key.map(api_name).unwrap_or_else(|| "?".into());
-    let version = f.api_version.map(|v| format!("v{v}")).unwrap_or_else(|| "v?".into());
-    let corr = f.correlation_id.map(|c| c.to_string()).unwrap_or_else(|| "?".into());
-    let head = format!(
-        "{} conn={} {} -> {} {}",
-        f.ts,
-        f.conn,
-        f.client,
-        f.broker,
-        f.client_id.as_deref().unwrap_or("-")
-    );
-    let len = f.bytes.len();
-    let size = f.size.map(|s| u64::from(s) + 4).unwrap_or(len as u64);
-    let trouble = |line: &mut String| {
-        if let Some(c) = f.cut {
-            line.push_str(&format!(" cut ({c}; {len} of {size} bytes captured)"));
-        }
-        if let Some(p) = problem {
-            line.push_str(&format!(" malformed: {p}"));
-        }
-    };
-    match f.direction {
-        Direction::Request => {
-            let mut line = format!("{head} {} {version} corr={corr} req={size}B", api(f.api_key));
-            if f.cut.is_none() {
-                let mut summary = explain::about_request(&f.bytes[4..]);
-                summary.name_topic_ids(|id| topic_names.name(id).map(|n| n.to_string()));
-                about(&mut line, summary);
-            }
-            trouble(&mut line);
-            let answered = f.api_key.and_then(ApiKey::from_i16).is_some() && f.correlation_id.is_some();
-            if answered && f.cut.is_none() && !expects_response(&f.bytes) {
-                return Some(format!("{line} no response expected (acks=0)\n"));
-            }
-            if answered {
-                waiting.insert(f.index, Waiting { ts: f.ts, line });
-                None
-            } else {
-                Some(format!("{line}\n"))
-            }
-        }
-        Direction::Response => {
-            let Some(req) = &f.request else {
-                let mut line = format!(
-                    "{head} response corr={corr} resp={size}B unpaired: its request is not in the capture"
-                );
-                trouble(&mut line);
-                return Some(format!("{line}\n"));
-            };
-            let mut line = match waiting.remove(&req.index) {
-                Some(w) => w.line,
-                None => format!("{head} {} {version} corr={corr} req={}B", api(f.api_key), req.size),
-            };
-            // The pair's line starts at the request's time and tells the latency.
-            let latency = (f.ts.as_nanos() - req.ts.as_nanos()) as f64 / 1e6;
-            line.push_str(&format!(" resp={size}B {latency:.3}ms"));
-            if f.cut.is_none()
-                && problem.is_none()
-                && let (Some(key), Some(v)) = (f.api_key, f.api_version)
-            {
-                if let Some(api) = ApiKey::from_i16(key) {
-                    about(&mut line, explain::about_response(&f.bytes[4..], api, v));
-                    if TopicNames::learns_from(api)
-                        && let Ok(FrameView::Response(response)) = f.view()
-                    {
-                        topic_names.learn_from(&response);
-                    }
-                }
-                errors(&mut line, &f.bytes[4..], key, v);
-            }
-            trouble(&mut line);
-            Some(format!("{line}\n"))
-        }
     }
 }
 
@@ -411,10 +269,6 @@ fn check(f: &Frame) -> Option<String> {
         _ => return None,
     };
     decoded.reason().map(str::to_string)
-}
-
-fn expects_response(frame_with_prefix: &[u8]) -> bool {
-    frame_with_prefix.get(4..).is_none_or(|f| kwire::conn::frame_expects_response(f).unwrap_or(true))
 }
 
 /// `--frame N`: the frame alone, as `kwire decode` prints a frame, after a line saying

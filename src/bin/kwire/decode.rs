@@ -309,7 +309,7 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
             eprintln!("kwire: note: frame {n}: {note}");
         }
         if !matches!(args.format, Format::Json | Format::Records) {
-            let summary = crate::summary::frame_line(&bytes, kind);
+            let summary = explain::frame_line(&bytes, kind);
             if many {
                 if i > 0 {
                     text.push('\n');

@@ -8,7 +8,6 @@ mod encode;
 mod input;
 mod proxy;
 mod serve;
-mod summary;
 mod versions;
 
 use clap::{CommandFactory, Parser, Subcommand};

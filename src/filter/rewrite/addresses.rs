@@ -5,9 +5,10 @@
 
 use super::*;
 use crate::codec::messages::ResponseBodyView;
+use crate::codec::splice;
 use crate::codec::types::{List, Str};
 use crate::codec::wire::MAX_STRING_LEN;
-use crate::codec::wire::varint::{push_uvarint, uvarint_len};
+use crate::codec::wire::varint::uvarint_len;
 use alloc::vec::Vec;
 
 /// The elements of a list, owned so that they can be changed.
@@ -152,9 +153,9 @@ fn locate(body: &[u8], compact: bool, host: &str, port: i32) -> Option<(usize, u
     (body.get(end..end + 4)? == port.to_be_bytes()).then_some((at, end))
 }
 
-/// Where a tagged field holding a list of `count` elements from `first` to `last`
-/// has its size varint, the size, and the varint's width.
-fn locate_tagged(body: &[u8], first: &[u8], last: &[u8], count: usize) -> Option<(usize, u32, usize)> {
+/// Where the size varint of a tagged field holding a list of `count` elements from
+/// `first` to `last` starts.
+fn locate_tagged(body: &[u8], first: &[u8], last: &[u8], count: usize) -> Option<usize> {
     let count = u32::try_from(count).ok()?.checked_add(1)?;
     let start = offset(body, first)?.checked_sub(uvarint_len(count))?;
     let end = offset(body, last)? + last.len();
@@ -164,17 +165,15 @@ fn locate_tagged(body: &[u8], first: &[u8], last: &[u8], count: usize) -> Option
     let found = uvarint_at(body, start)? == (count, uvarint_len(count))
         && uvarint_at(body, at)? == (size, width)
         && at.checked_sub(1).and_then(|t| body.get(t)) == Some(&0);
-    found.then_some((at, size, width))
+    found.then_some(at)
 }
 
 /// What an edit writes.
 enum New {
     /// A host string, with its length prefix (compact or not).
-    Text(String, bool),
+    Host(String, bool),
     /// A port.
-    Int(i32),
-    /// A tagged field's size.
-    Size(u32),
+    Port(i32),
 }
 
 /// Bytes `at..end` of the body replaced.
@@ -187,16 +186,8 @@ struct Edit {
 impl Edit {
     fn write(&self, out: &mut Vec<u8>) {
         match &self.new {
-            New::Text(s, true) => {
-                push_uvarint(out, s.len() as u32 + 1);
-                out.extend_from_slice(s.as_bytes());
-            }
-            New::Text(s, false) => {
-                out.extend_from_slice(&(s.len() as i16).to_be_bytes());
-                out.extend_from_slice(s.as_bytes());
-            }
-            New::Int(v) => out.extend_from_slice(&v.to_be_bytes()),
-            New::Size(v) => push_uvarint(out, *v),
+            New::Host(s, compact) => splice::push_str(out, *compact, s),
+            New::Port(v) => out.extend_from_slice(&v.to_be_bytes()),
         }
     }
 }
@@ -212,24 +203,25 @@ struct Edits {
 }
 
 impl Edits {
-    fn push(&mut self, edit: Edit) -> usize {
+    fn push(&mut self, edit: Edit) {
         match self.few.get_mut(self.n) {
             Some(slot) => *slot = Some(edit),
             None => self.more.push(edit),
         }
         self.n += 1;
-        self.n - 1
-    }
-
-    fn get_mut(&mut self, i: usize) -> Option<&mut Edit> {
-        match i.checked_sub(FEW) {
-            None => self.few.get_mut(i)?.as_mut(),
-            Some(j) => self.more.get_mut(j),
-        }
     }
 
     fn iter(&self) -> impl Iterator<Item = &Edit> {
         self.few.iter().flatten().chain(self.more.iter())
+    }
+}
+
+impl From<splice::Error> for Failure {
+    fn from(e: splice::Error) -> Self {
+        match e {
+            splice::Error::TooLong(len) => Failure::TooLong(len),
+            splice::Error::Size(_) | splice::Error::Inconsistent => Failure::Broken,
+        }
     }
 }
 
@@ -256,10 +248,9 @@ pub(super) fn splice(
         Item::Close => Ok(()),
     })?;
     let mut edits = Edits { few: [const { None }; FEW], more: Vec::new(), n: 0 };
-    let mut grows: i64 = 0;
-    let mut changed = false;
-    // The open tagged field: its size edit, the old size and width, what it grows by.
-    let mut open: Option<(usize, u32, usize, i64)> = None;
+    let mut plan = splice::Plan::new(body);
+    // Where the size of the open tagged field starts.
+    let mut open: Option<usize> = None;
     each(response, &mut |item| {
         match item {
             Item::Address(node_id, host, port) => {
@@ -268,59 +259,35 @@ pub(super) fn splice(
                     return Ok(());
                 }
                 let (at, end) = locate(body, compact, host, port).ok_or(Failure::Broken)?;
-                changed = true;
                 if new_host != host {
                     if new_host.len() > MAX_STRING_LEN {
                         return Err(Failure::TooLong(new_host.len()));
                     }
-                    let width = if compact { uvarint_len(new_host.len() as u32 + 1) } else { 2 };
-                    let delta = (width + new_host.len()) as i64 - (end - at) as i64;
-                    grows += delta;
-                    if let Some(o) = open.as_mut() {
-                        o.3 += delta;
-                    }
-                    edits.push(Edit { at, end, new: New::Text(new_host, compact) });
+                    let len = splice::prefix_len(compact, new_host.len()) + new_host.len();
+                    plan.edit((at, end), len, open.as_slice())?;
+                    edits.push(Edit { at, end, new: New::Host(new_host, compact) });
                 }
                 if new_port != port {
-                    edits.push(Edit { at: end, end: end + 4, new: New::Int(new_port) });
+                    plan.edit((end, end + 4), 4, open.as_slice())?;
+                    edits.push(Edit { at: end, end: end + 4, new: New::Port(new_port) });
                 }
             }
             Item::Open(first, last, count) => {
-                let (at, size, width) = locate_tagged(body, first, last, count).ok_or(Failure::Broken)?;
-                let i = edits.push(Edit { at, end: at + width, new: New::Size(size) });
-                open = Some((i, size, width, 0));
+                open = Some(locate_tagged(body, first, last, count).ok_or(Failure::Broken)?);
             }
-            Item::Close => {
-                if let Some((i, size, width, by)) = open.take() {
-                    let new =
-                        u32::try_from(i64::from(size) + by).map_err(|_| Failure::TooLong(usize::MAX))?;
-                    grows += uvarint_len(new) as i64 - width as i64;
-                    if let Some(e) = edits.get_mut(i) {
-                        e.new = New::Size(new);
-                    }
-                }
-            }
+            Item::Close => open = None,
         }
         Ok(())
     })?;
-    if !changed {
-        return Ok(None);
-    }
+    let Some(mut writer) = plan.finish()? else { return Ok(None) };
     let header = response.header.as_bytes();
-    let len =
-        usize::try_from(header.len() as i64 + body.len() as i64 + grows).map_err(|_| Failure::Broken)?;
-    let mut out = Vec::with_capacity(len);
+    let mut out = Vec::with_capacity(header.len() + writer.len());
     out.extend_from_slice(header);
-    let mut copied = 0;
     for e in edits.iter() {
-        out.extend_from_slice(body.get(copied..e.at).ok_or(Failure::Broken)?);
+        writer.replace(&mut out, (e.at, e.end));
         e.write(&mut out);
-        copied = e.end;
     }
-    out.extend_from_slice(body.get(copied..).unwrap_or_default());
-    if out.len() != len {
-        return Err(Failure::Broken);
-    }
+    writer.finish(&mut out)?;
     Ok(Some(out))
 }
 

@@ -17,8 +17,8 @@ use super::value::ValueError;
 use super::walk::{self, Field, Scalar, TaggedField, Visitor, WalkError};
 use super::{MessageSchema, RewriteError};
 use crate::codec::error::EncodeError;
+use crate::codec::splice;
 use crate::codec::wire::MAX_STRING_LEN;
-use crate::codec::wire::varint::{push_uvarint, uvarint_len};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -132,20 +132,21 @@ pub fn rewrite(
     if let Some(e) = s.error {
         return Err(RewriteError::Encode(ValueError::Encode(e)));
     }
-    if s.edits.is_empty() {
-        return Ok(None);
-    }
-    // Sizes of tagged fields were edited as they closed, after what they hold.
+    // A Host is edited when its struct ends, after what the struct holds. The walk has
+    // checked every tagged field's size, so only a size past `u32` can fail.
+    let failed = |_| RewriteError::Encode(ValueError::Encode(EncodeError::TooLong { field: "tagged field" }));
     s.edits.sort_by_key(|e| e.at);
-    let grows: isize = s.edits.iter().map(|e| e.bytes.len() as isize - (e.end - e.at) as isize).sum();
-    let mut out = Vec::with_capacity(body.len().saturating_add_signed(grows));
-    let mut at = 0;
+    let mut plan = splice::Plan::new(body);
     for e in &s.edits {
-        out.extend_from_slice(&body[at..e.at]);
-        out.extend_from_slice(&e.bytes);
-        at = e.end;
+        plan.edit((e.at, e.end), e.bytes.len(), &e.tagged).map_err(failed)?;
     }
-    out.extend_from_slice(&body[at..]);
+    let Some(mut writer) = plan.finish().map_err(failed)? else { return Ok(None) };
+    let mut out = Vec::with_capacity(writer.len());
+    for e in &s.edits {
+        writer.replace(&mut out, (e.at, e.end));
+        out.extend_from_slice(&e.bytes);
+    }
+    writer.finish(&mut out).map_err(failed)?;
     Ok(Some(out))
 }
 
@@ -158,20 +159,13 @@ struct Host<'a> {
     text: &'a str,
 }
 
-/// Bytes `at..end` of the body replaced by `bytes`.
-struct Splice {
+/// Bytes `at..end` of the body replaced by `bytes`, inside the known tagged fields whose
+/// size varints start at `tagged` (outermost first).
+struct Edit {
     at: usize,
     end: usize,
     bytes: Vec<u8>,
-}
-
-/// A known tagged field open around the walk: where its size varint is, the size it
-/// declares, and how many bytes its value has grown by.
-struct Open {
-    size_at: usize,
-    value_at: usize,
-    size: usize,
-    grown: isize,
+    tagged: Vec<usize>,
 }
 
 struct Splicer<'a, 'm, M> {
@@ -179,20 +173,17 @@ struct Splicer<'a, 'm, M> {
     map: &'m mut M,
     /// Per open struct: its Host, waiting for its Port.
     pending: Vec<Option<Host<'a>>>,
-    tagged: Vec<Open>,
-    edits: Vec<Splice>,
+    /// Where the size varints of the known tagged fields open around the walk start.
+    tagged: Vec<usize>,
+    edits: Vec<Edit>,
     error: Option<EncodeError>,
 }
 
 impl<M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Splicer<'_, '_, M> {
-    /// Replaces `at..end` with `bytes`; every tagged field open around it grows by the
-    /// difference.
+    /// Replaces `at..end` with `bytes` (a Host is edited when its struct ends, inside the
+    /// same tagged fields as when it was seen).
     fn edit(&mut self, at: usize, end: usize, bytes: Vec<u8>) {
-        let grown = bytes.len() as isize - (end - at) as isize;
-        for open in &mut self.tagged {
-            open.grown += grown;
-        }
-        self.edits.push(Splice { at, end, bytes });
+        self.edits.push(Edit { at, end, bytes, tagged: self.tagged.clone() });
     }
 
     fn host(&mut self, host: &Host<'_>, new: &str) {
@@ -204,12 +195,7 @@ impl<M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Splicer<'_, '_, M> {
             return;
         }
         let mut bytes = Vec::with_capacity(new.len() + 3);
-        if host.flexible {
-            push_uvarint(&mut bytes, new.len() as u32 + 1);
-        } else {
-            bytes.extend_from_slice(&(new.len() as i16).to_be_bytes());
-        }
-        bytes.extend_from_slice(new.as_bytes());
+        splice::push_str(&mut bytes, host.flexible, new);
         self.edit(host.at, host.end, bytes);
     }
 }
@@ -260,22 +246,10 @@ impl<'a, M: FnMut(usize, &str, i32) -> Option<(String, i32)>> Visitor<'a> for Sp
     }
 
     fn tagged_field(&mut self, field: &TaggedField) {
-        let open =
-            Open { size_at: field.size_offset, value_at: field.value_offset, size: field.size, grown: 0 };
-        self.tagged.push(open);
+        self.tagged.push(field.size_offset);
     }
 
     fn leave_tagged_field(&mut self, _: &TaggedField, _: usize) {
-        let Some(open) = self.tagged.pop() else { return };
-        if open.grown == 0 {
-            return;
-        }
-        let Some(size) = open.size.checked_add_signed(open.grown).and_then(|n| u32::try_from(n).ok()) else {
-            self.error.get_or_insert(EncodeError::TooLong { field: "tagged field" });
-            return;
-        };
-        let mut bytes = Vec::with_capacity(uvarint_len(size));
-        push_uvarint(&mut bytes, size);
-        self.edit(open.size_at, open.value_at, bytes);
+        self.tagged.pop();
     }
 }

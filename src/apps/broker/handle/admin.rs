@@ -285,6 +285,20 @@ impl Handler<'_> {
                             t.count()
                         )),
                     ),
+                    Some(topic)
+                        if t.assignments().is_some_and(|a| {
+                            a.len() != t.count() as usize - topic.partitions.len()
+                        }) =>
+                    {
+                        (
+                            ErrorCode::InvalidReplicaAssignment,
+                            Some(std::format!(
+                                "Attempted to add {} additional partition(s), but only {} assignment(s) were specified.",
+                                t.count() as usize - topic.partitions.len(),
+                                t.assignments().map_or(0, |a| a.len())
+                            )),
+                        )
+                    }
                     Some(topic) => {
                         if !c.validate_only() {
                             let have = topic.partitions.len();

@@ -199,20 +199,23 @@ impl Handler<'_> {
             name.as_deref().is_none_or(|n| self.allowed(op::DESCRIBE, resource::TOPIC, n))
         };
         type Answered = Vec<(String, Uuid, Parts)>;
+        // Topics asked for, every partition answered `code` with no offset.
+        let refuse = |wanted: Vec<Wanted>, code: ErrorCode| -> Answered {
+            let code = code.to_i16();
+            let answer = |(name, id, parts): Wanted| {
+                let parts = parts.into_iter().map(|p| (p, -1, -1, Some(String::new()), code)).collect();
+                (name.unwrap_or_default(), id, parts)
+            };
+            wanted.into_iter().map(answer).collect()
+        };
         let split = |wanted: Option<Vec<Wanted>>| -> (Option<Vec<Wanted>>, Answered) {
             let Some(list) = wanted else { return (None, Vec::new()) };
             let (asked, refused): (Vec<Wanted>, Vec<Wanted>) =
                 list.into_iter().partition(|w| described(&w.0));
-            let code = ErrorCode::TopicAuthorizationFailed.to_i16();
-            let refused = refused
-                .into_iter()
-                .map(|(name, id, parts)| {
-                    let parts = parts.into_iter().map(|p| (p, -1, -1, Some(String::new()), code)).collect();
-                    (name.unwrap_or_default(), id, parts)
-                })
-                .collect();
-            (Some(asked), refused)
+            (Some(asked), refuse(refused, ErrorCode::TopicAuthorizationFailed))
         };
+        // A group's answer for the topics wanted (`None`: every topic with offsets), pending
+        // offsets UNSTABLE_OFFSET_COMMIT when the request requires stable ones (v7+).
         let fetch = |group: &str, wanted: Option<Vec<Wanted>>| -> Answered {
             let every = wanted.is_none();
             let (wanted, refused) = split(wanted);
@@ -221,6 +224,9 @@ impl Handler<'_> {
                 found.retain(|t| self.allowed(op::DESCRIBE, resource::TOPIC, &t.0));
             }
             found.extend(refused);
+            if v >= 7 && f.require_stable() {
+                self.unstable(group, &mut found);
+            }
             found
         };
         if v < 8 {
@@ -231,42 +237,21 @@ impl Handler<'_> {
             });
             // v0-1 have no top-level error: a refused group is answered in each partition
             // (v2-7 are refused at the top, in `handle`).
-            if !self.allowed(op::DESCRIBE, resource::GROUP, f.group_id()) {
-                let code = ErrorCode::GroupAuthorizationFailed.to_i16();
-                let topics: Vec<OffsetFetchResponseTopic<'_>> = wanted
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|(name, _, parts)| OffsetFetchResponseTopic {
-                        name: name.as_deref().unwrap_or_default().to_string().into(),
-                        partitions: parts
-                            .iter()
-                            .map(|&p| OffsetFetchResponsePartition {
-                                partition_index: p,
-                                committed_offset: -1,
-                                error_code: code,
-                                ..Default::default()
-                            })
-                            .collect(),
-                        ..Default::default()
-                    })
-                    .collect();
-                let body = OffsetFetchResponse { topics: topics.into(), ..Default::default() };
-                ServerConn::encode_response(reply, &body, out)?;
-                return Ok(());
-            }
-            let mut found = fetch(f.group_id(), wanted);
-            if v >= 7 && f.require_stable() {
-                self.unstable(f.group_id(), &mut found);
-            }
-            // v2-7 answer NOT_COORDINATOR at the top (in `handle`); v0-1 have only the
-            // partitions' error codes.
-            if !self.coordinates(CoordinatorKind::Group, f.group_id()) {
-                for (_, _, parts) in &mut found {
-                    for p in parts.iter_mut() {
-                        *p = (p.0, -1, -1, None, ErrorCode::NotCoordinator.to_i16());
+            let found = if !self.allowed(op::DESCRIBE, resource::GROUP, f.group_id()) {
+                refuse(wanted.unwrap_or_default(), ErrorCode::GroupAuthorizationFailed)
+            } else {
+                let mut found = fetch(f.group_id(), wanted);
+                // v2-7 answer NOT_COORDINATOR at the top (in `handle`); v0-1 have only the
+                // partitions' error codes.
+                if !self.coordinates(CoordinatorKind::Group, f.group_id()) {
+                    for (_, _, parts) in &mut found {
+                        for p in parts.iter_mut() {
+                            *p = (p.0, -1, -1, None, ErrorCode::NotCoordinator.to_i16());
+                        }
                     }
                 }
-            }
+                found
+            };
             let topics: Vec<OffsetFetchResponseTopic<'_>> = found
                 .iter()
                 .map(|(name, _, parts)| OffsetFetchResponseTopic {
@@ -323,11 +308,7 @@ impl Handler<'_> {
                 groups.push((g.group_id().to_string(), Vec::new(), code));
                 continue;
             }
-            let mut found = fetch(g.group_id(), wanted);
-            if f.require_stable() {
-                self.unstable(g.group_id(), &mut found);
-            }
-            groups.push((g.group_id().to_string(), found, ErrorCode::None));
+            groups.push((g.group_id().to_string(), fetch(g.group_id(), wanted), ErrorCode::None));
         }
         let groups: Vec<OffsetFetchResponseGroup<'_>> = groups
             .iter()

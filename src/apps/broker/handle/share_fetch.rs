@@ -36,6 +36,21 @@ fn valid_batches(batches: &[(i64, i64, Vec<i8>)], max_type: i8) -> bool {
     })
 }
 
+/// A share request's group and member ids, which must both be given and not empty.
+fn member_of<'a>(group: Option<&'a str>, member: Option<&'a str>) -> Option<(&'a str, &'a str)> {
+    group.zip(member).filter(|(g, m)| !g.is_empty() && !m.is_empty())
+}
+
+/// Partition answers grouped by topic id, the topics in id order: `topic` makes each
+/// topic's answer from its id and partitions.
+fn by_topic<P, T>(parts: impl IntoIterator<Item = (Uuid, P)>, topic: impl Fn(Uuid, Vec<P>) -> T) -> Vec<T> {
+    let mut by_id: std::collections::BTreeMap<Uuid, Vec<P>> = Default::default();
+    for (id, part) in parts {
+        by_id.entry(id).or_default().push(part);
+    }
+    by_id.into_iter().map(|(id, parts)| topic(id, parts)).collect()
+}
+
 impl Handler<'_> {
     /// A partition's topic name and (node id, leader epoch), or the error it gets here.
     fn share_partition_check(&self, (id, p): Key) -> Result<(String, (i32, i32)), ErrorCode> {
@@ -175,13 +190,10 @@ impl Handler<'_> {
             acquisition_lock_timeout_ms: lock_ms,
             ..Default::default()
         };
-        let (group, member) = match (r.group_id(), r.member_id()) {
-            (Some(g), Some(m)) if !g.is_empty() && !m.is_empty() => (g, m),
-            _ => {
-                let body = top(ErrorCode::InvalidRequest, "A ShareFetch needs a group id and a member id.");
-                ServerConn::encode_response(reply, &body, out)?;
-                return Ok(());
-            }
+        let Some((group, member)) = member_of(r.group_id(), r.member_id()) else {
+            let body = top(ErrorCode::InvalidRequest, "A ShareFetch needs a group id and a member id.");
+            ServerConn::encode_response(reply, &body, out)?;
+            return Ok(());
         };
         let epoch = r.share_session_epoch();
         let mut added = Vec::new();
@@ -253,23 +265,22 @@ impl Handler<'_> {
             }
             self.shared.wait_for_append(seen, deadline.min(Instant::now() + Duration::from_millis(100)));
         };
-        let mut by_topic: std::collections::BTreeMap<Uuid, Vec<PartitionData<'_>>> = Default::default();
         let mut keys: Vec<Key> = fetched.iter().map(|f| f.key).chain(acked.iter().map(|a| a.0)).collect();
         keys.sort_unstable();
         keys.dedup();
-        for key in keys {
+        let parts = keys.into_iter().filter_map(|key| {
             let f = fetched.iter().find(|f| f.key == key);
             let ack = acked.iter().find(|a| a.0 == key).map(|a| a.1);
             let news =
                 f.is_some_and(|f| !f.acquired.is_empty() || f.code != ErrorCode::None) || ack.is_some();
             if !full && !news {
-                continue;
+                return None;
             }
             let (code, leader, records, acquired) = match f {
                 Some(f) => (f.code, f.leader, f.records.clone(), ranges(&f.acquired)),
                 None => (ErrorCode::None, (-1, -1), Vec::new(), Vec::new()),
             };
-            by_topic.entry(key.0).or_default().push(PartitionData {
+            let part = PartitionData {
                 partition_index: key.1,
                 error_code: code.to_i16(),
                 acknowledge_error_code: ack.unwrap_or(ErrorCode::None).to_i16(),
@@ -289,18 +300,17 @@ impl Handler<'_> {
                     })
                     .collect(),
                 ..Default::default()
-            });
-        }
+            };
+            Some((key.0, part))
+        });
         let body = ShareFetchResponse {
             acquisition_lock_timeout_ms: lock_ms,
-            responses: by_topic
-                .into_iter()
-                .map(|(id, parts)| ShareFetchableTopicResponse {
-                    topic_id: id,
-                    partitions: parts.into(),
-                    ..Default::default()
-                })
-                .collect(),
+            responses: by_topic(parts, |id, parts| ShareFetchableTopicResponse {
+                topic_id: id,
+                partitions: parts.into(),
+                ..Default::default()
+            })
+            .into(),
             ..Default::default()
         };
         ServerConn::encode_response(reply, &body, out)?;
@@ -324,14 +334,10 @@ impl Handler<'_> {
             acquisition_lock_timeout_ms: lock_ms,
             ..Default::default()
         };
-        let (group, member) = match (r.group_id(), r.member_id()) {
-            (Some(g), Some(m)) if !g.is_empty() && !m.is_empty() => (g, m),
-            _ => {
-                let body =
-                    top(ErrorCode::InvalidRequest, "A ShareAcknowledge needs a group id and a member id.");
-                ServerConn::encode_response(reply, &body, out)?;
-                return Ok(());
-            }
+        let Some((group, member)) = member_of(r.group_id(), r.member_id()) else {
+            let body = top(ErrorCode::InvalidRequest, "A ShareAcknowledge needs a group id and a member id.");
+            ServerConn::encode_response(reply, &body, out)?;
+            return Ok(());
         };
         let closing =
             match self.shared.shares.lock().sessions.acknowledge(group, member, r.share_session_epoch()) {
@@ -358,10 +364,9 @@ impl Handler<'_> {
         if closing {
             self.share_release(group, member);
         }
-        let mut by_topic: std::collections::BTreeMap<Uuid, Vec<PartitionData<'_>>> = Default::default();
-        for ((id, p), code) in acked {
+        let parts = acked.into_iter().map(|((id, p), code)| {
             let leader = self.share_partition_check((id, p)).map_or((-1, -1), |(_, l)| l);
-            by_topic.entry(id).or_default().push(PartitionData {
+            let part = PartitionData {
                 partition_index: p,
                 error_code: code.to_i16(),
                 current_leader: LeaderIdAndEpoch {
@@ -370,18 +375,17 @@ impl Handler<'_> {
                     ..Default::default()
                 },
                 ..Default::default()
-            });
-        }
+            };
+            (id, part)
+        });
         let body = ShareAcknowledgeResponse {
             acquisition_lock_timeout_ms: lock_ms,
-            responses: by_topic
-                .into_iter()
-                .map(|(id, parts)| ShareAcknowledgeTopicResponse {
-                    topic_id: id,
-                    partitions: parts.into(),
-                    ..Default::default()
-                })
-                .collect(),
+            responses: by_topic(parts, |id, parts| ShareAcknowledgeTopicResponse {
+                topic_id: id,
+                partitions: parts.into(),
+                ..Default::default()
+            })
+            .into(),
             ..Default::default()
         };
         ServerConn::encode_response(reply, &body, out)?;

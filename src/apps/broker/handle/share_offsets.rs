@@ -8,11 +8,17 @@ use crate::apps::broker::share::partition::SharePartition;
 const NOT_EMPTY: &str = "The group is not empty.";
 
 impl Handler<'_> {
-    /// A partition's (leader epoch, end offset), or `None` when it does not exist.
-    fn share_log_end(&self, topic: &str, partition: i32) -> Option<(i32, i64)> {
-        let p = self.shared.topics.partition(topic, partition)?;
-        let log = p.lock();
-        Some((log.leader().1, log.next_offset()))
+    /// A share partition asked for by topic name (`allowed`: whether the topic's ACL lets
+    /// the request through): its topic id, leader epoch and end offset, or its error.
+    fn share_log_end(&self, allowed: bool, topic: &str, p: i32) -> Result<(Uuid, i32, i64), ErrorCode> {
+        let unknown = ErrorCode::UnknownTopicOrPartition;
+        if !allowed {
+            return Err(ErrorCode::TopicAuthorizationFailed);
+        }
+        let tid = self.shared.topics.id_of(topic).ok_or(unknown)?;
+        let part = self.shared.topics.partition(topic, p).ok_or(unknown)?;
+        let log = part.lock();
+        Ok((tid, log.leader().1, log.next_offset()))
     }
 
     pub(super) fn describe_share_group_offsets(
@@ -78,10 +84,9 @@ impl Handler<'_> {
                         lag: -1,
                         ..Default::default()
                     };
-                    let end = if allowed { self.share_log_end(&name, p) } else { None };
-                    match (allowed, tid, end) {
-                        (false, ..) => part.error_code = ErrorCode::TopicAuthorizationFailed.to_i16(),
-                        (true, Some(tid), Some((epoch, end))) => {
+                    match self.share_log_end(allowed, &name, p) {
+                        Err(code) => part.error_code = code.to_i16(),
+                        Ok((tid, epoch, end)) => {
                             let shares = self.shared.shares.lock();
                             if let Some(sp) = shares.groups.get(id).and_then(|g| g.partitions.get(&(tid, p)))
                             {
@@ -90,7 +95,6 @@ impl Handler<'_> {
                                 part.lag = if v >= 1 { (end - sp.start).max(0) } else { -1 };
                             }
                         }
-                        _ => part.error_code = ErrorCode::UnknownTopicOrPartition.to_i16(),
                     }
                     answers.push(part);
                 }
@@ -148,9 +152,10 @@ impl Handler<'_> {
             let mut parts = Vec::new();
             for p in t.partitions() {
                 let index = p.partition_index();
-                let code = match (allowed, tid, self.share_log_end(name, index)) {
-                    (false, ..) => ErrorCode::TopicAuthorizationFailed,
-                    (true, Some(tid), Some(_)) if p.start_offset() >= 0 => {
+                let code = match self.share_log_end(allowed, name, index) {
+                    Err(code) => code,
+                    Ok(_) if p.start_offset() < 0 => ErrorCode::InvalidRequest,
+                    Ok((tid, ..)) => {
                         let mut shares = self.shared.shares.lock();
                         match shares.groups.get_mut(id) {
                             Some(g) => {
@@ -160,8 +165,6 @@ impl Handler<'_> {
                             None => ErrorCode::GroupIdNotFound,
                         }
                     }
-                    (true, Some(_), Some(_)) => ErrorCode::InvalidRequest,
-                    _ => ErrorCode::UnknownTopicOrPartition,
                 };
                 parts.push(Part { partition_index: index, error_code: code.to_i16(), ..Default::default() });
             }

@@ -25,6 +25,7 @@ use super::write::{
     Scratch, finish_batch, header_len, into_vec, kept_headers_len, prefix_len, put_header, put_kept_headers,
     put_nullable, put_prefix, put_unchanged, put_with_header, records_to, slice, start_batch,
 };
+use crate::apps::proxy::io::{give_back_owned, owned_frame};
 use crate::codec::dispatch;
 use crate::codec::messages::{FetchResponse, ResponseBodyView, ShareFetchResponse};
 use crate::codec::types::List;
@@ -51,15 +52,31 @@ pub(super) struct Ciphers<'k> {
     keys: &'k Keys,
     /// By wrapped key, then by KEK.
     opened: HashMap<Vec<u8>, Vec<(String, Opened)>>,
+    /// The data key found last (KEK, wrapped key), which the next records nearly always
+    /// name again: compared, not hashed.
+    last: Option<(String, Vec<u8>, Arc<Cipher>)>,
 }
 
 impl<'k> Ciphers<'k> {
     pub(super) fn new(keys: &'k Keys) -> Self {
-        Ciphers { keys, opened: HashMap::new() }
+        Ciphers { keys, opened: HashMap::new(), last: None }
     }
 
     /// The data key `wrapped` holds under `kek`.
-    async fn get(&mut self, kek: &str, wrapped: &[u8]) -> Result<Arc<Cipher>, Failure> {
+    async fn get(&mut self, kek: &str, wrapped: &[u8]) -> Result<&Cipher, Failure> {
+        let hit = matches!(&self.last, Some((k, w, _)) if w[..] == *wrapped && k == kek);
+        if !hit {
+            let cipher = self.find(kek, wrapped).await?;
+            self.last = Some((kek.to_owned(), wrapped.to_vec(), cipher));
+        }
+        match &self.last {
+            Some((_, _, cipher)) => Ok(&**cipher),
+            None => Err(Failure::Bad("no data key".into())),
+        }
+    }
+
+    /// [`Ciphers::get`] through the map (and the KMS at a key's first use).
+    async fn find(&mut self, kek: &str, wrapped: &[u8]) -> Result<Arc<Cipher>, Failure> {
         let known = self.opened.get(wrapped).and_then(|under| under.iter().find(|(k, _)| k == kek));
         if let Some((_, opened)) = known {
             return usable(opened);
@@ -177,7 +194,7 @@ async fn decrypt_record(
         format::associated_data_into(w.aad, topic, record.key(), envelope.header);
         let len = (envelope.sealed.len() - TAG_LEN)
             .checked_sub(4)
-            .ok_or(Failure::Bad(FormatError::Plaintext("value length").to_string()))?;
+            .ok_or_else(|| bad(FormatError::Plaintext("value length")))?;
         let body = prefix_len(record) + varlong_len(len as i64) + len + kept_headers_len(record);
         put_prefix(dst, record, body);
         push_varlong(dst, len as i64);
@@ -428,6 +445,7 @@ impl Engine {
         );
         drop(body);
         s.out = out;
+        give_back_owned(frame);
         decision
     }
 
@@ -500,6 +518,7 @@ impl Engine {
         );
         drop(body);
         s.out = out;
+        give_back_owned(frame);
         decision
     }
 }
@@ -514,8 +533,11 @@ fn encode_answer<E: core::fmt::Display>(
     what: &str,
 ) -> Decision {
     let encoded = len(version).and_then(|n| {
-        let mut out = vec![0u8; header_len + n];
-        encode(version, &mut out[header_len..]).map(|_| out)
+        // Every byte is written (the header below): a pooled buffer needs no zeros.
+        let mut out = owned_frame(header_len + n);
+        let written = encode(version, &mut out[header_len..])?;
+        out.truncate(header_len + written);
+        Ok(out)
     });
     match encoded {
         Ok(mut out) => {

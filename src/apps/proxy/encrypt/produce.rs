@@ -18,6 +18,7 @@ use super::write::{
     put_unchanged, records_to, slice, start_batch,
 };
 use crate::ErrorCode;
+use crate::apps::proxy::io::{give_back_owned, owned_frame};
 use crate::codec::dispatch::{self, Request};
 use crate::codec::messages::{ProduceRequest, RequestBodyView};
 use crate::codec::types::List;
@@ -304,6 +305,7 @@ impl Engine {
         }
         let decision = self.produce_frame(&frame, view, head, &out, encrypted, &wiped, refusals, conn);
         s.out = out;
+        give_back_owned(frame);
         decision
     }
 
@@ -336,8 +338,11 @@ impl Engine {
         }
         body.topic_data = List::Owned(topics);
         let encoded = body.encoded_len(version).and_then(|n| {
-            let mut out = vec![0u8; header_len + n];
-            body.encode(version, &mut out[header_len..]).map(|_| out)
+            // Every byte is written (the header below): a pooled buffer needs no zeros.
+            let mut out = owned_frame(header_len + n);
+            let written = body.encode(version, &mut out[header_len..])?;
+            out.truncate(header_len + written);
+            Ok(out)
         });
         let mut out = match encoded {
             Ok(out) => out,

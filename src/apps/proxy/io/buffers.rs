@@ -1,7 +1,8 @@
 //! A direction's buffers: [`Buffers`] (the frame buffer read into and the [`Batch`] written
 //! from), taken when the socket has bytes and given back when it is drained; the [`Source`]s
-//! that read into them (plain TCP and TLS); and the pools of frame buffers (grown ones, and
-//! a few of the base size).
+//! that read into them (plain TCP and TLS); the pools of frame buffers (grown ones, and a
+//! few of the base size); and the pool of large owned frames, those waiting filters are
+//! given and make ([`owned_copy`], [`owned_frame`], [`give_back_owned`]).
 
 #[allow(unused_imports)]
 use std::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, sync::Arc, vec, vec::Vec};
@@ -262,6 +263,79 @@ impl Batch {
     }
 }
 
+/// Large owned frames: the copies waiting filters are given ([`owned_copy`]) and the frames
+/// they make ([`owned_frame`]), given back once sent or done with ([`give_back_owned`]), so
+/// that a filter that rewrites every large frame (record encryption: a Produce request or a
+/// Fetch answer of a MB or more each) reuses memory already mapped instead of allocating,
+/// zero-filling and faulting in two fresh buffers per frame. Shared by all connections,
+/// bounded by [`OWNED_BUFFERS`] and [`OWNED_BYTES`]; smaller buffers are not kept (the
+/// allocator reuses those well). A buffer keeps its length in the pool, so that a frame
+/// made in it is zero-filled only past what it held before; whatever it held is
+/// overwritten or cut off before it is sent.
+static OWNED: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// At most this many buffers wait in [`OWNED`].
+const OWNED_BUFFERS: usize = 8;
+
+/// At most this many bytes wait in [`OWNED`], in all.
+const OWNED_BYTES: usize = 16 << 20;
+
+/// Buffers smaller than this are neither taken from [`OWNED`] nor kept in it.
+const OWNED_MIN: usize = 64 << 10;
+
+/// A pooled buffer of at least `capacity`, taken out of the pool: of those, the one whose
+/// length `better` prefers (`better(a, b)`: a buffer holding `a` bytes over one holding `b`).
+fn take_owned(capacity: usize, better: fn(usize, usize) -> bool) -> Option<Vec<u8>> {
+    if capacity < OWNED_MIN {
+        return None;
+    }
+    let mut pool = OWNED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut best: Option<usize> = None;
+    for (i, v) in pool.iter().enumerate() {
+        if v.capacity() >= capacity && best.is_none_or(|b| better(v.len(), pool[b].len())) {
+            best = Some(i);
+        }
+    }
+    best.map(|i| pool.swap_remove(i))
+}
+
+/// An owned copy of `frame`, in a pooled buffer if one is large enough (the one holding
+/// the least, so that those holding more are left for [`owned_frame`]).
+pub(in crate::apps::proxy) fn owned_copy(frame: &[u8]) -> Vec<u8> {
+    match take_owned(frame.len(), |a, b| a < b) {
+        Some(mut v) => {
+            v.clear();
+            v.extend_from_slice(frame);
+            v
+        }
+        None => frame.to_vec(),
+    }
+}
+
+/// A buffer of `len` bytes to write a frame into, every byte of which the caller
+/// overwrites: a pooled one if one is large enough (what it held is left where it is
+/// overwritten, and zeros past it), else a new one with an eighth more capacity, so that a
+/// slightly larger frame later fits it too.
+#[cfg_attr(not(feature = "encrypt"), allow(dead_code))]
+pub(in crate::apps::proxy) fn owned_frame(len: usize) -> Vec<u8> {
+    let mut v = take_owned(len, |a, b| a > b).unwrap_or_else(|| Vec::with_capacity(len + len / 8));
+    v.resize(len, 0);
+    v
+}
+
+/// Takes back an owned frame that is sent or no longer needed: into [`OWNED`] if it is
+/// large and the pool has room, else freed.
+pub(in crate::apps::proxy) fn give_back_owned(v: Vec<u8>) {
+    if v.capacity() < OWNED_MIN {
+        return;
+    }
+    let mut pool = OWNED.lock().unwrap_or_else(|e| e.into_inner());
+    let held: usize = pool.iter().map(Vec::capacity).sum();
+    if pool.len() < OWNED_BUFFERS && held.saturating_add(v.capacity()) <= OWNED_BYTES {
+        pool.push(v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,5 +384,30 @@ mod tests {
         assert!(
             !small || parked(at) || SMALL.lock().unwrap_or_else(|e| e.into_inner()).len() == SMALL_BUFFERS
         );
+    }
+
+    #[test]
+    fn owned_frames_hold_what_is_asked_whatever_the_pool_held_and_the_pool_stays_bounded() {
+        // Buffers holding other bytes, given back (other tests' frames may be there too).
+        give_back_owned(vec![1u8; 200 << 10]);
+        give_back_owned(vec![2u8; 90 << 10]);
+        let frame: Vec<u8> = (0..150u32 << 10).map(|i| i as u8).collect();
+        let copy = owned_copy(&frame);
+        assert_eq!(copy, frame);
+        give_back_owned(copy);
+        for len in [0, 10, 70 << 10, 150 << 10, 190 << 10, 300 << 10] {
+            let made = owned_frame(len);
+            assert_eq!(made.len(), len);
+            give_back_owned(made);
+        }
+        // Past the bounds, buffers are freed.
+        for _ in 0..2 * OWNED_BUFFERS {
+            give_back_owned(vec![0u8; 4 << 20]);
+        }
+        give_back_owned(vec![0u8; OWNED_MIN - 1]);
+        let pool = OWNED.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(pool.len() <= OWNED_BUFFERS);
+        assert!(pool.iter().map(Vec::capacity).sum::<usize>() <= OWNED_BYTES);
+        assert!(pool.iter().all(|v| v.capacity() >= OWNED_MIN));
     }
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::super::session::Action;
-use super::buffers::{Batch, Buffers, Source, give_back};
+use super::buffers::{Batch, Buffers, Source, give_back, give_back_owned, owned_copy};
 use crate::ApiKey;
 
 /// Writes `head` then `body` and flushes (TLS keeps written bytes until a flush). Both go
@@ -209,18 +209,16 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 }
             };
             // A frame a filter waits on: what is batched goes first (its order is the
-            // broker's), then the filter, which may write requests of its own.
-            let waited;
+            // broker's), then the filter, which may write requests of its own. The filter
+            // is given a pooled copy; the frame it gives is pooled again once sent.
+            let mut waited: Option<Vec<u8>> = None;
             let frame = if side.waits(frame) {
-                let owned = frame.to_vec();
+                let owned = owned_copy(frame);
                 if let (Err(e), _) = send_batch(&mut to, side, batch, &mut copied, &[]).await {
                     return side.write_error(e);
                 }
                 match side.wait(owned, &mut to).await {
-                    Ok(f) => {
-                        waited = f;
-                        &waited[..]
-                    }
+                    Ok(f) => &waited.insert(f)[..],
                     Err(why) => {
                         end = Some(format!("closed by the proxy: {why}"));
                         break;
@@ -249,7 +247,7 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 if let (Err(e), _) = send_batch(&mut to, side, batch, &mut copied, &[]).await {
                     return side.write_error(e);
                 }
-                let made = match side.wait_after(forward.to_vec(), exchange).await {
+                let made = match side.wait_after(owned_copy(forward), exchange).await {
                     Ok(f) => f,
                     Err(why) => {
                         end = Some(format!("closed by the proxy: {why}"));
@@ -266,6 +264,7 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 if let Err(e) = r {
                     return side.write_error(e);
                 }
+                give_back_owned(made);
                 side.report(forward, meta, Instant::now());
             } else if forward.len() <= COPY_MAX {
                 let at = batch.push(forward);
@@ -282,6 +281,9 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
             for (own_frame, own_meta) in side.own_frames() {
                 let at = batch.push(&own_frame);
                 copied.push((at, own_meta));
+            }
+            if let Some(w) = waited {
+                give_back_owned(w);
             }
         }
         // The frames before a violation or a close are still sent.

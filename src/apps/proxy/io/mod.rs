@@ -35,6 +35,8 @@ use super::session::Session;
 use super::{ConnInfo, Event, Hooks, tls};
 use crate::session::conn::metrics::UpstreamFailure as Failure;
 use buffers::Source;
+#[cfg(feature = "encrypt")]
+pub(super) use buffers::{give_back_owned, owned_frame};
 use forward::forward;
 use requests::Requests;
 use responses::Responses;

@@ -42,15 +42,17 @@ mod hex;
 mod record_lines;
 mod records;
 mod render;
+pub(crate) mod summary;
 mod tree;
 
 pub use about::{About, MAX_DISTINCT, MAX_NAME, Names, Records, SHOWN, about_request, about_response};
 pub use checked::{Checked, explain_checked};
 pub use frame::explain_frame;
 pub use hex::parse_hex;
-pub use record_lines::{RecordLine, RecordLines, record_lines};
+pub use record_lines::{Assigned, RecordLine, RecordLines, produced_lines, record_lines};
 pub use records::{DECOMPRESS_LIMIT, annotate_records};
 pub use render::{hex_legend, render_hex, render_tree};
+pub use summary::{api_name, frame_line};
 pub(crate) use tree::bytes_preview;
 
 use super::{StructValue, Value};

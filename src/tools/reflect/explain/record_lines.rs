@@ -1,6 +1,7 @@
 //! The records of a frame as lines (`kwire decode --format records`): every record of every
 //! `records` field, with its topic and partition, read through kwire's record views.
 
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -8,7 +9,9 @@ use alloc::vec::Vec;
 use serde_json::{Map, Value as J};
 
 use super::records::{DECOMPRESS_LIMIT, legacy_codec, legacy_len};
+use super::summary::error_name;
 use super::{Explained, Node, Role};
+use crate::codec::messages::ResponseBodyView;
 use crate::codec::records::legacy::{Entries, Entry};
 use crate::tools::reflect::Value;
 use crate::tools::reflect::json::{base64, scalar_json, uuid_string};
@@ -62,6 +65,101 @@ impl RecordLine {
         m.insert("headers".into(), J::Array(headers));
         J::Object(m)
     }
+}
+
+/// What a Produce answer says of each partition: the error code and the base offset the
+/// broker assigned, by topic (as a [`RecordLine`] names it) and partition. A topic is
+/// keyed by its name and by its id in Kafka's form, as record lines name topics either way.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Assigned(BTreeMap<(String, i64), (i16, i64)>);
+
+impl Assigned {
+    /// What `body` assigned: empty for any body but a Produce response's.
+    pub fn from_response(body: &ResponseBodyView<'_>) -> Self {
+        let mut out = BTreeMap::new();
+        let ResponseBodyView::Produce(p) = body else { return Assigned(out) };
+        for t in p.responses().iter() {
+            let id = uuid_string(&t.topic_id());
+            for part in t.partition_responses().iter() {
+                let at = (part.error_code(), part.base_offset());
+                let index = i64::from(part.index());
+                if !t.name().is_empty() {
+                    out.insert((t.name().to_string(), index), at);
+                }
+                out.insert((id.clone(), index), at);
+            }
+        }
+        Assigned(out)
+    }
+}
+
+/// The records of a Produce request as JSON objects ([`RecordLine::to_json`]) with the
+/// offsets the broker assigned in `answer`: its base offset for the partition plus the
+/// record's position in the client's batch. Where the answer gives none, `offset` is
+/// `null`, and `error` the partition's error name when it failed; with no answer (`acks=0`,
+/// or none seen) every `offset` is `null`.
+///
+/// ```
+/// use kwire::messages::produce::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
+/// use kwire::reflect::explain::{Assigned, RecordLine, produced_lines};
+///
+/// // The broker put partition 0 of "orders" at offset 41 and refused partition 1.
+/// let parts = [
+///     PartitionProduceResponse { index: 0, base_offset: 41, ..Default::default() },
+///     PartitionProduceResponse { index: 1, error_code: 6, base_offset: -1, ..Default::default() },
+/// ];
+/// let topics = [TopicProduceResponse {
+///     name: "orders".into(),
+///     partition_responses: (&parts[..]).into(),
+///     ..Default::default()
+/// }];
+/// let answer = ProduceResponse { responses: (&topics[..]).into(), ..Default::default() };
+/// let mut frame = [0u8; 128];
+/// let n = kwire::dispatch::encode_response(&answer, 9, 4, &mut frame)?;
+/// let response = kwire::dispatch::parse_response(&frame[4..n], kwire::ApiKey::Produce, 9)?;
+/// let assigned = Assigned::from_response(&response.body);
+///
+/// // The client wrote two records to partition 0 (its offsets 0 and 1) and one to partition 1.
+/// let line = |partition: i64, offset| RecordLine {
+///     topic: "orders".into(),
+///     partition: partition.into(),
+///     offset,
+///     timestamp: Some(0),
+///     key: None,
+///     value: None,
+///     headers: Vec::new(),
+/// };
+/// let lines = produced_lines(&[line(0, 0), line(0, 1), line(1, 0)], Some(&assigned));
+/// assert_eq!((lines[0]["offset"].as_i64(), lines[1]["offset"].as_i64()), (Some(41), Some(42)));
+/// assert!(lines[2]["offset"].is_null());
+/// assert_eq!(lines[2]["error"], "NOT_LEADER_OR_FOLLOWER");
+/// assert!(produced_lines(&[line(0, 0)], None)[0]["offset"].is_null());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn produced_lines(lines: &[RecordLine], answer: Option<&Assigned>) -> Vec<J> {
+    // The client's offset of each partition's first record: the batch's base.
+    let mut first: BTreeMap<(String, i64), i64> = BTreeMap::new();
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines {
+        let mut json = line.to_json();
+        let key =
+            (line.topic.as_str().unwrap_or_default().to_string(), line.partition.as_i64().unwrap_or(-1));
+        let base = *first.entry(key.clone()).or_insert(line.offset);
+        match answer.and_then(|a| a.0.get(&key)) {
+            Some(&(0, assigned)) if assigned >= 0 => {
+                json["offset"] = J::from(assigned + (line.offset - base))
+            }
+            Some(&(code, _)) => {
+                json["offset"] = J::Null;
+                if code != 0 {
+                    json["error"] = J::String(error_name(code));
+                }
+            }
+            None => json["offset"] = J::Null,
+        }
+        out.push(json);
+    }
+    out
 }
 
 /// Beside a byte field's exact form (base64), its text when it is valid UTF-8.

@@ -1,24 +1,28 @@
-//! The words of `kwire decode`'s summary lines, shared by captures (one line per pair) and
-//! frames (one line before each tree): API and error names, what a frame is about, and a
-//! response's error codes.
+//! One-line summaries of frames, in the words of `kwire decode`: API and error names, what
+//! a frame is about ([`About`](super::About)) and a response's error codes. A capture's
+//! pair lines (`kwire::capture::PairLines`) are written in the same words.
 
-use kwire::ApiKey;
-use kwire::frame::{RequestHeaderView, ResponseHeaderView};
-use kwire::reflect::explain::{self, FrameKind};
-use kwire::reflect::inspect;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::{About, FrameKind, about_request, about_response};
+use crate::codec::frame::{RequestHeaderView, ResponseHeaderView};
+use crate::tools::reflect::inspect;
+use crate::{ApiKey, ErrorCode};
 
 /// An API's name, or `apiN` for a key kwire does not know.
-pub(crate) fn api_name(api_key: i16) -> String {
-    ApiKey::from_i16(api_key).map_or_else(|| format!("api{api_key}"), |k| k.name().to_owned())
+pub fn api_name(api_key: i16) -> String {
+    ApiKey::from_i16(api_key).map_or_else(|| format!("api{api_key}"), |k| k.name().into())
 }
 
 /// An error code's name, or its number for a code kwire does not know.
 pub(crate) fn error_name(code: i16) -> String {
-    kwire::ErrorCode::from_i16(code).map_or_else(|| code.to_string(), |e| e.name().to_owned())
+    ErrorCode::from_i16(code).map_or_else(|| code.to_string(), |e| e.name().into())
 }
 
 /// Appends what a frame is about (` topics=orders records=3 gzip`), if anything.
-pub(crate) fn about(line: &mut String, about: explain::About) {
+pub(crate) fn push_about(line: &mut String, about: About) {
     if !about.is_empty() {
         line.push(' ');
         line.push_str(&about.to_string());
@@ -27,7 +31,7 @@ pub(crate) fn about(line: &mut String, about: explain::About) {
 
 /// Appends a response's non-zero error codes (` errors=UNKNOWN_TOPIC_ID`), if any; `frame`
 /// starts at the response header.
-pub(crate) fn errors(line: &mut String, frame: &[u8], api_key: i16, version: i16) {
+pub(crate) fn push_errors(line: &mut String, frame: &[u8], api_key: i16, version: i16) {
     let info = inspect::response(frame, api_key, version);
     let codes = inspect::errors(frame, api_key, info.version);
     if !codes.is_empty() {
@@ -41,7 +45,16 @@ pub(crate) fn errors(line: &mut String, frame: &[u8], api_key: i16, version: i16
 /// request, `ListOffsets v7 response corr=4 resp=60B errors=UNKNOWN_TOPIC_OR_PARTITION`
 /// for a response. A header that does not read is said so; the rest of the frame's
 /// problems are the tree's to show.
-pub(crate) fn frame_line(frame: &[u8], kind: FrameKind) -> String {
+///
+/// ```
+/// use kwire::reflect::explain::{FrameKind, frame_line};
+///
+/// // A DeleteTopics v1 request from client "c" for "orders", with its size prefix.
+/// let mut frame = vec![0, 0, 0, 27, 0, 20, 0, 1, 0, 0, 0, 7, 0, 1, b'c'];
+/// frame.extend_from_slice(b"\x00\x00\x00\x01\x00\x06orders\x00\x00\x75\x30");
+/// assert_eq!(frame_line(&frame, FrameKind::Request), "DeleteTopics v1 corr=7 client=c req=31B topics=orders");
+/// ```
+pub fn frame_line(frame: &[u8], kind: FrameKind) -> String {
     let size = frame.len();
     let body = frame.get(4..).unwrap_or_default();
     match kind {
@@ -56,7 +69,7 @@ pub(crate) fn frame_line(frame: &[u8], kind: FrameKind) -> String {
                 head.correlation_id,
                 head.client_id.unwrap_or("-")
             );
-            about(&mut line, explain::about_request(body));
+            push_about(&mut line, about_request(body));
             line
         }
         FrameKind::Response(key, version) => {
@@ -66,8 +79,8 @@ pub(crate) fn frame_line(frame: &[u8], kind: FrameKind) -> String {
             };
             let mut line =
                 format!("{} v{version} response corr={} resp={size}B", key.name(), head.correlation_id());
-            about(&mut line, explain::about_response(body, key, version));
-            errors(&mut line, body, key.to_i16(), version);
+            push_about(&mut line, about_response(body, key, version));
+            push_errors(&mut line, body, key.to_i16(), version);
             line
         }
     }
