@@ -25,6 +25,8 @@ pub struct FilterChain {
     filters: Vec<Box<dyn Filter + Send>>,
     /// What the connection serves of each API, from the ApiVersions answers through the chain.
     served: versions::Served,
+    /// The last ApiVersions answer this chain changed.
+    clamped: Option<LastClamped>,
     /// Whether requests no filter can read are forwarded unread ([`FilterChain::forward_unreadable`]).
     forward_unreadable: bool,
     /// The book the chain fills from the answers that pair topic names with ids.
@@ -32,6 +34,20 @@ pub struct FilterChain {
     /// Partial answers awaiting the broker's: (correlation id, the refusing filter's
     /// index, what to merge), oldest first.
     pub(super) merges: alloc::collections::VecDeque<(i32, usize, partial::Merge)>,
+}
+
+/// The last ApiVersions answer a chain changed, so that the same answer cut the same way
+/// again (a client that asks on every connection check) is not rebuilt and encoded again.
+/// The cut is worked out every time: filters' versions may change.
+struct LastClamped {
+    /// The version the answer was read at.
+    read_at: i16,
+    /// The answer's body, as the broker (and filters) left it.
+    answer: Vec<u8>,
+    /// What each of its APIs was cut to, in its order.
+    cut: Vec<Option<Versions>>,
+    /// The new body (`None`: it did not encode, and the answer went as it came).
+    body: Option<Vec<u8>>,
 }
 
 /// The most partial answers a chain keeps awaiting the broker's (Kafka's in-flight limit in
@@ -397,9 +413,20 @@ impl FilterChain {
         // Irrefutable in a build whose only API is ApiVersions.
         #[allow(irrefutable_let_patterns)]
         let ResponseBodyView::ApiVersions(view) = response.body else { return None };
-        let body = versions::clamp(&view, &self.filters, &mut self.served)?;
-        let body = encode_body(&ResponseBody::ApiVersions(body), read_at).ok()?;
-        Some(splice(response.header.as_bytes(), &body))
+        let ranges = versions::clamp(&view, &self.filters, &mut self.served)?;
+        let answer = view.as_bytes();
+        if let Some(last) = &self.clamped
+            && last.read_at == read_at
+            && last.answer[..] == *answer
+            && last.cut == ranges
+        {
+            return last.body.as_ref().map(|body| splice(response.header.as_bytes(), body));
+        }
+        let body = versions::rebuild(&view, &ranges);
+        let body = encode_body(&ResponseBody::ApiVersions(body), read_at).ok();
+        let new = body.as_ref().map(|body| splice(response.header.as_bytes(), body));
+        self.clamped = Some(LastClamped { read_at, answer: answer.to_vec(), cut: ranges, body });
+        new
     }
 
     /// The answer to an ApiVersions request at a version kwire does not read: what a broker

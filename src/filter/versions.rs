@@ -67,15 +67,16 @@ impl Served {
     }
 }
 
-/// The ApiVersions answer with every API cut to [`allowed`] and advertised as Kafka
-/// advertises it ([`ApiKey::advertised`]), or `None` when nothing changes; `served` becomes
-/// what the answer says is served.
-pub(super) fn clamp<'a>(
-    view: &ApiVersionsResponseView<'a>,
+/// Each API of an ApiVersions answer cut to [`allowed`], in the answer's order (`None`: left
+/// out), or `None` when nothing changes (every API kept, advertised as it came);
+/// `served` becomes what the answer says is served. [`rebuild`] makes the answer.
+pub(super) fn clamp(
+    view: &ApiVersionsResponseView<'_>,
     filters: &[alloc::boxed::Box<dyn Filter + Send>],
     served: &mut Served,
-) -> Option<ApiVersionsResponse<'a>> {
+) -> Option<Vec<Option<Versions>>> {
     let mut by_key = Vec::new();
+    let mut ranges = Vec::new();
     let mut same = true;
     for k in view.api_keys().iter() {
         let range = allowed(k.api_key(), k.min_version(), k.max_version(), filters);
@@ -87,23 +88,30 @@ pub(super) fn clamp<'a>(
         }
         let advertised = range.zip(ApiKey::from_i16(k.api_key())).map(|(r, key)| key.advertised(r));
         same &= advertised == Some(Versions::new(k.min_version(), k.max_version()));
+        ranges.push(advertised);
     }
     served.by_key = Some(by_key);
-    if same {
-        return None;
-    }
+    (!same).then_some(ranges)
+}
+
+/// The ApiVersions answer with each API advertised as [`clamp`] found (`ranges`, in the
+/// answer's order), as Kafka advertises it ([`ApiKey::advertised`]).
+pub(super) fn rebuild<'a>(
+    view: &ApiVersionsResponseView<'a>,
+    ranges: &[Option<Versions>],
+) -> ApiVersionsResponse<'a> {
     let mut body = ApiVersionsResponse::from(*view);
     let keys: Vec<ApiVersion<'a>> = body
         .api_keys
         .iter()
-        .filter_map(|k| {
-            let range = allowed(k.api_key, k.min_version, k.max_version, filters)?;
-            let range = ApiKey::from_i16(k.api_key)?.advertised(range);
+        .zip(ranges)
+        .filter_map(|(k, range)| {
+            let range = (*range)?;
             Some(ApiVersion { min_version: range.min, max_version: range.max, ..k.clone() })
         })
         .collect();
     body.api_keys = List::Owned(keys);
-    Some(body)
+    body
 }
 
 /// What a broker answers an ApiVersions request at a version it does not read: a version-0

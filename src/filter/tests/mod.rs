@@ -221,6 +221,43 @@ fn clamped(
 }
 
 #[test]
+fn a_broker_answering_differently_later_is_clamped_afresh() {
+    // A chain keeps its last clamped answer: the same answer again gets the same bytes, a
+    // different one (a broker upgraded, or another broker) is clamped anew.
+    let metadata = ApiKey::Metadata.request_versions();
+    let newer = [
+        ApiVersion { api_key: 3, min_version: 0, max_version: metadata.max + 1, ..Default::default() },
+        ApiVersion { api_key: 0, min_version: 3, max_version: 9, ..Default::default() },
+    ];
+    let older = [
+        ApiVersion { api_key: 3, min_version: 0, max_version: metadata.max - 1, ..Default::default() },
+        ApiVersion { api_key: 0, min_version: 3, max_version: 8, ..Default::default() },
+    ];
+    let mut chain = FilterChain::new();
+    let newer_want = vec![(3, 0, metadata.max), (0, 0, 9)];
+    let older_want = vec![(3, 0, metadata.max - 1), (0, 0, 8)];
+    assert_eq!(clamped(&mut chain, &newer, 3, 3), newer_want);
+    assert_eq!(chain.served(ApiKey::Metadata), Some(Versions::new(0, metadata.max)));
+    assert_eq!(clamped(&mut chain, &newer, 3, 3), newer_want);
+    assert_eq!(clamped(&mut chain, &older, 3, 3), older_want);
+    assert_eq!(chain.served(ApiKey::Metadata), Some(Versions::new(0, metadata.max - 1)));
+    assert_eq!(clamped(&mut chain, &newer, 3, 3), newer_want);
+    assert_eq!(chain.served(ApiKey::Metadata), Some(Versions::new(0, metadata.max)));
+    // The same answer read at another version is clamped at that version.
+    assert_eq!(clamped(&mut chain, &newer, 0, 3), newer_want);
+    // A filter pushed later cuts the next answer, even one seen before.
+    struct NoMetadata;
+    impl Filter for NoMetadata {
+        fn versions(&self, api_key: ApiKey, readable: Versions) -> Option<Versions> {
+            (api_key != ApiKey::Metadata).then_some(readable)
+        }
+    }
+    chain.push(NoMetadata);
+    assert_eq!(clamped(&mut chain, &newer, 3, 3), vec![(0, 0, 9)]);
+    assert_eq!(chain.served(ApiKey::Metadata), None);
+}
+
+#[test]
 fn api_versions_are_clamped_to_what_kwire_reads() {
     let metadata = ApiKey::Metadata.request_versions();
     let ours = ApiKey::ApiVersions.request_versions();

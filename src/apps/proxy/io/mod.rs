@@ -6,7 +6,9 @@
 //! (a read returned less than it asked for) with no partial frame left. So an idle
 //! connection costs its task, its sockets and its session, a few KB; a busy one two buffers
 //! of at most one frame each. A buffer grown by a large frame goes to a small pool
-//! ([`give_back_frame_buf`]), so that large frames do not each pay for fresh memory.
+//! ([`give_back_frame_buf`]), so that large frames do not each pay for fresh memory, and a
+//! few base-size buffers go to another, so that small requests do not each allocate and
+//! zero-fill one; both pools are bounded, so idle memory stays bounded.
 //!
 //! The loop is generic over the stream ([`Source`] for reading, `AsyncWrite` for writing):
 //! plain TCP, or TLS on either side. A TLS stream cannot say it is readable without reading,
