@@ -42,12 +42,12 @@
 # checked as JSON on its way (docs/proxy.md, "Record validation"); and "encrypt": kwire
 # --quiet --encrypt 'bench*=kek-bench' --kms memory, so every record's value is sealed with
 # AES-256-GCM on Produce and opened on Fetch (docs/proxy.md, "Record encryption").
-# The profile phase (PROFILE=0 turns it off): in the last round, at a few connections, the
-# proxy process (haproxy, or kwire's) is recorded with `perf record` (PROFILE_FREQ, 999 Hz,
-# call chains where perf takes them) for PROFILE_SECONDS (6) s of the throughput phase and
-# for the whole ping phase; then STRACE_PINGS (2,000) more pings run, not measured, under
-# `strace -c -f` of the proxy, for its system calls per ping. After the last round,
-# benches/proxy_profile.py sorts each recording's samples into categories (kernel by system
+# The profile pass (PROFILE=0 turns it off): after the last round, outside the measured
+# rounds (a recorder slows what it records), each proxy (haproxy, or kwire's) is started
+# again and, at a few connections, recorded with `perf record` (PROFILE_FREQ, 999 Hz, call
+# chains where perf takes them) for PROFILE_SECONDS (6) s of a throughput load and for a
+# ping load of PINGS pings; then STRACE_PINGS (2,000) more pings run under `strace -c -f`
+# of the proxy, for its system calls per ping. benches/proxy_profile.py sorts each recording's samples into categories (kernel by system
 # call, memmove, AES/GHASH, CRC-32C, allocation, the proxy's own code, ...) into
 # results.jsonl, keeps `perf report`'s summary in target/bench-proxy/profile/ and deletes
 # the recording; the report shows where each proxy's CPU goes and, for each missed target,
@@ -265,8 +265,6 @@ rss_kib() { if [ -n "$proxy_pid" ]; then awk '/^VmRSS:/ {print $2}' "/proc/$prox
 results=$work/results.jsonl
 : >"$results"
 n=0
-# Whether this phase of this path is profiled: the last round, a few connections, a proxy.
-profiled() { [ "$profile" = 1 ] && [ "$1" = "$rounds" ] && [ "$3" = few ] && [ -n "$proxy_pid" ]; }
 now() { echo "$EPOCHREALTIME"; }
 spent_since() { profile_spent=$(awk "BEGIN{print $profile_spent + $(now) - $1}"); }
 # Records the proxy process into profile/NAME.data, in the background (perf_pid), until
@@ -286,8 +284,7 @@ perf_stop() {
 }
 # STRACE_PINGS pings, not measured, with the proxy's system calls counted (strace -c -f).
 strace_pings() { # round path
-  local t0 out=$work/profile/$2-strace.txt
-  t0=$(now)
+  local out=$work/profile/$2-strace.txt
   strace -c -f -p "$proxy_pid" -o "$out" 2>"$work/profile/$2-strace.log" &
   strace_pid=$!
   # Attached once every thread of the proxy has a tracer.
@@ -311,7 +308,6 @@ strace_pings() { # round path
     python3 benches/proxy_profile.py strace "$out" --path "$2" --round "$1" --pings "$strace_pings" \
       --results "$results" && rm -f "$work/profile/$2-strace.log" || say "no system calls per ping for $2"
   fi
-  spent_since "$t0"
 }
 record() { # round path conns phase cpu_ticks rss_kib json
   echo "{\"round\":$1,\"path\":\"$2\",\"conns\":\"$3\",\"phase\":\"$4\",\"proxy_cpu_s\":$(awk "BEGIN{print $5/100}"),\"rss_kib\":$6,\"load\":$7}" >>"$results"
@@ -323,14 +319,7 @@ run_phases() { # round path conns
   before=$(cpu_ticks)
   local json=
   [ "$2" = validate ] && json=1
-  local prof=
-  profiled "$@" && prof=1
-  # The profile of the throughput phase: PROFILE_SECONDS s from its second second on (less
-  # in a short phase), while the load runs.
-  local pstart=$((secs >= 6 ? 2 : 1)) pdur=$profile_secs
-  [ $((pstart + pdur)) -lt "$secs" ] || pdur=$((secs - pstart > 1 ? secs - pstart - 1 : 1))
   out=$(KWIRE_BENCH_JSON=$json timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$producers" 0 &
-    if [ -n "$prof" ]; then (sleep "$pstart"; perf_start "$2-throughput" "$pdur"; wait "$perf_pid") & fi
     sleep $((secs / 2 + 1)); rss_kib >"$work/rss"; wait)
   after=$(cpu_ticks)
   record "$1" "$2" "$3" throughput $((after - before)) "$(cat "$work/rss")" "$out"
@@ -338,14 +327,10 @@ run_phases() { # round path conns
     round_rate=$(python3 -c "import json, sys; print(json.loads(sys.argv[1])['produce_records_per_s'] * float(sys.argv[2]))" \
       "$out" "$moderate")
   fi
-  # The ping phase's profile: the whole phase.
-  [ -n "$prof" ] && perf_start "$2-ping"
   before=$(cpu_ticks)
   out=$(timeout 120 "$work/load" ping "$target" "$pings")
   after=$(cpu_ticks)
-  [ -n "$prof" ] && perf_stop
   record "$1" "$2" "$3" ping $((after - before)) "$(rss_kib)" "$out"
-  [ -n "$prof" ] && [ -n "$strace_ok" ] && strace_pings "$1" "$2"
   [ "$3" = few ] || return 0
   # The moderate phase: a fixed rate, set by direct's throughput when it ran this round
   # (before the other paths).
@@ -356,6 +341,29 @@ run_phases() { # round path conns
   out=$(KWIRE_BENCH_JSON=$json timeout $((secs + 60)) "$work/load" bench "$target" "bench-$$-$n" "$secs" "$producers" "$rate")
   after=$(cpu_ticks)
   record "$1" "$2" "$3" moderate $((after - before)) "$(rss_kib)" "$out"
+}
+
+# The profile pass of one proxy path, started: a throughput load with PROFILE_SECONDS s of it
+# recorded, a recorded ping load, then the strace'd pings. Its rows carry the last round's
+# number, whose measured CPU the report divides by category with them.
+profile_path() { # path
+  local t0 json= load_pid
+  t0=$(now)
+  [ "$1" = validate ] && json=1
+  n=$((n + 1))
+  KWIRE_BENCH_JSON=$json timeout $((profile_secs + 60)) "$work/load" bench "$target" "bench-$$-$n" \
+    $((profile_secs + 2)) "$producers" 0 >/dev/null &
+  load_pid=$!
+  sleep 1
+  perf_start "$1-throughput" "$profile_secs"
+  wait "$perf_pid" || true
+  perf_pid=
+  wait "$load_pid" || say "the profile pass's throughput load failed for $1"
+  perf_start "$1-ping"
+  timeout 120 "$work/load" ping "$target" "$pings" >/dev/null || say "the profile pass's pings failed for $1"
+  perf_stop
+  [ -z "$strace_ok" ] || strace_pings "$rounds" "$1"
+  spent_since "$t0"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -384,6 +392,12 @@ for round in $(seq "$rounds"); do
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ "$profile" = 1 ]; then
+  for path in $paths; do
+    start_path "$path"
+    sleep 0.5
+    [ -z "$proxy_pid" ] || profile_path "$path"
+    stop_path
+  done
   t0=$(now)
   for data in "$work"/profile/*.data; do
     [ -e "$data" ] || continue
@@ -394,7 +408,7 @@ if [ "$profile" = 1 ]; then
     [ -s "$work/profile/$name.log" ] || rm -f "$work/profile/$name.log"
   done
   spent_since "$t0"
-  say "the profile phase added $(printf %.0f "$profile_spent") s (strace'd pings and summaries; the perf recordings ran during the measured phases); summaries in $work/profile"
+  say "the profile pass took $(printf %.0f "$profile_spent") s, after the measured rounds; summaries in $work/profile"
 fi
 
 # The run's conditions go to stderr; the figures into docs/benchmarks.md ("Proxy"), which

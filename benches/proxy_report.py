@@ -263,9 +263,9 @@ def explanations(run):
     if not misses:
         return []
     prof = profile_rows(run)
-    md = ["Each missed target beside haproxy in the profiled round: the difference in CPU by category (each "
-          "category's share of the proxy's samples times the CPU measured in that phase), in % of haproxy's "
-          "CPU, largest first:", ""]
+    md = ["Each missed target beside haproxy in the last round: the difference in CPU by category (each "
+          "category's share of the proxy's samples in the profile pass, which ran after the measured rounds, "
+          "times the CPU measured in that phase of the last round), in % of haproxy's CPU, largest first:", ""]
     for label, path, kind in misses:
         of, what, unit, digits = UNIT[kind]
         if prof is None:
@@ -306,8 +306,9 @@ def profiles(run):
     by, calls, rnd = prof
     paths = [p for p in run.paths if any(k[0] == p for k in by)]
     cats = [c for c in CATEGORIES if any(r["categories"].get(c, 0) >= 0.005 for r in by.values())]
-    md = [f"**where the proxy's CPU goes** (`perf record` of the proxy process alone, round {rnd}, a few "
-          "connections: a few seconds of the throughput phase and the whole ping phase; each category's share "
+    md = [f"**where the proxy's CPU goes** (`perf record` of the proxy process alone in the profile pass "
+          f"after round {rnd}, outside the measured rounds, a few connections: a few seconds of a throughput "
+          f"load and a whole ping load; the measured CPU is round {rnd}'s; each category's share "
           "of the samples, in %; kernel time by the system call it was in, send including the loopback's "
           "delivery to the receiver)", "",
           "| path | load | samples | measured CPU | " + " | ".join(SHORT.get(c, c) for c in cats) + " |",

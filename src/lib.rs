@@ -70,7 +70,8 @@
 //! | feature | default | what |
 //! |---|---|---|
 //! | (none) | | views, encoders, frames, headers, error codes: `no_std`, no allocator needed |
-//! | `alloc` | via `std` | owned values (`String`/`Vec`), the reference decoder, view conversions, [`conn`], [`filter`] |
+//! | `alloc` | via `std` | owned values (`String`/`Vec`) converted from views, [`conn`], [`filter`] |
+//! | `reference` | | the reference decoder (`Message::decode`), a separate path for tests and fuzzing |
 //! | `std` | yes | `alloc`, and the hardware CRC-32C of record batches |
 //! | `all-apis` | yes | every API; or only those you name: `api-produce`, `api-fetch`, ... (ApiVersions is always in) |
 //! | `gzip`, `snappy`, `lz4`, `zstd` | | record-batch compression (`lz4` works without `std`) |
@@ -95,8 +96,9 @@
 //!   lists may be borrowed ([`Str`], [`List`]), so it works without `alloc`:
 //!   `encoded_len(version)` is exact and does every check; `encode(version, buf)` then
 //!   fails only if `buf` is too short.
-//! - **The reference decoder** (feature `alloc`): `Message::decode(bytes, version)` builds
-//!   owned values by a separate, straightforward path; `From<View>` converts views.
+//! - **Owned values** (feature `alloc`): `From<View>` converts a view. **The reference
+//!   decoder** (feature `reference`): `Message::decode(bytes, version)` builds owned values
+//!   by a separate, straightforward path, which the tests and fuzz targets hold the views against.
 //!
 //! ```
 //! use kwire::messages::{ListGroupsRequest, ListGroupsRequestView};

@@ -11,7 +11,8 @@
 //!   records);
 //! - record batches: [`records`];
 //! - the generated messages: [`messages`] (from the schema files in `src/codec/schema/`),
-//!   and the reference decoder, `reference` (feature `alloc`);
+//!   owned values from views (feature `alloc`) and the reference decoder (feature
+//!   `reference`), both in `reference`;
 //! - framing and dispatch: [`frame`], [`dispatch`];
 //! - `splice` (feature `alloc`): a body copied once with byte ranges replaced and the sizes
 //!   of the tagged fields around them written again, for the filters and tools that rename
@@ -63,12 +64,13 @@ pub(crate) mod prelude {
     pub(crate) use crate::codec::entities::{EntityKind, Walk};
     pub(crate) use crate::codec::error::{DecodeError, DecodeErrorKind, EncodeError};
     pub(crate) use crate::codec::records::RecordBatches;
-    #[cfg(feature = "alloc")]
+    #[cfg(feature = "reference")]
     pub(crate) use crate::codec::reference::{
-        ReadOwned, list_from_view, raw_tagged_field, read_bytes, read_list, read_nullable_bytes,
-        read_nullable_list, read_nullable_str, read_owned_body, read_str, read_unknown_tagged_fields,
-        reference_body, unknown_from_view,
+        ReadOwned, raw_tagged_field, read_bytes, read_list, read_nullable_bytes, read_nullable_list,
+        read_nullable_str, read_owned_body, read_str, read_unknown_tagged_fields, reference_body,
     };
+    #[cfg(feature = "alloc")]
+    pub(crate) use crate::codec::reference::{list_from_view, unknown_from_view};
     #[cfg(feature = "testing")]
     pub(crate) use crate::codec::testing::{AsVersion, as_version, tagged_as_version};
     pub(crate) use crate::codec::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver, Versions};

@@ -152,7 +152,7 @@ macro_rules! dispatch {
             }
         }
 
-        #[cfg(feature = "alloc")]
+        #[cfg(feature = "reference")]
         impl $body_enum<'static> {
             #[doc = concat!(
                 "Decodes the ", stringify!($lower), " body of `api_key` at `version` with the reference decoder."

@@ -13,6 +13,7 @@ use crate::codec::messages::add_offsets_to_txn::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddOffsetsToTxnRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddOffsetsToTxnRequest::default();
@@ -43,8 +44,10 @@ as_version!(AddOffsetsToTxnRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AddOffsetsToTxnRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddOffsetsToTxnResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddOffsetsToTxnResponse::default();
@@ -71,4 +74,5 @@ as_version!(AddOffsetsToTxnResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AddOffsetsToTxnResponse);

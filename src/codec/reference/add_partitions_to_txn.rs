@@ -13,6 +13,7 @@ use crate::codec::messages::add_partitions_to_txn::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddPartitionsToTxnRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnRequest::default();
@@ -69,8 +70,10 @@ as_version!(AddPartitionsToTxnRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AddPartitionsToTxnRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddPartitionsToTxnTransaction<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnTransaction::default();
@@ -103,6 +106,7 @@ as_version!(AddPartitionsToTxnTransaction<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddPartitionsToTxnTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnTopic::default();
@@ -129,6 +133,7 @@ as_version!(AddPartitionsToTxnTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddPartitionsToTxnResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnResponse::default();
@@ -174,8 +179,10 @@ as_version!(AddPartitionsToTxnResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AddPartitionsToTxnResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddPartitionsToTxnResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnResult::default();
@@ -202,6 +209,7 @@ as_version!(AddPartitionsToTxnResult<'_>, |v, ver| {
     v.topic_results = v.topic_results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddPartitionsToTxnTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnTopicResult::default();
@@ -230,6 +238,7 @@ as_version!(AddPartitionsToTxnTopicResult<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddPartitionsToTxnPartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddPartitionsToTxnPartitionResult::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::add_raft_voter::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddRaftVoterRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddRaftVoterRequest::default();
@@ -52,8 +53,10 @@ as_version!(AddRaftVoterRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AddRaftVoterRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
@@ -80,6 +83,7 @@ impl<'a> From<ListenerView<'a>> for Listener<'a> {
 
 as_version!(Listener<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AddRaftVoterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AddRaftVoterResponse::default();
@@ -106,4 +110,5 @@ impl<'a> From<AddRaftVoterResponseView<'a>> for AddRaftVoterResponse<'a> {
 
 as_version!(AddRaftVoterResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(AddRaftVoterResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::allocate_producer_ids::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AllocateProducerIdsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AllocateProducerIdsRequest::default();
@@ -37,8 +38,10 @@ impl<'a> From<AllocateProducerIdsRequestView<'a>> for AllocateProducerIdsRequest
 
 as_version!(AllocateProducerIdsRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(AllocateProducerIdsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AllocateProducerIdsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AllocateProducerIdsResponse::default();
@@ -67,4 +70,5 @@ impl<'a> From<AllocateProducerIdsResponseView<'a>> for AllocateProducerIdsRespon
 
 as_version!(AllocateProducerIdsResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(AllocateProducerIdsResponse);

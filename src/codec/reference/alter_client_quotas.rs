@@ -13,6 +13,7 @@ use crate::codec::messages::alter_client_quotas::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterClientQuotasRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasRequest::default();
@@ -40,8 +41,10 @@ as_version!(AlterClientQuotasRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterClientQuotasRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterClientQuotasRequestEntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasRequestEntryData::default();
@@ -70,6 +73,7 @@ as_version!(AlterClientQuotasRequestEntryData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterClientQuotasRequestEntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasRequestEntityData::default();
@@ -97,6 +101,7 @@ as_version!(AlterClientQuotasRequestEntityData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OpData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OpData::default();
@@ -125,6 +130,7 @@ as_version!(OpData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterClientQuotasResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasResponse::default();
@@ -152,8 +158,10 @@ as_version!(AlterClientQuotasResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterClientQuotasResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterClientQuotasResponseEntryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasResponseEntryData::default();
@@ -184,6 +192,7 @@ as_version!(AlterClientQuotasResponseEntryData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterClientQuotasResponseEntityData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterClientQuotasResponseEntityData::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::alter_configs::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterConfigsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsRequest::default();
@@ -40,8 +41,10 @@ as_version!(AlterConfigsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterConfigsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResource::default();
@@ -71,6 +74,7 @@ as_version!(AlterConfigsResource<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterableConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterableConfig::default();
@@ -97,6 +101,7 @@ as_version!(AlterableConfig<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterConfigsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResponse::default();
@@ -124,8 +129,10 @@ as_version!(AlterConfigsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterConfigsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResourceResponse::default();

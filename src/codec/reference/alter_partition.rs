@@ -13,6 +13,7 @@ use crate::codec::messages::alter_partition::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionRequest::default();
@@ -41,8 +42,10 @@ as_version!(AlterPartitionRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterPartitionRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionRequestTopicData::default();
@@ -69,6 +72,7 @@ as_version!(AlterPartitionRequestTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionRequestPartitionData::default();
@@ -112,6 +116,7 @@ as_version!(AlterPartitionRequestPartitionData<'_>, |v, ver| {
         if ver.version == 2 { List::Borrowed(&[]) } else { v.new_isr_with_epochs.as_version(ver) };
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BrokerState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerState::default();
@@ -136,6 +141,7 @@ impl<'a> From<BrokerStateView<'a>> for BrokerState<'a> {
 
 as_version!(BrokerState<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionResponse::default();
@@ -164,8 +170,10 @@ as_version!(AlterPartitionResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterPartitionResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionResponseTopicData::default();
@@ -192,6 +200,7 @@ as_version!(AlterPartitionResponseTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionResponsePartitionData::default();

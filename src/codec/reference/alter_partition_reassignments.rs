@@ -13,6 +13,7 @@ use crate::codec::messages::alter_partition_reassignments::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionReassignmentsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionReassignmentsRequest::default();
@@ -47,8 +48,10 @@ as_version!(AlterPartitionReassignmentsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterPartitionReassignmentsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReassignableTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignableTopic::default();
@@ -75,6 +78,7 @@ as_version!(ReassignableTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReassignablePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignablePartition::default();
@@ -99,6 +103,7 @@ impl<'a> From<ReassignablePartitionView<'a>> for ReassignablePartition<'a> {
 
 as_version!(ReassignablePartition<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterPartitionReassignmentsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterPartitionReassignmentsResponse::default();
@@ -137,8 +142,10 @@ as_version!(AlterPartitionReassignmentsResponse<'_>, |v, ver| {
     v.responses = v.responses.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterPartitionReassignmentsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReassignableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignableTopicResponse::default();
@@ -165,6 +172,7 @@ as_version!(ReassignableTopicResponse<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReassignablePartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReassignablePartitionResponse::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::alter_replica_log_dirs::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterReplicaLogDirsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirsRequest::default();
@@ -38,8 +39,10 @@ as_version!(AlterReplicaLogDirsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterReplicaLogDirsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterReplicaLogDir<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDir::default();
@@ -67,6 +70,7 @@ as_version!(AlterReplicaLogDir<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterReplicaLogDirTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirTopic::default();
@@ -93,6 +97,7 @@ as_version!(AlterReplicaLogDirTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterReplicaLogDirsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirsResponse::default();
@@ -120,8 +125,10 @@ as_version!(AlterReplicaLogDirsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterReplicaLogDirsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterReplicaLogDirTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirTopicResult::default();
@@ -149,6 +156,7 @@ as_version!(AlterReplicaLogDirTopicResult<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterReplicaLogDirPartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterReplicaLogDirPartitionResult::default();

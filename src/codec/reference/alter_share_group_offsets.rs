@@ -13,6 +13,7 @@ use crate::codec::messages::alter_share_group_offsets::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterShareGroupOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsRequest::default();
@@ -39,8 +40,10 @@ as_version!(AlterShareGroupOffsetsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterShareGroupOffsetsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsRequestTopic::default();
@@ -67,6 +70,7 @@ as_version!(AlterShareGroupOffsetsRequestTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterShareGroupOffsetsRequestPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsRequestPartition::default();
@@ -91,6 +95,7 @@ impl<'a> From<AlterShareGroupOffsetsRequestPartitionView<'a>> for AlterShareGrou
 
 as_version!(AlterShareGroupOffsetsRequestPartition<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterShareGroupOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsResponse::default();
@@ -121,8 +126,10 @@ as_version!(AlterShareGroupOffsetsResponse<'_>, |v, ver| {
     v.responses = v.responses.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterShareGroupOffsetsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsResponseTopic::default();
@@ -151,6 +158,7 @@ as_version!(AlterShareGroupOffsetsResponseTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterShareGroupOffsetsResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterShareGroupOffsetsResponsePartition::default();

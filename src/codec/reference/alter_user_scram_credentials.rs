@@ -13,6 +13,7 @@ use crate::codec::messages::alter_user_scram_credentials::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterUserScramCredentialsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterUserScramCredentialsRequest::default();
@@ -40,8 +41,10 @@ as_version!(AlterUserScramCredentialsRequest<'_>, |v, ver| {
     v.upsertions = v.upsertions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterUserScramCredentialsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ScramCredentialDeletion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ScramCredentialDeletion::default();
@@ -66,6 +69,7 @@ impl<'a> From<ScramCredentialDeletionView<'a>> for ScramCredentialDeletion<'a> {
 
 as_version!(ScramCredentialDeletion<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ScramCredentialUpsertion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ScramCredentialUpsertion::default();
@@ -96,6 +100,7 @@ impl<'a> From<ScramCredentialUpsertionView<'a>> for ScramCredentialUpsertion<'a>
 
 as_version!(ScramCredentialUpsertion<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterUserScramCredentialsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterUserScramCredentialsResponse::default();
@@ -122,8 +127,10 @@ as_version!(AlterUserScramCredentialsResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AlterUserScramCredentialsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterUserScramCredentialsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterUserScramCredentialsResult::default();

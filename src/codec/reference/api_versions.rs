@@ -13,6 +13,7 @@ use crate::codec::messages::api_versions::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ApiVersionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ApiVersionsRequest::default();
@@ -64,8 +65,10 @@ as_version!(ApiVersionsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ApiVersionsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ApiVersionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ApiVersionsResponse::default();
@@ -139,8 +142,10 @@ as_version!(ApiVersionsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ApiVersionsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ApiVersion<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ApiVersion::default();
@@ -169,6 +174,7 @@ as_version!(ApiVersion<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SupportedFeatureKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SupportedFeatureKey::default();
@@ -195,6 +201,7 @@ impl<'a> From<SupportedFeatureKeyView<'a>> for SupportedFeatureKey<'a> {
 
 as_version!(SupportedFeatureKey<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FinalizedFeatureKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FinalizedFeatureKey::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::assign_replicas_to_dirs::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequest::default();
@@ -41,8 +42,10 @@ as_version!(AssignReplicasToDirsRequest<'_>, |v, ver| {
     v.directories = v.directories.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AssignReplicasToDirsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsRequestDirectoryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequestDirectoryData::default();
@@ -71,6 +74,7 @@ as_version!(AssignReplicasToDirsRequestDirectoryData<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequestTopicData::default();
@@ -97,6 +101,7 @@ as_version!(AssignReplicasToDirsRequestTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsRequestPartitionData::default();
@@ -121,6 +126,7 @@ impl<'a> From<AssignReplicasToDirsRequestPartitionDataView<'a>>
 
 as_version!(AssignReplicasToDirsRequestPartitionData<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsResponse::default();
@@ -149,8 +155,10 @@ as_version!(AssignReplicasToDirsResponse<'_>, |v, ver| {
     v.directories = v.directories.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(AssignReplicasToDirsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsResponseDirectoryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsResponseDirectoryData::default();
@@ -179,6 +187,7 @@ as_version!(AssignReplicasToDirsResponseDirectoryData<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsResponseTopicData::default();
@@ -205,6 +214,7 @@ as_version!(AssignReplicasToDirsResponseTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AssignReplicasToDirsResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AssignReplicasToDirsResponsePartitionData::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::begin_quorum_epoch::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BeginQuorumEpochRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochRequest::default();
@@ -54,8 +55,10 @@ as_version!(BeginQuorumEpochRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(BeginQuorumEpochRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BeginQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochRequestTopicData::default();
@@ -83,6 +86,7 @@ as_version!(BeginQuorumEpochRequestTopicData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BeginQuorumEpochRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochRequestPartitionData::default();
@@ -118,6 +122,7 @@ as_version!(BeginQuorumEpochRequestPartitionData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaderEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderEndpoint::default();
@@ -144,6 +149,7 @@ impl<'a> From<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
 
 as_version!(LeaderEndpoint<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BeginQuorumEpochResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochResponse::default();
@@ -189,8 +195,10 @@ as_version!(BeginQuorumEpochResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(BeginQuorumEpochResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BeginQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochResponseTopicData::default();
@@ -218,6 +226,7 @@ as_version!(BeginQuorumEpochResponseTopicData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BeginQuorumEpochResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BeginQuorumEpochResponsePartitionData::default();
@@ -248,6 +257,7 @@ as_version!(BeginQuorumEpochResponsePartitionData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::broker_heartbeat::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BrokerHeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerHeartbeatRequest::default();
@@ -76,8 +77,10 @@ as_version!(BrokerHeartbeatRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(BrokerHeartbeatRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BrokerHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerHeartbeatResponse::default();
@@ -108,4 +111,5 @@ impl<'a> From<BrokerHeartbeatResponseView<'a>> for BrokerHeartbeatResponse<'a> {
 
 as_version!(BrokerHeartbeatResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(BrokerHeartbeatResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::broker_registration::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BrokerRegistrationRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerRegistrationRequest::default();
@@ -69,8 +70,10 @@ as_version!(BrokerRegistrationRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(BrokerRegistrationRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
@@ -99,6 +102,7 @@ impl<'a> From<ListenerView<'a>> for Listener<'a> {
 
 as_version!(Listener<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Feature<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Feature::default();
@@ -125,6 +129,7 @@ impl<'a> From<FeatureView<'a>> for Feature<'a> {
 
 as_version!(Feature<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BrokerRegistrationResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BrokerRegistrationResponse::default();
@@ -151,4 +156,5 @@ impl<'a> From<BrokerRegistrationResponseView<'a>> for BrokerRegistrationResponse
 
 as_version!(BrokerRegistrationResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(BrokerRegistrationResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::consumer_group_describe::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ConsumerGroupDescribeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupDescribeRequest::default();
@@ -38,8 +39,10 @@ impl<'a> From<ConsumerGroupDescribeRequestView<'a>> for ConsumerGroupDescribeReq
 
 as_version!(ConsumerGroupDescribeRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(ConsumerGroupDescribeRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ConsumerGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupDescribeResponse::default();
@@ -66,8 +69,10 @@ as_version!(ConsumerGroupDescribeResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ConsumerGroupDescribeResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroup::default();
@@ -108,6 +113,7 @@ as_version!(DescribedGroup<'_>, |v, ver| {
     v.members = v.members.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Member::default();
@@ -158,6 +164,7 @@ as_version!(Member<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
@@ -182,6 +189,7 @@ as_version!(Assignment<'_>, |v, ver| {
     v.topic_partitions = v.topic_partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartitions::default();

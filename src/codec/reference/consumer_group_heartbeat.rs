@@ -13,6 +13,7 @@ use crate::codec::messages::consumer_group_heartbeat::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ConsumerGroupHeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupHeartbeatRequest::default();
@@ -64,8 +65,10 @@ as_version!(ConsumerGroupHeartbeatRequest<'_>, |v, ver| {
     v.topic_partitions = v.topic_partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ConsumerGroupHeartbeatRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ConsumerGroupHeartbeatRequestTopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupHeartbeatRequestTopicPartitions::default();
@@ -98,6 +101,7 @@ impl<'a> From<ConsumerGroupHeartbeatRequestTopicPartitionsView<'a>>
 
 as_version!(ConsumerGroupHeartbeatRequestTopicPartitions<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ConsumerGroupHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupHeartbeatResponse::default();
@@ -138,8 +142,10 @@ as_version!(ConsumerGroupHeartbeatResponse<'_>, |v, ver| {
     v.assignment = v.assignment.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ConsumerGroupHeartbeatResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
@@ -164,6 +170,7 @@ as_version!(Assignment<'_>, |v, ver| {
     v.topic_partitions = v.topic_partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ConsumerGroupHeartbeatResponseTopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConsumerGroupHeartbeatResponseTopicPartitions::default();

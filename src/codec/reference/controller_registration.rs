@@ -13,6 +13,7 @@ use crate::codec::messages::controller_registration::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ControllerRegistrationRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ControllerRegistrationRequest::default();
@@ -46,8 +47,10 @@ as_version!(ControllerRegistrationRequest<'_>, |v, ver| {
     v.features = v.features.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ControllerRegistrationRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
@@ -76,6 +79,7 @@ impl<'a> From<ListenerView<'a>> for Listener<'a> {
 
 as_version!(Listener<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Feature<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Feature::default();
@@ -102,6 +106,7 @@ impl<'a> From<FeatureView<'a>> for Feature<'a> {
 
 as_version!(Feature<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ControllerRegistrationResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ControllerRegistrationResponse::default();
@@ -128,4 +133,5 @@ impl<'a> From<ControllerRegistrationResponseView<'a>> for ControllerRegistration
 
 as_version!(ControllerRegistrationResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(ControllerRegistrationResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::create_delegation_token::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreateDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateDelegationTokenRequest::default();
@@ -56,8 +57,10 @@ as_version!(CreateDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(CreateDelegationTokenRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreatableRenewers<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatableRenewers::default();
@@ -84,6 +87,7 @@ as_version!(CreatableRenewers<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreateDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreateDelegationTokenResponse::default();
@@ -140,4 +144,5 @@ as_version!(CreateDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(CreateDelegationTokenResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::create_partitions::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreatePartitionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsRequest::default();
@@ -42,8 +43,10 @@ as_version!(CreatePartitionsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(CreatePartitionsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreatePartitionsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsTopic::default();
@@ -73,6 +76,7 @@ as_version!(CreatePartitionsTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreatePartitionsAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsAssignment::default();
@@ -97,6 +101,7 @@ as_version!(CreatePartitionsAssignment<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreatePartitionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsResponse::default();
@@ -124,8 +129,10 @@ as_version!(CreatePartitionsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(CreatePartitionsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CreatePartitionsTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CreatePartitionsTopicResult::default();

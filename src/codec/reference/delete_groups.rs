@@ -13,6 +13,7 @@ use crate::codec::messages::delete_groups::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteGroupsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteGroupsRequest::default();
@@ -37,8 +38,10 @@ as_version!(DeleteGroupsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteGroupsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteGroupsResponse::default();
@@ -66,8 +69,10 @@ as_version!(DeleteGroupsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteGroupsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeletableGroupResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeletableGroupResult::default();

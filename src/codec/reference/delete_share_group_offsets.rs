@@ -13,6 +13,7 @@ use crate::codec::messages::delete_share_group_offsets::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteShareGroupOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsRequest::default();
@@ -39,8 +40,10 @@ as_version!(DeleteShareGroupOffsetsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteShareGroupOffsetsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsRequestTopic::default();
@@ -63,6 +66,7 @@ impl<'a> From<DeleteShareGroupOffsetsRequestTopicView<'a>> for DeleteShareGroupO
 
 as_version!(DeleteShareGroupOffsetsRequestTopic<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteShareGroupOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsResponse::default();
@@ -93,8 +97,10 @@ as_version!(DeleteShareGroupOffsetsResponse<'_>, |v, ver| {
     v.responses = v.responses.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteShareGroupOffsetsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupOffsetsResponseTopic::default();

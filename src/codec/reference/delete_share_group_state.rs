@@ -13,6 +13,7 @@ use crate::codec::messages::delete_share_group_state::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupStateRequest::default();
@@ -39,8 +40,10 @@ as_version!(DeleteShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteShareGroupStateRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteStateData::default();
@@ -67,6 +70,7 @@ as_version!(DeleteStateData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -89,6 +93,7 @@ impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
 
 as_version!(PartitionData<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteShareGroupStateResponse::default();
@@ -113,8 +118,10 @@ as_version!(DeleteShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteShareGroupStateResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteStateResult::default();
@@ -141,6 +148,7 @@ as_version!(DeleteStateResult<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();

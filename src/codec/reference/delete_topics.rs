@@ -13,6 +13,7 @@ use crate::codec::messages::delete_topics::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteTopicsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteTopicsRequest::default();
@@ -49,8 +50,10 @@ as_version!(DeleteTopicsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteTopicsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteTopicState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteTopicState::default();
@@ -75,6 +78,7 @@ impl<'a> From<DeleteTopicStateView<'a>> for DeleteTopicState<'a> {
 
 as_version!(DeleteTopicState<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeleteTopicsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeleteTopicsResponse::default();
@@ -102,8 +106,10 @@ as_version!(DeleteTopicsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DeleteTopicsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DeletableTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DeletableTopicResult::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::describe_acls::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeAclsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeAclsRequest::default();
@@ -50,8 +51,10 @@ as_version!(DescribeAclsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeAclsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeAclsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeAclsResponse::default();
@@ -83,8 +86,10 @@ as_version!(DescribeAclsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeAclsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeAclsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeAclsResource::default();
@@ -116,6 +121,7 @@ as_version!(DescribeAclsResource<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AclDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AclDescription::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::describe_cluster::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeClusterRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeClusterRequest::default();
@@ -51,8 +52,10 @@ as_version!(DescribeClusterRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeClusterRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeClusterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeClusterResponse::default();
@@ -96,8 +99,10 @@ as_version!(DescribeClusterResponse<'_>, |v, ver| {
     v.brokers = v.brokers.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeClusterResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeClusterBroker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeClusterBroker::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::describe_delegation_token::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeDelegationTokenRequest::default();
@@ -38,8 +39,10 @@ as_version!(DescribeDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeDelegationTokenRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeDelegationTokenOwner<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeDelegationTokenOwner::default();
@@ -66,6 +69,7 @@ as_version!(DescribeDelegationTokenOwner<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeDelegationTokenResponse::default();
@@ -95,8 +99,10 @@ as_version!(DescribeDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeDelegationTokenResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribedDelegationToken<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedDelegationToken::default();
@@ -152,6 +158,7 @@ as_version!(DescribedDelegationToken<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribedDelegationTokenRenewer<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedDelegationTokenRenewer::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::describe_groups::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeGroupsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeGroupsRequest::default();
@@ -45,8 +46,10 @@ as_version!(DescribeGroupsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeGroupsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeGroupsResponse::default();
@@ -79,8 +82,10 @@ as_version!(DescribeGroupsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeGroupsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroup::default();
@@ -130,6 +135,7 @@ as_version!(DescribedGroup<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribedGroupMember<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroupMember::default();

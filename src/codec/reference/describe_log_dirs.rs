@@ -13,6 +13,7 @@ use crate::codec::messages::describe_log_dirs::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeLogDirsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsRequest::default();
@@ -38,8 +39,10 @@ as_version!(DescribeLogDirsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeLogDirsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribableLogDirTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribableLogDirTopic::default();
@@ -66,6 +69,7 @@ as_version!(DescribableLogDirTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeLogDirsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsResponse::default();
@@ -100,8 +104,10 @@ as_version!(DescribeLogDirsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeLogDirsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeLogDirsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsResult::default();
@@ -152,6 +158,7 @@ as_version!(DescribeLogDirsResult<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeLogDirsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsTopic::default();
@@ -179,6 +186,7 @@ as_version!(DescribeLogDirsTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeLogDirsPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeLogDirsPartition::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::describe_producers::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeProducersRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeProducersRequest::default();
@@ -37,8 +38,10 @@ as_version!(DescribeProducersRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeProducersRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicRequest::default();
@@ -63,6 +66,7 @@ impl<'a> From<TopicRequestView<'a>> for TopicRequest<'a> {
 
 as_version!(TopicRequest<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeProducersResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeProducersResponse::default();
@@ -89,8 +93,10 @@ as_version!(DescribeProducersResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeProducersResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicResponse::default();
@@ -117,6 +123,7 @@ as_version!(TopicResponse<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResponse::default();
@@ -147,6 +154,7 @@ as_version!(PartitionResponse<'_>, |v, ver| {
     v.active_producers = v.active_producers.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ProducerState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ProducerState::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::describe_quorum::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeQuorumRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequest::default();
@@ -37,8 +38,10 @@ as_version!(DescribeQuorumRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeQuorumRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeQuorumRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequestTopicData::default();
@@ -65,6 +68,7 @@ as_version!(DescribeQuorumRequestTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeQuorumRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumRequestPartitionData::default();
@@ -87,6 +91,7 @@ impl<'a> From<DescribeQuorumRequestPartitionDataView<'a>> for DescribeQuorumRequ
 
 as_version!(DescribeQuorumRequestPartitionData<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeQuorumResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumResponse::default();
@@ -125,8 +130,10 @@ as_version!(DescribeQuorumResponse<'_>, |v, ver| {
     v.nodes = if ver.version <= 1 { List::Borrowed(&[]) } else { v.nodes.as_version(ver) };
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeQuorumResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeQuorumResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumResponseTopicData::default();
@@ -153,6 +160,7 @@ as_version!(DescribeQuorumResponseTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeQuorumResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeQuorumResponsePartitionData::default();
@@ -199,6 +207,7 @@ as_version!(DescribeQuorumResponsePartitionData<'_>, |v, ver| {
     v.observers = v.observers.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReplicaState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReplicaState::default();
@@ -245,6 +254,7 @@ as_version!(ReplicaState<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Node<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Node::default();
@@ -271,6 +281,7 @@ as_version!(Node<'_>, |v, ver| {
     v.listeners = v.listeners.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();

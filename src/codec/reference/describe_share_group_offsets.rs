@@ -13,6 +13,7 @@ use crate::codec::messages::describe_share_group_offsets::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeShareGroupOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequest::default();
@@ -37,8 +38,10 @@ as_version!(DescribeShareGroupOffsetsRequest<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeShareGroupOffsetsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeShareGroupOffsetsRequestGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequestGroup::default();
@@ -66,6 +69,7 @@ as_version!(DescribeShareGroupOffsetsRequestGroup<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeShareGroupOffsetsRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsRequestTopic::default();
@@ -90,6 +94,7 @@ impl<'a> From<DescribeShareGroupOffsetsRequestTopicView<'a>> for DescribeShareGr
 
 as_version!(DescribeShareGroupOffsetsRequestTopic<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeShareGroupOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsResponse::default();
@@ -116,8 +121,10 @@ as_version!(DescribeShareGroupOffsetsResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeShareGroupOffsetsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeShareGroupOffsetsResponseGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsResponseGroup::default();
@@ -149,6 +156,7 @@ as_version!(DescribeShareGroupOffsetsResponseGroup<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeShareGroupOffsetsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsResponseTopic::default();
@@ -178,6 +186,7 @@ as_version!(DescribeShareGroupOffsetsResponseTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeShareGroupOffsetsResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeShareGroupOffsetsResponsePartition::default();

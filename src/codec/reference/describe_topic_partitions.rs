@@ -13,6 +13,7 @@ use crate::codec::messages::describe_topic_partitions::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTopicPartitionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsRequest::default();
@@ -50,8 +51,10 @@ as_version!(DescribeTopicPartitionsRequest<'_>, |v, ver| {
     v.cursor = v.cursor.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeTopicPartitionsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicRequest::default();
@@ -74,6 +77,7 @@ impl<'a> From<TopicRequestView<'a>> for TopicRequest<'a> {
 
 as_version!(TopicRequest<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTopicPartitionsRequestCursor<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsRequestCursor::default();
@@ -98,6 +102,7 @@ impl<'a> From<DescribeTopicPartitionsRequestCursorView<'a>> for DescribeTopicPar
 
 as_version!(DescribeTopicPartitionsRequestCursor<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTopicPartitionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsResponse::default();
@@ -135,8 +140,10 @@ as_version!(DescribeTopicPartitionsResponse<'_>, |v, ver| {
     v.next_cursor = v.next_cursor.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeTopicPartitionsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTopicPartitionsResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsResponseTopic::default();
@@ -172,6 +179,7 @@ as_version!(DescribeTopicPartitionsResponseTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTopicPartitionsResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsResponsePartition::default();
@@ -218,6 +226,7 @@ impl<'a> From<DescribeTopicPartitionsResponsePartitionView<'a>>
 
 as_version!(DescribeTopicPartitionsResponsePartition<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTopicPartitionsResponseCursor<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTopicPartitionsResponseCursor::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::describe_transactions::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTransactionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTransactionsRequest::default();
@@ -36,8 +37,10 @@ impl<'a> From<DescribeTransactionsRequestView<'a>> for DescribeTransactionsReque
 
 as_version!(DescribeTransactionsRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeTransactionsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeTransactionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeTransactionsResponse::default();
@@ -65,8 +68,10 @@ as_version!(DescribeTransactionsResponse<'_>, |v, ver| {
     v.transaction_states = v.transaction_states.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeTransactionsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TransactionState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TransactionState::default();
@@ -105,6 +110,7 @@ as_version!(TransactionState<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicData::default();

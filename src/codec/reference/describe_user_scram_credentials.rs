@@ -13,6 +13,7 @@ use crate::codec::messages::describe_user_scram_credentials::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeUserScramCredentialsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeUserScramCredentialsRequest::default();
@@ -38,8 +39,10 @@ as_version!(DescribeUserScramCredentialsRequest<'_>, |v, ver| {
     v.users = v.users.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeUserScramCredentialsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UserName<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UserName::default();
@@ -62,6 +65,7 @@ impl<'a> From<UserNameView<'a>> for UserName<'a> {
 
 as_version!(UserName<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeUserScramCredentialsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeUserScramCredentialsResponse::default();
@@ -92,8 +96,10 @@ as_version!(DescribeUserScramCredentialsResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(DescribeUserScramCredentialsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribeUserScramCredentialsResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribeUserScramCredentialsResult::default();
@@ -125,6 +131,7 @@ as_version!(DescribeUserScramCredentialsResult<'_>, |v, ver| {
     v.credential_infos = v.credential_infos.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CredentialInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CredentialInfo::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::end_quorum_epoch::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EndQuorumEpochRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochRequest::default();
@@ -46,8 +47,10 @@ as_version!(EndQuorumEpochRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(EndQuorumEpochRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EndQuorumEpochRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochRequestTopicData::default();
@@ -75,6 +78,7 @@ as_version!(EndQuorumEpochRequestTopicData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EndQuorumEpochRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochRequestPartitionData::default();
@@ -118,6 +122,7 @@ as_version!(EndQuorumEpochRequestPartitionData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReplicaInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReplicaInfo::default();
@@ -142,6 +147,7 @@ impl<'a> From<ReplicaInfoView<'a>> for ReplicaInfo<'a> {
 
 as_version!(ReplicaInfo<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaderEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderEndpoint::default();
@@ -168,6 +174,7 @@ impl<'a> From<LeaderEndpointView<'a>> for LeaderEndpoint<'a> {
 
 as_version!(LeaderEndpoint<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EndQuorumEpochResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochResponse::default();
@@ -213,8 +220,10 @@ as_version!(EndQuorumEpochResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(EndQuorumEpochResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EndQuorumEpochResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochResponseTopicData::default();
@@ -242,6 +251,7 @@ as_version!(EndQuorumEpochResponseTopicData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EndQuorumEpochResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndQuorumEpochResponsePartitionData::default();
@@ -272,6 +282,7 @@ as_version!(EndQuorumEpochResponsePartitionData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

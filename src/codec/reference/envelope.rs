@@ -13,6 +13,7 @@ use crate::codec::messages::envelope::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EnvelopeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EnvelopeRequest::default();
@@ -39,8 +40,10 @@ impl<'a> From<EnvelopeRequestView<'a>> for EnvelopeRequest<'a> {
 
 as_version!(EnvelopeRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(EnvelopeRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EnvelopeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EnvelopeResponse::default();
@@ -65,4 +68,5 @@ impl<'a> From<EnvelopeResponseView<'a>> for EnvelopeResponse<'a> {
 
 as_version!(EnvelopeResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(EnvelopeResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::expire_delegation_token::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ExpireDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ExpireDelegationTokenRequest::default();
@@ -39,8 +40,10 @@ as_version!(ExpireDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ExpireDelegationTokenRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ExpireDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ExpireDelegationTokenResponse::default();
@@ -69,4 +72,5 @@ as_version!(ExpireDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ExpireDelegationTokenResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::fetch::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchRequest::default();
@@ -110,8 +111,10 @@ as_version!(FetchRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(FetchRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReplicaState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReplicaState::default();
@@ -136,6 +139,7 @@ impl<'a> From<ReplicaStateView<'a>> for ReplicaState<'a> {
 
 as_version!(ReplicaState<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchTopic::default();
@@ -175,6 +179,7 @@ as_version!(FetchTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchPartition::default();
@@ -256,6 +261,7 @@ as_version!(FetchPartition<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ForgottenTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ForgottenTopic::default();
@@ -294,6 +300,7 @@ as_version!(ForgottenTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchResponse::default();
@@ -359,8 +366,10 @@ as_version!(FetchResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(FetchResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchableTopicResponse::default();
@@ -400,6 +409,7 @@ as_version!(FetchableTopicResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -479,6 +489,7 @@ as_version!(PartitionData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EpochEndOffset<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EpochEndOffset::default();
@@ -503,6 +514,7 @@ impl<'a> From<EpochEndOffsetView<'a>> for EpochEndOffset<'a> {
 
 as_version!(EpochEndOffset<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaderIdAndEpoch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
@@ -527,6 +539,7 @@ impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 
 as_version!(LeaderIdAndEpoch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SnapshotId<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SnapshotId::default();
@@ -551,6 +564,7 @@ impl<'a> From<SnapshotIdView<'a>> for SnapshotId<'a> {
 
 as_version!(SnapshotId<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AbortedTransaction<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AbortedTransaction::default();
@@ -577,6 +591,7 @@ as_version!(AbortedTransaction<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::fetch_snapshot::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotRequest::default();
@@ -53,8 +54,10 @@ as_version!(FetchSnapshotRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(FetchSnapshotRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotRequestTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotRequestTopicSnapshot::default();
@@ -81,6 +84,7 @@ as_version!(FetchSnapshotRequestTopicSnapshot<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotRequestPartitionSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotRequestPartitionSnapshot::default();
@@ -139,6 +143,7 @@ as_version!(FetchSnapshotRequestPartitionSnapshot<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotRequestSnapshotId<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotRequestSnapshotId::default();
@@ -163,6 +168,7 @@ impl<'a> From<FetchSnapshotRequestSnapshotIdView<'a>> for FetchSnapshotRequestSn
 
 as_version!(FetchSnapshotRequestSnapshotId<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotResponse::default();
@@ -213,8 +219,10 @@ as_version!(FetchSnapshotResponse<'_>, |v, ver| {
     v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
 });
 
+#[cfg(feature = "reference")]
 reference_body!(FetchSnapshotResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotResponseTopicSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotResponseTopicSnapshot::default();
@@ -241,6 +249,7 @@ as_version!(FetchSnapshotResponseTopicSnapshot<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotResponsePartitionSnapshot<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotResponsePartitionSnapshot::default();
@@ -299,6 +308,7 @@ as_version!(FetchSnapshotResponsePartitionSnapshot<'_>, |v, ver| {
     v.current_leader = v.current_leader.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchSnapshotResponseSnapshotId<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchSnapshotResponseSnapshotId::default();
@@ -323,6 +333,7 @@ impl<'a> From<FetchSnapshotResponseSnapshotIdView<'a>> for FetchSnapshotResponse
 
 as_version!(FetchSnapshotResponseSnapshotId<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaderIdAndEpoch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
@@ -347,6 +358,7 @@ impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 
 as_version!(LeaderIdAndEpoch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

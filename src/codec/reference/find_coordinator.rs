@@ -13,6 +13,7 @@ use crate::codec::messages::find_coordinator::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FindCoordinatorRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FindCoordinatorRequest::default();
@@ -56,8 +57,10 @@ as_version!(FindCoordinatorRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(FindCoordinatorRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FindCoordinatorResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FindCoordinatorResponse::default();
@@ -127,8 +130,10 @@ as_version!(FindCoordinatorResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(FindCoordinatorResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Coordinator<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Coordinator::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::get_telemetry_subscriptions::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for GetTelemetrySubscriptionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = GetTelemetrySubscriptionsRequest::default();
@@ -35,8 +36,10 @@ impl<'a> From<GetTelemetrySubscriptionsRequestView<'a>> for GetTelemetrySubscrip
 
 as_version!(GetTelemetrySubscriptionsRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(GetTelemetrySubscriptionsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for GetTelemetrySubscriptionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = GetTelemetrySubscriptionsResponse::default();
@@ -77,4 +80,5 @@ impl<'a> From<GetTelemetrySubscriptionsResponseView<'a>> for GetTelemetrySubscri
 
 as_version!(GetTelemetrySubscriptionsResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(GetTelemetrySubscriptionsResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::heartbeat::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for HeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = HeartbeatRequest::default();
@@ -48,8 +49,10 @@ as_version!(HeartbeatRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(HeartbeatRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for HeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = HeartbeatResponse::default();
@@ -81,4 +84,5 @@ as_version!(HeartbeatResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(HeartbeatResponse);

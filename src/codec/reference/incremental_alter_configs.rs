@@ -13,6 +13,7 @@ use crate::codec::messages::incremental_alter_configs::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for IncrementalAlterConfigsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = IncrementalAlterConfigsRequest::default();
@@ -40,8 +41,10 @@ as_version!(IncrementalAlterConfigsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(IncrementalAlterConfigsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterConfigsResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResource::default();
@@ -71,6 +74,7 @@ as_version!(AlterConfigsResource<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterableConfig<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterableConfig::default();
@@ -99,6 +103,7 @@ as_version!(AlterableConfig<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for IncrementalAlterConfigsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = IncrementalAlterConfigsResponse::default();
@@ -126,8 +131,10 @@ as_version!(IncrementalAlterConfigsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(IncrementalAlterConfigsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AlterConfigsResourceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AlterConfigsResourceResponse::default();

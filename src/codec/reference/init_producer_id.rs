@@ -13,6 +13,7 @@ use crate::codec::messages::init_producer_id::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for InitProducerIdRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitProducerIdRequest::default();
@@ -57,8 +58,10 @@ as_version!(InitProducerIdRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(InitProducerIdRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for InitProducerIdResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitProducerIdResponse::default();
@@ -93,4 +96,5 @@ as_version!(InitProducerIdResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(InitProducerIdResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::initialize_share_group_state::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for InitializeShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeShareGroupStateRequest::default();
@@ -39,8 +40,10 @@ as_version!(InitializeShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(InitializeShareGroupStateRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for InitializeStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeStateData::default();
@@ -67,6 +70,7 @@ as_version!(InitializeStateData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -93,6 +97,7 @@ impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
 
 as_version!(PartitionData<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for InitializeShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeShareGroupStateResponse::default();
@@ -117,8 +122,10 @@ as_version!(InitializeShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(InitializeShareGroupStateResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for InitializeStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = InitializeStateResult::default();
@@ -145,6 +152,7 @@ as_version!(InitializeStateResult<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::join_group::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for JoinGroupRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupRequest::default();
@@ -67,8 +68,10 @@ as_version!(JoinGroupRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(JoinGroupRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for JoinGroupRequestProtocol<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupRequestProtocol::default();
@@ -95,6 +98,7 @@ as_version!(JoinGroupRequestProtocol<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for JoinGroupResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupResponse::default();
@@ -155,8 +159,10 @@ as_version!(JoinGroupResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(JoinGroupResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for JoinGroupResponseMember<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = JoinGroupResponseMember::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::leave_group::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaveGroupRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaveGroupRequest::default();
@@ -49,8 +50,10 @@ as_version!(LeaveGroupRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(LeaveGroupRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for MemberIdentity<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = MemberIdentity::default();
@@ -84,6 +87,7 @@ as_version!(MemberIdentity<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaveGroupResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaveGroupResponse::default();
@@ -120,8 +124,10 @@ as_version!(LeaveGroupResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(LeaveGroupResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for MemberResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = MemberResponse::default();

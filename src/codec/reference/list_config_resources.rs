@@ -13,6 +13,7 @@ use crate::codec::messages::list_config_resources::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListConfigResourcesRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListConfigResourcesRequest::default();
@@ -41,8 +42,10 @@ as_version!(ListConfigResourcesRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListConfigResourcesRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListConfigResourcesResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListConfigResourcesResponse::default();
@@ -72,8 +75,10 @@ as_version!(ListConfigResourcesResponse<'_>, |v, ver| {
     v.config_resources = v.config_resources.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListConfigResourcesResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ConfigResource<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ConfigResource::default();

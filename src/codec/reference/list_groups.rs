@@ -13,6 +13,7 @@ use crate::codec::messages::list_groups::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListGroupsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListGroupsRequest::default();
@@ -49,8 +50,10 @@ as_version!(ListGroupsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListGroupsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListGroupsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListGroupsResponse::default();
@@ -85,8 +88,10 @@ as_version!(ListGroupsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListGroupsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListedGroup::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::list_offsets::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListOffsetsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsRequest::default();
@@ -54,8 +55,10 @@ as_version!(ListOffsetsRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListOffsetsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListOffsetsTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsTopic::default();
@@ -83,6 +86,7 @@ as_version!(ListOffsetsTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListOffsetsPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsPartition::default();
@@ -116,6 +120,7 @@ as_version!(ListOffsetsPartition<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListOffsetsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsResponse::default();
@@ -148,8 +153,10 @@ as_version!(ListOffsetsResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListOffsetsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListOffsetsTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsTopicResponse::default();
@@ -177,6 +184,7 @@ as_version!(ListOffsetsTopicResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListOffsetsPartitionResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListOffsetsPartitionResponse::default();

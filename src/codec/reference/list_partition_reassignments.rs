@@ -13,6 +13,7 @@ use crate::codec::messages::list_partition_reassignments::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListPartitionReassignmentsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListPartitionReassignmentsRequest::default();
@@ -40,8 +41,10 @@ as_version!(ListPartitionReassignmentsRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListPartitionReassignmentsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListPartitionReassignmentsTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListPartitionReassignmentsTopics::default();
@@ -67,6 +70,7 @@ impl<'a> From<ListPartitionReassignmentsTopicsView<'a>> for ListPartitionReassig
 
 as_version!(ListPartitionReassignmentsTopics<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListPartitionReassignmentsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListPartitionReassignmentsResponse::default();
@@ -97,8 +101,10 @@ as_version!(ListPartitionReassignmentsResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListPartitionReassignmentsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OngoingTopicReassignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OngoingTopicReassignment::default();
@@ -125,6 +131,7 @@ as_version!(OngoingTopicReassignment<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OngoingPartitionReassignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OngoingPartitionReassignment::default();

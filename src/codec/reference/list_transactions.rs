@@ -13,6 +13,7 @@ use crate::codec::messages::list_transactions::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListTransactionsRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListTransactionsRequest::default();
@@ -54,8 +55,10 @@ as_version!(ListTransactionsRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListTransactionsRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ListTransactionsResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ListTransactionsResponse::default();
@@ -88,8 +91,10 @@ as_version!(ListTransactionsResponse<'_>, |v, ver| {
     v.transaction_states = v.transaction_states.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ListTransactionsResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TransactionState<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TransactionState::default();

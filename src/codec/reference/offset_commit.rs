@@ -13,6 +13,7 @@ use crate::codec::messages::offset_commit::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetCommitRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitRequest::default();
@@ -59,8 +60,10 @@ as_version!(OffsetCommitRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetCommitRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitRequestTopic::default();
@@ -100,6 +103,7 @@ as_version!(OffsetCommitRequestTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetCommitRequestPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitRequestPartition::default();
@@ -136,6 +140,7 @@ as_version!(OffsetCommitRequestPartition<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetCommitResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitResponse::default();
@@ -168,8 +173,10 @@ as_version!(OffsetCommitResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetCommitResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitResponseTopic::default();
@@ -209,6 +216,7 @@ as_version!(OffsetCommitResponseTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetCommitResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetCommitResponsePartition::default();

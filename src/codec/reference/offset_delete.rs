@@ -13,6 +13,7 @@ use crate::codec::messages::offset_delete::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetDeleteRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteRequest::default();
@@ -37,8 +38,10 @@ as_version!(OffsetDeleteRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetDeleteRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetDeleteRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteRequestTopic::default();
@@ -63,6 +66,7 @@ as_version!(OffsetDeleteRequestTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetDeleteRequestPartition {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteRequestPartition::default();
@@ -81,6 +85,7 @@ impl<'a> From<OffsetDeleteRequestPartitionView<'a>> for OffsetDeleteRequestParti
 
 as_version!(OffsetDeleteRequestPartition);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetDeleteResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteResponse::default();
@@ -107,8 +112,10 @@ as_version!(OffsetDeleteResponse<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetDeleteResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetDeleteResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteResponseTopic::default();
@@ -133,6 +140,7 @@ as_version!(OffsetDeleteResponseTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetDeleteResponsePartition {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetDeleteResponsePartition::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::offset_fetch::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequest::default();
@@ -63,8 +64,10 @@ as_version!(OffsetFetchRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetFetchRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequestTopic::default();
@@ -91,6 +94,7 @@ as_version!(OffsetFetchRequestTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchRequestGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequestGroup::default();
@@ -131,6 +135,7 @@ as_version!(OffsetFetchRequestGroup<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchRequestTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchRequestTopics::default();
@@ -168,6 +173,7 @@ as_version!(OffsetFetchRequestTopics<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponse::default();
@@ -214,8 +220,10 @@ as_version!(OffsetFetchResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetFetchResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponseTopic::default();
@@ -243,6 +251,7 @@ as_version!(OffsetFetchResponseTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponsePartition::default();
@@ -280,6 +289,7 @@ as_version!(OffsetFetchResponsePartition<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchResponseGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponseGroup::default();
@@ -308,6 +318,7 @@ as_version!(OffsetFetchResponseGroup<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchResponseTopics<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponseTopics::default();
@@ -346,6 +357,7 @@ as_version!(OffsetFetchResponseTopics<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetFetchResponsePartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetFetchResponsePartitions::default();

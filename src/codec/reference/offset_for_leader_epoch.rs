@@ -13,6 +13,7 @@ use crate::codec::messages::offset_for_leader_epoch::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetForLeaderEpochRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderEpochRequest::default();
@@ -45,8 +46,10 @@ as_version!(OffsetForLeaderEpochRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetForLeaderEpochRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetForLeaderTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderTopic::default();
@@ -74,6 +77,7 @@ as_version!(OffsetForLeaderTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetForLeaderPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderPartition::default();
@@ -102,6 +106,7 @@ as_version!(OffsetForLeaderPartition<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetForLeaderEpochResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderEpochResponse::default();
@@ -129,8 +134,10 @@ as_version!(OffsetForLeaderEpochResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(OffsetForLeaderEpochResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for OffsetForLeaderTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = OffsetForLeaderTopicResult::default();
@@ -158,6 +165,7 @@ as_version!(OffsetForLeaderTopicResult<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EpochEndOffset<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EpochEndOffset::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::produce::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ProduceRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ProduceRequest::default();
@@ -44,8 +45,10 @@ as_version!(ProduceRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ProduceRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicProduceData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicProduceData::default();
@@ -85,6 +88,7 @@ as_version!(TopicProduceData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionProduceData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionProduceData::default();
@@ -111,6 +115,7 @@ as_version!(PartitionProduceData<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ProduceResponse::default();
@@ -162,8 +167,10 @@ as_version!(ProduceResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ProduceResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicProduceResponse::default();
@@ -203,6 +210,7 @@ as_version!(TopicProduceResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionProduceResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionProduceResponse::default();
@@ -280,6 +288,7 @@ as_version!(PartitionProduceResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for BatchIndexAndErrorMessage<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = BatchIndexAndErrorMessage::default();
@@ -307,6 +316,7 @@ as_version!(BatchIndexAndErrorMessage<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaderIdAndEpoch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
@@ -331,6 +341,7 @@ impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 
 as_version!(LeaderIdAndEpoch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::push_telemetry::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PushTelemetryRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PushTelemetryRequest::default();
@@ -43,8 +44,10 @@ impl<'a> From<PushTelemetryRequestView<'a>> for PushTelemetryRequest<'a> {
 
 as_version!(PushTelemetryRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(PushTelemetryRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PushTelemetryResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PushTelemetryResponse::default();
@@ -69,4 +72,5 @@ impl<'a> From<PushTelemetryResponseView<'a>> for PushTelemetryResponse<'a> {
 
 as_version!(PushTelemetryResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(PushTelemetryResponse);

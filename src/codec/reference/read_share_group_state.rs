@@ -13,6 +13,7 @@ use crate::codec::messages::read_share_group_state::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateRequest::default();
@@ -39,8 +40,10 @@ as_version!(ReadShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ReadShareGroupStateRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateData::default();
@@ -67,6 +70,7 @@ as_version!(ReadStateData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -91,6 +95,7 @@ impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
 
 as_version!(PartitionData<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateResponse::default();
@@ -115,8 +120,10 @@ as_version!(ReadShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ReadShareGroupStateResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateResult::default();
@@ -143,6 +150,7 @@ as_version!(ReadStateResult<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();
@@ -177,6 +185,7 @@ as_version!(PartitionResult<'_>, |v, ver| {
     v.state_batches = v.state_batches.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StateBatch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StateBatch::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::read_share_group_state_summary::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadShareGroupStateSummaryRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateSummaryRequest::default();
@@ -39,8 +40,10 @@ as_version!(ReadShareGroupStateSummaryRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ReadShareGroupStateSummaryRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadStateSummaryData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateSummaryData::default();
@@ -67,6 +70,7 @@ as_version!(ReadStateSummaryData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -91,6 +95,7 @@ impl<'a> From<PartitionDataView<'a>> for PartitionData<'a> {
 
 as_version!(PartitionData<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadShareGroupStateSummaryResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadShareGroupStateSummaryResponse::default();
@@ -115,8 +120,10 @@ as_version!(ReadShareGroupStateSummaryResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ReadShareGroupStateSummaryResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ReadStateSummaryResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ReadStateSummaryResult::default();
@@ -143,6 +150,7 @@ as_version!(ReadStateSummaryResult<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::remove_raft_voter::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for RemoveRaftVoterRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RemoveRaftVoterRequest::default();
@@ -39,8 +40,10 @@ impl<'a> From<RemoveRaftVoterRequestView<'a>> for RemoveRaftVoterRequest<'a> {
 
 as_version!(RemoveRaftVoterRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(RemoveRaftVoterRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for RemoveRaftVoterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RemoveRaftVoterResponse::default();
@@ -67,4 +70,5 @@ impl<'a> From<RemoveRaftVoterResponseView<'a>> for RemoveRaftVoterResponse<'a> {
 
 as_version!(RemoveRaftVoterResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(RemoveRaftVoterResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::renew_delegation_token::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for RenewDelegationTokenRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RenewDelegationTokenRequest::default();
@@ -39,8 +40,10 @@ as_version!(RenewDelegationTokenRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(RenewDelegationTokenRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for RenewDelegationTokenResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = RenewDelegationTokenResponse::default();
@@ -69,4 +72,5 @@ as_version!(RenewDelegationTokenResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(RenewDelegationTokenResponse);

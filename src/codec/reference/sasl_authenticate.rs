@@ -13,6 +13,7 @@ use crate::codec::messages::sasl_authenticate::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SaslAuthenticateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslAuthenticateRequest::default();
@@ -37,8 +38,10 @@ as_version!(SaslAuthenticateRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(SaslAuthenticateRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SaslAuthenticateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslAuthenticateResponse::default();
@@ -74,4 +77,5 @@ as_version!(SaslAuthenticateResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(SaslAuthenticateResponse);

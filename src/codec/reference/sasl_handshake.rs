@@ -13,6 +13,7 @@ use crate::codec::messages::sasl_handshake::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SaslHandshakeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, _: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslHandshakeRequest::default();
@@ -31,8 +32,10 @@ impl<'a> From<SaslHandshakeRequestView<'a>> for SaslHandshakeRequest<'a> {
 
 as_version!(SaslHandshakeRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(SaslHandshakeRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SaslHandshakeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SaslHandshakeResponse::default();
@@ -52,4 +55,5 @@ impl<'a> From<SaslHandshakeResponseView<'a>> for SaslHandshakeResponse<'a> {
 
 as_version!(SaslHandshakeResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(SaslHandshakeResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::share_acknowledge::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareAcknowledgeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareAcknowledgeRequest::default();
@@ -50,8 +51,10 @@ as_version!(ShareAcknowledgeRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ShareAcknowledgeRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AcknowledgeTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AcknowledgeTopic::default();
@@ -78,6 +81,7 @@ as_version!(AcknowledgeTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AcknowledgePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AcknowledgePartition::default();
@@ -105,6 +109,7 @@ as_version!(AcknowledgePartition<'_>, |v, ver| {
     v.acknowledgement_batches = v.acknowledgement_batches.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AcknowledgementBatch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AcknowledgementBatch::default();
@@ -131,6 +136,7 @@ impl<'a> From<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
 
 as_version!(AcknowledgementBatch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareAcknowledgeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareAcknowledgeResponse::default();
@@ -171,8 +177,10 @@ as_version!(ShareAcknowledgeResponse<'_>, |v, ver| {
     v.node_endpoints = v.node_endpoints.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ShareAcknowledgeResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareAcknowledgeTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareAcknowledgeTopicResponse::default();
@@ -199,6 +207,7 @@ as_version!(ShareAcknowledgeTopicResponse<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -229,6 +238,7 @@ as_version!(PartitionData<'_>, |v, ver| {
     v.current_leader = v.current_leader.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaderIdAndEpoch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
@@ -253,6 +263,7 @@ impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 
 as_version!(LeaderIdAndEpoch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

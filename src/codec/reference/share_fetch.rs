@@ -13,6 +13,7 @@ use crate::codec::messages::share_fetch::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareFetchRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareFetchRequest::default();
@@ -70,8 +71,10 @@ as_version!(ShareFetchRequest<'_>, |v, ver| {
     v.forgotten_topics_data = v.forgotten_topics_data.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ShareFetchRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchTopic::default();
@@ -98,6 +101,7 @@ as_version!(FetchTopic<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FetchPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FetchPartition::default();
@@ -127,6 +131,7 @@ as_version!(FetchPartition<'_>, |v, ver| {
     v.acknowledgement_batches = v.acknowledgement_batches.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AcknowledgementBatch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AcknowledgementBatch::default();
@@ -153,6 +158,7 @@ impl<'a> From<AcknowledgementBatchView<'a>> for AcknowledgementBatch<'a> {
 
 as_version!(AcknowledgementBatch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ForgottenTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ForgottenTopic::default();
@@ -177,6 +183,7 @@ impl<'a> From<ForgottenTopicView<'a>> for ForgottenTopic<'a> {
 
 as_version!(ForgottenTopic<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareFetchResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareFetchResponse::default();
@@ -212,8 +219,10 @@ as_version!(ShareFetchResponse<'_>, |v, ver| {
     v.node_endpoints = v.node_endpoints.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ShareFetchResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareFetchableTopicResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareFetchableTopicResponse::default();
@@ -240,6 +249,7 @@ as_version!(ShareFetchableTopicResponse<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -279,6 +289,7 @@ as_version!(PartitionData<'_>, |v, ver| {
     v.acquired_records = v.acquired_records.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for LeaderIdAndEpoch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = LeaderIdAndEpoch::default();
@@ -303,6 +314,7 @@ impl<'a> From<LeaderIdAndEpochView<'a>> for LeaderIdAndEpoch<'a> {
 
 as_version!(LeaderIdAndEpoch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for AcquiredRecords<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = AcquiredRecords::default();
@@ -329,6 +341,7 @@ impl<'a> From<AcquiredRecordsView<'a>> for AcquiredRecords<'a> {
 
 as_version!(AcquiredRecords<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

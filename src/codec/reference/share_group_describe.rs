@@ -13,6 +13,7 @@ use crate::codec::messages::share_group_describe::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareGroupDescribeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareGroupDescribeRequest::default();
@@ -38,8 +39,10 @@ impl<'a> From<ShareGroupDescribeRequestView<'a>> for ShareGroupDescribeRequest<'
 
 as_version!(ShareGroupDescribeRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(ShareGroupDescribeRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareGroupDescribeResponse::default();
@@ -66,8 +69,10 @@ as_version!(ShareGroupDescribeResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ShareGroupDescribeResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroup::default();
@@ -108,6 +113,7 @@ as_version!(DescribedGroup<'_>, |v, ver| {
     v.members = v.members.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Member::default();
@@ -144,6 +150,7 @@ as_version!(Member<'_>, |v, ver| {
     v.assignment = v.assignment.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
@@ -168,6 +175,7 @@ as_version!(Assignment<'_>, |v, ver| {
     v.topic_partitions = v.topic_partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartitions::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::share_group_heartbeat::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareGroupHeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareGroupHeartbeatRequest::default();
@@ -44,8 +45,10 @@ impl<'a> From<ShareGroupHeartbeatRequestView<'a>> for ShareGroupHeartbeatRequest
 
 as_version!(ShareGroupHeartbeatRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(ShareGroupHeartbeatRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for ShareGroupHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = ShareGroupHeartbeatResponse::default();
@@ -86,8 +89,10 @@ as_version!(ShareGroupHeartbeatResponse<'_>, |v, ver| {
     v.assignment = v.assignment.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(ShareGroupHeartbeatResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
@@ -112,6 +117,7 @@ as_version!(Assignment<'_>, |v, ver| {
     v.topic_partitions = v.topic_partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartitions::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::streams_group_describe::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupDescribeRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupDescribeRequest::default();
@@ -47,8 +48,10 @@ as_version!(StreamsGroupDescribeRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(StreamsGroupDescribeRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupDescribeResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupDescribeResponse::default();
@@ -75,8 +78,10 @@ as_version!(StreamsGroupDescribeResponse<'_>, |v, ver| {
     v.groups = v.groups.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(StreamsGroupDescribeResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for DescribedGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = DescribedGroup::default();
@@ -145,6 +150,7 @@ as_version!(DescribedGroup<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Topology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Topology::default();
@@ -171,6 +177,7 @@ as_version!(Topology<'_>, |v, ver| {
     v.subtopologies = v.subtopologies.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Subtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Subtopology::default();
@@ -205,6 +212,7 @@ as_version!(Subtopology<'_>, |v, ver| {
     v.repartition_source_topics = v.repartition_source_topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicInfo::default();
@@ -235,6 +243,7 @@ as_version!(TopicInfo<'_>, |v, ver| {
     v.topic_configs = v.topic_configs.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for KeyValue<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KeyValue::default();
@@ -259,6 +268,7 @@ impl<'a> From<KeyValueView<'a>> for KeyValue<'a> {
 
 as_version!(KeyValue<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Member<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Member::default();
@@ -320,6 +330,7 @@ as_version!(Member<'_>, |v, ver| {
     v.target_assignment = v.target_assignment.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Endpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Endpoint::default();
@@ -344,6 +355,7 @@ impl<'a> From<EndpointView<'a>> for Endpoint<'a> {
 
 as_version!(Endpoint<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TaskOffset<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskOffset::default();
@@ -370,6 +382,7 @@ impl<'a> From<TaskOffsetView<'a>> for TaskOffset<'a> {
 
 as_version!(TaskOffset<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Assignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Assignment::default();
@@ -400,6 +413,7 @@ as_version!(Assignment<'_>, |v, ver| {
     v.warmup_tasks = v.warmup_tasks.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskIds::default();
@@ -424,6 +438,7 @@ impl<'a> From<TaskIdsView<'a>> for TaskIds<'a> {
 
 as_version!(TaskIds<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescription::default();
@@ -451,6 +466,7 @@ as_version!(TopologyDescription<'_>, |v, ver| {
     v.global_stores = v.global_stores.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionSubtopology::default();
@@ -477,6 +493,7 @@ as_version!(TopologyDescriptionSubtopology<'_>, |v, ver| {
     v.nodes = v.nodes.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescriptionNode<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionNode::default();
@@ -509,6 +526,7 @@ impl<'a> From<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
 
 as_version!(TopologyDescriptionNode<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionGlobalStore::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::streams_group_heartbeat::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupHeartbeatRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequest::default();
@@ -94,8 +95,10 @@ as_version!(StreamsGroupHeartbeatRequest<'_>, |v, ver| {
     v.task_end_offsets = v.task_end_offsets.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(StreamsGroupHeartbeatRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Topology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Topology::default();
@@ -122,6 +125,7 @@ as_version!(Topology<'_>, |v, ver| {
     v.subtopologies = v.subtopologies.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Subtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Subtopology::default();
@@ -161,6 +165,7 @@ as_version!(Subtopology<'_>, |v, ver| {
     v.copartition_groups = v.copartition_groups.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicInfo<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicInfo::default();
@@ -191,6 +196,7 @@ as_version!(TopicInfo<'_>, |v, ver| {
     v.topic_configs = v.topic_configs.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for KeyValue<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KeyValue::default();
@@ -215,6 +221,7 @@ impl<'a> From<KeyValueView<'a>> for KeyValue<'a> {
 
 as_version!(KeyValue<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CopartitionGroup<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CopartitionGroup::default();
@@ -242,6 +249,7 @@ impl<'a> From<CopartitionGroupView<'a>> for CopartitionGroup<'a> {
 
 as_version!(CopartitionGroup<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupHeartbeatRequestTaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequestTaskIds::default();
@@ -266,6 +274,7 @@ impl<'a> From<StreamsGroupHeartbeatRequestTaskIdsView<'a>> for StreamsGroupHeart
 
 as_version!(StreamsGroupHeartbeatRequestTaskIds<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupHeartbeatRequestEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatRequestEndpoint::default();
@@ -290,6 +299,7 @@ impl<'a> From<StreamsGroupHeartbeatRequestEndpointView<'a>> for StreamsGroupHear
 
 as_version!(StreamsGroupHeartbeatRequestEndpoint<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TaskOffset<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TaskOffset::default();
@@ -316,6 +326,7 @@ impl<'a> From<TaskOffsetView<'a>> for TaskOffset<'a> {
 
 as_version!(TaskOffset<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupHeartbeatResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatResponse::default();
@@ -396,8 +407,10 @@ as_version!(StreamsGroupHeartbeatResponse<'_>, |v, ver| {
     v.partitions_by_user_endpoint = v.partitions_by_user_endpoint.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(StreamsGroupHeartbeatResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Status<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Status::default();
@@ -422,6 +435,7 @@ impl<'a> From<StatusView<'a>> for Status<'a> {
 
 as_version!(Status<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupHeartbeatResponseTaskIds<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatResponseTaskIds::default();
@@ -446,6 +460,7 @@ impl<'a> From<StreamsGroupHeartbeatResponseTaskIdsView<'a>> for StreamsGroupHear
 
 as_version!(StreamsGroupHeartbeatResponseTaskIds<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for EndpointToPartitions<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = EndpointToPartitions::default();
@@ -477,6 +492,7 @@ as_version!(EndpointToPartitions<'_>, |v, ver| {
     v.standby_partitions = v.standby_partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupHeartbeatResponseEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupHeartbeatResponseEndpoint::default();
@@ -501,6 +517,7 @@ impl<'a> From<StreamsGroupHeartbeatResponseEndpointView<'a>> for StreamsGroupHea
 
 as_version!(StreamsGroupHeartbeatResponseEndpoint<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopicPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopicPartition::default();

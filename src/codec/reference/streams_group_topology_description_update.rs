@@ -13,6 +13,7 @@ use crate::codec::messages::streams_group_topology_description_update::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupTopologyDescriptionUpdateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupTopologyDescriptionUpdateRequest::default();
@@ -54,8 +55,10 @@ as_version!(StreamsGroupTopologyDescriptionUpdateRequest<'_>, |v, ver| {
     v.topology_description = v.topology_description.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(StreamsGroupTopologyDescriptionUpdateRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescription<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescription::default();
@@ -83,6 +86,7 @@ as_version!(TopologyDescription<'_>, |v, ver| {
     v.global_stores = v.global_stores.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescriptionSubtopology<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionSubtopology::default();
@@ -109,6 +113,7 @@ as_version!(TopologyDescriptionSubtopology<'_>, |v, ver| {
     v.nodes = v.nodes.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescriptionNode<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionNode::default();
@@ -141,6 +146,7 @@ impl<'a> From<TopologyDescriptionNodeView<'a>> for TopologyDescriptionNode<'a> {
 
 as_version!(TopologyDescriptionNode<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TopologyDescriptionGlobalStore<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TopologyDescriptionGlobalStore::default();
@@ -169,6 +175,7 @@ as_version!(TopologyDescriptionGlobalStore<'_>, |v, ver| {
     v.processor = v.processor.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StreamsGroupTopologyDescriptionUpdateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StreamsGroupTopologyDescriptionUpdateResponse::default();
@@ -203,4 +210,5 @@ impl<'a> From<StreamsGroupTopologyDescriptionUpdateResponseView<'a>>
 
 as_version!(StreamsGroupTopologyDescriptionUpdateResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(StreamsGroupTopologyDescriptionUpdateResponse);

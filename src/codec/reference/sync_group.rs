@@ -13,6 +13,7 @@ use crate::codec::messages::sync_group::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SyncGroupRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SyncGroupRequest::default();
@@ -65,8 +66,10 @@ as_version!(SyncGroupRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(SyncGroupRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SyncGroupRequestAssignment<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SyncGroupRequestAssignment::default();
@@ -93,6 +96,7 @@ as_version!(SyncGroupRequestAssignment<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for SyncGroupResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = SyncGroupResponse::default();
@@ -140,4 +144,5 @@ as_version!(SyncGroupResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(SyncGroupResponse);

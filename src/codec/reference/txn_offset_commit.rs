@@ -13,6 +13,7 @@ use crate::codec::messages::txn_offset_commit::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TxnOffsetCommitRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitRequest::default();
@@ -68,8 +69,10 @@ as_version!(TxnOffsetCommitRequest<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(TxnOffsetCommitRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TxnOffsetCommitRequestTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitRequestTopic::default();
@@ -109,6 +112,7 @@ as_version!(TxnOffsetCommitRequestTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TxnOffsetCommitRequestPartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitRequestPartition::default();
@@ -145,6 +149,7 @@ as_version!(TxnOffsetCommitRequestPartition<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TxnOffsetCommitResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitResponse::default();
@@ -172,8 +177,10 @@ as_version!(TxnOffsetCommitResponse<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(TxnOffsetCommitResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TxnOffsetCommitResponseTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitResponseTopic::default();
@@ -213,6 +220,7 @@ as_version!(TxnOffsetCommitResponseTopic<'_>, |v, ver| {
     v.unknown_tagged_fields = tagged_as_version(&v.unknown_tagged_fields, ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for TxnOffsetCommitResponsePartition<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = TxnOffsetCommitResponsePartition::default();

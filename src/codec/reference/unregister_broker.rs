@@ -13,6 +13,7 @@ use crate::codec::messages::unregister_broker::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UnregisterBrokerRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterBrokerRequest::default();
@@ -35,8 +36,10 @@ impl<'a> From<UnregisterBrokerRequestView<'a>> for UnregisterBrokerRequest<'a> {
 
 as_version!(UnregisterBrokerRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(UnregisterBrokerRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UnregisterBrokerResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterBrokerResponse::default();
@@ -63,4 +66,5 @@ impl<'a> From<UnregisterBrokerResponseView<'a>> for UnregisterBrokerResponse<'a>
 
 as_version!(UnregisterBrokerResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(UnregisterBrokerResponse);

@@ -13,6 +13,7 @@ use crate::codec::messages::unregister_controller::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UnregisterControllerRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterControllerRequest::default();
@@ -35,8 +36,10 @@ impl<'a> From<UnregisterControllerRequestView<'a>> for UnregisterControllerReque
 
 as_version!(UnregisterControllerRequest<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(UnregisterControllerRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UnregisterControllerResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UnregisterControllerResponse::default();
@@ -63,4 +66,5 @@ impl<'a> From<UnregisterControllerResponseView<'a>> for UnregisterControllerResp
 
 as_version!(UnregisterControllerResponse<'_>);
 
+#[cfg(feature = "reference")]
 reference_body!(UnregisterControllerResponse);

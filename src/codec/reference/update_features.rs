@@ -13,6 +13,7 @@ use crate::codec::messages::update_features::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UpdateFeaturesRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdateFeaturesRequest::default();
@@ -46,8 +47,10 @@ as_version!(UpdateFeaturesRequest<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 reference_body!(UpdateFeaturesRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for FeatureUpdateKey<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = FeatureUpdateKey::default();
@@ -87,6 +90,7 @@ as_version!(FeatureUpdateKey<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UpdateFeaturesResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdateFeaturesResponse::default();
@@ -119,8 +123,10 @@ as_version!(UpdateFeaturesResponse<'_>, |v, ver| {
     v.results = if ver.version == 2 { List::Borrowed(&[]) } else { v.results.as_version(ver) };
 });
 
+#[cfg(feature = "reference")]
 reference_body!(UpdateFeaturesResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UpdatableFeatureResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdatableFeatureResult::default();

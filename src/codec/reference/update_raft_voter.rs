@@ -13,6 +13,7 @@ use crate::codec::messages::update_raft_voter::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UpdateRaftVoterRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdateRaftVoterRequest::default();
@@ -49,8 +50,10 @@ as_version!(UpdateRaftVoterRequest<'_>, |v, ver| {
     v.k_raft_version_feature = v.k_raft_version_feature.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(UpdateRaftVoterRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for Listener<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = Listener::default();
@@ -77,6 +80,7 @@ impl<'a> From<ListenerView<'a>> for Listener<'a> {
 
 as_version!(Listener<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for KRaftVersionFeature<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = KRaftVersionFeature::default();
@@ -101,6 +105,7 @@ impl<'a> From<KRaftVersionFeatureView<'a>> for KRaftVersionFeature<'a> {
 
 as_version!(KRaftVersionFeature<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for UpdateRaftVoterResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = UpdateRaftVoterResponse::default();
@@ -142,8 +147,10 @@ as_version!(UpdateRaftVoterResponse<'_>, |v, ver| {
     v.current_leader = v.current_leader.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(UpdateRaftVoterResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for CurrentLeader<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = CurrentLeader::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::vote::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for VoteRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteRequest::default();
@@ -46,8 +47,10 @@ as_version!(VoteRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(VoteRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for VoteRequestTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteRequestTopicData::default();
@@ -74,6 +77,7 @@ as_version!(VoteRequestTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for VoteRequestPartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteRequestPartitionData::default();
@@ -126,6 +130,7 @@ as_version!(VoteRequestPartitionData<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for VoteResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteResponse::default();
@@ -171,8 +176,10 @@ as_version!(VoteResponse<'_>, |v, ver| {
     v.node_endpoints = if ver.version == 0 { List::Borrowed(&[]) } else { v.node_endpoints.as_version(ver) };
 });
 
+#[cfg(feature = "reference")]
 reference_body!(VoteResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for VoteResponseTopicData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteResponseTopicData::default();
@@ -199,6 +206,7 @@ as_version!(VoteResponseTopicData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for VoteResponsePartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = VoteResponsePartitionData::default();
@@ -229,6 +237,7 @@ impl<'a> From<VoteResponsePartitionDataView<'a>> for VoteResponsePartitionData<'
 
 as_version!(VoteResponsePartitionData<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for NodeEndpoint<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = NodeEndpoint::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::write_share_group_state::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WriteShareGroupStateRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteShareGroupStateRequest::default();
@@ -39,8 +40,10 @@ as_version!(WriteShareGroupStateRequest<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(WriteShareGroupStateRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WriteStateData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteStateData::default();
@@ -67,6 +70,7 @@ as_version!(WriteStateData<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionData<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionData::default();
@@ -106,6 +110,7 @@ as_version!(PartitionData<'_>, |v, ver| {
     v.state_batches = v.state_batches.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for StateBatch<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = StateBatch::default();
@@ -134,6 +139,7 @@ impl<'a> From<StateBatchView<'a>> for StateBatch<'a> {
 
 as_version!(StateBatch<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WriteShareGroupStateResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteShareGroupStateResponse::default();
@@ -158,8 +164,10 @@ as_version!(WriteShareGroupStateResponse<'_>, |v, ver| {
     v.results = v.results.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(WriteShareGroupStateResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WriteStateResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteStateResult::default();
@@ -186,6 +194,7 @@ as_version!(WriteStateResult<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for PartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = PartitionResult::default();

@@ -13,6 +13,7 @@ use crate::codec::messages::write_txn_markers::*;
 #[allow(unused_imports)]
 use crate::codec::prelude::*;
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WriteTxnMarkersRequest<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteTxnMarkersRequest::default();
@@ -37,8 +38,10 @@ as_version!(WriteTxnMarkersRequest<'_>, |v, ver| {
     v.markers = v.markers.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(WriteTxnMarkersRequest);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WritableTxnMarker<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarker::default();
@@ -78,6 +81,7 @@ as_version!(WritableTxnMarker<'_>, |v, ver| {
     }
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WritableTxnMarkerTopic<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerTopic::default();
@@ -102,6 +106,7 @@ impl<'a> From<WritableTxnMarkerTopicView<'a>> for WritableTxnMarkerTopic<'a> {
 
 as_version!(WritableTxnMarkerTopic<'_>);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WriteTxnMarkersResponse<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WriteTxnMarkersResponse::default();
@@ -126,8 +131,10 @@ as_version!(WriteTxnMarkersResponse<'_>, |v, ver| {
     v.markers = v.markers.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 reference_body!(WriteTxnMarkersResponse);
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WritableTxnMarkerResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerResult::default();
@@ -154,6 +161,7 @@ as_version!(WritableTxnMarkerResult<'_>, |v, ver| {
     v.topics = v.topics.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WritableTxnMarkerTopicResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerTopicResult::default();
@@ -180,6 +188,7 @@ as_version!(WritableTxnMarkerTopicResult<'_>, |v, ver| {
     v.partitions = v.partitions.as_version(ver);
 });
 
+#[cfg(feature = "reference")]
 impl ReadOwned for WritableTxnMarkerPartitionResult<'static> {
     fn read_owned(r: &mut Reader<'_>, ver: Ver, _: &'static str) -> Result<Self, DecodeError> {
         let mut this = WritableTxnMarkerPartitionResult::default();

@@ -255,18 +255,17 @@ pub fn frame_from_json(
     Ok(JsonFrame { bytes, api_key: key, api_version: version, request, warnings: read.warnings })
 }
 
-/// Reads a frame built from JSON with kwire's typed views and reference decoder, and
-/// encodes it again with the typed encoder: the same bytes, or what went wrong.
+/// Reads a frame built from JSON with kwire's typed views, converts them to owned values and
+/// encodes those again with the typed encoder: the same bytes, or what went wrong.
 fn typed_codec_agrees(bytes: &[u8], key: ApiKey, version: i16, request: bool) -> Result<(), String> {
     let frame = &bytes[4..];
     let rejected = |e: &dyn core::fmt::Display| format!("is rejected by kwire's typed decoder: {e}");
-    let reference = |e: crate::DecodeError| format!("is rejected by kwire's reference decoder: {e}");
     let encoder = |e: crate::EncodeError| format!("cannot be re-encoded by kwire's typed encoder: {e}");
     let differs = || String::from("differs from what kwire's typed encoder writes for the same values");
     let mut again = vec![0u8; bytes.len()];
     let n = if request {
         let req = dispatch::parse_request(frame).map_err(|e| rejected(&e))?;
-        let typed = RequestBody::decode(req.body.as_bytes(), key, version).map_err(reference)?;
+        let typed = RequestBody::from(req.body);
         let tags: Vec<RawTaggedField<'_>> = req
             .header
             .unknown_tagged_fields()
@@ -280,7 +279,7 @@ fn typed_codec_agrees(bytes: &[u8], key: ApiKey, version: i16, request: bool) ->
         dispatch::encode_request_with(&typed, version, &header, &mut again).map_err(encoder)?
     } else {
         let resp = dispatch::parse_response(frame, key, version).map_err(|e| rejected(&e))?;
-        let typed = ResponseBody::decode(resp.body.as_bytes(), key, version).map_err(reference)?;
+        let typed = ResponseBody::from(resp.body);
         if resp.header.unknown_tagged_fields().next().is_some() {
             // The typed response encoder writes no header tagged fields: compare the bodies.
             let mut body = vec![0u8; typed.encoded_len(version).map_err(encoder)?];

@@ -165,10 +165,11 @@ pub fn table(apis: &[Api]) -> String {
     for a in apis {
         for m in [a.request, a.response] {
             if holds(m, &m.structs[0]) {
+                let cfg = cfg_line(&a.name);
                 writeln!(
                     o,
                     "{}        (ApiKey::{}, {}) => Some({}::{}),",
-                    cfg_line(&a.name).replace('\n', "\n        "),
+                    if cfg.is_empty() { cfg } else { format!("        {cfg}") },
                     a.name,
                     m.is_request,
                     snake(&a.name),

@@ -18,7 +18,7 @@ pub fn emit(cx: &Ctx) -> String {
         out.push_str(&from_view(cx, s));
         out.push_str(&as_version(cx, s));
         if cx.is_root(s) {
-            writeln!(out, "reference_body!({});\n", s.name).unwrap();
+            writeln!(out, "#[cfg(feature = \"reference\")]\nreference_body!({});\n", s.name).unwrap();
         }
     }
     out
@@ -98,7 +98,11 @@ fn read_owned(cx: &Ctx, s: &Struct) -> String {
         body.extend(cx.if_flexible(s, ver, tags));
     }
     body.line("Ok(this)");
-    format!("impl ReadOwned for {n}{} {{\n{}}}\n\n", cx.generics(s, "'static"), fb.finish(body))
+    format!(
+        "#[cfg(feature = \"reference\")]\nimpl ReadOwned for {n}{} {{\n{}}}\n\n",
+        cx.generics(s, "'static"),
+        fb.finish(body)
+    )
 }
 
 /// The conversion from the view (public, so that one struct of a message can be taken

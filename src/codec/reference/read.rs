@@ -7,8 +7,7 @@ use alloc::{string::String, vec::Vec};
 use crate::codec::encode::Body;
 use crate::codec::error::{DecodeError, DecodeErrorKind};
 use crate::codec::types::{Bytes, List, RawTaggedField, Str, Uuid, Ver};
-use crate::codec::view::{ArrayView, Element};
-use crate::codec::wire::{Reader, TaggedIter};
+use crate::codec::wire::Reader;
 
 /// A type the reference decoder can build from the input, allocating as it goes.
 pub(crate) trait ReadOwned: Sized {
@@ -169,20 +168,6 @@ pub(crate) fn read_owned_body<B: Body + ReadOwned>(bytes: &[u8], version: i16) -
     Ok(body)
 }
 
-/// Converts every element of an array view (the generated `From` of each struct's view,
-/// or the identity for scalars, or `Str::from` for strings).
-/// (A loop rather than `collect`, which reads the first element apart from the others and so
-/// inlines the array's iteration twice. The element's `From` is `#[inline(never)]`: it is
-/// public, so it is compiled on its own anyway, and inlined here it was compiled again into
-/// every struct that holds an array of it.)
-pub(crate) fn list_from_view<'a, V: Element<'a>, T: From<V>>(view: ArrayView<'a, V>) -> List<'a, T> {
-    let mut items = Vec::with_capacity(view.len());
-    for item in view.iter() {
-        items.push(T::from(item));
-    }
-    List::Owned(items)
-}
-
 /// Reads the tagged section of a struct that knows no tagged fields into
 /// `$this.unknown_tagged_fields`, every field kept raw; versions that are not flexible have
 /// no section.
@@ -214,11 +199,6 @@ pub(crate) fn unknown_tagged_fields(
 }
 
 pub(crate) use read_unknown_tagged_fields;
-
-/// A view's unknown tagged fields as values that borrow their bytes.
-pub(crate) fn unknown_from_view(fields: TaggedIter<'_>) -> List<'_, RawTaggedField<'_>> {
-    fields.map(|(tag, data)| RawTaggedField { tag, data: List::Borrowed(data) }).collect()
-}
 
 /// What every body has in the reference decoder beyond what every struct has (`From` its
 /// view): `decode`. The generated code invokes it once per body, e.g.
