@@ -207,12 +207,26 @@ pub(crate) fn put_uvarlong(buf: &mut [u8], mut pos: usize, mut v: u64) -> Option
     Some(pos + 1)
 }
 
+/// Appends the unsigned varlong `v`: one or two bytes (nearly every length and delta in a
+/// record) stored directly, longer ones through [`uvarlong_bytes`].
+#[cfg(feature = "alloc")]
+#[inline]
+fn push_uvarlong(out: &mut alloc::vec::Vec<u8>, v: u64) {
+    if v < 0x80 {
+        out.push(v as u8);
+    } else if v < 0x4000 {
+        out.extend_from_slice(&[(v as u8) | 0x80, (v >> 7) as u8]);
+    } else {
+        let (b, n) = uvarlong_bytes(v);
+        out.extend_from_slice(&b[..n]);
+    }
+}
+
 /// Appends the unsigned varint `v`.
 #[cfg(feature = "alloc")]
 #[inline]
 pub(crate) fn push_uvarint(out: &mut alloc::vec::Vec<u8>, v: u32) {
-    let (b, n) = uvarlong_bytes(u64::from(v));
-    out.extend_from_slice(&b[..n]);
+    push_uvarlong(out, u64::from(v));
 }
 
 /// Appends the zig-zag varlong `v`.
@@ -220,8 +234,7 @@ pub(crate) fn push_uvarint(out: &mut alloc::vec::Vec<u8>, v: u32) {
 #[inline]
 #[cfg_attr(not(feature = "encrypt"), allow(dead_code, reason = "written by record encryption"))]
 pub(crate) fn push_varlong(out: &mut alloc::vec::Vec<u8>, v: i64) {
-    let (b, n) = uvarlong_bytes(zigzag64(v));
-    out.extend_from_slice(&b[..n]);
+    push_uvarlong(out, zigzag64(v));
 }
 
 #[cfg(test)]
@@ -238,6 +251,12 @@ mod tests {
             assert_eq!(put[..n], b[..n]);
             assert_eq!(put_uvarlong(&mut put[..n - 1], 0, v), None, "one byte short");
             assert_eq!(uvarlong(&b[..n], 0), Ok((v, n)));
+            #[cfg(feature = "alloc")]
+            {
+                let mut pushed = alloc::vec![0xaa];
+                push_uvarlong(&mut pushed, v);
+                assert_eq!(pushed[1..], b[..n], "pushed after what was there");
+            }
             if let Ok(v32) = u32::try_from(v) {
                 assert_eq!(n, uvarint_len(v32));
                 assert_eq!(uvarint(&b[..n], 0), Ok((v32, n)));

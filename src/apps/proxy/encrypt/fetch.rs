@@ -118,24 +118,26 @@ fn batch_records<'a: 'b, 'b>(batch: &RecordBatch<'a>, buf: &'b mut Vec<u8>) -> R
 struct Work<'s> {
     plain: &'s mut Vec<u8>,
     value: &'s mut Vec<u8>,
+    /// Associated data, starting with the topic's part (`topic_part` bytes, written once).
     aad: &'s mut Vec<u8>,
+    topic_part: usize,
 }
 
 fn bad(e: impl core::fmt::Display) -> Failure {
     Failure::Bad(e.to_string())
 }
 
-/// Opens an envelope into `w.plain`: its plaintext, read in place.
+/// Opens an envelope into `plain`: its plaintext, read in place. `aad` starts with the
+/// topic's part of the associated data, `topic_part` bytes.
 async fn open<'w>(
-    topic: &str,
     key: Option<&[u8]>,
     envelope: &Envelope<'_>,
     ciphers: &mut Ciphers<'_>,
     plain: &'w mut Vec<u8>,
-    aad: &mut Vec<u8>,
+    (aad, topic_part): (&mut Vec<u8>, usize),
 ) -> Result<PlainRef<'w>, Failure> {
     let cipher = ciphers.get(envelope.kek, envelope.wrapped).await?;
-    format::associated_data_into(aad, topic, key, envelope.header);
+    format::associated_data_record(aad, topic_part, key, envelope.header);
     plain.clear();
     plain.extend_from_slice(envelope.sealed);
     let n = cipher.open_within(envelope.nonce, aad, plain, 0).ok_or_else(|| bad(FormatError::Tampered))?;
@@ -158,7 +160,6 @@ fn put_plain_headers(dst: &mut Vec<u8>, h: PlainHeaders<'_>) {
 /// holds part of the record: the caller cuts it off.
 async fn decrypt_record(
     dst: &mut Vec<u8>,
-    topic: &str,
     record: &Record<'_>,
     ciphers: &mut Ciphers<'_>,
     w: &mut Work<'_>,
@@ -174,7 +175,7 @@ async fn decrypt_record(
             return Err(Failure::Bad(format!("a tombstone with two {HEADERS_KEY} headers")));
         }
         let envelope = Envelope::parse(header.value.unwrap_or_default()).map_err(bad)?;
-        let plain = open(topic, record.key(), &envelope, ciphers, w.plain, w.aad).await?;
+        let plain = open(record.key(), &envelope, ciphers, w.plain, (w.aad, w.topic_part)).await?;
         let (None, Some(headers)) = (plain.value, plain.headers) else {
             return Err(Failure::Bad("a tombstone's envelope holds a value".into()));
         };
@@ -191,7 +192,7 @@ async fn decrypt_record(
         // The value alone, not compressed: its length is known before it is opened, so
         // it is opened where it goes, in `dst`.
         let cipher = ciphers.get(envelope.kek, envelope.wrapped).await?;
-        format::associated_data_into(w.aad, topic, record.key(), envelope.header);
+        format::associated_data_record(w.aad, w.topic_part, record.key(), envelope.header);
         let len = (envelope.sealed.len() - TAG_LEN)
             .checked_sub(4)
             .ok_or_else(|| bad(FormatError::Plaintext("value length")))?;
@@ -221,7 +222,7 @@ async fn decrypt_record(
         debug_assert_eq!(dst.len() - start, varlong_len(body as i64) + body);
         return Ok(());
     }
-    let plain = open(topic, record.key(), &envelope, ciphers, w.plain, w.aad).await?;
+    let plain = open(record.key(), &envelope, ciphers, w.plain, (w.aad, w.topic_part)).await?;
     let Some(value) = plain.value else {
         return Err(Failure::Bad("an envelope without its value".into()));
     };
@@ -269,7 +270,8 @@ async fn decrypt_into(
     s: &mut Scratch,
 ) -> Result<(), Failure> {
     let Scratch { raw, buf, plain, value, aad, .. } = s;
-    let mut w = Work { plain, value, aad };
+    let topic_part = format::associated_data_topic(aad, topic);
+    let mut w = Work { plain, value, aad, topic_part };
     // Opened records are shorter than sealed ones (compressed batches aside).
     out.reserve(records.bytes().len());
     let mut batches = records;
@@ -306,7 +308,7 @@ async fn decrypt_into(
         for record in records {
             let record = record.map_err(bad)?;
             let mark = dst.len();
-            match decrypt_record(dst, topic, &record, ciphers, &mut w).await {
+            match decrypt_record(dst, &record, ciphers, &mut w).await {
                 Ok(()) => {}
                 Err(Failure::Bad(why)) if pass => {
                     dst.truncate(mark);

@@ -257,12 +257,30 @@ pub fn associated_data(topic: &str, key: Option<&[u8]>, header: &[u8]) -> Vec<u8
 
 /// [`associated_data`] written into `aad` (cleared first), which keeps its capacity.
 pub(super) fn associated_data_into(aad: &mut Vec<u8>, topic: &str, key: Option<&[u8]>, header: &[u8]) {
+    let topic_part = associated_data_topic(aad, topic);
+    associated_data_record(aad, topic_part, key, header);
+}
+
+/// Writes the part of the associated data that every record of `topic` shares into `aad`
+/// (emptied first): its length, for [`associated_data_record`].
+pub(super) fn associated_data_topic(aad: &mut Vec<u8>, topic: &str) -> usize {
     const LABEL: &[u8] = b"kwire record encryption";
     aad.clear();
-    aad.reserve(LABEL.len() + topic.len() + key.map_or(0, <[u8]>::len) + header.len() + 12);
     aad.extend_from_slice(LABEL);
     aad.extend_from_slice(&(topic.len() as u32).to_be_bytes());
     aad.extend_from_slice(topic.as_bytes());
+    aad.len()
+}
+
+/// Completes the associated data of one record in `aad`, which starts with the `topic_part`
+/// bytes [`associated_data_topic`] wrote (whatever follows them is replaced).
+pub(super) fn associated_data_record(
+    aad: &mut Vec<u8>,
+    topic_part: usize,
+    key: Option<&[u8]>,
+    header: &[u8],
+) {
+    aad.truncate(topic_part);
     match key {
         None => aad.extend_from_slice(&(-1i32).to_be_bytes()),
         Some(k) => {

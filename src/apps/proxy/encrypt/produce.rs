@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use super::dek::Lease;
 use super::engine::Engine;
-use super::format::TAG_LEN;
 use super::format::{self, Flags, HEADERS_KEY};
+use super::format::{NONCE_LEN, TAG_LEN};
 use super::kms::KmsError;
 use super::rules::EncryptRule;
 use super::write::{
@@ -35,23 +35,51 @@ fn produce_error(e: &KmsError) -> ErrorCode {
     if e.is_retriable() { ErrorCode::KafkaStorageError } else { ErrorCode::PolicyViolation }
 }
 
+/// What the envelopes of one partition's records share, made once: the topic's part of the
+/// associated data (at the start of the `aad` scratch), and an envelope header (its last
+/// flags) without the nonce, copied into each envelope.
+struct Shared<'r> {
+    rule: &'r EncryptRule,
+    /// The length of an envelope's header.
+    header_len: usize,
+    /// The length of the topic's part of the associated data.
+    topic_part: usize,
+    /// The flags `header` was written for.
+    flags: Option<Flags>,
+    header: Vec<u8>,
+}
+
+impl<'r> Shared<'r> {
+    fn new(topic: &str, rule: &'r EncryptRule, lease: &Lease, aad: &mut Vec<u8>) -> Self {
+        let topic_part = format::associated_data_topic(aad, topic);
+        let header_len = format::header_len(&rule.kek, &lease.wrapped);
+        Shared { rule, header_len, topic_part, flags: None, header: Vec::new() }
+    }
+}
+
 /// Writes one envelope (`len` bytes in all) at the end of `dst`: its header, then the
 /// plaintext `plain` writes, sealed in place, then the tag.
-#[allow(clippy::too_many_arguments)]
 fn put_envelope(
     dst: &mut Vec<u8>,
     aad: &mut Vec<u8>,
-    topic: &str,
+    shared: &mut Shared<'_>,
     key: Option<&[u8]>,
-    kek: &str,
     lease: &mut Lease,
     flags: Flags,
     plain: impl FnOnce(&mut Vec<u8>),
 ) -> Result<(), String> {
     let nonce = lease.nonce().ok_or("more records than the batch declared")?;
+    if shared.flags != Some(flags) {
+        shared.header.clear();
+        format::write_header(&mut shared.header, flags, &shared.rule.kek, &lease.wrapped, &nonce)
+            .map_err(|e| e.to_string())?;
+        shared.header.truncate(shared.header.len() - NONCE_LEN);
+        shared.flags = Some(flags);
+    }
     let header = dst.len();
-    format::write_header(dst, flags, kek, &lease.wrapped, &nonce).map_err(|e| e.to_string())?;
-    format::associated_data_into(aad, topic, key, &dst[header..]);
+    dst.extend_from_slice(&shared.header);
+    dst.extend_from_slice(&nonce);
+    format::associated_data_record(aad, shared.topic_part, key, &dst[header..]);
     let sealed = dst.len();
     plain(dst);
     let tag = lease
@@ -64,19 +92,17 @@ fn put_envelope(
 
 /// Writes one record of a ruled topic at the end of `dst`, its value (and headers, if the
 /// rule says so) sealed in an envelope; `plain` is scratch for a compressed value.
-#[allow(clippy::too_many_arguments)]
 fn seal_record(
     dst: &mut Vec<u8>,
     record: &Record<'_>,
-    topic: &str,
-    rule: &EncryptRule,
+    shared: &mut Shared<'_>,
     lease: &mut Lease,
     codec: Compression,
     plain: &mut Vec<u8>,
     aad: &mut Vec<u8>,
 ) -> Result<(), String> {
-    let inside = rule.headers;
-    let envelope_header = format::header_len(&rule.kek, &lease.wrapped);
+    let inside = shared.rule.headers;
+    let envelope_header = shared.header_len;
     let start = dst.len();
     let body = match record.value() {
         Some(value) => {
@@ -99,7 +125,7 @@ fn seal_record(
             put_prefix(dst, record, body);
             push_varlong(dst, len as i64);
             let flags = Flags::new(inside, true, used);
-            put_envelope(dst, aad, topic, record.key(), &rule.kek, lease, flags, |dst| {
+            put_envelope(dst, aad, shared, record.key(), lease, flags, |dst| {
                 if codec == Compression::None {
                     if inside {
                         format::write_plain_headers(dst, record.header_count() as usize, record.headers());
@@ -131,7 +157,7 @@ fn seal_record(
             dst.extend_from_slice(name);
             push_varlong(dst, len as i64);
             let flags = Flags::new(true, false, Compression::None);
-            put_envelope(dst, aad, topic, record.key(), &rule.kek, lease, flags, |dst| {
+            put_envelope(dst, aad, shared, record.key(), lease, flags, |dst| {
                 format::write_plain_headers(dst, record.header_count() as usize, record.headers())
             })?;
             body
@@ -172,6 +198,7 @@ fn encrypt_into(
     s: &mut Scratch,
 ) -> Result<(), String> {
     let Scratch { raw, buf, plain, aad, .. } = s;
+    let mut shared = Shared::new(topic, rule, lease, aad);
     // Each record grows by its envelope's header, tag and lengths: reserved at once.
     let per_record = format::header_len(&rule.kek, &lease.wrapped) + TAG_LEN + 16;
     let count = usize::try_from(count_records(&records).unwrap_or(0)).unwrap_or(0);
@@ -187,7 +214,7 @@ fn encrypt_into(
         let dst = records_to(codec, out, raw);
         for record in batch.records_in_vec(buf, DEFAULT_DECOMPRESSION_LIMIT).map_err(|e| e.to_string())? {
             let record = record.map_err(|e| e.to_string())?;
-            seal_record(dst, &record, topic, rule, lease, codec, plain, aad)?;
+            seal_record(dst, &record, &mut shared, lease, codec, plain, aad)?;
         }
         finish_batch(codec, raw, out, at)?;
     }
