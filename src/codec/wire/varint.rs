@@ -210,7 +210,7 @@ pub(crate) fn put_uvarlong(buf: &mut [u8], mut pos: usize, mut v: u64) -> Option
 /// Appends the unsigned varlong `v`: one or two bytes (nearly every length and delta in a
 /// record) stored directly, longer ones through [`uvarlong_bytes`].
 #[cfg(feature = "alloc")]
-#[inline]
+#[inline(always)]
 fn push_uvarlong(out: &mut alloc::vec::Vec<u8>, v: u64) {
     if v < 0x80 {
         out.push(v as u8);

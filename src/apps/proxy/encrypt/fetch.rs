@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use super::dek::{Cipher, Keys};
 use super::engine::Engine;
-use super::format::{self, Envelope, FormatError, HEADERS_KEY, PlainHeaders, PlainRef, TAG_LEN};
+use super::format::{self, Envelope, FormatError, HEADERS_KEY, NONCE_LEN, PlainHeaders, PlainRef, TAG_LEN};
 use super::kms::KmsError;
 use super::rules::{EncryptRule, OnFailure, UNDECRYPTED_KEY};
 use super::write::{
@@ -55,11 +55,14 @@ pub(super) struct Ciphers<'k> {
     /// The data key found last (KEK, wrapped key), which the next records nearly always
     /// name again: compared, not hashed.
     last: Option<(String, Vec<u8>, Arc<Cipher>)>,
+    /// The header, nonce aside, of an envelope whose data key is `last` and which holds a
+    /// value alone, not compressed ([`Ciphers::remember`]); empty if none.
+    header: Vec<u8>,
 }
 
 impl<'k> Ciphers<'k> {
     pub(super) fn new(keys: &'k Keys) -> Self {
-        Ciphers { keys, opened: HashMap::new(), last: None }
+        Ciphers { keys, opened: HashMap::new(), last: None, header: Vec::new() }
     }
 
     /// The data key `wrapped` holds under `kek`.
@@ -68,11 +71,30 @@ impl<'k> Ciphers<'k> {
         if !hit {
             let cipher = self.find(kek, wrapped).await?;
             self.last = Some((kek.to_owned(), wrapped.to_vec(), cipher));
+            self.header.clear();
         }
         match &self.last {
             Some((_, _, cipher)) => Ok(&**cipher),
             None => Err(Failure::Bad("no data key".into())),
         }
+    }
+
+    /// Keeps the header of `envelope`, whose data key [`Ciphers::get`] has just given and
+    /// which holds a value alone, not compressed: the next envelopes with the same header
+    /// but for the nonce are known by it ([`Ciphers::known`]).
+    fn remember(&mut self, envelope: &Envelope<'_>) {
+        self.header.clear();
+        self.header.extend_from_slice(&envelope.header[..envelope.header.len() - NONCE_LEN]);
+    }
+
+    /// The data key of the envelope `stored` and the length of its header, if that header
+    /// is the remembered one but for the nonce: then it parses as that one did (a value
+    /// alone, not compressed, under the same KEK and data key), and its nonce and tag fit.
+    fn known(&self, stored: &[u8]) -> Option<(&Cipher, usize)> {
+        let (_, _, cipher) = self.last.as_ref()?;
+        let n = self.header.len();
+        let fits = n > 0 && stored.len() >= n + NONCE_LEN + TAG_LEN && stored[..n] == self.header[..];
+        fits.then_some((&**cipher, n + NONCE_LEN))
     }
 
     /// [`Ciphers::get`] through the map (and the KMS at a key's first use).
@@ -186,14 +208,29 @@ async fn decrypt_record(
         debug_assert_eq!(dst.len() - start, varlong_len(body as i64) + body);
         return Ok(());
     };
-    let envelope = Envelope::parse(stored).map_err(bad)?;
-    let flags = envelope.flags;
-    if flags.value() && !flags.headers() && flags.codec() == Some(Compression::None) {
+    // The records of a batch nearly always share their envelope's header but for the
+    // nonce: an envelope whose header is the one before's is not parsed again, nor its data
+    // key looked for.
+    if ciphers.known(stored).is_none() {
+        let envelope = Envelope::parse(stored).map_err(bad)?;
+        let flags = envelope.flags;
+        if !(flags.value() && !flags.headers() && flags.codec() == Some(Compression::None)) {
+            return decrypt_opened(dst, record, &envelope, ciphers, w).await;
+        }
+        ciphers.get(envelope.kek, envelope.wrapped).await?;
+        ciphers.remember(&envelope);
+    }
+    {
         // The value alone, not compressed: its length is known before it is opened, so
         // it is opened where it goes, in `dst`.
-        let cipher = ciphers.get(envelope.kek, envelope.wrapped).await?;
-        format::associated_data_record(w.aad, w.topic_part, record.key(), envelope.header);
-        let len = (envelope.sealed.len() - TAG_LEN)
+        let Some((cipher, header_len)) = ciphers.known(stored) else {
+            return Err(Failure::Bad("no data key".into()));
+        };
+        let (header, sealed) = stored.split_at(header_len);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&header[header_len - NONCE_LEN..]);
+        format::associated_data_record(w.aad, w.topic_part, record.key(), header);
+        let len = (sealed.len() - TAG_LEN)
             .checked_sub(4)
             .ok_or_else(|| bad(FormatError::Plaintext("value length")))?;
         let body = prefix_len(record) + varlong_len(len as i64) + len + kept_headers_len(record);
@@ -206,8 +243,8 @@ async fn decrypt_record(
         let mut kept = [0u8; 4];
         kept.copy_from_slice(&dst[at..]);
         dst.truncate(at);
-        dst.extend_from_slice(envelope.sealed);
-        let opened = cipher.open_within(envelope.nonce, w.aad, &mut dst[at..], 0);
+        dst.extend_from_slice(sealed);
+        let opened = cipher.open_within(nonce, w.aad, &mut dst[at..], 0);
         let mut said = [0u8; 4];
         said.copy_from_slice(&dst[at..at + 4]);
         dst[at..at + 4].copy_from_slice(&kept);
@@ -220,9 +257,21 @@ async fn decrypt_record(
         }
         put_kept_headers(dst, record);
         debug_assert_eq!(dst.len() - start, varlong_len(body as i64) + body);
-        return Ok(());
+        Ok(())
     }
-    let plain = open(record.key(), &envelope, ciphers, w.plain, (w.aad, w.topic_part)).await?;
+}
+
+/// Writes the record whose value is `envelope` (not a value alone, uncompressed) at the
+/// end of `dst`, decrypted through a plaintext: [`decrypt_record`]'s other case.
+async fn decrypt_opened(
+    dst: &mut Vec<u8>,
+    record: &Record<'_>,
+    envelope: &Envelope<'_>,
+    ciphers: &mut Ciphers<'_>,
+    w: &mut Work<'_>,
+) -> Result<(), Failure> {
+    let start = dst.len();
+    let plain = open(record.key(), envelope, ciphers, w.plain, (w.aad, w.topic_part)).await?;
     let Some(value) = plain.value else {
         return Err(Failure::Bad("an envelope without its value".into()));
     };

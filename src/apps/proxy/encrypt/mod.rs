@@ -13,9 +13,9 @@
 //! | `rules.rs` | the rules ([`EncryptRule`]): topic patterns, KEKs, headers, [`OnFailure`] |
 //! | `filter.rs` | [`Encryption`] for [`crate::proxy::ProxyBuilder::encrypt`], the waiting and chain filters (each side with its connection's scratch buffers) |
 //! | `engine.rs` | what the connections share: the rules, the data keys, the refusals on their way to the chain |
-//! | `produce.rs` | the Produce side: records sealed in envelopes where they go in the output, partitions that cannot be refused |
-//! | `fetch.rs` | the Fetch and ShareFetch side: records opened in one pass, each batch read once, values opened where they go in the output; the policies |
-//! | `tests.rs` | unit tests: each batch decompressed once, control batches, ShareFetch answers, the scratch buffers' bound |
+//! | `produce.rs` | the Produce side: records sealed in envelopes where they go in the output (the envelope header made once per partition), partitions that cannot be refused |
+//! | `fetch.rs` | the Fetch and ShareFetch side: records opened in one pass, each batch read once, values opened where they go in the output, an envelope whose header is the one before's but for the nonce not parsed again; the policies |
+//! | `tests.rs` | unit tests: each batch decompressed once, control batches, ShareFetch answers, the scratch buffers' bound, data keys mixed in one batch |
 //! | `write.rs` | records and batches written again straight into one output buffer, each record's length computed first; the scratch buffers a connection keeps, bounded (both sides) |
 //!
 //! # Choosing a KMS

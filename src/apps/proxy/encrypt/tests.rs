@@ -1,5 +1,5 @@
-//! Unit tests of the Fetch side through [`Encryption`]: each batch decompressed once, and
-//! control batches passed as stored under either policy.
+//! Unit tests of the Fetch side through [`Encryption`]: each batch decompressed once,
+//! control batches passed as stored under either policy, and data keys mixed in one batch.
 
 #[allow(unused_imports)]
 use std::{format, sync::Arc, vec, vec::Vec};
@@ -234,4 +234,48 @@ fn scratch_is_reused_and_bounded() {
 
 fn values_of(records: &[u8]) -> Vec<Vec<u8>> {
     values(records)
+}
+
+/// Envelopes of several data keys mixed in one batch, one whose wrapped key was altered and
+/// one whose nonce was: each record is opened with its own data key (an envelope whose
+/// header is the one before's but for the nonce is known by it, no other), the altered
+/// ones follow the policy, and the records after them are decrypted.
+#[test]
+fn mixed_data_keys_and_altered_headers_in_one_batch() {
+    let kms = Arc::new(MemoryKms::new());
+    kms.create_key("kek");
+    kms.create_key("kek2");
+    let under = |kek: &str, policy: OnFailure| {
+        Encryption::new(kms.clone()).rule(EncryptRule::new("t", kek).unwrap().on_failure(policy))
+    };
+    let sealed = |e: &Encryption, vals: &[&[u8]]| {
+        values(&block(e.encrypt_records("t", &batch(0, Compression::None, false, vals))).unwrap())
+    };
+    // Two data keys under `kek` (two proxies), one under `kek2`.
+    let a = sealed(&under("kek", OnFailure::Error), &[b"a0", b"a1", b"a2", b"a3"]);
+    let b = sealed(&under("kek2", OnFailure::Error), &[b"b0", b"b1"]);
+    let c = sealed(&under("kek", OnFailure::Error), &[b"c0"]);
+    let header_len = super::format::Envelope::parse(&a[0]).unwrap().header.len();
+    assert_ne!(a[0][..header_len - 12], c[0][..header_len - 12], "two data keys under one KEK");
+    let mut wrapped_altered = a[2].clone();
+    wrapped_altered[12] ^= 1;
+    let mut nonce_altered = a[3].clone();
+    nonce_altered[header_len - 1] ^= 1;
+    let mixed: Vec<&[u8]> =
+        vec![&a[0], &a[1], &wrapped_altered, &b[0], &c[0], &a[1], &nonce_altered, &b[1], &a[0]];
+    let stored = batch(0, Compression::None, false, &mixed);
+    let got = block(under("kek", OnFailure::PassStored).decrypt_records("t", &stored)).unwrap();
+    let want: Vec<&[u8]> =
+        vec![b"a0", b"a1", &wrapped_altered, b"b0", b"c0", b"a1", &nonce_altered, b"b1", b"a0"];
+    assert_eq!(values(&got), want);
+    let mut buf = Vec::new();
+    let batch_out = RecordBatch::new(&got).unwrap();
+    let marked: Vec<bool> = batch_out
+        .records_in_vec(&mut buf, 1 << 20)
+        .unwrap()
+        .map(|r| r.unwrap().headers().any(|h| h.key == super::UNDECRYPTED_KEY.as_bytes()))
+        .collect();
+    assert_eq!(marked, [false, false, true, false, false, false, true, false, false]);
+    let refused = block(under("kek", OnFailure::Error).decrypt_records("t", &stored));
+    assert!(matches!(refused, Err(RecordsError::Refused(_))), "{refused:?}");
 }
