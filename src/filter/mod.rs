@@ -17,7 +17,10 @@
 //! cluster, feature `reflect`). [`splice_request`] and [`splice_response`] rename entity
 //! strings (topic names, group ids, transactional ids) in a frame by splicing, with one copy
 //! and no value tree; a filter returns the new frame as [`RequestAction::RewriteFrame`] or
-//! [`ResponseAction::RewriteFrame`]. The masking of
+//! [`ResponseAction::RewriteFrame`]. A [`Tenant`] that borrows tails returns a request as
+//! [`RequestAction::RewriteSpliced`] instead: new bytes up to its last renamed string and
+//! its own bytes after it, uncopied ([`Spliced`]), which the chain gives as
+//! [`Verdict::Splice`] for its caller to write as the two parts. The masking of
 //! secrets in copies of frames for logs and recordings is [`crate::session::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
