@@ -247,15 +247,9 @@ pub(super) struct Batch {
 
 impl Batch {
     pub(super) fn push(&mut self, frame: &[u8]) -> usize {
-        self.push_parts(frame, &[])
-    }
-
-    /// Pushes the frame made of `head` then `tail`, with one size prefix.
-    pub(super) fn push_parts(&mut self, head: &[u8], tail: &[u8]) -> usize {
         let at = self.out.len();
-        self.out.extend_from_slice(&((head.len() + tail.len()) as u32).to_be_bytes());
-        self.out.extend_from_slice(head);
-        self.out.extend_from_slice(tail);
+        self.out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        self.out.extend_from_slice(frame);
         at
     }
 

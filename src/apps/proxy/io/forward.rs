@@ -280,8 +280,8 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 }
                 give_back_owned(made);
                 side.report(forward, meta, Instant::now());
-            } else if forward.len() + tail.len() <= COPY_MAX {
-                let at = batch.push_parts(forward, tail);
+            } else if tail.is_empty() && forward.len() <= COPY_MAX {
+                let at = batch.push(forward);
                 copied.push((at, meta));
             } else if tail.is_empty() {
                 batch.out.extend_from_slice(&(forward.len() as u32).to_be_bytes());
@@ -291,8 +291,9 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 }
                 side.report(forward, meta, done);
             } else {
-                // A spliced frame: its size prefix and head end the batch, its tail goes
-                // from the read buffer in the same write. It is reported as it came.
+                // A spliced frame, whatever its size: its size prefix and head end the
+                // batch, its tail goes from the read buffer in the same write. It is
+                // reported as it came (the hooks' one rule for spliced frames).
                 batch.out.extend_from_slice(&((forward.len() + tail.len()) as u32).to_be_bytes());
                 batch.out.extend_from_slice(forward);
                 let (r, done) = send_batch(&mut to, side, batch, &mut copied, tail).await;
