@@ -236,6 +236,15 @@ fn a_renamed_frame_allocates_once() {
     let (n, verdict) = common::counting::allocations(|| chain.on_request(&frame));
     assert!(matches!(verdict, Verdict::Replace(_)), "{verdict:?}");
     assert_eq!(n, 1, "a tenant's chain");
+    // A tenant that borrows tails (the proxy's): the one head, whose capacity is its length.
+    let mut chain = FilterChain::new();
+    chain.push(Tenant::new("tenant-a.").borrowing_tails());
+    let _ = chain.on_request(&frame);
+    let (n, verdict) = common::counting::allocations(|| chain.on_request(&frame));
+    let Verdict::Splice { head, tail } = verdict else { panic!("{verdict:?}") };
+    assert_eq!(n, 1, "a tenant's chain borrowing tails");
+    assert_eq!(head.capacity(), head.len());
+    assert!(tail < frame.len());
 
     // An answer's names lose the prefix with one allocation too.
     let mut answer = vec![0u8; 8192];

@@ -554,7 +554,17 @@ fn produce(
     r.call(label, &req, version)
 }
 
-fn fetch(r: &mut Run, label: &str, topic: &str, parts: &[(i32, i64)], version: i16) {
+/// A consumer's Fetch of `parts` (partition, offset) of one topic (named, or by id in
+/// `topic`), in fetch session `session` (id, epoch; `NO_SESSION` for none; no partitions
+/// sends no topic): the answer's frame.
+fn fetch_frame(
+    r: &mut Run,
+    label: &str,
+    topic: FetchTopic<'_>,
+    parts: &[(i32, i64)],
+    session: (i32, i32),
+    version: i16,
+) -> Vec<u8> {
     let partitions: Vec<FetchPartition<'_>> = parts
         .iter()
         .map(|&(partition, fetch_offset)| FetchPartition {
@@ -564,17 +574,32 @@ fn fetch(r: &mut Run, label: &str, topic: &str, parts: &[(i32, i64)], version: i
             ..Default::default()
         })
         .collect();
-    let topics = [FetchTopic { topic: topic.into(), partitions: partitions.into(), ..Default::default() }];
+    let topics = [FetchTopic { partitions: partitions.into(), ..topic }];
     let req = FetchRequest {
         replica_id: -1,
         max_wait_ms: 0,
         min_bytes: 1,
         max_bytes: 1 << 20,
-        session_epoch: -1,
-        topics: (&topics).into(),
+        session_id: session.0,
+        session_epoch: session.1,
+        topics: if parts.is_empty() { Default::default() } else { (&topics).into() },
         ..Default::default()
     };
-    r.call(label, &req, version);
+    r.call(label, &req, version)
+}
+
+/// No fetch session: a full fetch.
+const NO_SESSION: (i32, i32) = (0, -1);
+
+fn fetch(r: &mut Run, label: &str, topic: &str, parts: &[(i32, i64)], version: i16) {
+    fetch_frame(
+        r,
+        label,
+        FetchTopic { topic: topic.into(), ..Default::default() },
+        parts,
+        NO_SESSION,
+        version,
+    );
 }
 
 fn list_offsets(r: &mut Run, label: &str, topic: &str, parts: &[(i32, i64)], version: i16) {
@@ -902,45 +927,15 @@ fn topic_id(r: &mut Run, topic: &str) -> Uuid {
 
 /// Fetch v13, which names topics by id only.
 fn fetch_by_id(r: &mut Run, label: &str, topic_id: Uuid, parts: &[(i32, i64)]) {
-    let partitions: Vec<FetchPartition<'_>> = parts
-        .iter()
-        .map(|&(partition, fetch_offset)| FetchPartition {
-            partition,
-            fetch_offset,
-            partition_max_bytes: 1 << 20,
-            ..Default::default()
-        })
-        .collect();
-    let topics = [FetchTopic { topic_id, partitions: partitions.into(), ..Default::default() }];
-    let req = FetchRequest {
-        replica_id: -1,
-        min_bytes: 1,
-        max_bytes: 1 << 20,
-        session_epoch: -1,
-        topics: (&topics).into(),
-        ..Default::default()
-    };
-    r.call(label, &req, 13);
+    fetch_frame(r, label, FetchTopic { topic_id, ..Default::default() }, parts, NO_SESSION, 13);
 }
 
-/// Fetch v12 in a fetch session (`session` 0 and `epoch` 0 open one): the session id of
-/// the answer.
+/// Fetch v12 in a fetch session (`session` 0 and `epoch` 0 open one) of `parts` from offset
+/// 0: the session id of the answer.
 fn fetch_session(r: &mut Run, label: &str, topic: &str, session: i32, epoch: i32, parts: &[i32]) -> i32 {
-    let partitions: Vec<FetchPartition<'_>> = parts
-        .iter()
-        .map(|&partition| FetchPartition { partition, partition_max_bytes: 1 << 20, ..Default::default() })
-        .collect();
-    let topics = [FetchTopic { topic: topic.into(), partitions: partitions.into(), ..Default::default() }];
-    let req = FetchRequest {
-        replica_id: -1,
-        min_bytes: 1,
-        max_bytes: 1 << 20,
-        session_id: session,
-        session_epoch: epoch,
-        topics: if parts.is_empty() { Default::default() } else { (&topics).into() },
-        ..Default::default()
-    };
-    let frame = r.call(label, &req, 12);
+    let parts: Vec<(i32, i64)> = parts.iter().map(|&p| (p, 0)).collect();
+    let topic = FetchTopic { topic: topic.into(), ..Default::default() };
+    let frame = fetch_frame(r, label, topic, &parts, (session, epoch), 12);
     let ResponseBodyView::Fetch(a) = kwire::dispatch::parse_response(&frame, ApiKey::Fetch, 12).unwrap().body
     else {
         unreachable!()

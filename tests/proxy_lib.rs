@@ -1540,3 +1540,105 @@ fn tenants_have_configs_and_acls_of_their_own() {
     rt.block_on(proxy_a.shutdown_within(Duration::from_secs(5)));
     rt.block_on(proxy_b.shutdown_within(Duration::from_secs(5)));
 }
+
+/// A request frame with its size prefix.
+fn request_frame(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<u8> {
+    let header = kwire::frame::RequestHeader {
+        correlation_id,
+        client_id: Some("proxy-lib-test"),
+        ..Default::default()
+    };
+    let mut out = vec![0u8; dispatch::request_len(body, version, &header).unwrap()];
+    dispatch::encode_request(body, version, correlation_id, Some("proxy-lib-test"), &mut out).unwrap();
+    out
+}
+
+/// A tenant's renamed Produce requests reach the broker byte for byte as the request
+/// decoded, renamed and encoded again, with the right size prefix: large ones go as a new
+/// head and their records written from the proxy's read buffer, small ones copied into the
+/// batch, several in one read and one write.
+#[test]
+fn renamed_produce_requests_reach_the_broker_as_if_encoded_renamed() {
+    use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
+    use kwire::records::{BatchBuilder, NewRecord};
+    let rt = runtime();
+    // The upstream hands over every frame it reads, and answers none.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = listener.local_addr().unwrap();
+    let (got_tx, got_rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else { return };
+        while let Ok(frame) = read_frame(&mut s) {
+            if got_tx.send(frame).is_err() {
+                return;
+            }
+        }
+    });
+    let mut tenants = kwire::proxy::Tenants::new();
+    tenants.default_tenant("tenant-a.").unwrap();
+    let tenants = Arc::new(tenants);
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [upstream.to_string()])
+                .filters(move |conn| {
+                    let mut chain = FilterChain::new();
+                    chain.push(tenants.filter(conn));
+                    chain
+                })
+                .start(),
+        )
+        .unwrap();
+    let batch = |values: usize, size: usize| {
+        let values: Vec<Vec<u8>> = (0..values).map(|i| vec![b'a' + (i % 26) as u8; size]).collect();
+        let new: Vec<NewRecord<'_>> = values
+            .iter()
+            .map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None })
+            .collect();
+        let mut out = Vec::new();
+        BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut out).unwrap();
+        out
+    };
+    let (small, large) = (batch(3, 100), batch(40, 1000));
+    // (version, batch, partitions, topics)
+    let cases: [(i16, &[u8], i32, &[&str]); 5] = [
+        (9, &large, 3, &["orders"]),
+        (3, &small, 1, &["orders"]),
+        (12, &large, 2, &["orders", "payments"]),
+        (9, &small, 2, &["orders", "payments"]),
+        (7, &large, 1, &["orders"]),
+    ];
+    let (mut sent, mut want) = (Vec::new(), Vec::new());
+    for (i, &(version, batch, partitions, names)) in cases.iter().enumerate() {
+        let partitions: Vec<PartitionProduceData<'_>> = (0..partitions)
+            .map(|p| PartitionProduceData { index: p, records: Some(batch.into()), ..Default::default() })
+            .collect();
+        for (prefix, out) in [("", &mut sent), ("tenant-a.", &mut want)] {
+            let names: Vec<String> = names.iter().map(|n| format!("{prefix}{n}")).collect();
+            let topics: Vec<TopicProduceData<'_>> = names
+                .iter()
+                .map(|n| TopicProduceData {
+                    name: n.as_str().into(),
+                    partition_data: partitions.as_slice().into(),
+                    ..Default::default()
+                })
+                .collect();
+            let tx = format!("{prefix}tx");
+            let request = ProduceRequest {
+                transactional_id: Some(tx.as_str().into()),
+                acks: -1,
+                timeout_ms: 5000,
+                topic_data: topics.as_slice().into(),
+                ..Default::default()
+            };
+            out.push(request_frame(&request, version, i as i32));
+        }
+    }
+    let sent = sent.concat();
+    assert!(sent.len() > 150_000);
+    let mut client = connect(proxy.local_addr());
+    client.write_all(&sent).unwrap();
+    for (i, want) in want.iter().enumerate() {
+        let got = got_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(got == want[4..], "request {i}: {} bytes, {} wanted", got.len(), want.len() - 4);
+    }
+}

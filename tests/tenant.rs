@@ -178,6 +178,19 @@ fn every_request_gets_its_entities_prefixed_and_nothing_else() {
                     original = by_name;
                 }
                 let verdict = chain(Tenant::new(PREFIX)).on_request(&frame);
+                // A tenant borrowing tails sends the same bytes, as a new head and the
+                // frame's own tail.
+                let split = chain(Tenant::new(PREFIX).borrowing_tails()).on_request(&frame);
+                match (&verdict, split) {
+                    (Verdict::Replace(new), Verdict::Splice { head, tail }) => {
+                        assert_eq!([&head[..], &frame[tail..]].concat(), *new, "{} v{version}", key.name());
+                    }
+                    (Verdict::Replace(new), Verdict::Replace(split)) => {
+                        assert_eq!(split, *new, "{} v{version}", key.name())
+                    }
+                    (Verdict::Close(_), Verdict::Close(_)) => {}
+                    (v, split) => assert_eq!(split, *v, "{} v{version}", key.name()),
+                }
                 let sent = match verdict {
                     Verdict::Forward => frame.clone(),
                     Verdict::Replace(new) => new,
@@ -215,6 +228,128 @@ fn every_request_gets_its_entities_prefixed_and_nothing_else() {
         }
     }
     assert!(prefixed > 500, "only {prefixed} requests named an entity");
+}
+
+/// A Produce request whose topics carry records, at every version a tenant splices: the
+/// tenant that borrows tails sends a new head and the request's own bytes after its last
+/// topic name (its records), and the two are byte for byte the request decoded, renamed
+/// and encoded again, as the tenant that copies the frame sends it.
+#[test]
+fn a_renamed_produce_request_goes_as_a_new_head_and_its_own_records() {
+    use kwire::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
+    use kwire::records::{BatchBuilder, NewRecord};
+    let values: Vec<Vec<u8>> = (0..50).map(|i| format!("value-{i}-{}", "x".repeat(i)).into_bytes()).collect();
+    let new: Vec<NewRecord<'_>> = values
+        .iter()
+        .map(|v| NewRecord { key: Some(b"k"), value: Some(v), headers: &[], timestamp: None })
+        .collect();
+    let mut batch = Vec::new();
+    BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut batch).unwrap();
+    let parts = |n: i32| -> Vec<PartitionProduceData<'_>> {
+        (0..n)
+            .map(|i| PartitionProduceData { index: i, records: Some(batch[..].into()), ..Default::default() })
+            .collect()
+    };
+    let (one, two) = (parts(1), parts(2));
+    for names in [&["orders"][..], &["orders", "payments-eu"][..]] {
+        let topics: Vec<TopicProduceData<'_>> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| TopicProduceData {
+                name: (*n).into(),
+                partition_data: (if i == 0 { &one } else { &two }).as_slice().into(),
+                ..Default::default()
+            })
+            .collect();
+        let request = ProduceRequest {
+            transactional_id: Some("tx-1".into()),
+            acks: -1,
+            timeout_ms: 5000,
+            topic_data: topics.as_slice().into(),
+            ..Default::default()
+        };
+        // The rename on the value tree: every topic name and the transactional id prefixed.
+        let renamed_topics: Vec<TopicProduceData<'_>> = topics
+            .iter()
+            .map(|t| TopicProduceData { name: format!("{PREFIX}{}", t.name.as_ref()).into(), ..t.clone() })
+            .collect();
+        let renamed = ProduceRequest {
+            transactional_id: Some(format!("{PREFIX}tx-1").into()),
+            topic_data: renamed_topics.as_slice().into(),
+            ..request.clone()
+        };
+        let versions = ApiKey::Produce.request_versions();
+        // Produce v13 names topics by id only.
+        for version in 3..=versions.max.min(12) {
+            let frame = request_frame(&request, version);
+            let want = request_frame(&renamed, version);
+            let Verdict::Splice { head, tail } =
+                chain(Tenant::new(PREFIX).borrowing_tails()).on_request(&frame)
+            else {
+                panic!("v{version}: not spliced")
+            };
+            // The tail is the last topic's partitions: their records are not copied.
+            let last_batch = frame.len() - batch.len();
+            assert!(tail <= last_batch && frame.len() - tail >= batch.len(), "v{version}: tail at {tail}");
+            assert!(
+                head.len() < frame.len() - batch.len() * names.len() + 64,
+                "v{version}: head of {}",
+                head.len()
+            );
+            let sent = [&head[..], &frame[tail..]].concat();
+            assert_eq!(sent, want, "v{version}, {names:?}");
+            let Verdict::Replace(copied) = chain(Tenant::new(PREFIX)).on_request(&frame) else { panic!() };
+            assert_eq!(copied, want, "v{version}");
+        }
+    }
+}
+
+/// A tenant's split frame is joined when another filter reads the request after it, or when
+/// the frame it renamed is another filter's rewrite: only the frame as it came has its tail
+/// where the chain's caller has it.
+#[test]
+fn a_split_frame_is_joined_for_other_filters() {
+    use kwire::dispatch::Request;
+    use kwire::filter::{Filter, RequestAction};
+    /// Reads every request; renames the client when asked to.
+    struct Look(Option<&'static str>, std::sync::Arc<std::sync::atomic::AtomicUsize>);
+    impl Filter for Look {
+        fn on_request<'a>(&mut self, request: &Request<'a>) -> RequestAction<'a> {
+            if let Some(topic) = request_topic(request) {
+                assert!(topic.starts_with(PREFIX) || self.0.is_some(), "{topic}");
+            }
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            match self.0 {
+                Some(c) => RequestAction::RewriteHeader { client_id: Some(c.into()) },
+                None => RequestAction::Pass,
+            }
+        }
+    }
+    fn request_topic(request: &Request<'_>) -> Option<String> {
+        let RequestBody::DeleteTopics(body) = RequestBody::from(request.body) else { return None };
+        body.topic_names.first().map(|t| t.as_ref().to_owned())
+    }
+    let names = [Str::from("orders")];
+    let request = DeleteTopicsRequest { topic_names: (&names[..]).into(), ..Default::default() };
+    let frame = request_frame(&request, 4);
+    let Verdict::Splice { head, tail } = chain(Tenant::new(PREFIX).borrowing_tails()).on_request(&frame)
+    else {
+        panic!()
+    };
+    let split = [&head[..], &frame[tail..]].concat();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // A filter after the tenant reads the joined frame; the verdict is the whole frame.
+    let mut after = chain(Tenant::new(PREFIX).borrowing_tails());
+    after.push(Look(None, seen.clone()));
+    assert_eq!(after.on_request(&frame), Verdict::Replace(split.clone()));
+    // A filter before it rewrites the header: the tenant's splice is of that frame, joined.
+    let mut before = FilterChain::new();
+    before.push(Look(Some("other"), seen.clone())).push(Tenant::new(PREFIX).borrowing_tails());
+    let Verdict::Replace(sent) = before.on_request(&frame) else { panic!() };
+    let sent = kwire::dispatch::parse_request(&sent).unwrap();
+    assert_eq!(sent.header.client_id(), Some("other"));
+    assert_eq!(request_topic(&sent).as_deref(), Some("tenant-a.orders"));
+    assert_eq!(seen.load(std::sync::atomic::Ordering::Relaxed), 2);
 }
 
 #[test]

@@ -224,6 +224,18 @@ impl Writer<'_> {
         }
         Ok(())
     }
+
+    /// [`Writer::finish`] without copying the rest: checks that the new body is as long as
+    /// planned with the rest of the body as it is, and returns where that rest starts in
+    /// the body (everything after the last edit, which no size around it changes).
+    pub(crate) fn finish_head(self, out: &[u8]) -> Result<usize, Error> {
+        let start = self.start.unwrap_or(out.len());
+        let rest = self.body.len().saturating_sub(self.copied);
+        if self.next != self.sizes.len() || out.len() - start + rest != self.len {
+            return Err(Error::Inconsistent);
+        }
+        Ok(self.copied.min(self.body.len()))
+    }
 }
 
 #[cfg(test)]
@@ -261,6 +273,23 @@ mod tests {
         let got = splice(&body, &edits).unwrap().unwrap();
         assert_eq!(got, [0xee, 0, 3, b'a', b'b', b'c', 0, 5, 5, b'w', b'x', b'y', b'z', 9]);
         assert_eq!(splice(&body, &[]), Ok(None));
+    }
+
+    #[test]
+    fn a_head_ends_at_the_last_edit_and_the_rest_is_left_where_it_is() {
+        let body = [0, 2, b'a', b'b', 0, 3, 3, b'x', b'y', 9, 8, 7];
+        let mut inner = Vec::new();
+        push_str(&mut inner, true, "wxyz");
+        let mut plan = Plan::new(&body);
+        plan.edit((6, 9), inner.len(), &[5]).unwrap();
+        let mut writer = plan.finish().unwrap().unwrap();
+        let mut head = alloc::vec![0xee];
+        writer.replace(&mut head, (6, 9));
+        head.extend_from_slice(&inner);
+        let tail = writer.finish_head(&head).unwrap();
+        assert_eq!(tail, 9);
+        let whole = splice(&body, &[((6, 9), &inner, &[5])]).unwrap().unwrap();
+        assert_eq!([&head[..], &body[tail..]].concat(), whole);
     }
 
     #[test]

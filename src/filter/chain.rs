@@ -64,6 +64,8 @@ impl core::fmt::Debug for FilterChain {
 enum Step {
     Same,
     New(Vec<u8>),
+    /// New bytes, then the frame's own from this offset on ([`Verdict::Splice`]).
+    Split(Vec<u8>, usize),
     Done(Verdict),
 }
 
@@ -109,6 +111,17 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
                 key.name()
             ))),
         },
+        // Made by kwire's splicing from a checked frame: not parsed again. Its tail is
+        // this frame's own end, unless the filter spliced some other frame.
+        RequestAction::RewriteSpliced(spliced) => {
+            let tail = spliced.tail();
+            let at = frame.len().saturating_sub(tail.len());
+            if frame.get(at..).is_some_and(|end| core::ptr::eq(end, tail)) {
+                Step::Split(spliced.into_parts().0, at)
+            } else {
+                Step::New(spliced.to_vec())
+            }
+        }
         RequestAction::RewriteHeader { client_id } => {
             let tags: Vec<RawTaggedField<'_>> = header
                 .unknown_tagged_fields()
@@ -307,10 +320,17 @@ impl FilterChain {
         }
         let forward = self.forwards_unreadable();
         let mut current: Option<Vec<u8>> = None;
+        // A splice of the frame as it came, its tail not copied: joined if another filter
+        // reads the request after it.
+        let mut split: Option<(Vec<u8>, usize)> = None;
         let mut merges = Vec::new();
         for (index, filter) in self.filters.iter_mut().enumerate() {
             if !filter.wants_request(key, version) {
                 continue;
+            }
+            if let Some((mut head, tail)) = split.take() {
+                head.extend_from_slice(frame.get(tail..).unwrap_or_default());
+                current = Some(head);
             }
             let bytes = current.as_deref().unwrap_or(frame);
             // The caller's parse of the frame as it came; a frame a filter rewrote is new.
@@ -355,6 +375,12 @@ impl FilterChain {
             match request_step(bytes, &request, action) {
                 Step::Same => {}
                 Step::New(new) => current = Some(new),
+                // Only the frame as it came has its tail where the caller has it.
+                Step::Split(head, tail) if current.is_none() => split = Some((head, tail)),
+                Step::Split(mut head, tail) => {
+                    head.extend_from_slice(bytes.get(tail..).unwrap_or_default());
+                    current = Some(head);
+                }
                 Step::Done(verdict) => return verdict,
             }
         }
@@ -363,6 +389,9 @@ impl FilterChain {
                 self.merges.pop_front();
             }
             self.merges.push_back(merge);
+        }
+        if let Some((head, tail)) = split {
+            return Verdict::Splice { head, tail };
         }
         current.map_or(Verdict::Forward, Verdict::Replace)
     }

@@ -17,7 +17,10 @@
 //! cluster, feature `reflect`). [`splice_request`] and [`splice_response`] rename entity
 //! strings (topic names, group ids, transactional ids) in a frame by splicing, with one copy
 //! and no value tree; a filter returns the new frame as [`RequestAction::RewriteFrame`] or
-//! [`ResponseAction::RewriteFrame`]. The masking of
+//! [`ResponseAction::RewriteFrame`]. A [`Tenant`] that borrows tails returns a request as
+//! [`RequestAction::RewriteSpliced`] instead: new bytes up to its last renamed string and
+//! its own bytes after it, uncopied ([`Spliced`]), which the chain gives as
+//! [`Verdict::Splice`] for its caller to write as the two parts. The masking of
 //! secrets in copies of frames for logs and recordings is [`crate::session::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
@@ -124,6 +127,11 @@ pub enum RequestAction<'a> {
     /// own header, then a body of the same API at the request's version (what
     /// [`splice_request`] writes). Bytes that do not decode as such close the connection.
     RewriteFrame(Vec<u8>),
+    /// Replace the whole frame with this one, made by kwire's own splicing: new bytes up to
+    /// the last renamed string, then the request's own bytes from there on, not copied
+    /// ([`Spliced`]). For the frame as it came, the chain's verdict is [`Verdict::Splice`];
+    /// after another filter's rewrite, the two parts are joined.
+    RewriteSpliced(Spliced<'a>),
     /// Keep the body and write the header again with this client id.
     RewriteHeader {
         /// The new client id.
@@ -224,6 +232,17 @@ pub enum Verdict {
     Forward,
     /// Forward this frame instead (without its size prefix).
     Replace(Vec<u8>),
+    /// Forward `head` and then the frame's own bytes from offset `tail` on, as they came:
+    /// the new frame (without its size prefix) is `head` followed by `frame[tail..]`. From
+    /// a filter's [`RequestAction::RewriteSpliced`], so that the bytes after the last
+    /// renamed string (a Produce request's records) are written from where they were
+    /// received, not copied.
+    Splice {
+        /// The new frame's bytes up to the end of its last change.
+        head: Vec<u8>,
+        /// Where the rest starts in the frame as it came.
+        tail: usize,
+    },
     /// Do not forward the request; send this response frame (without its size prefix) to
     /// the client, in its turn.
     Respond(Vec<u8>),
@@ -284,7 +303,7 @@ pub use rewrite::{
     BrokerNames, BrokerPorts, ByName, ByNode, NameError, NameTarget, RewriteAddresses, Route,
     carries_addresses,
 };
-pub use splice::{Edit, EntityKind, SpliceError, splice_request, splice_response};
+pub use splice::{Edit, EntityKind, SpliceError, Spliced, splice_request, splice_response};
 #[cfg(feature = "reflect")]
 pub use tenant::Tenant;
 #[cfg(feature = "proxy")]

@@ -209,19 +209,99 @@ fn edit_of<'p>(field: &EntityField<'_>, map: Map<'_, 'p>) -> Result<Option<(Edit
     Ok(Some((edit, len)))
 }
 
+/// A frame renamed by splicing whose bytes after the last renamed string are not copied:
+/// the new bytes up to there ([`Spliced::head`]), then the frame's own bytes from there on,
+/// borrowed ([`Spliced::tail`]). For a Produce request that is most of the frame, its
+/// records. A filter returns it as [`RequestAction::RewriteSpliced`](super::RequestAction),
+/// and the chain's verdict for a frame as it came is then [`Verdict::Splice`](super::Verdict),
+/// which the proxy writes as the two parts; made by kwire's own filters ([`Tenant`] with
+/// `borrowing_tails`).
+///
+/// [`Tenant`]: super::Tenant
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spliced<'f> {
+    head: Vec<u8>,
+    tail: &'f [u8],
+}
+
+impl<'f> Spliced<'f> {
+    /// The new bytes: the frame up to the end of its last renamed string (with the new size
+    /// prefix first if the frame had one).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// The frame's bytes after its last renamed string, as they came.
+    pub fn tail(&self) -> &'f [u8] {
+        self.tail
+    }
+
+    /// The new frame's length.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    /// Whether the new frame is empty (it never is: it has a header).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The new frame in one buffer (a copy of both parts).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(self.tail);
+        out
+    }
+
+    /// A whole new frame of `body`'s, all in the head (the tail is `body`'s empty end).
+    pub(crate) fn whole(frame: Vec<u8>, body: &'f [u8]) -> Self {
+        Spliced { head: frame, tail: body.get(body.len()..).unwrap_or_default() }
+    }
+
+    /// The head, and the tail.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, &'f [u8]) {
+        (self.head, self.tail)
+    }
+}
+
 /// Splices a checked body after its header (see [`splice_request`]); offsets in the walk
 /// count from the body's start.
 pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Option<Vec<u8>>, SpliceError> {
+    Ok(splice_into(parts, map, true)?.map(|(out, _)| out))
+}
+
+/// [`splice_parts`] without copying the body's bytes after the last edit: a [`Spliced`]
+/// whose tail is borrowed from `parts.body`.
+pub(crate) fn splice_parts_head<'f, 'p>(
+    parts: Parts<'f>,
+    map: Map<'_, 'p>,
+) -> Result<Option<Spliced<'f>>, SpliceError> {
+    let body = parts.body;
+    let Some((head, at)) = splice_into(parts, map, false)? else { return Ok(None) };
+    Ok(Some(Spliced { head, tail: body.get(at..).unwrap_or_default() }))
+}
+
+/// The splice itself: the new frame (`whole`), or its bytes up to the end of the last edit;
+/// with where the body's bytes not copied start.
+fn splice_into<'p>(
+    parts: Parts<'_>,
+    map: Map<'_, 'p>,
+    whole: bool,
+) -> Result<Option<(Vec<u8>, usize)>, SpliceError> {
     let Parts { sized, header, body, walker, api, version } = parts;
     // Pass 1: where the edits are and how long each will be.
     let mut plan = splice::Plan::new(body);
     let mut failed: Option<SpliceError> = None;
+    // Where the last edit ends: nothing after it changes.
+    let mut last_end = 0;
     let walked = entities::walk(walker, api, version, body, 0, &mut |field| {
         if failed.is_some() {
             return;
         }
         let planned = edit_of(field, map).and_then(|edit| match edit {
             Some((_, len)) => {
+                last_end = field.span.1;
                 let len = splice::prefix_len(field.compact, len) + len;
                 plan.edit(field.span, len, field.tagged_sizes()).map_err(SpliceError::from)
             }
@@ -238,8 +318,10 @@ pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Opt
     let Some(mut writer) = plan.finish()? else { return Ok(None) };
     let frame_len = header.len() + writer.len();
     let size = i32::try_from(frame_len).map_err(|_| SpliceError::TooLong { len: frame_len })?;
-    // Pass 2: the one copy.
-    let mut out = Vec::with_capacity(frame_len + if sized { 4 } else { 0 });
+    // Pass 2: the one copy (of the bytes up to the last edit, when not `whole`).
+    let capacity = frame_len + if sized { 4 } else { 0 };
+    let rest = if whole { 0 } else { body.len().saturating_sub(last_end) };
+    let mut out = Vec::with_capacity(capacity.saturating_sub(rest));
     if sized {
         out.extend_from_slice(&size.to_be_bytes());
     }
@@ -263,8 +345,12 @@ pub(crate) fn splice_parts<'p>(parts: Parts<'_>, map: Map<'_, 'p>) -> Result<Opt
     if let Some(e) = failed {
         return Err(e);
     }
-    writer.finish(&mut out)?;
-    Ok(Some(out))
+    if whole {
+        writer.finish(&mut out)?;
+        return Ok(Some((out, body.len())));
+    }
+    let at = writer.finish_head(&out)?;
+    Ok(Some((out, at)))
 }
 
 #[cfg(test)]

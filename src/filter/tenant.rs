@@ -5,7 +5,7 @@ use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::splice::{Edit, Parts, splice_parts};
+use super::splice::{Edit, Parts, Spliced, splice_parts, splice_parts_head};
 use super::tenant_acls::TenantLookups;
 use super::tenant_admin::{self, Names, Pending, as_is, unprefix_message};
 use super::tenant_refuse::{self, Merges, Rest};
@@ -233,6 +233,9 @@ pub struct Tenant {
     users: Box<dyn Fn(&str) -> bool + Send>,
     /// The proxy's look-ups for DeleteAcls filters without a name.
     lookups: TenantLookups,
+    /// Whether renamed requests leave their bytes after the last renamed string uncopied
+    /// ([`Tenant::borrowing_tails`]).
+    tails: bool,
 }
 
 impl core::fmt::Debug for Tenant {
@@ -267,6 +270,7 @@ impl Tenant {
             merges: Merges::default(),
             users: Box::new(|_| false),
             lookups: TenantLookups::default(),
+            tails: false,
         };
         for &api in ApiKey::ALL {
             if let Ok(i) = usize::try_from(api.to_i16())
@@ -296,6 +300,17 @@ impl Tenant {
     /// ```
     pub fn with_users(mut self, users: impl Fn(&str) -> bool + Send + 'static) -> Self {
         self.users = Box::new(users);
+        self
+    }
+
+    /// The same tenant, whose renamed requests come as
+    /// [`RequestAction::RewriteSpliced`]: the new bytes up to the last renamed string, and
+    /// the request's own bytes after it, not copied (a Produce request's records). A chain
+    /// then gives [`Verdict::Splice`](super::Verdict::Splice) for them, which its caller must
+    /// write as the two parts (kwire's proxy does, and its `Tenants` make tenants so). By
+    /// default a renamed request is one new frame ([`RequestAction::RewriteFrame`]).
+    pub fn borrowing_tails(mut self) -> Self {
+        self.tails = true;
         self
     }
 
@@ -370,9 +385,11 @@ impl Filter for Tenant {
             };
         }
         let header = request.header.as_bytes();
-        match splice(Way::ToBroker, api, version, header, body, prefix, &self.ids, &self.stand_ins) {
+        let (ids, stand_ins, tails) = (&self.ids, &self.stand_ins, self.tails);
+        match splice(Way::ToBroker, api, version, header, body, prefix, ids, stand_ins, tails) {
             Some(Ok(None)) => return RequestAction::Pass,
-            Some(Ok(Some(frame))) => return RequestAction::RewriteFrame(frame),
+            Some(Ok(Some(spliced))) if tails => return RequestAction::RewriteSpliced(spliced),
+            Some(Ok(Some(spliced))) => return RequestAction::RewriteFrame(spliced.into_parts().0),
             Some(Err(e)) => return RequestAction::Close(e),
             // A topic id that is not the tenant's.
             None => {}
@@ -494,8 +511,8 @@ impl Way {
         prefix: &str,
         (ids, stand_ins): &mut (&TopicNames, &mut StandIns),
     ) -> Result<Option<Rewritten>, String> {
-        match splice(self, api, version, header, body, prefix, ids, stand_ins) {
-            Some(Ok(frame)) => return Ok(frame.map(Rewritten::Frame)),
+        match splice(self, api, version, header, body, prefix, ids, stand_ins, false) {
+            Some(Ok(frame)) => return Ok(frame.map(|f| Rewritten::Frame(f.into_parts().0))),
             Some(Err(e)) => return Err(e),
             None => {}
         }
@@ -520,18 +537,21 @@ fn names_of(kind: EntityKind) -> Names {
 /// naming another tenant's entity or topic id (its entry is left out) or a stand-in (the
 /// client's id goes back), and DeleteTopics answers (the book forgets deleted ids). On an
 /// answer's way, the book learns the ids it pairs with names, as the value-tree walk does
-/// ([`super::tenant_walk`]).
+/// ([`super::tenant_walk`]). With `tails`, the body's bytes after the last renamed string
+/// are left where they are ([`Spliced::tail`]); else the new frame is whole, all in the
+/// head.
 #[allow(clippy::too_many_arguments)]
-fn splice(
+fn splice<'b>(
     way: Way,
     api: ApiKey,
     version: i16,
-    header: &[u8],
-    body: &[u8],
+    header: &'b [u8],
+    body: &'b [u8],
     prefix: &str,
     ids: &TopicNames,
     stand_ins: &StandIns,
-) -> Option<Result<Option<Vec<u8>>, String>> {
+    tails: bool,
+) -> Option<Result<Option<Spliced<'b>>, String>> {
     let to_broker = way == Way::ToBroker;
     let what = if to_broker { "request" } else { "answer" };
     let Some(walker) = entity_walker(api, to_broker) else { return Some(Ok(None)) };
@@ -594,5 +614,9 @@ fn splice(
         }
     };
     let parts = Parts { sized: false, header, body, walker, api, version };
-    Some(splice_parts(parts, &mut map).map_err(|e| alloc::format!("a tenant's {} {what}: {e}", api.name())))
+    let spliced = match tails {
+        true => splice_parts_head(parts, &mut map),
+        false => splice_parts(parts, &mut map).map(|f| f.map(|f| Spliced::whole(f, body))),
+    };
+    Some(spliced.map_err(|e| alloc::format!("a tenant's {} {what}: {e}", api.name())))
 }

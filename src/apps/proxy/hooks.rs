@@ -154,7 +154,10 @@ pub trait Hooks: Send + Sync + 'static {
     /// before the frame is sent, so keep it cheap.
     fn admit(&self, conn: &ConnInfo, head: &RequestHead, frame: &[u8]) -> Self::Tag;
 
-    /// A request frame (as sent on, without its size prefix) was sent.
+    /// A request frame (as sent on, without its size prefix) was sent. A frame a filter
+    /// spliced, sent in two parts, its new head and the rest from where it was read
+    /// ([`Action::Splice`](super::Action::Splice): a tenant's renaming), is given as it came
+    /// from the client: its sent form is never whole.
     fn request(&self, conn: &ConnInfo, frame: &[u8], head: &RequestHead, tag: &Self::Tag) {
         let _ = (conn, frame, head, tag);
     }

@@ -216,7 +216,14 @@ impl Tenants {
 
     /// The [`Tenant`] filter of a connection. Its users, for client quotas
     /// ([`Tenant::with_users`]), are the principals that `principal:` rules give its prefix.
+    /// Its renamed requests leave the bytes after their last renamed string uncopied
+    /// ([`Tenant::borrowing_tails`]), which the proxy writes from where it read them.
     pub fn filter(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> Tenant {
+        self.tenant(conn).borrowing_tails()
+    }
+
+    /// [`Tenants::filter`] before its tails are borrowed.
+    fn tenant(self: &Arc<Self>, conn: &Arc<ConnInfo>) -> Tenant {
         let sni = conn.server_name.as_deref().map(str::to_ascii_lowercase);
         let ids = conn.topic_names().clone();
         if let Some(prefix) = sni.and_then(|name| self.by_sni.get(&name)) {

@@ -228,9 +228,20 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 frame
             };
             let (meta, action) = side.admit(frame);
-            let forward: &[u8] = match &action {
-                Action::Forward => frame,
-                Action::Replace(new) => new,
+            // The frame to send, as a head and a tail: a filter's splice (`Action::Splice`)
+            // leaves the bytes after its last change where they were read, and they are
+            // written from there, not copied.
+            let (forward, tail): (&[u8], &[u8]) = match &action {
+                Action::Forward => (frame, &[]),
+                Action::Replace(new) => (new, &[]),
+                Action::Splice { head, tail } => match frame.get(*tail..) {
+                    Some(rest) => (head, rest),
+                    None => {
+                        end = Some("closed by the proxy: a filter's splice is past the frame's end".into());
+                        side.report(frame, meta, Instant::now());
+                        break;
+                    }
+                },
                 Action::Hold => {
                     side.report(frame, meta, Instant::now());
                     continue;
@@ -247,7 +258,10 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 if let (Err(e), _) = send_batch(&mut to, side, batch, &mut copied, &[]).await {
                     return side.write_error(e);
                 }
-                let made = match side.wait_after(owned_copy(forward), exchange).await {
+                let mut owned = owned_copy(forward);
+                owned.extend_from_slice(tail);
+                let forward = if tail.is_empty() { forward } else { frame };
+                let made = match side.wait_after(owned, exchange).await {
                     Ok(f) => f,
                     Err(why) => {
                         end = Some(format!("closed by the proxy: {why}"));
@@ -266,16 +280,27 @@ pub(super) async fn forward<R: Source, W: AsyncWrite + Unpin + Send, S: Side>(
                 }
                 give_back_owned(made);
                 side.report(forward, meta, Instant::now());
-            } else if forward.len() <= COPY_MAX {
+            } else if tail.is_empty() && forward.len() <= COPY_MAX {
                 let at = batch.push(forward);
                 copied.push((at, meta));
-            } else {
+            } else if tail.is_empty() {
                 batch.out.extend_from_slice(&(forward.len() as u32).to_be_bytes());
                 let (r, done) = send_batch(&mut to, side, batch, &mut copied, forward).await;
                 if let Err(e) = r {
                     return side.write_error(e);
                 }
                 side.report(forward, meta, done);
+            } else {
+                // A spliced frame, whatever its size: its size prefix and head end the
+                // batch, its tail goes from the read buffer in the same write. It is
+                // reported as it came (the hooks' one rule for spliced frames).
+                batch.out.extend_from_slice(&((forward.len() + tail.len()) as u32).to_be_bytes());
+                batch.out.extend_from_slice(forward);
+                let (r, done) = send_batch(&mut to, side, batch, &mut copied, tail).await;
+                if let Err(e) = r {
+                    return side.write_error(e);
+                }
+                side.report(frame, meta, done);
             }
             // Filters' answers due after this frame go right behind it.
             for (own_frame, own_meta) in side.own_frames() {

@@ -82,7 +82,7 @@ impl<H: Hooks> Side for Requests<'_, H> {
     fn admit(&mut self, frame: &[u8]) -> (Self::Meta, Action) {
         let hooks = &self.runtime.hooks;
         let mut tag = None;
-        let from = {
+        let mut from = {
             let mut session = lock(self.conn);
             let info = session.info().clone();
             session.on_client_frame(frame, Instant::now(), |head: &RequestHead| {
@@ -95,7 +95,9 @@ impl<H: Hooks> Side for Requests<'_, H> {
             // A filter's answer may be due: the response side sends it.
             self.wake.notify_one();
         }
-        let action = from.action.clone();
+        // The action goes to be carried out; what is reported needs only the rest (a
+        // replaced frame is not copied for it).
+        let action = core::mem::replace(&mut from.action, Action::Hold);
         (RequestMeta { from, tag }, action)
     }
 

@@ -125,7 +125,7 @@ impl<H: Hooks> Side for Responses<'_, H> {
                 answer: Answer::Paired(pairing, _),
                 action,
                 ..
-            }) if matches!(action, Action::Forward | Action::Replace(_))
+            }) if matches!(action, Action::Forward | Action::Replace(_) | Action::Splice { .. })
                 && waiting.wants_response(pairing.api_key, pairing.api_version) =>
             {
                 Some((pairing.api_key, pairing.api_version))

@@ -32,6 +32,14 @@ pub enum Action {
     Forward,
     /// Send this frame on instead (without its size prefix).
     Replace(Vec<u8>),
+    /// Send `head` on, then the frame's own bytes from offset `tail` on, as they came (a
+    /// filter's [`Verdict::Splice`]: the new frame is the two parts).
+    Splice {
+        /// The new frame's bytes up to the end of its last change.
+        head: Vec<u8>,
+        /// Where the rest starts in the frame as it came.
+        tail: usize,
+    },
     /// Send nothing on: a filter answered the request, and the answer is queued for the
     /// client in its turn ([`Session::take_answer`]); or the request expects no answer; or
     /// the response answers a request of the proxy's own, and went to its waiter.
@@ -207,6 +215,11 @@ impl<T> Session<T> {
                 _ => crate::session::conn::frame_expects_response(frame).unwrap_or(true),
             },
             Verdict::Replace(new) => crate::session::conn::frame_expects_response(new).unwrap_or(true),
+            // Renamed strings only: whether it expects an answer is the frame's as it came.
+            Verdict::Splice { .. } => match parsed.parsed() {
+                Some(Ok(request)) => expects_response(&request.body),
+                _ => crate::session::conn::frame_expects_response(frame).unwrap_or(true),
+            },
             Verdict::Drop => false,
             Verdict::Respond(_) | Verdict::Close(_) => true,
         };
@@ -220,9 +233,10 @@ impl<T> Session<T> {
         let sent = Admitted { client_id, at: now, size: frame.len() + 4, tag: tag(&head) };
         let key = ApiKey::from_i16(peek.api_key);
         let action = match verdict {
-            Verdict::Forward | Verdict::Replace(_) => {
+            Verdict::Forward | Verdict::Replace(_) | Verdict::Splice { .. } => {
                 let action = match verdict {
                     Verdict::Replace(new) => Action::Replace(new),
+                    Verdict::Splice { head, tail } => Action::Splice { head, tail },
                     _ => Action::Forward,
                 };
                 match key {
@@ -250,7 +264,7 @@ impl<T> Session<T> {
         };
         // The parse describes the frame as sent unless a filter replaced it.
         let read = match action {
-            Action::Replace(_) => None,
+            Action::Replace(_) | Action::Splice { .. } => None,
             _ => parsed.parsed().map(|r| r.map(|_| ())),
         };
         FromClient { head, action, auth, read }
@@ -390,6 +404,7 @@ impl<T> Session<T> {
         let verdict = self.filters.on_parsed_response(&mut parsed);
         let (action, rewritten) = match verdict {
             Verdict::Replace(new) => (Action::Replace(new), true),
+            Verdict::Splice { head, tail } => (Action::Splice { head, tail }, true),
             Verdict::Close(why) => (Action::Close(why), false),
             _ => (Action::Forward, false),
         };
