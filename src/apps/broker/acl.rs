@@ -26,6 +26,80 @@ const PREFIXED: i8 = 4;
 /// The one name of the cluster resource.
 pub(crate) const CLUSTER_NAME: &str = "kafka-cluster";
 
+/// A field of an [`Acl`] that holds a code, with Kafka's names for its codes (as
+/// `kafka-acls.sh` writes them, lower case with `_`): what a file of ACL bindings, such as
+/// `kwire serve --acls`'s, names them with.
+///
+/// ```
+/// use kwire::broker::AclField;
+///
+/// assert_eq!(AclField::Operation.code("Describe-Configs"), Some(10));
+/// assert_eq!(AclField::ResourceType.code("kafka-cluster"), None);
+/// assert_eq!(AclField::Permission.names().collect::<Vec<_>>(), ["deny", "allow"]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AclField {
+    /// [`Acl::resource_type`].
+    ResourceType,
+    /// [`Acl::pattern_type`].
+    PatternType,
+    /// [`Acl::operation`].
+    Operation,
+    /// [`Acl::permission_type`].
+    Permission,
+}
+
+impl AclField {
+    fn table(self) -> &'static [(&'static str, i8)] {
+        match self {
+            AclField::ResourceType => &[
+                ("topic", 2),
+                ("group", 3),
+                ("cluster", 4),
+                ("transactional_id", 5),
+                ("delegation_token", 6),
+                ("user", 7),
+            ],
+            AclField::PatternType => &[("literal", LITERAL), ("prefixed", PREFIXED)],
+            AclField::Operation => &[
+                ("all", 2),
+                ("read", 3),
+                ("write", 4),
+                ("create", 5),
+                ("delete", 6),
+                ("alter", 7),
+                ("describe", 8),
+                ("cluster_action", 9),
+                ("describe_configs", 10),
+                ("alter_configs", 11),
+                ("idempotent_write", 12),
+                ("create_tokens", 13),
+                ("describe_tokens", 14),
+                ("two_phase_commit", 15),
+            ],
+            AclField::Permission => &[("deny", 2), ("allow", 3)],
+        }
+    }
+
+    /// The code `name` stands for, matched without case and with `-` read as `_`. Only the
+    /// codes a binding can hold are named (not "any", "match" or "unknown").
+    pub fn code(self, name: &str) -> Option<i8> {
+        let name = name.trim();
+        let same = |n: &str| {
+            n.len() == name.len()
+                && n.bytes()
+                    .zip(name.bytes())
+                    .all(|(a, b)| a == if b == b'-' { b'_' } else { b.to_ascii_lowercase() })
+        };
+        self.table().iter().find(|(n, _)| same(n)).map(|&(_, c)| c)
+    }
+
+    /// Every name, in the order of their codes.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        self.table().iter().map(|&(n, _)| n)
+    }
+}
+
 /// One ACL binding, as CreateAcls creates one: a resource pattern and an access control
 /// entry, in Kafka's codes. [`super::Config::acls`] loads them at start.
 ///

@@ -145,7 +145,7 @@ use std::vec::Vec;
 
 use std::string::ToString;
 
-pub use acl::{Acl, Authorizer};
+pub use acl::{Acl, AclField, Authorizer};
 pub use config::{Config, Logger};
 pub use hooks::{Action, AnswerFn, Fault, Hook, HookId};
 #[cfg(feature = "broker-scram")]

@@ -175,6 +175,50 @@ impl Frame {
     }
 }
 
+#[cfg(feature = "json")]
+impl Frame {
+    /// What the capture says of the frame, as one JSON object: index, time, connection,
+    /// addresses, direction, correlation id, API, client id, size, why it is cut and, for
+    /// a paired response, its request's index and the latency. `kwire decode --format
+    /// json` of a capture adds the frame's tree, its records and its problem (docs/cli.md).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut obj = serde_json::json!({
+            "index": self.index,
+            "ts": self.ts.to_string(),
+            "conn": self.conn,
+            "client": self.client.to_string(),
+            "broker": self.broker.to_string(),
+            "direction": self.direction.name(),
+            "correlationId": self.correlation_id,
+            "apiKey": self.api_key,
+            "apiName": self.api().map(|k| k.name()),
+            "apiVersion": self.api_version,
+            "clientId": self.client_id,
+            "size": self.size.map(|s| u64::from(s) + 4),
+            "cut": self.cut.map(|c| c.to_string()),
+        });
+        if let Some(r) = &self.request {
+            obj["requestIndex"] = serde_json::json!(r.index);
+            obj["latencyUs"] = serde_json::json!((self.ts.as_nanos() - r.ts.as_nanos()) / 1000);
+        }
+        obj
+    }
+}
+
+#[cfg(feature = "explain")]
+impl Frame {
+    /// What the frame is, for [`crate::reflect::explain`]: a request, or a response to its
+    /// request's API and version (`None` for an unpaired response, or one to an API key
+    /// kwire does not know).
+    pub fn explain_kind(&self) -> Option<crate::reflect::explain::FrameKind> {
+        use crate::reflect::explain::FrameKind;
+        match self.direction {
+            Direction::Request => Some(FrameKind::Request),
+            Direction::Response => Some(FrameKind::Response(self.api()?, self.api_version?)),
+        }
+    }
+}
+
 /// A captured frame's typed view ([`Frame::view`]).
 #[derive(Clone, Copy, Debug)]
 pub enum FrameView<'a> {

@@ -83,6 +83,7 @@ mod io;
 mod listeners;
 mod notes;
 mod runtime;
+mod scrape;
 mod session;
 mod tenants;
 mod tls;
@@ -384,6 +385,14 @@ impl<H: Hooks> Proxy<H> {
     /// the client handshakes that failed by reason.
     pub fn render_metrics(&self) -> String {
         self.runtime.render_metrics()
+    }
+
+    /// Serves [`Proxy::render_metrics`] on `listener` to HTTP scrapers (`GET /metrics`, any
+    /// path answered alike), one scrape at a time, each bounded to 8 KiB of request and
+    /// 2 s, on a thread of its own for as long as the process runs.
+    pub fn serve_metrics(&self, listener: std::net::TcpListener) {
+        let proxy = self.clone();
+        std::thread::spawn(move || scrape::serve(listener, move || proxy.render_metrics()));
     }
 
     /// Client connections open now.

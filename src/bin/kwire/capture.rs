@@ -3,17 +3,15 @@
 //! request/response pair, the tree of one frame (`--frame N`), the records, or one JSON
 //! object per Kafka frame (`--format json`, the contract in docs/cli.md).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};
 
-use kwire::ApiKey;
 use kwire::Direction;
 use kwire::capture::{Event, Frame, FrameView, Options, PairLines, Reader};
-use kwire::reflect::explain::{self, Assigned, FrameKind as Kind, api_name};
+use kwire::reflect::explain::{self, Assigned, Shown, api_name};
 use serde_json::{Value, json};
 
-use crate::decode::{Args, Format, decode_frame, masked};
+use crate::decode::{Args, Format, render, shown};
 use kwire::proxy::{RecordAs, Recorder};
 use kwire::reflect::inspect;
 
@@ -26,16 +24,6 @@ struct Counts {
     unpaired: u64,
     malformed: u64,
     gaps: u64,
-}
-
-fn kind_of(f: &Frame) -> Option<Kind> {
-    match f.direction {
-        Direction::Request => Some(Kind::Request),
-        Direction::Response => {
-            let key = ApiKey::from_i16(f.api_key?)?;
-            Some(Kind::Response(key, f.api_version?))
-        }
-    }
 }
 
 /// Reads a capture from `input` and prints it as `args` say.
@@ -95,23 +83,18 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
         }
         // Decode whole frames of known kind, their secrets masked. The pair lines print no
         // field: for them the typed views' check is enough (what `kwire proxy` does).
-        let kind = if f.is_whole() { kind_of(&f) } else { None };
+        let kind = if f.is_whole() { f.explain_kind() } else { None };
         let lines = matches!(args.format, Format::Tree | Format::Hex);
         let checked = match kind {
             Some(_) if lines => Some(check(&f)),
             _ => None,
         };
         let decoded = kind.filter(|_| !lines).map(|kind| {
-            let (bytes, note) =
-                if args.show_secrets { (Cow::Borrowed(&f.bytes[..]), None) } else { masked(&f.bytes, kind) };
+            let (shown, note) = shown(&f.bytes, kind, args.show_secrets);
             if let Some(note) = note {
                 eprintln!("kwire: note: frame {}: {note}", f.index);
             }
-            let mut d = decode_frame(&bytes, kind);
-            if bytes.as_ref() != f.bytes && d.problem.is_some() {
-                d.problem = decode_frame(&f.bytes, kind).problem;
-            }
-            d
+            shown.checked
         });
         let problem = decoded.as_ref().and_then(|d| d.problem.clone()).or(checked.flatten());
         if let Some(p) = &problem {
@@ -127,25 +110,7 @@ pub fn run(args: &Args, input: impl Read) -> Result<(), String> {
                     (Some(d), _) => d.explained.to_json(),
                     (None, _) => Value::Null,
                 };
-                let mut obj = json!({
-                    "index": f.index,
-                    "ts": f.ts.to_string(),
-                    "conn": f.conn,
-                    "client": f.client.to_string(),
-                    "broker": f.broker.to_string(),
-                    "direction": f.direction.name(),
-                    "correlationId": f.correlation_id,
-                    "apiKey": f.api_key,
-                    "apiName": f.api().map(|k| k.name()),
-                    "apiVersion": f.api_version,
-                    "clientId": f.client_id,
-                    "size": f.size.map(|s| u64::from(s) + 4),
-                    "cut": f.cut.map(|c| c.to_string()),
-                });
-                if let Some(r) = &f.request {
-                    obj["requestIndex"] = json!(r.index);
-                    obj["latencyUs"] = json!((f.ts.as_nanos() - r.ts.as_nanos()) / 1000);
-                }
+                let mut obj = f.to_json();
                 if let Some(p) = &problem {
                     obj["error"] = json!(p);
                 }
@@ -292,7 +257,7 @@ fn one_frame(args: &Args, f: &Frame) -> Result<String, String> {
             f.bytes.len()
         ));
     }
-    let Some(kind) = kind_of(f) else {
+    let Some(kind) = f.explain_kind() else {
         return Err(format!(
             "frame {} is a response whose request is not in the capture (correlation id {}, {} bytes): \
              give it with `kwire decode --api-key K --api-version V` to decode it",
@@ -301,38 +266,17 @@ fn one_frame(args: &Args, f: &Frame) -> Result<String, String> {
             f.bytes.len()
         ));
     };
-    let (bytes, note) =
-        if args.show_secrets { (Cow::Borrowed(&f.bytes[..]), None) } else { masked(&f.bytes, kind) };
+    let (Shown { bytes, checked: decoded, .. }, note) = shown(&f.bytes, kind, args.show_secrets);
     if let Some(note) = note {
         eprintln!("kwire: note: frame {}: {note}", f.index);
     }
-    let decoded = decode_frame(&bytes, kind);
-    match args.format {
-        Format::Tree => {
-            let mut root = decoded.explained.root.clone();
-            explain::annotate_records(&mut root);
-            text.push_str(&explain::render_tree(&root));
-        }
-        Format::Hex => {
-            let colour = crate::decode::use_colour(args.color);
-            text.push_str(&explain::hex_legend(colour));
-            text.push('\n');
-            text.push_str(&explain::render_hex(&decoded.explained.root, &bytes, colour));
-        }
-        Format::Json => {
-            let json = decoded.explained.to_json();
-            let json =
-                if args.compact { serde_json::to_string(&json) } else { serde_json::to_string_pretty(&json) };
-            text.push_str(&json.unwrap_or_default());
-            text.push('\n');
-        }
-        Format::Records => {
-            let records = explain::record_lines(&decoded.explained);
-            for line in records.lines {
-                text.push_str(&line.to_json().to_string());
-                text.push('\n');
-            }
-        }
+    if args.format == Format::Hex {
+        text.push_str(&explain::hex_legend(crate::decode::use_colour(args.color)));
+        text.push('\n');
+    }
+    if let Err(e) = render(args, &decoded, &bytes, &mut text) {
+        print!("{text}");
+        return Err(format!("cannot read the records of frame {}: {e}", f.index));
     }
     if let Some(p) = decoded.problem {
         print!("{text}");

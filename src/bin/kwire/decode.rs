@@ -5,13 +5,10 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
 
-use std::borrow::Cow;
-
 use kwire::ApiKey;
-use kwire::Direction;
-use kwire::secrets::{self, Redaction};
+use kwire::secrets::Redaction;
 
-use kwire::reflect::explain::{self, Checked, FrameKind as Kind, Problem};
+use kwire::reflect::explain::{self, Checked, FrameKind as Kind, Shown};
 
 use crate::input::{self, parse_api_key, supported_list};
 
@@ -131,59 +128,23 @@ pub struct Args {
     pub(crate) record_limit: usize,
 }
 
-/// `frame` (with its size prefix) with its secrets masked, and what was masked. A frame
-/// that does not decode is masked whole after its header (when that parses) only when its
-/// API can carry a secret in that direction: `kwire decode` is a debugging tool, and a
-/// malformed frame of any other API is shown so that the problem can be seen.
-pub(crate) fn masked(frame: &[u8], kind: Kind) -> (Cow<'_, [u8]>, Option<String>) {
-    let Some(inner) = frame.get(4..) else { return (Cow::Borrowed(frame), None) };
-    let mut copy = frame.to_vec();
-    let (redaction, api, direction) = match kind {
-        Kind::Request => {
-            let key = kwire::frame::request_api_key(inner).and_then(ApiKey::from_i16);
-            (secrets::mask_request(inner, &mut copy[4..]), key, Direction::Request)
-        }
-        Kind::Response(key, version) => {
-            (secrets::mask_response(inner, key, version, &mut copy[4..]), Some(key), Direction::Response)
-        }
+/// A frame made ready to show (`explain::explain_shown`): masked unless `--show-secrets`,
+/// explained and checked, an unknown API key's problem with the command's hint; and what
+/// was masked, as a note.
+pub(crate) fn shown(frame: &[u8], kind: Kind, show_secrets: bool) -> (Shown<'_>, Option<String>) {
+    let mut shown = explain::explain_shown(frame, kind, show_secrets);
+    with_hint(&mut shown.checked);
+    let note = match shown.redaction {
+        Redaction::Clean => None,
+        Redaction::Masked { fields, bytes } => Some(format!(
+            "{fields} secret field(s), {bytes} bytes, masked with '*'; --show-secrets shows them"
+        )),
+        Redaction::Whole { bytes } => Some(format!(
+            "the frame does not decode and its API can carry secrets, so its {bytes} body bytes are shown as '*'; \
+             --show-secrets shows them"
+        )),
     };
-    let note = match redaction {
-        Redaction::Clean => return (Cow::Borrowed(frame), None),
-        Redaction::Masked { fields, bytes } => {
-            format!("{fields} secret field(s), {bytes} bytes, masked with '*'; --show-secrets shows them")
-        }
-        Redaction::Whole { .. } if !api.is_some_and(|a| secrets::may_carry_secrets(a, direction)) => {
-            return (Cow::Borrowed(frame), None);
-        }
-        Redaction::Whole { .. } => {
-            // Keep the header, which holds no secret, so that the output still says what
-            // the frame is.
-            let header = match (kind, api) {
-                (Kind::Request, Some(key)) => kwire::frame::request_ids(inner).and_then(|(_, version, _)| {
-                    kwire::frame::RequestHeaderView::parse(inner, key.request_header_version(version))
-                        .ok()
-                        .map(|(_, at)| at)
-                }),
-                (Kind::Response(key, version), _) => {
-                    kwire::frame::ResponseHeaderView::parse(inner, key.response_header_version(version))
-                        .ok()
-                        .map(|(_, at)| at)
-                }
-                _ => None,
-            };
-            if let Some(at) = header {
-                copy[4..4 + at].copy_from_slice(&inner[..at]);
-            }
-            format!(
-                "the frame does not decode and its API can carry secrets, so its {} body bytes are shown \
-                 as '*'; --show-secrets shows them",
-                // Without a header, masking keeps the identifying fields: the API key,
-                // version and correlation id of a request, the correlation id of a response.
-                inner.len() - header.unwrap_or(if kind == Kind::Request { 8 } else { 4 }).min(inner.len())
-            )
-        }
-    };
-    (Cow::Owned(copy), Some(note))
+    (shown, note)
 }
 
 /// Reads the API, version and correlation id of each request frame in `path`.
@@ -191,10 +152,9 @@ fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String
     let raw = input::read_all(Some(path))?;
     let bytes = input::frame_bytes(&raw, false).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
-    for (i, f) in input::split_frames(&bytes).iter().enumerate() {
+    for (i, (_, f)) in explain::split_frames(&bytes).enumerate() {
         let at = |what: String| format!("{}: request frame {}: {what}", path.display(), i + 1);
         let (key, version, correlation) = f
-            .bytes
             .get(4..)
             .and_then(kwire::frame::request_ids)
             .ok_or_else(|| at("too short to hold a request header".into()))?;
@@ -206,18 +166,6 @@ fn requests_in(path: &std::path::Path) -> Result<Vec<(ApiKey, i16, i32)>, String
         return Err(format!("{}: no request frame in the file", path.display()));
     }
     Ok(out)
-}
-
-/// A frame explained and checked (`explain::explain_checked`), an unknown API key's
-/// problem with the command's hint.
-pub(crate) fn decode_frame(bytes: &[u8], kind: Kind) -> Checked {
-    let mut checked = explain::explain_checked(bytes, kind);
-    if let Some(w) = &checked.explained.problem
-        && checked.problem.as_deref() == Some(w.to_string().as_str())
-    {
-        checked.problem = Some(with_hint(w));
-    }
-    checked
 }
 
 /// Whether to colour the hex dump.
@@ -240,7 +188,7 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
     if bytes.is_empty() {
         return Err("no input: expected one or more frames, as hex or raw bytes".into());
     }
-    let frames = input::split_frames(&bytes);
+    let frames: Vec<(usize, &[u8])> = explain::split_frames(&bytes).collect();
     let requests = match &args.request {
         Some(path) => {
             let list = requests_in(path)?;
@@ -276,13 +224,13 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
         text.push_str(&explain::hex_legend(colour));
         text.push('\n');
     }
-    for (i, f) in frames.iter().enumerate() {
+    for (i, &(start, f)) in frames.iter().enumerate() {
         let n = i + 1;
         let kind = match (&requests, args.api_key, args.api_version) {
             (Some(list), _, _) => {
                 let (key, version, correlation) =
                     list.get(i).or(list.first()).copied().ok_or("no request")?;
-                let got = f.bytes.get(4..).and_then(kwire::frame::response_correlation_id);
+                let got = f.get(4..).and_then(kwire::frame::response_correlation_id);
                 if list.len() > 1 && got.is_some_and(|c| c != correlation) {
                     eprintln!(
                         "kwire: warning: frame {n}: correlation id {} differs from that of request {n} ({correlation})",
@@ -294,16 +242,9 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
             (None, Some(key), Some(version)) => Kind::Response(key, version),
             _ => Kind::Request,
         };
-        let (bytes, masking) =
-            if args.show_secrets { (Cow::Borrowed(f.bytes), None) } else { masked(f.bytes, kind) };
+        let (Shown { bytes, checked: decoded, .. }, masking) = shown(f, kind, args.show_secrets);
         if let Some(note) = masking {
             eprintln!("kwire: note: frame {n}: {note}");
-        }
-        let mut decoded = decode_frame(&bytes, kind);
-        if bytes.as_ref() != f.bytes && decoded.problem.is_some() {
-            // The problem is the given frame's, not the masked copy's (whose masked lengths
-            // read differently); where and what it is reveals no secret.
-            decoded.problem = decode_frame(f.bytes, kind).problem;
         }
         if let Some(note) = &decoded.note {
             eprintln!("kwire: note: frame {n}: {note}");
@@ -314,73 +255,78 @@ pub fn run_frames(args: &Args, mut source: impl std::io::Read, mut raw: Vec<u8>)
                 if i > 0 {
                     text.push('\n');
                 }
-                let end = f.start + f.bytes.len();
-                text.push_str(&format!("# frame {n}, input bytes {}..{end}: {summary}\n", f.start));
+                let end = start + f.len();
+                text.push_str(&format!("# frame {n}, input bytes {start}..{end}: {summary}\n"));
             } else {
                 text.push_str(&format!("# {summary}\n"));
             }
         }
-        match args.format {
-            Format::Tree => {
-                let mut root = decoded.explained.root.clone();
-                explain::annotate_records(&mut root);
-                text.push_str(&explain::render_tree(&root));
-            }
-            Format::Records => {
-                let records = explain::record_lines(&decoded.explained);
-                for note in &records.notes {
-                    eprintln!("kwire: note: {note}");
-                }
-                let error = records.error;
-                for line in records.lines {
-                    text.push_str(&line.to_json().to_string());
-                    text.push('\n');
-                }
-                if let Some(e) = error {
-                    out.write_all(text.as_bytes()).map_err(|e| format!("cannot write the output: {e}"))?;
-                    let _ = out.flush();
-                    let place = if many {
-                        format!("frame {n} (input offset {})", f.start)
-                    } else {
-                        "the frame".into()
-                    };
-                    return Err(format!("cannot read the records of {place}: {e}"));
-                }
-            }
-            Format::Hex => text.push_str(&explain::render_hex(&decoded.explained.root, &bytes, colour)),
-            Format::Json => {
-                let json = decoded.explained.to_json();
-                // Serialising a serde_json value cannot fail.
-                let json = if args.compact {
-                    serde_json::to_string(&json)
-                } else {
-                    serde_json::to_string_pretty(&json)
-                };
-                text.push_str(&json.unwrap_or_default());
-                text.push('\n');
-            }
+        if let Err(e) = render(args, &decoded, &bytes, &mut text) {
+            out.write_all(text.as_bytes()).map_err(|e| format!("cannot write the output: {e}"))?;
+            let _ = out.flush();
+            let place = if many { format!("frame {n} (input offset {start})") } else { "the frame".into() };
+            return Err(format!("cannot read the records of {place}: {e}"));
         }
         out.write_all(text.as_bytes()).map_err(|e| format!("cannot write the output: {e}"))?;
         text.clear();
         if let Some(problem) = decoded.problem {
             let _ = out.flush();
-            let place =
-                if many { format!("frame {n} (input offset {})", f.start) } else { "the frame".into() };
+            let place = if many { format!("frame {n} (input offset {start})") } else { "the frame".into() };
             return Err(format!("cannot decode {place}: {problem}"));
         }
     }
     out.flush().map_err(|e| format!("cannot write the output: {e}"))
 }
 
+/// `decoded` (of `bytes`) appended to `text` as `--format` says; a hex dump without its
+/// legend. A record batch that cannot be read is the error, after the records before it.
+pub(crate) fn render(args: &Args, decoded: &Checked, bytes: &[u8], text: &mut String) -> Result<(), String> {
+    match args.format {
+        Format::Tree => {
+            let mut root = decoded.explained.root.clone();
+            explain::annotate_records(&mut root);
+            text.push_str(&explain::render_tree(&root));
+        }
+        Format::Hex => {
+            text.push_str(&explain::render_hex(&decoded.explained.root, bytes, use_colour(args.color)))
+        }
+        Format::Json => {
+            let json = decoded.explained.to_json();
+            // Serialising a serde_json value cannot fail.
+            let json =
+                if args.compact { serde_json::to_string(&json) } else { serde_json::to_string_pretty(&json) };
+            text.push_str(&json.unwrap_or_default());
+            text.push('\n');
+        }
+        Format::Records => {
+            let records = explain::record_lines(&decoded.explained);
+            for note in &records.notes {
+                eprintln!("kwire: note: {note}");
+            }
+            for line in records.lines {
+                text.push_str(&line.to_json().to_string());
+                text.push('\n');
+            }
+            if let Some(e) = records.error {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The walker's problem as the command reports it: an unknown API key gets the list of
 /// supported ones and a hint for responses.
-fn with_hint(p: &Problem) -> String {
-    if p.path == "header.requestApiKey" && p.message.starts_with("API key") {
-        return format!(
+fn with_hint(checked: &mut Checked) {
+    if let Some(p) = &checked.explained.problem
+        && checked.problem.as_deref() == Some(p.to_string().as_str())
+        && p.path == "header.requestApiKey"
+        && p.message.starts_with("API key")
+    {
+        checked.problem = Some(format!(
             "{p} ({}); if the frame is a response, say what it answers with --api-key and --api-version, or \
              --request",
             supported_list()
-        );
+        ));
     }
-    p.to_string()
 }

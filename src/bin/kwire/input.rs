@@ -1,6 +1,7 @@
-//! Reading frames from files and stdin: hex text in the usual dump layouts, or raw
-//! binary, and splitting a stream of concatenated frames at their size prefixes.
+//! Reading frames from files and stdin (hex text in the usual dump layouts, or raw
+//! binary: `explain::parse_input`), and naming APIs.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 
@@ -42,51 +43,9 @@ pub fn open(path: Option<&Path>) -> Result<Box<dyn Read>, String> {
     }
 }
 
-/// Whether input is binary rather than hex text: it holds a NUL, a control character
-/// other than whitespace, or a byte outside ASCII. A frame almost always starts with a
-/// zero byte (sizes under 16 MiB), so binary frames are told apart at once.
-pub fn looks_binary(raw: &[u8]) -> bool {
-    raw.iter().any(|&b| b == 0 || b >= 0x7f || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)))
-}
-
-/// The frame bytes of an input: raw when `binary` is set or the input looks binary,
-/// otherwise parsed as hex.
-pub fn frame_bytes(raw: &[u8], binary: bool) -> Result<Vec<u8>, String> {
-    if binary || looks_binary(raw) {
-        return Ok(raw.to_vec());
-    }
-    // looks_binary() is false, so the input is ASCII.
-    let text = std::str::from_utf8(raw).map_err(|_| "input is neither hex text nor binary".to_string())?;
-    explain::parse_hex(text).map_err(|e| format!("{e} (use --binary for raw bytes)"))
-}
-
-/// One frame of a stream: where it starts in the input and its bytes, from the size
-/// prefix to where the prefix says it ends (or to the end of the input, if that comes
-/// first; the walker then reports the frame as truncated).
-pub struct FrameSlice<'a> {
-    /// Offset of the size prefix in the input.
-    pub start: usize,
-    /// The frame's bytes.
-    pub bytes: &'a [u8],
-}
-
-/// Splits concatenated frames at their size prefixes.
-pub fn split_frames(input: &[u8]) -> Vec<FrameSlice<'_>> {
-    let mut frames = Vec::new();
-    let mut pos = 0;
-    while pos < input.len() {
-        let rest = &input[pos..];
-        let end = match kwire::frame::size_prefix(rest) {
-            Some(size) => match usize::try_from(size) {
-                Ok(size) => size.saturating_add(4).min(rest.len()),
-                Err(_) => rest.len(),
-            },
-            None => rest.len(),
-        };
-        frames.push(FrameSlice { start: pos, bytes: &rest[..end] });
-        pos += end;
-    }
-    frames
+/// The frame bytes of an input (`explain::parse_input`).
+pub fn frame_bytes(raw: &[u8], binary: bool) -> Result<Cow<'_, [u8]>, String> {
+    explain::parse_input(raw, binary).map_err(|e| format!("{e} (use --binary for raw bytes)"))
 }
 
 /// Parses an API given by key (`18`) or name (`ApiVersions`, `api-versions`,
@@ -108,16 +67,6 @@ pub fn supported_list() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splitting() {
-        let two = [0, 0, 0, 1, 9, 0, 0, 0, 2, 7];
-        let frames = split_frames(&two);
-        assert_eq!(frames.len(), 2);
-        assert_eq!(frames[0].bytes, [0, 0, 0, 1, 9]);
-        assert_eq!((frames[1].start, frames[1].bytes.len()), (5, 5));
-        assert_eq!(split_frames(&[0xff, 0xff, 0xff, 0xff, 1]).len(), 1);
-    }
 
     #[test]
     fn api_names() {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use kwire::ApiKey;
-use kwire::broker::{Acl, Action, Broker, Config, Hook, ScramMechanism, ScramUser, TlsConfig};
+use kwire::broker::{Acl, AclField, Action, Broker, Config, Hook, ScramMechanism, ScramUser, TlsConfig};
 
 /// Run an in-memory Kafka broker (one node or a cluster) for tests and demos (records are kept in
 /// memory only, and lost when it stops).
@@ -194,69 +194,37 @@ fn scram_users(path: &str) -> Result<Vec<ScramUser>, String> {
     Ok(out)
 }
 
-/// A name of an `--acls` file as Kafka's code: `names` lists (name, code), matched without
-/// case and with `-` read as `_`.
-fn acl_code(path: &str, i: usize, field: &str, value: &str, names: &[(&str, i8)]) -> Result<i8, String> {
-    let wanted = value.trim().to_ascii_lowercase().replace('-', "_");
-    names.iter().find(|(n, _)| *n == wanted).map(|&(_, c)| c).ok_or_else(|| {
-        let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
-        format!("{path}: ACL {i}: unknown {field} {value:?} (one of {})", all.join(", "))
+/// The code of a name in an `--acls` file.
+fn acl_code(path: &str, i: usize, field: AclField, value: &str) -> Result<i8, String> {
+    field.code(value).ok_or_else(|| {
+        let key = match field {
+            AclField::ResourceType => "resource_type",
+            AclField::PatternType => "pattern_type",
+            AclField::Operation => "operation",
+            AclField::Permission => "permission",
+        };
+        let all: Vec<&str> = field.names().collect();
+        format!("{path}: ACL {i}: unknown {key} {value:?} (one of {})", all.join(", "))
     })
 }
 
 /// The ACL bindings of an `--acls` file.
 fn acls(path: &str) -> Result<Vec<Acl>, String> {
-    const RESOURCES: &[(&str, i8)] = &[
-        ("topic", 2),
-        ("group", 3),
-        ("cluster", 4),
-        ("transactional_id", 5),
-        ("delegation_token", 6),
-        ("user", 7),
-    ];
-    const PATTERNS: &[(&str, i8)] = &[("literal", 3), ("prefixed", 4)];
-    const OPERATIONS: &[(&str, i8)] = &[
-        ("all", 2),
-        ("read", 3),
-        ("write", 4),
-        ("create", 5),
-        ("delete", 6),
-        ("alter", 7),
-        ("describe", 8),
-        ("cluster_action", 9),
-        ("describe_configs", 10),
-        ("alter_configs", 11),
-        ("idempotent_write", 12),
-        ("create_tokens", 13),
-        ("describe_tokens", 14),
-        ("two_phase_commit", 15),
-    ];
-    const PERMISSIONS: &[(&str, i8)] = &[("deny", 2), ("allow", 3)];
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let file: Acls = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     let mut out = Vec::with_capacity(file.acls.len());
     for (i, a) in file.acls.into_iter().enumerate() {
         let i = i + 1;
+        let pattern = a.pattern_type.as_deref().unwrap_or("literal");
+        let permission = a.permission.as_deref().unwrap_or("allow");
         out.push(Acl {
-            resource_type: acl_code(path, i, "resource_type", &a.resource_type, RESOURCES)?,
+            resource_type: acl_code(path, i, AclField::ResourceType, &a.resource_type)?,
             resource_name: a.resource_name,
-            pattern_type: acl_code(
-                path,
-                i,
-                "pattern_type",
-                a.pattern_type.as_deref().unwrap_or("literal"),
-                PATTERNS,
-            )?,
+            pattern_type: acl_code(path, i, AclField::PatternType, pattern)?,
             principal: a.principal,
             host: a.host.unwrap_or_else(|| "*".into()),
-            operation: acl_code(path, i, "operation", &a.operation, OPERATIONS)?,
-            permission_type: acl_code(
-                path,
-                i,
-                "permission",
-                a.permission.as_deref().unwrap_or("allow"),
-                PERMISSIONS,
-            )?,
+            operation: acl_code(path, i, AclField::Operation, &a.operation)?,
+            permission_type: acl_code(path, i, AclField::Permission, permission)?,
         });
     }
     Ok(out)

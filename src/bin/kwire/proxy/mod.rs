@@ -3,7 +3,6 @@
 //! limit, `metrics.rs` the `--metrics` endpoint.
 
 mod limits;
-mod metrics;
 mod tls;
 
 use std::io::Write as _;
@@ -201,10 +200,7 @@ pub fn run(args: Args) -> Result<(), String> {
         .deny_api
         .iter()
         .map(|name| {
-            kwire::ApiKey::ALL
-                .iter()
-                .copied()
-                .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+            kwire::ApiKey::from_name(name.trim())
                 .ok_or(format!("--deny-api {name}: no such API (see `kwire versions`)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -352,8 +348,7 @@ pub fn run(args: Args) -> Result<(), String> {
     if let Some(listener) = metrics_listener {
         let at = listener.local_addr().map_err(|e| e.to_string())?;
         log.note(&format!("metrics on http://{at}/metrics"));
-        let scraped = proxy.clone();
-        std::thread::spawn(move || metrics::serve(listener, move || scraped.render_metrics()));
+        proxy.serve_metrics(listener);
     }
     let _ = stop_rx.recv();
     // Give the log's thread a moment to write what it has.

@@ -1,9 +1,40 @@
-//! [`parse_hex`]: frames as people paste them, in hex.
+//! [`parse_hex`]: frames as people paste them, in hex; [`parse_input`]: hex or raw bytes;
+//! [`split_frames`]: one frame after another.
 
+use alloc::borrow::Cow;
 use alloc::format;
 use alloc::vec::Vec;
 
 use super::Problem;
+
+/// Frames as given: `input` itself when `binary` is set or it looks binary, otherwise hex
+/// text ([`parse_hex`]). Input looks binary when it holds a NUL, a control character other
+/// than whitespace, or a byte outside ASCII: a frame almost always starts with a zero byte
+/// (sizes under 16 MiB), so binary frames are told apart at once.
+pub fn parse_input(input: &[u8], binary: bool) -> Result<Cow<'_, [u8]>, Problem> {
+    let text = core::str::from_utf8(input).ok().filter(|t| {
+        !t.bytes().any(|b| b == 0 || b >= 0x7f || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)))
+    });
+    match text {
+        Some(text) if !binary => parse_hex(text).map(Cow::Owned),
+        _ => Ok(Cow::Borrowed(input)),
+    }
+}
+
+/// Concatenated frames, split at their size prefixes: each frame's offset in `input` and
+/// its bytes, from its size prefix to where the prefix says it ends, or to the end of
+/// `input` if that comes first (the walker then reports the frame as truncated).
+pub fn split_frames(input: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let mut pos = 0;
+    core::iter::from_fn(move || {
+        let rest = input.get(pos..).filter(|r| !r.is_empty())?;
+        let declared = crate::codec::frame::size_prefix(rest).and_then(|s| usize::try_from(s).ok());
+        let end = declared.map_or(rest.len(), |size| size.saturating_add(4).min(rest.len()));
+        let start = pos;
+        pos += end;
+        Some((start, &rest[..end]))
+    })
+}
 
 /// Parses hex text. Tolerated around the digits: whitespace, `0x` prefixes, commas,
 /// `#` comments, offset columns (`0000:` as xxd writes them, or hexdump -C's bare
@@ -130,6 +161,18 @@ fn drop_char_column(rest: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splitting_and_telling_binary_from_hex() {
+        let two = [0, 0, 0, 1, 9, 0, 0, 0, 2, 7];
+        let frames: Vec<_> = split_frames(&two).collect();
+        assert_eq!(frames, [(0, &two[..5]), (5, &two[5..])]);
+        assert_eq!(split_frames(&[0xff, 0xff, 0xff, 0xff, 1]).count(), 1);
+        assert_eq!(split_frames(&[]).count(), 0);
+        assert_eq!(parse_input(&two, false).unwrap(), &two[..]);
+        assert_eq!(parse_input(b"00 00 00 01 09", false).unwrap(), &two[..5]);
+        assert_eq!(parse_input(b"00", true).unwrap(), &b"00"[..]);
+    }
 
     #[test]
     fn hex_layouts() {

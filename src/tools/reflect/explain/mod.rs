@@ -42,16 +42,18 @@ mod hex;
 mod record_lines;
 mod records;
 mod render;
+mod shown;
 pub(crate) mod summary;
 mod tree;
 
 pub use about::{About, MAX_DISTINCT, MAX_NAME, Names, Records, SHOWN, about_request, about_response};
 pub use checked::{Checked, explain_checked};
 pub use frame::explain_frame;
-pub use hex::parse_hex;
+pub use hex::{parse_hex, parse_input, split_frames};
 pub use record_lines::{Assigned, RecordLine, RecordLines, produced_lines, record_lines};
 pub use records::{DECOMPRESS_LIMIT, annotate_records};
 pub use render::{hex_legend, render_hex, render_tree};
+pub use shown::{Shown, explain_shown};
 pub use summary::{api_name, frame_line};
 pub(crate) use tree::bytes_preview;
 

@@ -1,13 +1,15 @@
-//! `--metrics ADDR`: serves the proxy's metrics (`kwire::proxy::Proxy::render_metrics`) in
-//! the Prometheus text format.
+//! [`super::Proxy::serve_metrics`]: the proxy's metrics over HTTP, in the Prometheus text
+//! format, for a scraper.
 
+use std::format;
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::string::String;
 use std::time::Duration;
 
 /// Serves `GET /metrics` (any path) on `listener`, one scrape at a time, each bounded to
 /// 8 KiB of request and 2 s.
-pub fn serve(listener: TcpListener, render: impl Fn() -> String) {
+pub(crate) fn serve(listener: TcpListener, render: impl Fn() -> String) {
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else {
             std::thread::sleep(Duration::from_millis(100));
