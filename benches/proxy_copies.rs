@@ -32,15 +32,18 @@ const FETCH: i16 = 12;
 /// A batch of 1000 records of 1 KB.
 fn batch() -> Vec<u8> {
     let values: Vec<Vec<u8>> = (0..1000).map(|i| vec![b'a' + (i % 26) as u8; 1000]).collect();
-    let new: Vec<NewRecord<'_>> =
-        values.iter().map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None }).collect();
+    let new: Vec<NewRecord<'_>> = values
+        .iter()
+        .map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None })
+        .collect();
     let mut out = Vec::new();
     BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut out).unwrap();
     out
 }
 
 fn request(body: &impl kwire::AnyBody, version: i16) -> Vec<u8> {
-    let header = kwire::frame::RequestHeader { correlation_id: 0, client_id: Some("copies"), ..Default::default() };
+    let header =
+        kwire::frame::RequestHeader { correlation_id: 0, client_id: Some("copies"), ..Default::default() };
     let mut out = vec![0u8; kwire::dispatch::request_len(body, version, &header).unwrap()];
     kwire::dispatch::encode_request(body, version, 0, Some("copies"), &mut out).unwrap();
     out
@@ -86,10 +89,15 @@ fn main() {
     let records = batch();
     let names = ["tenant-a.orders"];
     let fetched = {
-        let partitions = [PartitionData { high_watermark: 1000, records: Some(records[..].into()), ..Default::default() }];
+        let partitions =
+            [PartitionData { high_watermark: 1000, records: Some(records[..].into()), ..Default::default() }];
         let topics: Vec<FetchableTopicResponse<'_>> = names
             .iter()
-            .map(|n| FetchableTopicResponse { topic: (*n).into(), partitions: partitions[..].into(), ..Default::default() })
+            .map(|n| FetchableTopicResponse {
+                topic: (*n).into(),
+                partitions: partitions[..].into(),
+                ..Default::default()
+            })
             .collect();
         response(&FetchResponse { responses: topics[..].into(), ..Default::default() }, FETCH)
     };
@@ -124,11 +132,21 @@ fn main() {
     };
     let proxy = runtime.block_on(builder.start()).unwrap();
 
-    let partitions = [PartitionProduceData { index: 0, records: Some(records[..].into()), ..Default::default() }];
-    let topics = [TopicProduceData { name: "orders".into(), partition_data: partitions[..].into(), ..Default::default() }];
-    let produce = ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: topics[..].into(), ..Default::default() };
+    let partitions =
+        [PartitionProduceData { index: 0, records: Some(records[..].into()), ..Default::default() }];
+    let topics = [TopicProduceData {
+        name: "orders".into(),
+        partition_data: partitions[..].into(),
+        ..Default::default()
+    }];
+    let produce =
+        ProduceRequest { acks: -1, timeout_ms: 5000, topic_data: topics[..].into(), ..Default::default() };
     let fetch_partitions = [FetchPartition { partition: 0, ..Default::default() }];
-    let fetch_topics = [FetchTopic { topic: "orders".into(), partitions: fetch_partitions[..].into(), ..Default::default() }];
+    let fetch_topics = [FetchTopic {
+        topic: "orders".into(),
+        partitions: fetch_partitions[..].into(),
+        ..Default::default()
+    }];
     let fetch = FetchRequest { max_wait_ms: 0, topics: fetch_topics[..].into(), ..Default::default() };
     let mut frame = match what.as_str() {
         "produce" => request(&produce, PRODUCE),
