@@ -263,6 +263,35 @@ fn a_renamed_frame_allocates_once() {
     });
     assert!(spliced.unwrap().is_some());
     assert_eq!(n, 1, "splice_response");
+
+    // Through a tenant's chain, an answer with records: one allocation, the new frame; with
+    // borrowed tails (the proxy's), only the head, and the records are not in it.
+    let records = vec![7u8; 4096];
+    let partitions =
+        [kwire::messages::fetch::PartitionData { records: Some(records[..].into()), ..Default::default() }];
+    let topics = [kwire::messages::fetch::FetchableTopicResponse {
+        topic: "tenant-a.orders".into(),
+        partitions: partitions[..].into(),
+        ..Default::default()
+    }];
+    let response = kwire::messages::FetchResponse { responses: topics[..].into(), ..Default::default() };
+    let mut answer = vec![0u8; 8192];
+    let len = dispatch::encode_response(&response, 12, 7, &mut answer).unwrap();
+    let answer = &answer[4..len];
+    let mut chain = FilterChain::new();
+    chain.push(Tenant::new("tenant-a."));
+    let _ = chain.on_response(answer, ApiKey::Fetch, 12);
+    let (n, verdict) = common::counting::allocations(|| chain.on_response(answer, ApiKey::Fetch, 12));
+    assert!(matches!(verdict, Verdict::Replace(_)), "{verdict:?}");
+    assert_eq!(n, 1, "a tenant's chain, an answer");
+    let mut chain = FilterChain::new();
+    chain.push(Tenant::new("tenant-a.").borrowing_tails());
+    let _ = chain.on_response(answer, ApiKey::Fetch, 12);
+    let (n, verdict) = common::counting::allocations(|| chain.on_response(answer, ApiKey::Fetch, 12));
+    let Verdict::Splice { head, tail } = verdict else { panic!("{verdict:?}") };
+    assert_eq!(n, 1, "a tenant's chain borrowing tails, an answer");
+    assert_eq!(head.capacity(), head.len());
+    assert!(head.len() < 100 && answer.len() - tail > records.len(), "head {}, tail at {tail}", head.len());
 }
 
 /// A response whose broker addresses are rewritten (`RewriteAddresses`) is spliced: one

@@ -1642,3 +1642,113 @@ fn renamed_produce_requests_reach_the_broker_as_if_encoded_renamed() {
         assert!(got == want[4..], "request {i}: {} bytes, {} wanted", got.len(), want.len() - 4);
     }
 }
+
+/// A tenant's renamed Fetch answers reach the client byte for byte as the answer the broker
+/// would give without the prefix: a large one as a new head and its records written from the
+/// proxy's read buffer, small ones copied into the batch, several in one write.
+#[test]
+fn renamed_fetch_answers_reach_the_client_as_if_encoded_unprefixed() {
+    use kwire::messages::fetch::{FetchPartition, FetchTopic, FetchableTopicResponse, PartitionData};
+    use kwire::messages::{FetchRequest, FetchResponse};
+    use kwire::records::{BatchBuilder, NewRecord};
+    let batch = |values: usize, size: usize| {
+        let values: Vec<Vec<u8>> = (0..values).map(|i| vec![b'a' + (i % 26) as u8; size]).collect();
+        let new: Vec<NewRecord<'_>> = values
+            .iter()
+            .map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None })
+            .collect();
+        let mut out = Vec::new();
+        BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut out).unwrap();
+        out
+    };
+    let (small, large) = (batch(3, 100), batch(1000, 1000));
+    // The answers, by the prefix their topics carry: (broker's, client's) for each request.
+    let answer = |prefix: &str, records: &[u8]| {
+        let partitions: Vec<PartitionData<'_>> = (0..2)
+            .map(|p| PartitionData {
+                partition_index: p,
+                high_watermark: 10,
+                records: Some(records.into()),
+                ..Default::default()
+            })
+            .collect();
+        let names = [format!("{prefix}orders"), format!("{prefix}payments")];
+        let topics: Vec<FetchableTopicResponse<'_>> = names
+            .iter()
+            .map(|n| FetchableTopicResponse {
+                topic: n.as_str().into(),
+                partitions: partitions.as_slice().into(),
+                ..Default::default()
+            })
+            .collect();
+        let body = FetchResponse { responses: topics.as_slice().into(), ..Default::default() };
+        let mut out = vec![0u8; dispatch::response_len(&body, 12).unwrap()];
+        dispatch::encode_response(&body, 12, 0, &mut out).unwrap();
+        out
+    };
+    let records = [&large[..], &small, &small, &large, &small];
+    let broker: Vec<Vec<u8>> = records.iter().map(|r| answer("tenant-a.", r)).collect();
+    let want: Vec<Vec<u8>> = records.iter().map(|r| answer("", r)).collect();
+    assert!(broker[0].len() > 2_000_000);
+    // The upstream answers the requests in turn, with their correlation ids, all the small
+    // ones in one write.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else { return };
+        let mut pending = Vec::new();
+        for mut a in broker {
+            let Ok(frame) = read_frame(&mut s) else { return };
+            a[4..8].copy_from_slice(&frame[4..8]);
+            let large = a.len() > 100_000;
+            pending.extend_from_slice(&a);
+            if large || pending.len() > 3 * 1000 {
+                if s.write_all(&pending).is_err() {
+                    return;
+                }
+                pending.clear();
+            }
+        }
+        let _ = s.write_all(&pending);
+        let mut rest = [0u8; 64];
+        while s.read(&mut rest).is_ok_and(|n| n > 0) {}
+    });
+    let mut tenants = kwire::proxy::Tenants::new();
+    tenants.default_tenant("tenant-a.").unwrap();
+    let tenants = Arc::new(tenants);
+    let (rt, proxy) = rt_proxy(upstream, tenants);
+    let partitions = [FetchPartition { partition: 0, ..Default::default() }];
+    let topics =
+        [FetchTopic { topic: "orders".into(), partitions: partitions[..].into(), ..Default::default() }];
+    let request = FetchRequest { topics: topics[..].into(), ..Default::default() };
+    let mut client = connect(proxy.local_addr());
+    for i in 0..want.len() {
+        client.write_all(&request_frame(&request, 12, i as i32)).unwrap();
+    }
+    for (i, want) in want.iter().enumerate() {
+        let got = read_frame(&mut client).unwrap();
+        assert_eq!(got[..4], (i as i32).to_be_bytes(), "answer {i}");
+        assert!(got[4..] == want[8..], "answer {i}: {} bytes, {} wanted", got.len(), want.len() - 4);
+    }
+    rt.block_on(proxy.shutdown_within(Duration::from_secs(5)));
+}
+
+/// A proxy whose connections are the default tenant's, in front of `upstream`.
+fn rt_proxy(
+    upstream: SocketAddr,
+    tenants: Arc<kwire::proxy::Tenants>,
+) -> (tokio::runtime::Runtime, kwire::proxy::Proxy) {
+    let rt = runtime();
+    let proxy = rt
+        .block_on(
+            Proxy::builder(any_port(), [upstream.to_string()])
+                .filters(move |conn| {
+                    let mut chain = FilterChain::new();
+                    chain.push(tenants.filter(conn));
+                    chain
+                })
+                .start(),
+        )
+        .unwrap();
+    (rt, proxy)
+}

@@ -355,7 +355,7 @@ fn a_split_frame_is_joined_for_other_filters() {
 #[test]
 fn every_response_of_the_tenant_reaches_the_client_as_it_was() {
     let mut rng = XorShift(0x7e4a_0002);
-    let mut unprefixed = 0;
+    let (mut unprefixed, mut spliced) = (0, 0);
     for &key in ApiKey::ALL {
         if key == ApiKey::FindCoordinator {
             continue;
@@ -388,10 +388,26 @@ fn every_response_of_the_tenant_reaches_the_client_as_it_was() {
                 };
                 unprefixed += 1;
                 assert_eq!(&got[header_len..], &original[..], "{} v{version}", key.name());
+                // A tenant that borrows tails sends the same bytes: a new head, then the
+                // answer's own bytes from where it was read.
+                let split =
+                    chain(Tenant::new(PREFIX).borrowing_tails()).on_response(&broker_frame, key, version);
+                let sent = match split {
+                    Verdict::Splice { head, tail } => {
+                        spliced += 1;
+                        assert!(tail <= broker_frame.len(), "{} v{version}: tail at {tail}", key.name());
+                        [&head[..], &broker_frame[tail..]].concat()
+                    }
+                    Verdict::Replace(new) => new,
+                    Verdict::Forward => broker_frame.clone(),
+                    other => panic!("{} v{version}: {other:?}", key.name()),
+                };
+                assert_eq!(sent, got, "{} v{version}: split", key.name());
             }
         }
     }
     assert!(unprefixed > 500, "only {unprefixed} responses named an entity");
+    assert!(spliced > 300, "only {spliced} responses were spliced");
 }
 
 #[test]

@@ -9,8 +9,8 @@ use core::fmt::Write as _;
 
 use super::parsed::read_response;
 use super::{
-    Exchange, Filter, ParsedRequest, ParsedResponse, RequestAction, ResponseAction, TopicNames, Verdict,
-    encode_body, partial, splice, versions,
+    Exchange, Filter, ParsedRequest, ParsedResponse, RequestAction, ResponseAction, Spliced, TopicNames,
+    Verdict, encode_body, partial, splice, versions,
 };
 use crate::ApiKey;
 use crate::codec::dispatch::{self, Request, Response};
@@ -69,6 +69,72 @@ enum Step {
     Done(Verdict),
 }
 
+/// A frame as the filters so far left it, the one rule for both directions: as it came; or
+/// spliced (new bytes, then the frame's own bytes from an offset on, not copied: only a
+/// frame as it came has its tail where the caller has it); or new, whole. A split frame is
+/// joined before another filter reads it.
+struct Current<'f> {
+    /// The frame as it came.
+    frame: &'f [u8],
+    /// The frame a filter rewrote, whole.
+    new: Option<Vec<u8>>,
+    /// A splice of the frame as it came: the new head, and where its tail starts in `frame`.
+    split: Option<(Vec<u8>, usize)>,
+}
+
+impl<'f> Current<'f> {
+    fn new(frame: &'f [u8]) -> Self {
+        Current { frame, new: None, split: None }
+    }
+
+    /// Joins a split frame (a copy of its tail), for a filter that reads it next.
+    fn join(&mut self) {
+        if let Some((mut head, tail)) = self.split.take() {
+            head.extend_from_slice(self.frame.get(tail..).unwrap_or_default());
+            self.new = Some(head);
+        }
+    }
+
+    /// A filter's new frame, whole.
+    fn set(&mut self, new: Vec<u8>) {
+        self.split = None;
+        self.new = Some(new);
+    }
+
+    /// A filter's splice of the frame it read (`head`, then that frame's bytes from `tail`
+    /// on): left split if that was the frame as it came, else joined.
+    fn splice(&mut self, mut head: Vec<u8>, tail: usize) {
+        match &self.new {
+            None => self.split = Some((head, tail)),
+            Some(read) => {
+                head.extend_from_slice(read.get(tail..).unwrap_or_default());
+                self.new = Some(head);
+            }
+        }
+    }
+
+    /// What becomes of the frame: forwarded as it came, spliced, or replaced.
+    fn verdict(self) -> Verdict {
+        match (self.split, self.new) {
+            (Some((head, tail)), _) => Verdict::Splice { head, tail },
+            (None, Some(new)) => Verdict::Replace(new),
+            (None, None) => Verdict::Forward,
+        }
+    }
+}
+
+/// A splice a filter made of `read` (the frame it was given): its head and where its tail
+/// starts in `read`, when the tail is `read`'s own end; else the spliced frame, whole.
+fn split_of(read: &[u8], spliced: Spliced<'_>) -> Result<(Vec<u8>, usize), Vec<u8>> {
+    let tail = spliced.tail();
+    let at = read.len().saturating_sub(tail.len());
+    if read.get(at..).is_some_and(|end| core::ptr::eq(end, tail)) {
+        Ok((spliced.into_parts().0, at))
+    } else {
+        Err(spliced.to_vec())
+    }
+}
+
 fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) -> Step {
     let header = request.header;
     let version = header.api_version();
@@ -113,15 +179,10 @@ fn request_step(frame: &[u8], request: &Request<'_>, action: RequestAction<'_>) 
         },
         // Made by kwire's splicing from a checked frame: not parsed again. Its tail is
         // this frame's own end, unless the filter spliced some other frame.
-        RequestAction::RewriteSpliced(spliced) => {
-            let tail = spliced.tail();
-            let at = frame.len().saturating_sub(tail.len());
-            if frame.get(at..).is_some_and(|end| core::ptr::eq(end, tail)) {
-                Step::Split(spliced.into_parts().0, at)
-            } else {
-                Step::New(spliced.to_vec())
-            }
-        }
+        RequestAction::RewriteSpliced(spliced) => match split_of(frame, spliced) {
+            Ok((head, at)) => Step::Split(head, at),
+            Err(whole) => Step::New(whole),
+        },
         RequestAction::RewriteHeader { client_id } => {
             let tags: Vec<RawTaggedField<'_>> = header
                 .unknown_tagged_fields()
@@ -319,22 +380,16 @@ impl FilterChain {
             return Verdict::Forward;
         }
         let forward = self.forwards_unreadable();
-        let mut current: Option<Vec<u8>> = None;
-        // A splice of the frame as it came, its tail not copied: joined if another filter
-        // reads the request after it.
-        let mut split: Option<(Vec<u8>, usize)> = None;
+        let mut current = Current::new(frame);
         let mut merges = Vec::new();
         for (index, filter) in self.filters.iter_mut().enumerate() {
             if !filter.wants_request(key, version) {
                 continue;
             }
-            if let Some((mut head, tail)) = split.take() {
-                head.extend_from_slice(frame.get(tail..).unwrap_or_default());
-                current = Some(head);
-            }
-            let bytes = current.as_deref().unwrap_or(frame);
+            current.join();
+            let bytes = current.new.as_deref().unwrap_or(frame);
             // The caller's parse of the frame as it came; a frame a filter rewrote is new.
-            let request = match current.as_deref() {
+            let request = match current.new.as_deref() {
                 None => parsed.request(),
                 Some(new) => dispatch::parse_request_prefix(new).map(|(r, _)| r),
             };
@@ -374,13 +429,8 @@ impl FilterChain {
             };
             match request_step(bytes, &request, action) {
                 Step::Same => {}
-                Step::New(new) => current = Some(new),
-                // Only the frame as it came has its tail where the caller has it.
-                Step::Split(head, tail) if current.is_none() => split = Some((head, tail)),
-                Step::Split(mut head, tail) => {
-                    head.extend_from_slice(bytes.get(tail..).unwrap_or_default());
-                    current = Some(head);
-                }
+                Step::New(new) => current.set(new),
+                Step::Split(head, tail) => current.splice(head, tail),
                 Step::Done(verdict) => return verdict,
             }
         }
@@ -390,10 +440,7 @@ impl FilterChain {
             }
             self.merges.push_back(merge);
         }
-        if let Some((head, tail)) = split {
-            return Verdict::Splice { head, tail };
-        }
-        current.map_or(Verdict::Forward, Verdict::Replace)
+        current.verdict()
     }
 
     /// What happens to a request no filter can read: forwarded unchanged if the chain
@@ -420,19 +467,21 @@ impl FilterChain {
         {
             book.learn_from(&response);
         }
-        let mut current: Option<Vec<u8>> = None;
+        let mut current = Current::new(parsed.frame());
         if self.wants_response(api_key, version)
             && let Some(verdict) = self.filter_response(parsed, &mut current)
         {
             return verdict;
         }
-        if api_key == ApiKey::ApiVersions
-            && let Some(new) =
-                read_current(parsed, &current).and_then(|(response, read_at)| self.clamp(&response, read_at))
-        {
-            current = Some(new);
+        if api_key == ApiKey::ApiVersions {
+            current.join();
+            if let Some(new) = read_current(parsed, &current.new)
+                .and_then(|(response, read_at)| self.clamp(&response, read_at))
+            {
+                current.set(new);
+            }
         }
-        current.map_or(Verdict::Forward, Verdict::Replace)
+        current.verdict()
     }
 
     /// An ApiVersions response (as the filters left it, read at `read_at`) with every API
@@ -477,17 +526,15 @@ impl FilterChain {
 
     /// Runs a response through the filters that want it, last to first; `Some` when one
     /// ends it (a close).
-    fn filter_response(
-        &mut self,
-        parsed: &mut ParsedResponse<'_>,
-        current: &mut Option<Vec<u8>>,
-    ) -> Option<Verdict> {
+    fn filter_response(&mut self, parsed: &mut ParsedResponse<'_>, cur: &mut Current<'_>) -> Option<Verdict> {
         let (frame, api_key, version) = (parsed.frame(), parsed.api_key(), parsed.api_version());
         for (index, filter) in self.filters.iter_mut().enumerate().rev() {
             let merge = self.merges.front().is_some_and(|&(_, at, _)| at == index);
             if !merge && !filter.wants_response(api_key, version) {
                 continue;
             }
+            cur.join();
+            let current = &mut cur.new;
             let bytes = current.as_deref().unwrap_or(frame);
             let Some((response, read_at)) = read_current(parsed, current) else { break };
             let correlation_id = response.header.correlation_id();
@@ -560,6 +607,15 @@ impl FilterChain {
                         }
                     }
                     *current = Some(new);
+                }
+                // Made by kwire's splicing from a checked frame: not parsed again. Its tail
+                // is the frame's own end, unless the filter spliced some other frame.
+                ResponseAction::RewriteSpliced(spliced) => {
+                    let read = current.as_deref().unwrap_or(frame);
+                    match split_of(read, spliced) {
+                        Ok((head, at)) => cur.splice(head, at),
+                        Err(whole) => cur.set(whole),
+                    }
                 }
                 ResponseAction::Close(why) => return Some(Verdict::Close(why)),
             }

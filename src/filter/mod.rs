@@ -17,10 +17,11 @@
 //! cluster, feature `reflect`). [`splice_request`] and [`splice_response`] rename entity
 //! strings (topic names, group ids, transactional ids) in a frame by splicing, with one copy
 //! and no value tree; a filter returns the new frame as [`RequestAction::RewriteFrame`] or
-//! [`ResponseAction::RewriteFrame`]. A [`Tenant`] that borrows tails returns a request as
-//! [`RequestAction::RewriteSpliced`] instead: new bytes up to its last renamed string and
-//! its own bytes after it, uncopied ([`Spliced`]), which the chain gives as
-//! [`Verdict::Splice`] for its caller to write as the two parts. The masking of
+//! [`ResponseAction::RewriteFrame`]. A [`Tenant`] that borrows tails returns a request or
+//! an answer as [`RequestAction::RewriteSpliced`] or [`ResponseAction::RewriteSpliced`]
+//! instead: new bytes up to its last renamed string and its own bytes after it, uncopied
+//! ([`Spliced`]), which the chain gives as [`Verdict::Splice`] for its caller to write as the
+//! two parts. The masking of
 //! secrets in copies of frames for logs and recordings is [`crate::session::secrets::redact`].
 //!
 //! A filter of your own, which counts requests per API and renames one client:
@@ -80,6 +81,10 @@
 //! - A rewritten frame keeps its header (correlation id, client id, header tagged fields)
 //!   byte for byte, unless the filter rewrote the header itself; the next filter sees the
 //!   rewritten frame.
+//! - A frame no filter rewrites is [`Verdict::Forward`]: the caller sends it from where it
+//!   read it. A spliced frame ([`Verdict::Splice`]) is new bytes only up to its last change;
+//!   the rest is the frame as it came, in both directions. The chain copies a frame only to
+//!   rewrite it, or to join a spliced frame that another filter reads after the splice.
 //! - A request that expects an answer is never silently lost: dropping it closes the
 //!   connection instead. Answering a Produce request with `acks = 0`, which expects none,
 //!   drops it instead.
@@ -174,6 +179,12 @@ pub enum ResponseAction<'a> {
     /// own header, then a body of the same API at the response's version (what
     /// [`splice_response`] writes). Bytes that do not decode as such close the connection.
     RewriteFrame(Vec<u8>),
+    /// Replace the whole frame with this one, made by kwire's own splicing: new bytes up to
+    /// the last renamed string, then the response's own bytes from there on, not copied
+    /// ([`Spliced`]), as [`RequestAction::RewriteSpliced`] for requests: for the frame as it
+    /// came, the chain's verdict is [`Verdict::Splice`]; after another filter's rewrite, the
+    /// two parts are joined.
+    RewriteSpliced(Spliced<'a>),
     /// Close the connection, for this reason.
     Close(String),
 }
@@ -234,9 +245,9 @@ pub enum Verdict {
     Replace(Vec<u8>),
     /// Forward `head` and then the frame's own bytes from offset `tail` on, as they came:
     /// the new frame (without its size prefix) is `head` followed by `frame[tail..]`. From
-    /// a filter's [`RequestAction::RewriteSpliced`], so that the bytes after the last
-    /// renamed string (a Produce request's records) are written from where they were
-    /// received, not copied.
+    /// a filter's [`RequestAction::RewriteSpliced`] or [`ResponseAction::RewriteSpliced`], so
+    /// that the bytes after the last renamed string (a Produce request's or a Fetch answer's
+    /// records) are written from where they were received, not copied.
     Splice {
         /// The new frame's bytes up to the end of its last change.
         head: Vec<u8>,

@@ -211,9 +211,11 @@ fn edit_of<'p>(field: &EntityField<'_>, map: Map<'_, 'p>) -> Result<Option<(Edit
 
 /// A frame renamed by splicing whose bytes after the last renamed string are not copied:
 /// the new bytes up to there ([`Spliced::head`]), then the frame's own bytes from there on,
-/// borrowed ([`Spliced::tail`]). For a Produce request that is most of the frame, its
-/// records. A filter returns it as [`RequestAction::RewriteSpliced`](super::RequestAction),
-/// and the chain's verdict for a frame as it came is then [`Verdict::Splice`](super::Verdict),
+/// borrowed ([`Spliced::tail`]). For a Produce request or a Fetch answer that is most of
+/// the frame, its records. A filter returns it as
+/// [`RequestAction::RewriteSpliced`](super::RequestAction) or
+/// [`ResponseAction::RewriteSpliced`](super::ResponseAction), and the chain's verdict for a
+/// frame as it came is then [`Verdict::Splice`](super::Verdict),
 /// which the proxy writes as the two parts; made by kwire's own filters ([`Tenant`] with
 /// `borrowing_tails`).
 ///

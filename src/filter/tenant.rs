@@ -303,12 +303,15 @@ impl Tenant {
         self
     }
 
-    /// The same tenant, whose renamed requests come as
-    /// [`RequestAction::RewriteSpliced`]: the new bytes up to the last renamed string, and
-    /// the request's own bytes after it, not copied (a Produce request's records). A chain
-    /// then gives [`Verdict::Splice`](super::Verdict::Splice) for them, which its caller must
-    /// write as the two parts (kwire's proxy does, and its `Tenants` make tenants so). By
-    /// default a renamed request is one new frame ([`RequestAction::RewriteFrame`]).
+    /// The same tenant, whose renamed requests and answers come as
+    /// [`RequestAction::RewriteSpliced`] and [`ResponseAction::RewriteSpliced`]: the new bytes
+    /// up to the last renamed string, and the frame's own bytes after it, not copied (a
+    /// Produce request's or a Fetch answer's records). A chain then gives
+    /// [`Verdict::Splice`](super::Verdict::Splice) for them, which its caller must write as
+    /// the two parts (kwire's proxy does, and its `Tenants` make tenants so). By default a
+    /// renamed frame is one new frame ([`RequestAction::RewriteFrame`],
+    /// [`ResponseAction::RewriteFrame`]). Answers renamed on the value tree, or merged with
+    /// the topics refused on the way in, are new frames either way.
     pub fn borrowing_tails(mut self) -> Self {
         self.tails = true;
         self
@@ -454,17 +457,25 @@ impl Filter for Tenant {
             };
         }
         let header = response.header.as_bytes();
-        let merge = self.merges.take(exchange.correlation_id);
-        let walked =
-            Way::ToClient.walk(api, version, header, body, prefix, &mut (&self.ids, &mut self.stand_ins));
-        let Some(merge) = merge else {
-            return match walked {
+        let Some(merge) = self.merges.take(exchange.correlation_id) else {
+            // Renamed by splicing, as requests are: with borrowed tails, the answer's bytes
+            // after its last renamed string (a Fetch answer's records) are not copied.
+            let (ids, stand_ins, tails) = (&self.ids, &self.stand_ins, self.tails);
+            match splice(Way::ToClient, api, version, header, body, prefix, ids, stand_ins, tails) {
+                Some(Ok(None)) => return ResponseAction::Pass,
+                Some(Ok(Some(spliced))) if tails => return ResponseAction::RewriteSpliced(spliced),
+                Some(Ok(Some(spliced))) => return ResponseAction::RewriteFrame(spliced.into_parts().0),
+                Some(Err(e)) => return ResponseAction::Close(e),
+                None => {}
+            }
+            return match rewrite(Way::ToClient, api, version, body, prefix, &self.ids, &mut self.stand_ins) {
                 Ok(None) => ResponseAction::Pass,
-                Ok(Some(Rewritten::Frame(frame))) => ResponseAction::RewriteFrame(frame),
-                Ok(Some(Rewritten::Body(body))) => ResponseAction::RewriteBody(body),
+                Ok(Some(body)) => ResponseAction::RewriteBody(body),
                 Err(e) => ResponseAction::Close(e),
             };
         };
+        let walked =
+            Way::ToClient.walk(api, version, header, body, prefix, &mut (&self.ids, &mut self.stand_ins));
         // The topics refused on the way in join the answer as the tenant leaves it.
         let merged = match &walked {
             Ok(None) => tenant_refuse::merge(merge, api, version, header, body),

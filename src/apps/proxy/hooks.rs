@@ -179,7 +179,10 @@ pub trait Hooks: Send + Sync + 'static {
     }
 
     /// A response frame (as sent to the client, without its size prefix) was sent: what it
-    /// answers, whether it was rewritten, and how long after its request.
+    /// answers, whether it was rewritten, and how long after its request. A frame a filter
+    /// spliced, sent in two parts ([`Action::Splice`](super::Action::Splice): a tenant's
+    /// renaming), is given as it came from the broker, with `rewritten` set: its sent form
+    /// is never whole (the same rule as [`Hooks::request`]'s).
     fn response(
         &self,
         conn: &ConnInfo,

@@ -59,8 +59,15 @@ impl<H: Hooks> Side for Responses<'_, H> {
     }
 
     fn admit(&mut self, frame: &[u8]) -> (Self::Meta, Action) {
-        let from = lock(self.conn).on_broker_frame(frame);
-        let action = from.action.clone();
+        let mut from = lock(self.conn).on_broker_frame(frame);
+        // The action goes to be carried out; what is kept for the report and a waiting filter
+        // needs only whether the frame is sent (a new frame or head is not copied for it).
+        let action = match from.action {
+            Action::Replace(_) | Action::Splice { .. } => {
+                core::mem::replace(&mut from.action, Action::Forward)
+            }
+            ref other => other.clone(),
+        };
         (ResponseMeta::Broker(from), action)
     }
 
