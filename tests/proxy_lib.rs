@@ -411,14 +411,29 @@ fn idle_connections_are_closed_after_the_idle_timeout_and_busy_ones_are_not() {
 }
 
 /// A waiting filter: before a Produce goes on, it asks the broker (a Metadata request of the
-/// proxy's own) whether its topic exists, and closes the connection if not.
+/// proxy's own) whether its topic exists, and closes the connection if not. Produce to the
+/// topic `trusted` does not wait.
 struct KnownTopicsOnly {
     asked: Arc<AtomicUsize>,
+}
+
+/// The first topic a Produce request names.
+fn first_produced_topic(frame: &[u8]) -> Option<String> {
+    match dispatch::parse_request(frame).ok()?.body {
+        kwire::messages::RequestBodyView::Produce(p) => {
+            Some(p.topic_data().iter().next()?.name().to_string())
+        }
+        _ => None,
+    }
 }
 
 impl kwire::proxy::WaitingFilter for KnownTopicsOnly {
     fn wants_request(&self, api_key: ApiKey, _: i16) -> bool {
         api_key == ApiKey::Produce
+    }
+
+    fn waits_on(&self, frame: &[u8]) -> bool {
+        first_produced_topic(frame).as_deref() != Some("trusted")
     }
 
     fn on_request<'a>(
@@ -429,13 +444,12 @@ impl kwire::proxy::WaitingFilter for KnownTopicsOnly {
         use kwire::messages::metadata::MetadataRequestTopic;
         use kwire::proxy::Decision;
         Box::pin(async move {
-            let topic = match dispatch::parse_request(&frame).map(|r| r.body) {
-                Ok(kwire::messages::RequestBodyView::Produce(p)) => match p.topic_data().iter().next() {
-                    Some(t) => t.name().to_string(),
-                    None => return Decision::Forward(frame),
-                },
-                _ => return Decision::Forward(frame),
-            };
+            assert_ne!(
+                first_produced_topic(&frame).as_deref(),
+                Some("trusted"),
+                "waited on a frame it said it does not"
+            );
+            let Some(topic) = first_produced_topic(&frame) else { return Decision::Forward(frame) };
             let topics = [MetadataRequestTopic { name: Some(topic.as_str().into()), ..Default::default() }];
             let ask = MetadataRequest {
                 topics: Some((&topics).into()),
@@ -485,6 +499,11 @@ fn a_waiting_filter_asks_the_broker_with_ids_the_client_never_sees() {
         let response = dispatch::parse_response(&frame, key, version).unwrap();
         assert_eq!(response.header.correlation_id(), id);
     }
+    assert_eq!(asked.load(Ordering::Relaxed), 1);
+    // A frame the filter does not wait on goes on without it: not asked, still answered.
+    send(&mut c, &produce_to("trusted"), 9, 5);
+    let frame = read_frame(&mut c).unwrap();
+    assert_eq!(dispatch::parse_response(&frame, ApiKey::Produce, 9).unwrap().header.correlation_id(), 5);
     assert_eq!(asked.load(Ordering::Relaxed), 1);
     // A topic the broker does not have: the filter closes the connection.
     send(&mut c, &produce_to("nowhere"), 9, 4);

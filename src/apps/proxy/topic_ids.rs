@@ -158,6 +158,11 @@ impl WaitingFilter for LookUpIds {
         matches!((versions, u32::try_from(version)), (Some(bits), Ok(v)) if v < 64 && bits & (1 << v) != 0)
     }
 
+    /// Only a request naming an id the book does not know waits; the rest go on uncopied.
+    fn waits_on(&self, frame: &[u8]) -> bool {
+        !self.unknown(frame).is_empty()
+    }
+
     fn on_request<'a>(
         &'a mut self,
         frame: Vec<u8>,

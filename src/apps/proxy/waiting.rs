@@ -36,6 +36,16 @@ pub trait WaitingFilter: Send + Sync + 'static {
     /// Whether it wants requests of this API and version.
     fn wants_request(&self, api_key: crate::ApiKey, version: i16) -> bool;
 
+    /// Whether this request (the whole frame, without its size prefix), of an API and
+    /// version it wants, must wait for it: by default, every one. A filter that waits on
+    /// only some frames says which here, from the borrowed frame, so that the others go on
+    /// without the owned copy [`WaitingFilter::on_request`] is given (the proxy's look-up of
+    /// topic ids waits only on a request naming an id its book does not know).
+    fn waits_on(&self, frame: &[u8]) -> bool {
+        let _ = frame;
+        true
+    }
+
     /// Decides on a request (the whole frame, without its size prefix).
     fn on_request<'a>(
         &'a mut self,
@@ -172,15 +182,18 @@ impl WaitingFilter for Both {
         self.0.wants_request(api_key, version) || self.1.wants_request(api_key, version)
     }
 
+    fn waits_on(&self, frame: &[u8]) -> bool {
+        let Some((key, version)) = head_of(frame) else { return true };
+        [&*self.0, &*self.1].iter().any(|f| f.wants_request(key, version) && f.waits_on(frame))
+    }
+
     fn on_request<'a>(
         &'a mut self,
         frame: Vec<u8>,
         upstream: &'a mut Upstream<'_>,
     ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async move {
-            let head = crate::codec::frame::RequestHeaderView::peek(&frame)
-                .ok()
-                .and_then(|p| Some((ApiKey::from_i16(p.api_key)?, p.api_version)));
+            let head = head_of(&frame);
             let wants =
                 |f: &dyn WaitingFilter| head.is_some_and(|(key, version)| f.wants_request(key, version));
             let frame = if wants(&*self.0) {
@@ -203,6 +216,12 @@ impl WaitingFilter for Both {
             (Some(first), Some(second)) => Some(Box::new(BothResponses(second, first))),
         }
     }
+}
+
+/// A request frame's API and version, when kwire knows the API.
+fn head_of(frame: &[u8]) -> Option<(ApiKey, i16)> {
+    let peek = crate::codec::frame::RequestHeaderView::peek(frame).ok()?;
+    Some((ApiKey::from_i16(peek.api_key)?, peek.api_version))
 }
 
 /// Two response waiters, one after the other: the second sees what the first forwards.

@@ -168,6 +168,7 @@ impl<H: Hooks> Side for Requests<'_, H> {
         match crate::codec::frame::RequestHeaderView::peek(frame) {
             Ok(peek) => {
                 ApiKey::from_i16(peek.api_key).is_some_and(|key| filter.wants_request(key, peek.api_version))
+                    && filter.waits_on(frame)
             }
             Err(_) => false,
         }
