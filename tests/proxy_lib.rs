@@ -1579,7 +1579,6 @@ fn request_frame(body: &impl AnyBody, version: i16, correlation_id: i32) -> Vec<
 #[test]
 fn renamed_produce_requests_reach_the_broker_as_if_encoded_renamed() {
     use kwire::messages::produce::{PartitionProduceData, TopicProduceData};
-    use kwire::records::{BatchBuilder, NewRecord};
     let rt = runtime();
     // The upstream hands over every frame it reads, and answers none.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -1607,17 +1606,7 @@ fn renamed_produce_requests_reach_the_broker_as_if_encoded_renamed() {
                 .start(),
         )
         .unwrap();
-    let batch = |values: usize, size: usize| {
-        let values: Vec<Vec<u8>> = (0..values).map(|i| vec![b'a' + (i % 26) as u8; size]).collect();
-        let new: Vec<NewRecord<'_>> = values
-            .iter()
-            .map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None })
-            .collect();
-        let mut out = Vec::new();
-        BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut out).unwrap();
-        out
-    };
-    let (small, large) = (batch(3, 100), batch(40, 1000));
+    let (small, large) = (filled_batch(3, 100), filled_batch(40, 1000));
     // (version, batch, partitions, topics)
     let cases: [(i16, &[u8], i32, &[&str]); 5] = [
         (9, &large, 3, &["orders"]),
@@ -1669,18 +1658,7 @@ fn renamed_produce_requests_reach_the_broker_as_if_encoded_renamed() {
 fn renamed_fetch_answers_reach_the_client_as_if_encoded_unprefixed() {
     use kwire::messages::fetch::{FetchPartition, FetchTopic, FetchableTopicResponse, PartitionData};
     use kwire::messages::{FetchRequest, FetchResponse};
-    use kwire::records::{BatchBuilder, NewRecord};
-    let batch = |values: usize, size: usize| {
-        let values: Vec<Vec<u8>> = (0..values).map(|i| vec![b'a' + (i % 26) as u8; size]).collect();
-        let new: Vec<NewRecord<'_>> = values
-            .iter()
-            .map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None })
-            .collect();
-        let mut out = Vec::new();
-        BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut out).unwrap();
-        out
-    };
-    let (small, large) = (batch(3, 100), batch(1000, 1000));
+    let (small, large) = (filled_batch(3, 100), filled_batch(1000, 1000));
     // The answers, by the prefix their topics carry: (broker's, client's) for each request.
     let answer = |prefix: &str, records: &[u8]| {
         let partitions: Vec<PartitionData<'_>> = (0..2)
@@ -1770,4 +1748,17 @@ fn rt_proxy(
         )
         .unwrap();
     (rt, proxy)
+}
+
+/// A record batch of `values` records, each value `size` bytes of one letter.
+fn filled_batch(values: usize, size: usize) -> Vec<u8> {
+    use kwire::records::{BatchBuilder, NewRecord};
+    let values: Vec<Vec<u8>> = (0..values).map(|i| vec![b'a' + (i % 26) as u8; size]).collect();
+    let new: Vec<NewRecord<'_>> = values
+        .iter()
+        .map(|v| NewRecord { key: None, value: Some(v), headers: &[], timestamp: None })
+        .collect();
+    let mut out = Vec::new();
+    BatchBuilder::new(0, 1_700_000_000_000, &new).encode_to_vec(&mut out).unwrap();
+    out
 }
