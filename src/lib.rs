@@ -53,7 +53,7 @@
 //! | | [`session::secrets`] | [`secrets`] | the fields that carry credentials, masked in copies of frames | |
 //! | 3 | [`tools`] | | generic work over any message, from the schemas as data | `reflect` |
 //! | | [`tools::reflect`] | [`reflect`] | schemas, a dynamic [`reflect::Value`], Kafka's JSON form, an annotated tree | `reflect`, `json`, `explain` |
-//! | 4 | [`filter`] | | filters that pass, rewrite, answer or refuse a connection's frames | `alloc` |
+//! | 4 | [`filter`] | | filters that pass, rewrite, answer or refuse a connection's frames | `owned` |
 //! | 5 | [`apps`] | | applications as libraries, with I/O | |
 //! | | [`apps::broker`] | [`broker`] | an in-memory broker, one node or a cluster, for tests and demos | `broker`, `broker-scram`, `broker-tls` |
 //! | | [`apps::proxy`] | [`proxy`] | a Kafka proxy on tokio: TLS, SNI, a filter chain per connection, tenants | `proxy` |
@@ -70,8 +70,9 @@
 //! | feature | default | what |
 //! |---|---|---|
 //! | (none) | | views, encoders, frames, headers, error codes: `no_std`, no allocator needed |
-//! | `alloc` | via `std` | owned values (`String`/`Vec`) converted from views, [`conn`], [`filter`] |
-//! | `reference` | | the reference decoder (`Message::decode`), a separate path for tests and fuzzing |
+//! | `alloc` | via `std` | owned values (`String`/`Vec`) to encode, [`conn`] |
+//! | `owned` | | owned values converted from views (`From<View>`), [`filter`], the schema tools' rewriting |
+//! | `reference` | | the reference decoder (`Message::decode`), a separate path for tests and fuzzing; `owned` |
 //! | `std` | yes | `alloc`, and the hardware CRC-32C of record batches |
 //! | `all-apis` | yes | every API; or only those you name: `api-produce`, `api-fetch`, ... (ApiVersions is always in) |
 //! | `gzip`, `snappy`, `lz4`, `zstd` | | record-batch compression (`lz4` works without `std`) |
@@ -96,7 +97,7 @@
 //!   lists may be borrowed ([`Str`], [`List`]), so it works without `alloc`:
 //!   `encoded_len(version)` is exact and does every check; `encode(version, buf)` then
 //!   fails only if `buf` is too short.
-//! - **Owned values** (feature `alloc`): `From<View>` converts a view. **The reference
+//! - **Owned values** (feature `owned`): `From<View>` converts a view. **The reference
 //!   decoder** (feature `reference`): `Message::decode(bytes, version)` builds owned values
 //!   by a separate, straightforward path, which the tests and fuzz targets hold the views against.
 //!
@@ -135,7 +136,7 @@ extern crate std;
 #[cfg(any(feature = "broker", feature = "proxy", feature = "capture", feature = "client"))]
 pub mod apps;
 pub mod codec;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub mod filter;
 pub mod session;
 #[cfg(feature = "reflect")]

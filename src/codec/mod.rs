@@ -11,10 +11,11 @@
 //!   records);
 //! - record batches: [`records`];
 //! - the generated messages: [`messages`] (from the schema files in `src/codec/schema/`),
-//!   owned values from views (feature `alloc`) and the reference decoder (feature
-//!   `reference`), both in `reference`;
+//!   owned values from views (feature `owned`) and the reference decoder (feature
+//!   `reference`), both in `reference`, and the entity walkers (`entities`, feature `owned`:
+//!   the names and ids that filters and schema tools find in a body);
 //! - framing and dispatch: [`frame`], [`dispatch`];
-//! - `splice` (feature `alloc`): a body copied once with byte ranges replaced and the sizes
+//! - `splice` (feature `owned`): a body copied once with byte ranges replaced and the sizes
 //!   of the tagged fields around them written again, for the filters and tools that rename
 //!   strings in place.
 //!
@@ -24,7 +25,7 @@ pub(crate) mod api_key;
 #[cfg(any(feature = "explain", feature = "capture", feature = "proxy"))]
 pub(crate) mod civil;
 pub(crate) mod direction;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub(crate) mod entities;
 pub mod error;
 pub(crate) mod error_code;
@@ -37,12 +38,12 @@ pub mod vectored;
 pub mod view;
 
 pub mod messages;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub(crate) mod reference;
 
 pub mod dispatch;
 pub mod frame;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub(crate) mod splice;
 
 #[cfg(feature = "testing")]
@@ -51,7 +52,7 @@ pub mod testing;
 
 /// Without the `testing` feature there is no `AsVersion` to implement: the generated
 /// `as_version!` invocations expand to nothing.
-#[cfg(all(feature = "alloc", not(feature = "testing")))]
+#[cfg(all(feature = "owned", not(feature = "testing")))]
 macro_rules! as_version {
     ($($any:tt)*) => {};
 }
@@ -60,7 +61,7 @@ macro_rules! as_version {
 #[allow(unused_imports)]
 pub(crate) mod prelude {
     pub(crate) use crate::codec::encode::{self, Body, Encode, impl_body};
-    #[cfg(feature = "alloc")]
+    #[cfg(feature = "owned")]
     pub(crate) use crate::codec::entities::{EntityKind, Walk};
     pub(crate) use crate::codec::error::{DecodeError, DecodeErrorKind, EncodeError};
     pub(crate) use crate::codec::records::RecordBatches;
@@ -69,7 +70,7 @@ pub(crate) mod prelude {
         ReadOwned, raw_tagged_field, read_bytes, read_list, read_nullable_bytes, read_nullable_list,
         read_nullable_str, read_owned_body, read_str, read_unknown_tagged_fields, reference_body,
     };
-    #[cfg(feature = "alloc")]
+    #[cfg(feature = "owned")]
     pub(crate) use crate::codec::reference::{list_from_view, unknown_from_view};
     #[cfg(feature = "testing")]
     pub(crate) use crate::codec::testing::{AsVersion, as_version, tagged_as_version};
@@ -82,7 +83,7 @@ pub(crate) mod prelude {
     #[cfg(feature = "alloc")]
     pub(crate) use alloc::vec::Vec;
     // The macro above, by path for the generated code (textual scope does not reach it).
-    #[cfg(all(feature = "alloc", not(feature = "testing")))]
+    #[cfg(all(feature = "owned", not(feature = "testing")))]
     #[allow(clippy::single_component_path_imports)]
     pub(crate) use as_version;
     pub(crate) use core::fmt;

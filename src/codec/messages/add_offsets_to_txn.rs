@@ -142,7 +142,7 @@ impl<'a> AddOffsetsToTxnRequestView<'a> {
 
 // The entity walkers of AddOffsetsToTxnRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddOffsetsToTxnRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn add_offsets_to_txn_request_entities<'a>(
     r: &mut Reader<'a>,

@@ -499,7 +499,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnTopicView<'a> {
 
 // The entity walkers of AddPartitionsToTxnRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddPartitionsToTxnRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn add_partitions_to_txn_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -545,7 +545,7 @@ pub(crate) fn add_partitions_to_txn_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddPartitionsToTxnTransaction to `w` (see `crate::codec::entities`).
 fn add_partitions_to_txn_transaction_entities<'a>(
     r: &mut Reader<'a>,
@@ -561,7 +561,7 @@ fn add_partitions_to_txn_transaction_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddPartitionsToTxnTopic to `w` (see `crate::codec::entities`).
 fn add_partitions_to_txn_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -1095,7 +1095,7 @@ impl<'a> ElementImpl<'a> for AddPartitionsToTxnPartitionResultView<'a> {
 
 // The entity walkers of AddPartitionsToTxnResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddPartitionsToTxnResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn add_partitions_to_txn_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1130,7 +1130,7 @@ pub(crate) fn add_partitions_to_txn_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddPartitionsToTxnResult to `w` (see `crate::codec::entities`).
 fn add_partitions_to_txn_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -1149,7 +1149,7 @@ fn add_partitions_to_txn_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddPartitionsToTxnTopicResult to `w` (see `crate::codec::entities`).
 fn add_partitions_to_txn_topic_result_entities<'a>(
     r: &mut Reader<'a>,

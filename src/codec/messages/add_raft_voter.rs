@@ -415,7 +415,7 @@ impl<'a> AddRaftVoterResponseView<'a> {
 
 // The entity walkers of AddRaftVoterResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AddRaftVoterResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn add_raft_voter_response_entities<'a>(
     r: &mut Reader<'a>,

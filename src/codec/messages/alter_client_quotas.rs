@@ -866,7 +866,7 @@ impl<'a> ElementImpl<'a> for AlterClientQuotasResponseEntityDataView<'a> {
 
 // The entity walkers of AlterClientQuotasResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterClientQuotasResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_client_quotas_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -887,7 +887,7 @@ pub(crate) fn alter_client_quotas_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterClientQuotasResponseEntryData to `w` (see `crate::codec::entities`).
 fn alter_client_quotas_response_entry_data_entities<'a>(
     r: &mut Reader<'a>,

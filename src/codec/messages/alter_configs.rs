@@ -608,7 +608,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
 
 // The entity walkers of AlterConfigsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterConfigsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_configs_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -623,7 +623,7 @@ pub(crate) fn alter_configs_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterConfigsResourceResponse to `w` (see `crate::codec::entities`).
 fn alter_configs_resource_response_entities<'a>(
     r: &mut Reader<'a>,

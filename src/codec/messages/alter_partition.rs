@@ -518,7 +518,7 @@ impl<'a> ElementImpl<'a> for BrokerStateView<'a> {
 
 // The entity walkers of AlterPartitionRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterPartitionRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_partition_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -532,7 +532,7 @@ pub(crate) fn alter_partition_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterPartitionRequestTopicData to `w` (see `crate::codec::entities`).
 fn alter_partition_request_topic_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -920,7 +920,7 @@ impl<'a> ElementImpl<'a> for AlterPartitionResponsePartitionDataView<'a> {
 
 // The entity walkers of AlterPartitionResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterPartitionResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_partition_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -934,7 +934,7 @@ pub(crate) fn alter_partition_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterPartitionResponseTopicData to `w` (see `crate::codec::entities`).
 fn alter_partition_response_topic_data_entities<'a>(
     r: &mut Reader<'a>,

@@ -340,7 +340,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionView<'a> {
 
 // The entity walkers of AlterPartitionReassignmentsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterPartitionReassignmentsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_partition_reassignments_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -356,7 +356,7 @@ pub(crate) fn alter_partition_reassignments_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReassignableTopic to `w` (see `crate::codec::entities`).
 fn reassignable_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -773,7 +773,7 @@ impl<'a> ElementImpl<'a> for ReassignablePartitionResponseView<'a> {
 
 // The entity walkers of AlterPartitionReassignmentsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterPartitionReassignmentsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_partition_reassignments_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -797,7 +797,7 @@ pub(crate) fn alter_partition_reassignments_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReassignableTopicResponse to `w` (see `crate::codec::entities`).
 fn reassignable_topic_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -810,7 +810,7 @@ fn reassignable_topic_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReassignablePartitionResponse to `w` (see `crate::codec::entities`).
 fn reassignable_partition_response_entities<'a>(
     r: &mut Reader<'a>,

@@ -324,7 +324,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirTopicView<'a> {
 
 // The entity walkers of AlterReplicaLogDirsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterReplicaLogDirsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_replica_log_dirs_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -338,7 +338,7 @@ pub(crate) fn alter_replica_log_dirs_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterReplicaLogDir to `w` (see `crate::codec::entities`).
 fn alter_replica_log_dir_entities<'a>(
     r: &mut Reader<'a>,
@@ -353,7 +353,7 @@ fn alter_replica_log_dir_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterReplicaLogDirTopic to `w` (see `crate::codec::entities`).
 fn alter_replica_log_dir_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -703,7 +703,7 @@ impl<'a> ElementImpl<'a> for AlterReplicaLogDirPartitionResultView<'a> {
 
 // The entity walkers of AlterReplicaLogDirsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterReplicaLogDirsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_replica_log_dirs_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -724,7 +724,7 @@ pub(crate) fn alter_replica_log_dirs_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterReplicaLogDirTopicResult to `w` (see `crate::codec::entities`).
 fn alter_replica_log_dir_topic_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -311,7 +311,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsRequestPartitionView<'a> {
 
 // The entity walkers of AlterShareGroupOffsetsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterShareGroupOffsetsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_share_group_offsets_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -330,7 +330,7 @@ pub(crate) fn alter_share_group_offsets_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterShareGroupOffsetsRequestTopic to `w` (see `crate::codec::entities`).
 fn alter_share_group_offsets_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -712,7 +712,7 @@ impl<'a> ElementImpl<'a> for AlterShareGroupOffsetsResponsePartitionView<'a> {
 
 // The entity walkers of AlterShareGroupOffsetsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterShareGroupOffsetsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_share_group_offsets_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -733,7 +733,7 @@ pub(crate) fn alter_share_group_offsets_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterShareGroupOffsetsResponseTopic to `w` (see `crate::codec::entities`).
 fn alter_share_group_offsets_response_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -753,7 +753,7 @@ fn alter_share_group_offsets_response_topic_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterShareGroupOffsetsResponsePartition to `w` (see `crate::codec::entities`).
 fn alter_share_group_offsets_response_partition_entities<'a>(
     r: &mut Reader<'a>,

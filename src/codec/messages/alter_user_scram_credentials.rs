@@ -546,7 +546,7 @@ impl<'a> ElementImpl<'a> for AlterUserScramCredentialsResultView<'a> {
 
 // The entity walkers of AlterUserScramCredentialsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterUserScramCredentialsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn alter_user_scram_credentials_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -565,7 +565,7 @@ pub(crate) fn alter_user_scram_credentials_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterUserScramCredentialsResult to `w` (see `crate::codec::entities`).
 fn alter_user_scram_credentials_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -404,7 +404,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsRequestPartitionDataView<'a> {
 
 // The entity walkers of AssignReplicasToDirsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AssignReplicasToDirsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn assign_replicas_to_dirs_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -424,7 +424,7 @@ pub(crate) fn assign_replicas_to_dirs_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AssignReplicasToDirsRequestDirectoryData to `w` (see `crate::codec::entities`).
 fn assign_replicas_to_dirs_request_directory_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -443,7 +443,7 @@ fn assign_replicas_to_dirs_request_directory_data_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AssignReplicasToDirsRequestTopicData to `w` (see `crate::codec::entities`).
 fn assign_replicas_to_dirs_request_topic_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -864,7 +864,7 @@ impl<'a> ElementImpl<'a> for AssignReplicasToDirsResponsePartitionDataView<'a> {
 
 // The entity walkers of AssignReplicasToDirsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AssignReplicasToDirsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn assign_replicas_to_dirs_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -884,7 +884,7 @@ pub(crate) fn assign_replicas_to_dirs_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AssignReplicasToDirsResponseDirectoryData to `w` (see `crate::codec::entities`).
 fn assign_replicas_to_dirs_response_directory_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -903,7 +903,7 @@ fn assign_replicas_to_dirs_response_directory_data_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AssignReplicasToDirsResponseTopicData to `w` (see `crate::codec::entities`).
 fn assign_replicas_to_dirs_response_topic_data_entities<'a>(
     r: &mut Reader<'a>,

@@ -552,7 +552,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
 
 // The entity walkers of BeginQuorumEpochRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a BeginQuorumEpochRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn begin_quorum_epoch_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -573,7 +573,7 @@ pub(crate) fn begin_quorum_epoch_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a BeginQuorumEpochRequestTopicData to `w` (see `crate::codec::entities`).
 fn begin_quorum_epoch_request_topic_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -1091,7 +1091,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of BeginQuorumEpochResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a BeginQuorumEpochResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn begin_quorum_epoch_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1112,7 +1112,7 @@ pub(crate) fn begin_quorum_epoch_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a BeginQuorumEpochResponseTopicData to `w` (see `crate::codec::entities`).
 fn begin_quorum_epoch_response_topic_data_entities<'a>(
     r: &mut Reader<'a>,

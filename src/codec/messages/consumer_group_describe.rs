@@ -110,7 +110,7 @@ impl<'a> ConsumerGroupDescribeRequestView<'a> {
 
 // The entity walkers of ConsumerGroupDescribeRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ConsumerGroupDescribeRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn consumer_group_describe_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -893,7 +893,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
 
 // The entity walkers of ConsumerGroupDescribeResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ConsumerGroupDescribeResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn consumer_group_describe_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -906,7 +906,7 @@ pub(crate) fn consumer_group_describe_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribedGroup to `w` (see `crate::codec::entities`).
 fn described_group_entities<'a>(
     r: &mut Reader<'a>,
@@ -926,7 +926,7 @@ fn described_group_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Member to `w` (see `crate::codec::entities`).
 fn member_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     r.check_str(true, "Member.MemberId")?;
@@ -946,7 +946,7 @@ fn member_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Re
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Assignment to `w` (see `crate::codec::entities`).
 fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.each(r, ver, false, topic_partitions_entities, "Assignment.TopicPartitions")?;
@@ -954,7 +954,7 @@ fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicPartitions to `w` (see `crate::codec::entities`).
 fn topic_partitions_entities<'a>(
     r: &mut Reader<'a>,

@@ -394,7 +394,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatRequestTopicPartitionsView<'a
 
 // The entity walkers of ConsumerGroupHeartbeatRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ConsumerGroupHeartbeatRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn consumer_group_heartbeat_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -423,7 +423,7 @@ pub(crate) fn consumer_group_heartbeat_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ConsumerGroupHeartbeatRequestTopicPartitions to `w` (see `crate::codec::entities`).
 fn consumer_group_heartbeat_request_topic_partitions_entities<'a>(
     r: &mut Reader<'a>,
@@ -788,7 +788,7 @@ impl<'a> ElementImpl<'a> for ConsumerGroupHeartbeatResponseTopicPartitionsView<'
 
 // The entity walkers of ConsumerGroupHeartbeatResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ConsumerGroupHeartbeatResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn consumer_group_heartbeat_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -806,7 +806,7 @@ pub(crate) fn consumer_group_heartbeat_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Assignment to `w` (see `crate::codec::entities`).
 fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.each(
@@ -820,7 +820,7 @@ fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ConsumerGroupHeartbeatResponseTopicPartitions to `w` (see `crate::codec::entities`).
 fn consumer_group_heartbeat_response_topic_partitions_entities<'a>(
     r: &mut Reader<'a>,

@@ -508,7 +508,7 @@ impl<'a> ControllerRegistrationResponseView<'a> {
 
 // The entity walkers of ControllerRegistrationResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ControllerRegistrationResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn controller_registration_response_entities<'a>(
     r: &mut Reader<'a>,

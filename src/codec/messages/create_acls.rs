@@ -511,7 +511,7 @@ impl<'a> ElementImpl<'a> for AclCreationResultView<'a> {
 
 // The entity walkers of CreateAclsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreateAclsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn create_acls_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -526,7 +526,7 @@ pub(crate) fn create_acls_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AclCreationResult to `w` (see `crate::codec::entities`).
 fn acl_creation_result_entities<'a>(
     r: &mut Reader<'a>,

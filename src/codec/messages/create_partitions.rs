@@ -361,7 +361,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsAssignmentView<'a> {
 
 // The entity walkers of CreatePartitionsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreatePartitionsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn create_partitions_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -377,7 +377,7 @@ pub(crate) fn create_partitions_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreatePartitionsTopic to `w` (see `crate::codec::entities`).
 fn create_partitions_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -626,7 +626,7 @@ impl<'a> ElementImpl<'a> for CreatePartitionsTopicResultView<'a> {
 
 // The entity walkers of CreatePartitionsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreatePartitionsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn create_partitions_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -641,7 +641,7 @@ pub(crate) fn create_partitions_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreatePartitionsTopicResult to `w` (see `crate::codec::entities`).
 fn create_partitions_topic_result_entities<'a>(
     r: &mut Reader<'a>,

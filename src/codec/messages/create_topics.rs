@@ -515,7 +515,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigView<'a> {
 
 // The entity walkers of CreateTopicsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreateTopicsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn create_topics_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -531,7 +531,7 @@ pub(crate) fn create_topics_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreatableTopic to `w` (see `crate::codec::entities`).
 fn creatable_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -1084,7 +1084,7 @@ impl<'a> ElementImpl<'a> for CreatableTopicConfigsView<'a> {
 
 // The entity walkers of CreateTopicsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreateTopicsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn create_topics_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1099,7 +1099,7 @@ pub(crate) fn create_topics_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a CreatableTopicResult to `w` (see `crate::codec::entities`).
 fn creatable_topic_result_entities<'a>(
     r: &mut Reader<'a>,

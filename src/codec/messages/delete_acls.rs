@@ -762,7 +762,7 @@ impl<'a> ElementImpl<'a> for DeleteAclsMatchingAclView<'a> {
 
 // The entity walkers of DeleteAclsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteAclsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_acls_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -777,7 +777,7 @@ pub(crate) fn delete_acls_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteAclsFilterResult to `w` (see `crate::codec::entities`).
 fn delete_acls_filter_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -793,7 +793,7 @@ fn delete_acls_filter_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteAclsMatchingAcl to `w` (see `crate::codec::entities`).
 fn delete_acls_matching_acl_entities<'a>(
     r: &mut Reader<'a>,

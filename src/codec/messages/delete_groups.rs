@@ -101,7 +101,7 @@ impl<'a> DeleteGroupsRequestView<'a> {
 
 // The entity walkers of DeleteGroupsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteGroupsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_groups_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -358,7 +358,7 @@ impl<'a> ElementImpl<'a> for DeletableGroupResultView<'a> {
 
 // The entity walkers of DeleteGroupsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteGroupsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_groups_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -373,7 +373,7 @@ pub(crate) fn delete_groups_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeletableGroupResult to `w` (see `crate::codec::entities`).
 fn deletable_group_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -323,7 +323,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionView<'a> {
 
 // The entity walkers of DeleteRecordsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteRecordsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_records_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -338,7 +338,7 @@ pub(crate) fn delete_records_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteRecordsTopic to `w` (see `crate::codec::entities`).
 fn delete_records_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -685,7 +685,7 @@ impl<'a> ElementImpl<'a> for DeleteRecordsPartitionResultView<'a> {
 
 // The entity walkers of DeleteRecordsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteRecordsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_records_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -700,7 +700,7 @@ pub(crate) fn delete_records_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteRecordsTopicResult to `w` (see `crate::codec::entities`).
 fn delete_records_topic_result_entities<'a>(
     r: &mut Reader<'a>,

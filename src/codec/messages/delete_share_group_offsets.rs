@@ -200,7 +200,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsRequestTopicView<'a> {
 
 // The entity walkers of DeleteShareGroupOffsetsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteShareGroupOffsetsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_share_group_offsets_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -219,7 +219,7 @@ pub(crate) fn delete_share_group_offsets_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteShareGroupOffsetsRequestTopic to `w` (see `crate::codec::entities`).
 fn delete_share_group_offsets_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -501,7 +501,7 @@ impl<'a> ElementImpl<'a> for DeleteShareGroupOffsetsResponseTopicView<'a> {
 
 // The entity walkers of DeleteShareGroupOffsetsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteShareGroupOffsetsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_share_group_offsets_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -522,7 +522,7 @@ pub(crate) fn delete_share_group_offsets_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteShareGroupOffsetsResponseTopic to `w` (see `crate::codec::entities`).
 fn delete_share_group_offsets_response_topic_entities<'a>(
     r: &mut Reader<'a>,

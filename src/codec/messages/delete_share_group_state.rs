@@ -273,7 +273,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 
 // The entity walkers of DeleteShareGroupStateRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteShareGroupStateRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_share_group_state_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -286,7 +286,7 @@ pub(crate) fn delete_share_group_state_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteStateData to `w` (see `crate::codec::entities`).
 fn delete_state_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -577,7 +577,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
 
 // The entity walkers of DeleteShareGroupStateResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteShareGroupStateResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_share_group_state_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -589,7 +589,7 @@ pub(crate) fn delete_share_group_state_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteStateResult to `w` (see `crate::codec::entities`).
 fn delete_state_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -602,7 +602,7 @@ fn delete_state_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
 fn partition_result_entities<'a>(
     r: &mut Reader<'a>,

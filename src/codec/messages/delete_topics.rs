@@ -246,7 +246,7 @@ impl<'a> ElementImpl<'a> for DeleteTopicStateView<'a> {
 
 // The entity walkers of DeleteTopicsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteTopicsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_topics_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -266,7 +266,7 @@ pub(crate) fn delete_topics_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteTopicState to `w` (see `crate::codec::entities`).
 fn delete_topic_state_entities<'a>(
     r: &mut Reader<'a>,
@@ -576,7 +576,7 @@ impl<'a> ElementImpl<'a> for DeletableTopicResultView<'a> {
 
 // The entity walkers of DeleteTopicsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeleteTopicsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn delete_topics_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -591,7 +591,7 @@ pub(crate) fn delete_topics_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DeletableTopicResult to `w` (see `crate::codec::entities`).
 fn deletable_topic_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -625,7 +625,7 @@ impl<'a> ElementImpl<'a> for AclDescriptionView<'a> {
 
 // The entity walkers of DescribeAclsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeAclsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_acls_response_entities<'a>(
     r: &mut Reader<'a>,

@@ -753,7 +753,7 @@ impl<'a> ElementImpl<'a> for ValueDataView<'a> {
 
 // The entity walkers of DescribeClientQuotasResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeClientQuotasResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_client_quotas_response_entities<'a>(
     r: &mut Reader<'a>,

@@ -527,7 +527,7 @@ impl<'a> ElementImpl<'a> for DescribeClusterBrokerView<'a> {
 
 // The entity walkers of DescribeClusterResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeClusterResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_cluster_response_entities<'a>(
     r: &mut Reader<'a>,

@@ -941,7 +941,7 @@ impl<'a> ElementImpl<'a> for DescribeConfigsSynonymView<'a> {
 
 // The entity walkers of DescribeConfigsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeConfigsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_configs_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -956,7 +956,7 @@ pub(crate) fn describe_configs_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeConfigsResult to `w` (see `crate::codec::entities`).
 fn describe_configs_result_entities<'a>(
     r: &mut Reader<'a>,

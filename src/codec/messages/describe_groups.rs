@@ -127,7 +127,7 @@ impl<'a> DescribeGroupsRequestView<'a> {
 
 // The entity walkers of DescribeGroupsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeGroupsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_groups_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -652,7 +652,7 @@ impl<'a> ElementImpl<'a> for DescribedGroupMemberView<'a> {
 
 // The entity walkers of DescribeGroupsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeGroupsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_groups_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -669,7 +669,7 @@ pub(crate) fn describe_groups_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribedGroup to `w` (see `crate::codec::entities`).
 fn described_group_entities<'a>(
     r: &mut Reader<'a>,

@@ -227,7 +227,7 @@ impl<'a> ElementImpl<'a> for DescribableLogDirTopicView<'a> {
 
 // The entity walkers of DescribeLogDirsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeLogDirsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_log_dirs_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -241,7 +241,7 @@ pub(crate) fn describe_log_dirs_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribableLogDirTopic to `w` (see `crate::codec::entities`).
 fn describable_log_dir_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -841,7 +841,7 @@ impl<'a> ElementImpl<'a> for DescribeLogDirsPartitionView<'a> {
 
 // The entity walkers of DescribeLogDirsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeLogDirsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_log_dirs_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -859,7 +859,7 @@ pub(crate) fn describe_log_dirs_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeLogDirsResult to `w` (see `crate::codec::entities`).
 fn describe_log_dirs_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -884,7 +884,7 @@ fn describe_log_dirs_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeLogDirsTopic to `w` (see `crate::codec::entities`).
 fn describe_log_dirs_topic_entities<'a>(
     r: &mut Reader<'a>,

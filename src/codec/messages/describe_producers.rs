@@ -187,7 +187,7 @@ impl<'a> ElementImpl<'a> for TopicRequestView<'a> {
 
 // The entity walkers of DescribeProducersRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeProducersRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_producers_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -199,7 +199,7 @@ pub(crate) fn describe_producers_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicRequest to `w` (see `crate::codec::entities`).
 fn topic_request_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.text(r, EntityKind::TopicName, true, false, "TopicRequest.Name")?;
@@ -668,7 +668,7 @@ impl<'a> ElementImpl<'a> for ProducerStateView<'a> {
 
 // The entity walkers of DescribeProducersResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeProducersResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_producers_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -681,7 +681,7 @@ pub(crate) fn describe_producers_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicResponse to `w` (see `crate::codec::entities`).
 fn topic_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -694,7 +694,7 @@ fn topic_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionResponse to `w` (see `crate::codec::entities`).
 fn partition_response_entities<'a>(
     r: &mut Reader<'a>,

@@ -271,7 +271,7 @@ impl<'a> ElementImpl<'a> for DescribeQuorumRequestPartitionDataView<'a> {
 
 // The entity walkers of DescribeQuorumRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeQuorumRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_quorum_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -283,7 +283,7 @@ pub(crate) fn describe_quorum_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeQuorumRequestTopicData to `w` (see `crate::codec::entities`).
 fn describe_quorum_request_topic_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -1188,7 +1188,7 @@ impl<'a> ElementImpl<'a> for ListenerView<'a> {
 
 // The entity walkers of DescribeQuorumResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeQuorumResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_quorum_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1207,7 +1207,7 @@ pub(crate) fn describe_quorum_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeQuorumResponseTopicData to `w` (see `crate::codec::entities`).
 fn describe_quorum_response_topic_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -1226,7 +1226,7 @@ fn describe_quorum_response_topic_data_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeQuorumResponsePartitionData to `w` (see `crate::codec::entities`).
 fn describe_quorum_response_partition_data_entities<'a>(
     r: &mut Reader<'a>,

@@ -319,7 +319,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsRequestTopicView<'a> {
 
 // The entity walkers of DescribeShareGroupOffsetsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeShareGroupOffsetsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_share_group_offsets_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -337,7 +337,7 @@ pub(crate) fn describe_share_group_offsets_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeShareGroupOffsetsRequestGroup to `w` (see `crate::codec::entities`).
 fn describe_share_group_offsets_request_group_entities<'a>(
     r: &mut Reader<'a>,
@@ -356,7 +356,7 @@ fn describe_share_group_offsets_request_group_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeShareGroupOffsetsRequestTopic to `w` (see `crate::codec::entities`).
 fn describe_share_group_offsets_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -908,7 +908,7 @@ impl<'a> ElementImpl<'a> for DescribeShareGroupOffsetsResponsePartitionView<'a> 
 
 // The entity walkers of DescribeShareGroupOffsetsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeShareGroupOffsetsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_share_group_offsets_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -927,7 +927,7 @@ pub(crate) fn describe_share_group_offsets_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeShareGroupOffsetsResponseGroup to `w` (see `crate::codec::entities`).
 fn describe_share_group_offsets_response_group_entities<'a>(
     r: &mut Reader<'a>,
@@ -948,7 +948,7 @@ fn describe_share_group_offsets_response_group_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeShareGroupOffsetsResponseTopic to `w` (see `crate::codec::entities`).
 fn describe_share_group_offsets_response_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -968,7 +968,7 @@ fn describe_share_group_offsets_response_topic_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeShareGroupOffsetsResponsePartition to `w` (see `crate::codec::entities`).
 fn describe_share_group_offsets_response_partition_entities<'a>(
     r: &mut Reader<'a>,

@@ -306,7 +306,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsRequestCursorView<'a> {
 
 // The entity walkers of DescribeTopicPartitionsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeTopicPartitionsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_topic_partitions_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -326,7 +326,7 @@ pub(crate) fn describe_topic_partitions_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicRequest to `w` (see `crate::codec::entities`).
 fn topic_request_entities<'a>(r: &mut Reader<'a>, _: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.text(r, EntityKind::TopicName, true, false, "TopicRequest.Name")?;
@@ -334,7 +334,7 @@ fn topic_request_entities<'a>(r: &mut Reader<'a>, _: Ver, w: &mut Walk<'a, '_>) 
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeTopicPartitionsRequestCursor to `w` (see `crate::codec::entities`).
 fn describe_topic_partitions_request_cursor_entities<'a>(
     r: &mut Reader<'a>,
@@ -951,7 +951,7 @@ impl<'a> ElementImpl<'a> for DescribeTopicPartitionsResponseCursorView<'a> {
 
 // The entity walkers of DescribeTopicPartitionsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeTopicPartitionsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_topic_partitions_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -977,7 +977,7 @@ pub(crate) fn describe_topic_partitions_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeTopicPartitionsResponseTopic to `w` (see `crate::codec::entities`).
 fn describe_topic_partitions_response_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -998,7 +998,7 @@ fn describe_topic_partitions_response_topic_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeTopicPartitionsResponseCursor to `w` (see `crate::codec::entities`).
 fn describe_topic_partitions_response_cursor_entities<'a>(
     r: &mut Reader<'a>,

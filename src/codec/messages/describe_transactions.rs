@@ -94,7 +94,7 @@ impl<'a> DescribeTransactionsRequestView<'a> {
 
 // The entity walkers of DescribeTransactionsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeTransactionsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_transactions_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -488,7 +488,7 @@ impl<'a> ElementImpl<'a> for TopicDataView<'a> {
 
 // The entity walkers of DescribeTransactionsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeTransactionsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_transactions_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -501,7 +501,7 @@ pub(crate) fn describe_transactions_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TransactionState to `w` (see `crate::codec::entities`).
 fn transaction_state_entities<'a>(
     r: &mut Reader<'a>,
@@ -520,7 +520,7 @@ fn transaction_state_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicData to `w` (see `crate::codec::entities`).
 fn topic_data_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.text(r, EntityKind::TopicName, true, false, "TopicData.Topic")?;

@@ -577,7 +577,7 @@ impl<'a> ElementImpl<'a> for CredentialInfoView<'a> {
 
 // The entity walkers of DescribeUserScramCredentialsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeUserScramCredentialsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn describe_user_scram_credentials_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -598,7 +598,7 @@ pub(crate) fn describe_user_scram_credentials_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribeUserScramCredentialsResult to `w` (see `crate::codec::entities`).
 fn describe_user_scram_credentials_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -262,7 +262,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
 
 // The entity walkers of ElectLeadersRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ElectLeadersRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn elect_leaders_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -280,7 +280,7 @@ pub(crate) fn elect_leaders_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicPartitions to `w` (see `crate::codec::entities`).
 fn topic_partitions_entities<'a>(
     r: &mut Reader<'a>,
@@ -675,7 +675,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
 
 // The entity walkers of ElectLeadersResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ElectLeadersResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn elect_leaders_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -693,7 +693,7 @@ pub(crate) fn elect_leaders_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReplicaElectionResult to `w` (see `crate::codec::entities`).
 fn replica_election_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -708,7 +708,7 @@ fn replica_election_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
 fn partition_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -646,7 +646,7 @@ impl<'a> ElementImpl<'a> for LeaderEndpointView<'a> {
 
 // The entity walkers of EndQuorumEpochRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a EndQuorumEpochRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn end_quorum_epoch_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -664,7 +664,7 @@ pub(crate) fn end_quorum_epoch_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a EndQuorumEpochRequestTopicData to `w` (see `crate::codec::entities`).
 fn end_quorum_epoch_request_topic_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -1181,7 +1181,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of EndQuorumEpochResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a EndQuorumEpochResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn end_quorum_epoch_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1196,7 +1196,7 @@ pub(crate) fn end_quorum_epoch_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a EndQuorumEpochResponseTopicData to `w` (see `crate::codec::entities`).
 fn end_quorum_epoch_response_topic_data_entities<'a>(
     r: &mut Reader<'a>,

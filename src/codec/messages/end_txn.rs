@@ -136,7 +136,7 @@ impl<'a> EndTxnRequestView<'a> {
 
 // The entity walkers of EndTxnRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a EndTxnRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn end_txn_request_entities<'a>(
     r: &mut Reader<'a>,

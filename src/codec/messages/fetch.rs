@@ -1080,7 +1080,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
 
 // The entity walkers of FetchRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn fetch_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -1113,7 +1113,7 @@ pub(crate) fn fetch_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchTopic to `w` (see `crate::codec::entities`).
 fn fetch_topic_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     if ver.version <= 12 {
@@ -1129,7 +1129,7 @@ fn fetch_topic_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) 
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ForgottenTopic to `w` (see `crate::codec::entities`).
 fn forgotten_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -2357,7 +2357,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of FetchResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn fetch_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -2378,7 +2378,7 @@ pub(crate) fn fetch_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchableTopicResponse to `w` (see `crate::codec::entities`).
 fn fetchable_topic_response_entities<'a>(
     r: &mut Reader<'a>,

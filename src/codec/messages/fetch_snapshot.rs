@@ -544,7 +544,7 @@ impl<'a> ElementImpl<'a> for FetchSnapshotRequestSnapshotIdView<'a> {
 
 // The entity walkers of FetchSnapshotRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchSnapshotRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn fetch_snapshot_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -558,7 +558,7 @@ pub(crate) fn fetch_snapshot_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchSnapshotRequestTopicSnapshot to `w` (see `crate::codec::entities`).
 fn fetch_snapshot_request_topic_snapshot_entities<'a>(
     r: &mut Reader<'a>,
@@ -1339,7 +1339,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of FetchSnapshotResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchSnapshotResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn fetch_snapshot_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1353,7 +1353,7 @@ pub(crate) fn fetch_snapshot_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchSnapshotResponseTopicSnapshot to `w` (see `crate::codec::entities`).
 fn fetch_snapshot_response_topic_snapshot_entities<'a>(
     r: &mut Reader<'a>,

@@ -169,7 +169,7 @@ impl<'a> FindCoordinatorRequestView<'a> {
 
 // The entity walkers of FindCoordinatorRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FindCoordinatorRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn find_coordinator_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -635,7 +635,7 @@ impl<'a> ElementImpl<'a> for CoordinatorView<'a> {
 
 // The entity walkers of FindCoordinatorResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FindCoordinatorResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn find_coordinator_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -669,7 +669,7 @@ pub(crate) fn find_coordinator_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Coordinator to `w` (see `crate::codec::entities`).
 fn coordinator_entities<'a>(r: &mut Reader<'a>, _: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.text(r, EntityKind::CoordinatorKey, true, false, "Coordinator.Key")?;

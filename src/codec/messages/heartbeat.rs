@@ -159,7 +159,7 @@ impl<'a> HeartbeatRequestView<'a> {
 
 // The entity walkers of HeartbeatRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a HeartbeatRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn heartbeat_request_entities<'a>(
     r: &mut Reader<'a>,

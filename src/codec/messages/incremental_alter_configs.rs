@@ -643,7 +643,7 @@ impl<'a> ElementImpl<'a> for AlterConfigsResourceResponseView<'a> {
 
 // The entity walkers of IncrementalAlterConfigsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a IncrementalAlterConfigsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn incremental_alter_configs_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -664,7 +664,7 @@ pub(crate) fn incremental_alter_configs_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AlterConfigsResourceResponse to `w` (see `crate::codec::entities`).
 fn alter_configs_resource_response_entities<'a>(
     r: &mut Reader<'a>,

@@ -216,7 +216,7 @@ impl<'a> InitProducerIdRequestView<'a> {
 
 // The entity walkers of InitProducerIdRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a InitProducerIdRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn init_producer_id_request_entities<'a>(
     r: &mut Reader<'a>,

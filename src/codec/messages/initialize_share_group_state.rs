@@ -302,7 +302,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 
 // The entity walkers of InitializeShareGroupStateRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a InitializeShareGroupStateRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn initialize_share_group_state_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -315,7 +315,7 @@ pub(crate) fn initialize_share_group_state_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a InitializeStateData to `w` (see `crate::codec::entities`).
 fn initialize_state_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -613,7 +613,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
 
 // The entity walkers of InitializeShareGroupStateResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a InitializeShareGroupStateResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn initialize_share_group_state_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -625,7 +625,7 @@ pub(crate) fn initialize_share_group_state_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a InitializeStateResult to `w` (see `crate::codec::entities`).
 fn initialize_state_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -638,7 +638,7 @@ fn initialize_state_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
 fn partition_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -342,7 +342,7 @@ impl<'a> ElementImpl<'a> for JoinGroupRequestProtocolView<'a> {
 
 // The entity walkers of JoinGroupRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a JoinGroupRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn join_group_request_entities<'a>(
     r: &mut Reader<'a>,

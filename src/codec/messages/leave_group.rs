@@ -302,7 +302,7 @@ impl<'a> ElementImpl<'a> for MemberIdentityView<'a> {
 
 // The entity walkers of LeaveGroupRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a LeaveGroupRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn leave_group_request_entities<'a>(
     r: &mut Reader<'a>,

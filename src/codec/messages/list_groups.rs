@@ -428,7 +428,7 @@ impl<'a> ElementImpl<'a> for ListedGroupView<'a> {
 
 // The entity walkers of ListGroupsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListGroupsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn list_groups_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -446,7 +446,7 @@ pub(crate) fn list_groups_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListedGroup to `w` (see `crate::codec::entities`).
 fn listed_group_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.text(r, EntityKind::GroupId, ver.flexible, false, "ListedGroup.GroupId")?;

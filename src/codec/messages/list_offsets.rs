@@ -426,7 +426,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionView<'a> {
 
 // The entity walkers of ListOffsetsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListOffsetsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn list_offsets_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -447,7 +447,7 @@ pub(crate) fn list_offsets_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListOffsetsTopic to `w` (see `crate::codec::entities`).
 fn list_offsets_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -874,7 +874,7 @@ impl<'a> ElementImpl<'a> for ListOffsetsPartitionResponseView<'a> {
 
 // The entity walkers of ListOffsetsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListOffsetsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn list_offsets_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -891,7 +891,7 @@ pub(crate) fn list_offsets_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListOffsetsTopicResponse to `w` (see `crate::codec::entities`).
 fn list_offsets_topic_response_entities<'a>(
     r: &mut Reader<'a>,

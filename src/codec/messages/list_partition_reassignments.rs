@@ -230,7 +230,7 @@ impl<'a> ElementImpl<'a> for ListPartitionReassignmentsTopicsView<'a> {
 
 // The entity walkers of ListPartitionReassignmentsRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListPartitionReassignmentsRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn list_partition_reassignments_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -249,7 +249,7 @@ pub(crate) fn list_partition_reassignments_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListPartitionReassignmentsTopics to `w` (see `crate::codec::entities`).
 fn list_partition_reassignments_topics_entities<'a>(
     r: &mut Reader<'a>,
@@ -643,7 +643,7 @@ impl<'a> ElementImpl<'a> for OngoingPartitionReassignmentView<'a> {
 
 // The entity walkers of ListPartitionReassignmentsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListPartitionReassignmentsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn list_partition_reassignments_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -658,7 +658,7 @@ pub(crate) fn list_partition_reassignments_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OngoingTopicReassignment to `w` (see `crate::codec::entities`).
 fn ongoing_topic_reassignment_entities<'a>(
     r: &mut Reader<'a>,

@@ -419,7 +419,7 @@ impl<'a> ElementImpl<'a> for TransactionStateView<'a> {
 
 // The entity walkers of ListTransactionsResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ListTransactionsResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn list_transactions_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -434,7 +434,7 @@ pub(crate) fn list_transactions_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TransactionState to `w` (see `crate::codec::entities`).
 fn transaction_state_entities<'a>(
     r: &mut Reader<'a>,

@@ -366,7 +366,7 @@ impl<'a> ElementImpl<'a> for MetadataRequestTopicView<'a> {
 
 // The entity walkers of MetadataRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a MetadataRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn metadata_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -389,7 +389,7 @@ pub(crate) fn metadata_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a MetadataRequestTopic to `w` (see `crate::codec::entities`).
 fn metadata_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -1293,7 +1293,7 @@ impl<'a> ElementImpl<'a> for MetadataResponsePartitionView<'a> {
 
 // The entity walkers of MetadataResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a MetadataResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn metadata_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1323,7 +1323,7 @@ pub(crate) fn metadata_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a MetadataResponseTopic to `w` (see `crate::codec::entities`).
 fn metadata_response_topic_entities<'a>(
     r: &mut Reader<'a>,

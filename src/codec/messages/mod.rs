@@ -749,7 +749,7 @@ api_table! {
 
 /// The entity walker of `api`'s requests (`request`) or responses, if its schema holds
 /// entity fields (see `crate::codec::entities`).
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub(crate) fn entity_walker(api: ApiKey, request: bool) -> Option<crate::codec::entities::WalkFn> {
     match (api, request) {
         #[cfg(feature = "api-produce")]

@@ -536,7 +536,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitRequestPartitionView<'a> {
 
 // The entity walkers of OffsetCommitRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetCommitRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_commit_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -559,7 +559,7 @@ pub(crate) fn offset_commit_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetCommitRequestTopic to `w` (see `crate::codec::entities`).
 fn offset_commit_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -940,7 +940,7 @@ impl<'a> ElementImpl<'a> for OffsetCommitResponsePartitionView<'a> {
 
 // The entity walkers of OffsetCommitResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetCommitResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_commit_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -957,7 +957,7 @@ pub(crate) fn offset_commit_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetCommitResponseTopic to `w` (see `crate::codec::entities`).
 fn offset_commit_response_topic_entities<'a>(
     r: &mut Reader<'a>,

@@ -241,7 +241,7 @@ impl<'a> ElementImpl<'a> for OffsetDeleteRequestPartitionView<'a> {
 
 // The entity walkers of OffsetDeleteRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetDeleteRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_delete_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -253,7 +253,7 @@ pub(crate) fn offset_delete_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetDeleteRequestTopic to `w` (see `crate::codec::entities`).
 fn offset_delete_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -515,7 +515,7 @@ impl<'a> ElementImpl<'a> for OffsetDeleteResponsePartitionView<'a> {
 
 // The entity walkers of OffsetDeleteResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetDeleteResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_delete_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -528,7 +528,7 @@ pub(crate) fn offset_delete_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetDeleteResponseTopic to `w` (see `crate::codec::entities`).
 fn offset_delete_response_topic_entities<'a>(
     r: &mut Reader<'a>,

@@ -642,7 +642,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchRequestTopicsView<'a> {
 
 // The entity walkers of OffsetFetchRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_fetch_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -667,7 +667,7 @@ pub(crate) fn offset_fetch_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchRequestTopic to `w` (see `crate::codec::entities`).
 fn offset_fetch_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -682,7 +682,7 @@ fn offset_fetch_request_topic_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchRequestGroup to `w` (see `crate::codec::entities`).
 fn offset_fetch_request_group_entities<'a>(
     r: &mut Reader<'a>,
@@ -701,7 +701,7 @@ fn offset_fetch_request_group_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchRequestTopics to `w` (see `crate::codec::entities`).
 fn offset_fetch_request_topics_entities<'a>(
     r: &mut Reader<'a>,
@@ -1589,7 +1589,7 @@ impl<'a> ElementImpl<'a> for OffsetFetchResponsePartitionsView<'a> {
 
 // The entity walkers of OffsetFetchResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_fetch_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1614,7 +1614,7 @@ pub(crate) fn offset_fetch_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchResponseTopic to `w` (see `crate::codec::entities`).
 fn offset_fetch_response_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -1629,7 +1629,7 @@ fn offset_fetch_response_topic_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchResponseGroup to `w` (see `crate::codec::entities`).
 fn offset_fetch_response_group_entities<'a>(
     r: &mut Reader<'a>,
@@ -1643,7 +1643,7 @@ fn offset_fetch_response_group_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetFetchResponseTopics to `w` (see `crate::codec::entities`).
 fn offset_fetch_response_topics_entities<'a>(
     r: &mut Reader<'a>,

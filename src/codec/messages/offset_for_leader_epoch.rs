@@ -370,7 +370,7 @@ impl<'a> ElementImpl<'a> for OffsetForLeaderPartitionView<'a> {
 
 // The entity walkers of OffsetForLeaderEpochRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetForLeaderEpochRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_for_leader_epoch_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -387,7 +387,7 @@ pub(crate) fn offset_for_leader_epoch_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetForLeaderTopic to `w` (see `crate::codec::entities`).
 fn offset_for_leader_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -759,7 +759,7 @@ impl<'a> ElementImpl<'a> for EpochEndOffsetView<'a> {
 
 // The entity walkers of OffsetForLeaderEpochResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetForLeaderEpochResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn offset_for_leader_epoch_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -774,7 +774,7 @@ pub(crate) fn offset_for_leader_epoch_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a OffsetForLeaderTopicResult to `w` (see `crate::codec::entities`).
 fn offset_for_leader_topic_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -410,7 +410,7 @@ impl<'a> ElementImpl<'a> for PartitionProduceDataView<'a> {
 
 // The entity walkers of ProduceRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ProduceRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn produce_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -427,7 +427,7 @@ pub(crate) fn produce_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicProduceData to `w` (see `crate::codec::entities`).
 fn topic_produce_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -1375,7 +1375,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of ProduceResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ProduceResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn produce_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1390,7 +1390,7 @@ pub(crate) fn produce_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicProduceResponse to `w` (see `crate::codec::entities`).
 fn topic_produce_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1410,7 +1410,7 @@ fn topic_produce_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionProduceResponse to `w` (see `crate::codec::entities`).
 fn partition_produce_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1442,7 +1442,7 @@ fn partition_produce_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a BatchIndexAndErrorMessage to `w` (see `crate::codec::entities`).
 fn batch_index_and_error_message_entities<'a>(
     r: &mut Reader<'a>,

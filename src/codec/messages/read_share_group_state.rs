@@ -280,7 +280,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 
 // The entity walkers of ReadShareGroupStateRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadShareGroupStateRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn read_share_group_state_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -293,7 +293,7 @@ pub(crate) fn read_share_group_state_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadStateData to `w` (see `crate::codec::entities`).
 fn read_state_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -741,7 +741,7 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
 
 // The entity walkers of ReadShareGroupStateResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadShareGroupStateResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn read_share_group_state_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -753,7 +753,7 @@ pub(crate) fn read_share_group_state_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadStateResult to `w` (see `crate::codec::entities`).
 fn read_state_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -766,7 +766,7 @@ fn read_state_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
 fn partition_result_entities<'a>(
     r: &mut Reader<'a>,

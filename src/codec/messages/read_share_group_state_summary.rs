@@ -290,7 +290,7 @@ impl<'a> ElementImpl<'a> for PartitionDataView<'a> {
 
 // The entity walkers of ReadShareGroupStateSummaryRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadShareGroupStateSummaryRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn read_share_group_state_summary_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -303,7 +303,7 @@ pub(crate) fn read_share_group_state_summary_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadStateSummaryData to `w` (see `crate::codec::entities`).
 fn read_state_summary_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -695,7 +695,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
 
 // The entity walkers of ReadShareGroupStateSummaryResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadShareGroupStateSummaryResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn read_share_group_state_summary_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -707,7 +707,7 @@ pub(crate) fn read_share_group_state_summary_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ReadStateSummaryResult to `w` (see `crate::codec::entities`).
 fn read_state_summary_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -720,7 +720,7 @@ fn read_state_summary_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
 fn partition_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -247,7 +247,7 @@ impl<'a> RemoveRaftVoterResponseView<'a> {
 
 // The entity walkers of RemoveRaftVoterResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a RemoveRaftVoterResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn remove_raft_voter_response_entities<'a>(
     r: &mut Reader<'a>,

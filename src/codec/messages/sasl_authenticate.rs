@@ -225,7 +225,7 @@ impl<'a> SaslAuthenticateResponseView<'a> {
 
 // The entity walkers of SaslAuthenticateResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a SaslAuthenticateResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn sasl_authenticate_response_entities<'a>(
     r: &mut Reader<'a>,

@@ -468,7 +468,7 @@ impl<'a> ElementImpl<'a> for AcknowledgementBatchView<'a> {
 
 // The entity walkers of ShareAcknowledgeRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareAcknowledgeRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn share_acknowledge_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -486,7 +486,7 @@ pub(crate) fn share_acknowledge_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a AcknowledgeTopic to `w` (see `crate::codec::entities`).
 fn acknowledge_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -1092,7 +1092,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of ShareAcknowledgeResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareAcknowledgeResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn share_acknowledge_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1111,7 +1111,7 @@ pub(crate) fn share_acknowledge_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareAcknowledgeTopicResponse to `w` (see `crate::codec::entities`).
 fn share_acknowledge_topic_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1124,7 +1124,7 @@ fn share_acknowledge_topic_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionData to `w` (see `crate::codec::entities`).
 fn partition_data_entities<'a>(
     r: &mut Reader<'a>,

@@ -673,7 +673,7 @@ impl<'a> ElementImpl<'a> for ForgottenTopicView<'a> {
 
 // The entity walkers of ShareFetchRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareFetchRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn share_fetch_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -700,7 +700,7 @@ pub(crate) fn share_fetch_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a FetchTopic to `w` (see `crate::codec::entities`).
 fn fetch_topic_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.topic_id(r, "FetchTopic.TopicId")?;
@@ -709,7 +709,7 @@ fn fetch_topic_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) 
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ForgottenTopic to `w` (see `crate::codec::entities`).
 fn forgotten_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -1456,7 +1456,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of ShareFetchResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareFetchResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn share_fetch_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1473,7 +1473,7 @@ pub(crate) fn share_fetch_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareFetchableTopicResponse to `w` (see `crate::codec::entities`).
 fn share_fetchable_topic_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1486,7 +1486,7 @@ fn share_fetchable_topic_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionData to `w` (see `crate::codec::entities`).
 fn partition_data_entities<'a>(
     r: &mut Reader<'a>,

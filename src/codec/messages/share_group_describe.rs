@@ -105,7 +105,7 @@ impl<'a> ShareGroupDescribeRequestView<'a> {
 
 // The entity walkers of ShareGroupDescribeRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareGroupDescribeRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn share_group_describe_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -782,7 +782,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
 
 // The entity walkers of ShareGroupDescribeResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareGroupDescribeResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn share_group_describe_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -795,7 +795,7 @@ pub(crate) fn share_group_describe_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribedGroup to `w` (see `crate::codec::entities`).
 fn described_group_entities<'a>(
     r: &mut Reader<'a>,
@@ -815,7 +815,7 @@ fn described_group_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Member to `w` (see `crate::codec::entities`).
 fn member_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     r.check_str(true, "Member.MemberId")?;
@@ -829,7 +829,7 @@ fn member_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Re
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Assignment to `w` (see `crate::codec::entities`).
 fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.each(r, ver, false, topic_partitions_entities, "Assignment.TopicPartitions")?;
@@ -837,7 +837,7 @@ fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicPartitions to `w` (see `crate::codec::entities`).
 fn topic_partitions_entities<'a>(
     r: &mut Reader<'a>,

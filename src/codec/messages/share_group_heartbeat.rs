@@ -163,7 +163,7 @@ impl<'a> ShareGroupHeartbeatRequestView<'a> {
 
 // The entity walkers of ShareGroupHeartbeatRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareGroupHeartbeatRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn share_group_heartbeat_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -519,7 +519,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionsView<'a> {
 
 // The entity walkers of ShareGroupHeartbeatResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a ShareGroupHeartbeatResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn share_group_heartbeat_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -537,7 +537,7 @@ pub(crate) fn share_group_heartbeat_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Assignment to `w` (see `crate::codec::entities`).
 fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.each(r, ver, false, topic_partitions_entities, "Assignment.TopicPartitions")?;
@@ -545,7 +545,7 @@ fn assignment_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicPartitions to `w` (see `crate::codec::entities`).
 fn topic_partitions_entities<'a>(
     r: &mut Reader<'a>,

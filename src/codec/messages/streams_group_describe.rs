@@ -142,7 +142,7 @@ impl<'a> StreamsGroupDescribeRequestView<'a> {
 
 // The entity walkers of StreamsGroupDescribeRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a StreamsGroupDescribeRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn streams_group_describe_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -2038,7 +2038,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
 
 // The entity walkers of StreamsGroupDescribeResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a StreamsGroupDescribeResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn streams_group_describe_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -2051,7 +2051,7 @@ pub(crate) fn streams_group_describe_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a DescribedGroup to `w` (see `crate::codec::entities`).
 fn described_group_entities<'a>(
     r: &mut Reader<'a>,
@@ -2080,7 +2080,7 @@ fn described_group_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Topology to `w` (see `crate::codec::entities`).
 fn topology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     r.take(4, "Topology.Epoch")?;
@@ -2089,7 +2089,7 @@ fn topology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> 
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Subtopology to `w` (see `crate::codec::entities`).
 fn subtopology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     r.check_str(true, "Subtopology.SubtopologyId")?;
@@ -2101,7 +2101,7 @@ fn subtopology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) 
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicInfo to `w` (see `crate::codec::entities`).
 fn topic_info_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.text(r, EntityKind::TopicName, true, false, "TopicInfo.Name")?;
@@ -2112,7 +2112,7 @@ fn topic_info_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescription to `w` (see `crate::codec::entities`).
 fn topology_description_entities<'a>(
     r: &mut Reader<'a>,
@@ -2125,7 +2125,7 @@ fn topology_description_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescriptionSubtopology to `w` (see `crate::codec::entities`).
 fn topology_description_subtopology_entities<'a>(
     r: &mut Reader<'a>,
@@ -2138,7 +2138,7 @@ fn topology_description_subtopology_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescriptionNode to `w` (see `crate::codec::entities`).
 fn topology_description_node_entities<'a>(
     r: &mut Reader<'a>,
@@ -2155,7 +2155,7 @@ fn topology_description_node_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescriptionGlobalStore to `w` (see `crate::codec::entities`).
 fn topology_description_global_store_entities<'a>(
     r: &mut Reader<'a>,

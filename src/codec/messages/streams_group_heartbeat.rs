@@ -1239,7 +1239,7 @@ impl<'a> ElementImpl<'a> for TaskOffsetView<'a> {
 
 // The entity walkers of StreamsGroupHeartbeatRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a StreamsGroupHeartbeatRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn streams_group_heartbeat_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -1281,7 +1281,7 @@ pub(crate) fn streams_group_heartbeat_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Topology to `w` (see `crate::codec::entities`).
 fn topology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     r.take(4, "Topology.Epoch")?;
@@ -1290,7 +1290,7 @@ fn topology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> 
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a Subtopology to `w` (see `crate::codec::entities`).
 fn subtopology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     r.check_str(true, "Subtopology.SubtopologyId")?;
@@ -1304,7 +1304,7 @@ fn subtopology_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) 
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicInfo to `w` (see `crate::codec::entities`).
 fn topic_info_entities<'a>(r: &mut Reader<'a>, ver: Ver, w: &mut Walk<'a, '_>) -> Result<(), DecodeError> {
     w.text(r, EntityKind::TopicName, true, false, "TopicInfo.Name")?;
@@ -2238,7 +2238,7 @@ impl<'a> ElementImpl<'a> for TopicPartitionView<'a> {
 
 // The entity walkers of StreamsGroupHeartbeatResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a StreamsGroupHeartbeatResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn streams_group_heartbeat_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -2289,7 +2289,7 @@ pub(crate) fn streams_group_heartbeat_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a EndpointToPartitions to `w` (see `crate::codec::entities`).
 fn endpoint_to_partitions_entities<'a>(
     r: &mut Reader<'a>,
@@ -2303,7 +2303,7 @@ fn endpoint_to_partitions_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopicPartition to `w` (see `crate::codec::entities`).
 fn topic_partition_entities<'a>(
     r: &mut Reader<'a>,

@@ -608,7 +608,7 @@ impl<'a> ElementImpl<'a> for TopologyDescriptionGlobalStoreView<'a> {
 
 // The entity walkers of StreamsGroupTopologyDescriptionUpdateRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a StreamsGroupTopologyDescriptionUpdateRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn streams_group_topology_description_update_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -629,7 +629,7 @@ pub(crate) fn streams_group_topology_description_update_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescription to `w` (see `crate::codec::entities`).
 fn topology_description_entities<'a>(
     r: &mut Reader<'a>,
@@ -642,7 +642,7 @@ fn topology_description_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescriptionSubtopology to `w` (see `crate::codec::entities`).
 fn topology_description_subtopology_entities<'a>(
     r: &mut Reader<'a>,
@@ -655,7 +655,7 @@ fn topology_description_subtopology_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescriptionNode to `w` (see `crate::codec::entities`).
 fn topology_description_node_entities<'a>(
     r: &mut Reader<'a>,
@@ -672,7 +672,7 @@ fn topology_description_node_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TopologyDescriptionGlobalStore to `w` (see `crate::codec::entities`).
 fn topology_description_global_store_entities<'a>(
     r: &mut Reader<'a>,
@@ -813,7 +813,7 @@ impl<'a> StreamsGroupTopologyDescriptionUpdateResponseView<'a> {
 
 // The entity walkers of StreamsGroupTopologyDescriptionUpdateResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a StreamsGroupTopologyDescriptionUpdateResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn streams_group_topology_description_update_response_entities<'a>(
     r: &mut Reader<'a>,

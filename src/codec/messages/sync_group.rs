@@ -316,7 +316,7 @@ impl<'a> ElementImpl<'a> for SyncGroupRequestAssignmentView<'a> {
 
 // The entity walkers of SyncGroupRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a SyncGroupRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn sync_group_request_entities<'a>(
     r: &mut Reader<'a>,

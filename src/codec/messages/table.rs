@@ -199,7 +199,7 @@ macro_rules! dispatch {
             }
         }
 
-        #[cfg(feature = "alloc")]
+        #[cfg(feature = "owned")]
         impl<'a> From<$view_enum<'a>> for $body_enum<'a> {
             fn from(view: $view_enum<'a>) -> Self {
                 match view {

@@ -590,7 +590,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitRequestPartitionView<'a> {
 
 // The entity walkers of TxnOffsetCommitRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TxnOffsetCommitRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn txn_offset_commit_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -617,7 +617,7 @@ pub(crate) fn txn_offset_commit_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TxnOffsetCommitRequestTopic to `w` (see `crate::codec::entities`).
 fn txn_offset_commit_request_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -994,7 +994,7 @@ impl<'a> ElementImpl<'a> for TxnOffsetCommitResponsePartitionView<'a> {
 
 // The entity walkers of TxnOffsetCommitResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TxnOffsetCommitResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn txn_offset_commit_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -1009,7 +1009,7 @@ pub(crate) fn txn_offset_commit_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a TxnOffsetCommitResponseTopic to `w` (see `crate::codec::entities`).
 fn txn_offset_commit_response_topic_entities<'a>(
     r: &mut Reader<'a>,

@@ -205,7 +205,7 @@ impl<'a> UnregisterBrokerResponseView<'a> {
 
 // The entity walkers of UnregisterBrokerResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a UnregisterBrokerResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn unregister_broker_response_entities<'a>(
     r: &mut Reader<'a>,

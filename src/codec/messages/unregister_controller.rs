@@ -213,7 +213,7 @@ impl<'a> UnregisterControllerResponseView<'a> {
 
 // The entity walkers of UnregisterControllerResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a UnregisterControllerResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn unregister_controller_response_entities<'a>(
     r: &mut Reader<'a>,

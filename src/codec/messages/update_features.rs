@@ -572,7 +572,7 @@ impl<'a> ElementImpl<'a> for UpdatableFeatureResultView<'a> {
 
 // The entity walkers of UpdateFeaturesResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a UpdateFeaturesResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn update_features_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -589,7 +589,7 @@ pub(crate) fn update_features_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a UpdatableFeatureResult to `w` (see `crate::codec::entities`).
 fn updatable_feature_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -474,7 +474,7 @@ impl<'a> ElementImpl<'a> for VoteRequestPartitionDataView<'a> {
 
 // The entity walkers of VoteRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a VoteRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn vote_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -490,7 +490,7 @@ pub(crate) fn vote_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a VoteRequestTopicData to `w` (see `crate::codec::entities`).
 fn vote_request_topic_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -967,7 +967,7 @@ impl<'a> ElementImpl<'a> for NodeEndpointView<'a> {
 
 // The entity walkers of VoteResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a VoteResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn vote_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -980,7 +980,7 @@ pub(crate) fn vote_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a VoteResponseTopicData to `w` (see `crate::codec::entities`).
 fn vote_response_topic_data_entities<'a>(
     r: &mut Reader<'a>,

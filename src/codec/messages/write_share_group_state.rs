@@ -481,7 +481,7 @@ impl<'a> ElementImpl<'a> for StateBatchView<'a> {
 
 // The entity walkers of WriteShareGroupStateRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WriteShareGroupStateRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn write_share_group_state_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -494,7 +494,7 @@ pub(crate) fn write_share_group_state_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WriteStateData to `w` (see `crate::codec::entities`).
 fn write_state_data_entities<'a>(
     r: &mut Reader<'a>,
@@ -785,7 +785,7 @@ impl<'a> ElementImpl<'a> for PartitionResultView<'a> {
 
 // The entity walkers of WriteShareGroupStateResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WriteShareGroupStateResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn write_share_group_state_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -797,7 +797,7 @@ pub(crate) fn write_share_group_state_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WriteStateResult to `w` (see `crate::codec::entities`).
 fn write_state_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -810,7 +810,7 @@ fn write_state_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a PartitionResult to `w` (see `crate::codec::entities`).
 fn partition_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -355,7 +355,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerTopicView<'a> {
 
 // The entity walkers of WriteTxnMarkersRequest (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WriteTxnMarkersRequest to `w` (see `crate::codec::entities`).
 pub(crate) fn write_txn_markers_request_entities<'a>(
     r: &mut Reader<'a>,
@@ -367,7 +367,7 @@ pub(crate) fn write_txn_markers_request_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WritableTxnMarker to `w` (see `crate::codec::entities`).
 fn writable_txn_marker_entities<'a>(
     r: &mut Reader<'a>,
@@ -386,7 +386,7 @@ fn writable_txn_marker_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WritableTxnMarkerTopic to `w` (see `crate::codec::entities`).
 fn writable_txn_marker_topic_entities<'a>(
     r: &mut Reader<'a>,
@@ -767,7 +767,7 @@ impl<'a> ElementImpl<'a> for WritableTxnMarkerPartitionResultView<'a> {
 
 // The entity walkers of WriteTxnMarkersResponse (see `crate::codec::entities`).
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WriteTxnMarkersResponse to `w` (see `crate::codec::entities`).
 pub(crate) fn write_txn_markers_response_entities<'a>(
     r: &mut Reader<'a>,
@@ -779,7 +779,7 @@ pub(crate) fn write_txn_markers_response_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WritableTxnMarkerResult to `w` (see `crate::codec::entities`).
 fn writable_txn_marker_result_entities<'a>(
     r: &mut Reader<'a>,
@@ -792,7 +792,7 @@ fn writable_txn_marker_result_entities<'a>(
     Ok(())
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 /// Reports the entity fields of a WritableTxnMarkerTopicResult to `w` (see `crate::codec::entities`).
 fn writable_txn_marker_topic_result_entities<'a>(
     r: &mut Reader<'a>,

@@ -223,7 +223,7 @@ fn push_uvarlong(out: &mut alloc::vec::Vec<u8>, v: u64) {
 }
 
 /// Appends the unsigned varint `v`.
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 #[inline]
 pub(crate) fn push_uvarint(out: &mut alloc::vec::Vec<u8>, v: u32) {
     push_uvarlong(out, u64::from(v));

@@ -8,14 +8,14 @@
 
 use crate::codec::types::Versions;
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub mod addresses;
 mod build;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub mod entities;
 #[cfg(feature = "explain")]
 pub mod explain;
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 pub mod inspect;
 #[cfg(feature = "json")]
 pub mod json;
@@ -34,7 +34,7 @@ pub use walk::{
 
 /// Why rewriting a body through its schema ([`addresses::rewrite`], [`entities::rewrite`])
 /// failed.
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum RewriteError {
@@ -44,7 +44,7 @@ pub enum RewriteError {
     Encode(ValueError),
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 impl core::fmt::Display for RewriteError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -54,7 +54,7 @@ impl core::fmt::Display for RewriteError {
     }
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(feature = "owned")]
 impl core::error::Error for RewriteError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
@@ -160,7 +160,7 @@ impl Entity {
 impl StructSchema {
     /// The indexes of the fields that are tagged in `version`, in tag order (the order
     /// they are written in, after the inline fields).
-    #[cfg(feature = "alloc")]
+    #[cfg(feature = "owned")]
     pub(crate) fn tagged_in_order(&self, version: i16) -> alloc::vec::Vec<usize> {
         let mut tagged: alloc::vec::Vec<(u32, usize)> = (self.fields.iter().enumerate())
             .filter(|(_, f)| f.is_tagged(version))

@@ -148,8 +148,8 @@ pub fn emit(cx: &Ctx) -> String {
     }
     writeln!(out, "\n// The entity walkers of {} (see `crate::codec::entities`).\n", m.name).unwrap();
     for s in m.structs.iter().filter(|s| holds(m, s)) {
-        // Only the filters (`alloc`) use them.
-        out.push_str("#[cfg(feature = \"alloc\")]\n");
+        // Only the filters and the schema tools (`owned`) use them.
+        out.push_str("#[cfg(feature = \"owned\")]\n");
         out.push_str(&walker(cx, s).trim_start().replace("\n    ", "\n"));
         out.push('\n');
     }
@@ -160,7 +160,7 @@ pub fn emit(cx: &Ctx) -> String {
 /// `src/codec/messages/mod.rs`.
 pub fn table(apis: &[Api]) -> String {
     let mut o = String::from(
-        "\n/// The entity walker of `api`'s requests (`request`) or responses, if its schema holds\n/// entity fields (see `crate::codec::entities`).\n#[cfg(feature = \"alloc\")]\npub(crate) fn entity_walker(api: ApiKey, request: bool) -> Option<crate::codec::entities::WalkFn> {\n    match (api, request) {\n",
+        "\n/// The entity walker of `api`'s requests (`request`) or responses, if its schema holds\n/// entity fields (see `crate::codec::entities`).\n#[cfg(feature = \"owned\")]\npub(crate) fn entity_walker(api: ApiKey, request: bool) -> Option<crate::codec::entities::WalkFn> {\n    match (api, request) {\n",
     );
     for a in apis {
         for m in [a.request, a.response] {
