@@ -466,26 +466,18 @@ impl Engine {
         }
         let header_len = response.header.as_bytes().len();
         let mut body = FetchResponse::from(view);
-        let mut topics = into_vec(core::mem::replace(&mut body.responses, List::Borrowed(&[])));
-        let mut outcomes = outcomes.into_iter().peekable();
-        for (ti, topic) in topics.iter_mut().enumerate() {
-            if outcomes.peek().is_none_or(|((t, _), _)| *t != ti) {
-                continue;
-            }
-            let mut partitions = into_vec(core::mem::replace(&mut topic.partitions, List::Borrowed(&[])));
-            while let Some(((_, pi), outcome)) = outcomes.next_if(|((t, _), _)| *t == ti) {
-                let Some(partition) = partitions.get_mut(pi) else { continue };
-                match outcome {
-                    Outcome::Bytes(range) => partition.records = Some(slice(&out, range)),
-                    Outcome::Error(code) => {
-                        partition.error_code = code.to_i16();
-                        partition.records = Some(List::Borrowed(&[]));
-                    }
+        apply(
+            &mut body.responses,
+            outcomes,
+            |t| &mut t.partitions,
+            |p, outcome| match outcome {
+                Outcome::Bytes(range) => p.records = Some(slice(&out, range)),
+                Outcome::Error(code) => {
+                    p.error_code = code.to_i16();
+                    p.records = Some(List::Borrowed(&[]));
                 }
-            }
-            topic.partitions = List::Owned(partitions);
-        }
-        body.responses = List::Owned(topics);
+            },
+        );
         let decision = encode_answer(
             &frame,
             header_len,
@@ -539,26 +531,18 @@ impl Engine {
         }
         let header_len = response.header.as_bytes().len();
         let mut body = ShareFetchResponse::from(view);
-        let mut topics = into_vec(core::mem::replace(&mut body.responses, List::Borrowed(&[])));
-        let mut outcomes = outcomes.into_iter().peekable();
-        for (ti, topic) in topics.iter_mut().enumerate() {
-            if outcomes.peek().is_none_or(|((t, _), _)| *t != ti) {
-                continue;
-            }
-            let mut partitions = into_vec(core::mem::replace(&mut topic.partitions, List::Borrowed(&[])));
-            while let Some(((_, pi), outcome)) = outcomes.next_if(|((t, _), _)| *t == ti) {
-                let Some(partition) = partitions.get_mut(pi) else { continue };
-                match outcome {
-                    Outcome::Bytes(range) => partition.records = slice(&out, range),
-                    Outcome::Error(code) => {
-                        partition.error_code = code.to_i16();
-                        partition.records = List::Borrowed(&[]);
-                    }
+        apply(
+            &mut body.responses,
+            outcomes,
+            |t| &mut t.partitions,
+            |p, outcome| match outcome {
+                Outcome::Bytes(range) => p.records = slice(&out, range),
+                Outcome::Error(code) => {
+                    p.error_code = code.to_i16();
+                    p.records = List::Borrowed(&[]);
                 }
-            }
-            topic.partitions = List::Owned(partitions);
-        }
-        body.responses = List::Owned(topics);
+            },
+        );
         let decision = encode_answer(
             &frame,
             header_len,
@@ -572,6 +556,33 @@ impl Engine {
         give_back_owned(frame);
         decision
     }
+}
+
+/// Gives each decrypted partition of an answer its outcome (`set`), found by the (topic,
+/// partition) indexes the decryption recorded, in order; the topics and partitions it
+/// touches become owned lists, the others stay as they are.
+fn apply<'a, T: Clone + 'a, P: Clone + 'a>(
+    topics: &mut List<'a, T>,
+    outcomes: Vec<((usize, usize), Outcome)>,
+    partitions: impl Fn(&mut T) -> &mut List<'a, P>,
+    mut set: impl FnMut(&mut P, Outcome),
+) {
+    let mut owned = into_vec(core::mem::replace(topics, List::Borrowed(&[])));
+    let mut outcomes = outcomes.into_iter().peekable();
+    for (ti, topic) in owned.iter_mut().enumerate() {
+        if outcomes.peek().is_none_or(|((t, _), _)| *t != ti) {
+            continue;
+        }
+        let list = partitions(topic);
+        let mut each = into_vec(core::mem::replace(list, List::Borrowed(&[])));
+        while let Some(((_, pi), outcome)) = outcomes.next_if(|((t, _), _)| *t == ti) {
+            if let Some(partition) = each.get_mut(pi) {
+                set(partition, outcome);
+            }
+        }
+        *list = List::Owned(each);
+    }
+    *topics = List::Owned(owned);
 }
 
 /// An answer encoded again after the header of `frame`.
