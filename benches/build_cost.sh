@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build cost, side by side (issue 17 item 6): clean `cargo build --release --lib` and
+# Build cost, side by side: clean `cargo build --release --lib` and
 # `cargo check --lib` times of kwire (every API, and four APIs), kafka-protocol 0.18 (every
 # message: features client and broker, no codecs; and again with `messages_enums`, which
 # compiles its codecs in the library) and krabka-protocol 0.8 (every API, no record
@@ -34,7 +34,7 @@ export CARGO_INCREMENTAL=0
 
 mkdir -p "$out/crates"
 
-# Binary sizes (issue 34): the `kwire` command, and a small program on four APIs (a frame
+# Binary sizes: the `kwire` command, and a small program on four APIs (a frame
 # from stdin parsed and printed, a MetadataResponse encoded), release builds, as built and
 # stripped. `bash benches/build_cost.sh sizes` runs this part alone.
 sizes() {

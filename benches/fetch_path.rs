@@ -1,4 +1,4 @@
-//! A broker's records path in one run (issue 18, item 5): a 1 MB Produce request of
+//! A broker's records path in one run: a 1 MB Produce request of
 //! 1,000-record batches validated with its offsets assigned, then fetched back as one Fetch
 //! response frame. kwire (`validate_and_assign` in place + `vectored::encode_response`)
 //! beside kafka-protocol 0.18 (decode the records, assign, encode them and the response), a

@@ -29,7 +29,7 @@ started=$(date -u +%Y-%m-%dT%H:%MZ)
 # Fresh results, so that no stale benchmark from an earlier or filtered run is reported.
 rm -rf target/criterion target/gungraun
 "$CARGO" bench --bench codec -- "$@"
-# A broker's records path (issue 18): validate-and-assign and the vectored Fetch encode
+# A broker's records path: validate-and-assign and the vectored Fetch encode
 # beside kafka-protocol, the copy floor and CRC-32C; its sizes go to target/fetch-path.json.
 "$CARGO" bench --bench fetch_path -- "$@"
 # Record batches: kwire, kafka-protocol, the decompressors and CRC-32C (records/*).

@@ -1,5 +1,5 @@
 //! Schema facts: every `src/codec/schema/*.json` file says what Apache Kafka's own message
-//! schema of the same name says about the wire (issue 10, item 4a).
+//! schema of the same name says about the wire.
 //!
 //! Kafka's schemas come from the `kafka-clients` jar of the release named in
 //! `tests/kafka/fetch.sh`, which this test runs first: it fetches the jar from Maven Central

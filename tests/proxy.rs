@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// Set to true once kwire decodes every API of Apache Kafka 4.4 (issue 9): from then on a
+/// Set to true once kwire decodes every API of Apache Kafka 4.4: from then on a
 /// frame of an API kwire does not know fails these tests instead of being counted.
 const ALL_APIS_KNOWN: bool = true;
 

@@ -1,4 +1,4 @@
-//! TLS through `kwire proxy` (issue 19, item 3), with certificates made here (rcgen): a CA,
+//! TLS through `kwire proxy`, with certificates made here (rcgen): a CA,
 //! a server certificate for 127.0.0.1, localhost and the SNI names, a client certificate,
 //! an expired one, one of another CA and one for another name.
 //!
@@ -1614,7 +1614,7 @@ fn tenant_names_past_the_limit_get_kafkas_errors() {
     assert!(proxy.log().matches("closing").count() == 0, "{}", proxy.log());
 }
 
-/// Topic-id isolation (issue 33). Tenant `tenant-a.` learns the id of tenant `tenant-b.`'s
+/// Topic-id isolation. Tenant `tenant-a.` learns the id of tenant `tenant-b.`'s
 /// topic (here from the broker directly; ids are 128 random bits, but they are not secrets)
 /// and names it through the proxy: Fetch v13, Metadata v12 and DeleteTopics v6 by that id
 /// must get what Kafka gives for an id it does not know, UNKNOWN_TOPIC_ID (100) with the id
