@@ -156,9 +156,16 @@ public final class TenantAdmin {
                     deleted.add(binding(b));
                 }
                 admin.alterClientQuotas(List.of(rate(ClientQuotaEntity.USER, user, null))).all().get();
+                // The controller has the removal once the call returns; the broker that answers
+                // DescribeClientQuotas applies it from the metadata log a moment later.
+                TreeSet<String> left = quotas(admin);
+                for (int i = 0; i < 50 && !left.isEmpty(); i++) {
+                    Thread.sleep(200);
+                    left = quotas(admin);
+                }
                 out.append("\"deleted\":").append(json(deleted))
                         .append(",\"acls\":").append(json(acls(admin)))
-                        .append(",\"quotas\":").append(json(quotas(admin)));
+                        .append(",\"quotas\":").append(json(left));
             } else {
                 TreeSet<String> topics = new TreeSet<>();
                 for (String t : admin.listTopics().names().get()) {
