@@ -37,7 +37,7 @@ fn response_args(name: &str) -> Vec<String> {
 
 /// A scratch file for one test.
 fn scratch(name: &str, contents: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kwire-cli-test-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, contents).unwrap();

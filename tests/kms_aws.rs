@@ -179,7 +179,7 @@ fn client(endpoint: &str, keys: &Keys, secret: &str, timeout: Duration, ca: Opti
 }
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kwire-kms-aws-{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("kms-aws-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -747,7 +747,7 @@ fn through_proxy(args: &[&str], record: Option<&Path>) -> Vec<(String, Vec<u8>)>
 }
 
 fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kwire-secrets-{}-{name}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("secrets-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -1,12 +1,15 @@
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.stream.Stream;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.GroupListing;
@@ -156,7 +159,8 @@ public final class TenantStreams {
         config.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         config.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
-        config.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("kwire-streams").toString());
+        Path stateDir = Files.createTempDirectory("kwire-streams");
+        config.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
@@ -194,6 +198,11 @@ public final class TenantStreams {
                         "{\"counts\":" + json(counts) + ",\"expected\":" + json(expected) + ",\"state\":"
                                 + quote(state) + ",\"topics\":" + json(topics) + ",\"groups\":"
                                 + json(groups(admin, tag)) + "}");
+            }
+        } finally {
+            // The stores' directory is this run's alone: nothing of it stays in the temporary folder.
+            try (Stream<Path> paths = Files.walk(stateDir)) {
+                paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
             }
         }
     }
