@@ -87,8 +87,16 @@ fn bench(c: &mut Criterion) {
     let all: Vec<u8> = plain.concat();
     let mut g = c.benchmark_group("records/crc32c");
     g.throughput(Throughput::Bytes(all.len() as u64));
-    g.bench_function("crc32c_crate", |b| b.iter(|| crc::crc32c(black_box(&all))));
+    g.bench_function("kwire", |b| b.iter(|| crc::crc32c(black_box(&all))));
+    g.bench_function("crc32c_crate", |b| b.iter(|| crc32c::crc32c(black_box(&all))));
     g.bench_function("portable_slice_by_8", |b| b.iter(|| crc::crc32c_portable(black_box(&all))));
+    g.finish();
+    // A small batch's CRC: the short blocks and the single chain's tail.
+    let small = &all[..1000];
+    let mut g = c.benchmark_group("records/crc32c_1000_bytes");
+    g.throughput(Throughput::Bytes(small.len() as u64));
+    g.bench_function("kwire", |b| b.iter(|| crc::crc32c(black_box(small))));
+    g.bench_function("crc32c_crate", |b| b.iter(|| crc32c::crc32c(black_box(small))));
     g.finish();
 
     for codec in [Compression::Lz4, Compression::Zstd] {

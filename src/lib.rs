@@ -122,7 +122,8 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
-// `unsafe` is denied everywhere but in `codec::wire::utf8` (see there).
+// `unsafe` is denied everywhere but in `codec::wire::utf8` and `codec::records::crc::sse42`
+// (see there).
 #![deny(unsafe_code)]
 // With only some APIs compiled in, helpers that only the others use go unused.
 #![cfg_attr(not(feature = "all-apis"), allow(dead_code))]
